@@ -1,0 +1,199 @@
+// Package record defines the run record: everything coldtrace gathered about
+// one traced command, as a plain Go value that serialises to a versioned,
+// documented file. trace writes it; attribution and report read it. Nothing
+// here touches the live system.
+package record
+
+import (
+	"time"
+)
+
+// Schema names the on-disk format. A reader refuses other major versions
+// rather than guessing at their meaning.
+const Schema = "coldtrace.record/v1"
+
+// Record is one traced run. Times inside it are nanoseconds since Start
+// (the moment the command was released), so a record read on another
+// machine needs no clock of its own.
+type Record struct {
+	Schema  string   `json:"schema"`
+	Version string   `json:"coldtrace_version"`
+	Command []string `json:"command"`
+	// Start is the wall-clock time the command was released.
+	Start time.Time `json:"start"`
+	// WallNS is from release to the command's exit.
+	WallNS int64 `json:"wall_ns"`
+	// ExitCode follows the shell's convention: 128+N for death by signal N,
+	// 127 when the command could not be started.
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	// StartError says why the command could not be started (exit code 127).
+	StartError string `json:"start_error,omitempty"`
+	// Interrupted is set when coldtrace itself was asked to stop (SIGINT,
+	// SIGTERM, SIGHUP) before the command ended on its own.
+	Interrupted bool `json:"interrupted,omitempty"`
+
+	User User `json:"user"`
+	Host Host `json:"host"`
+
+	// IntervalNS is the sampling period of Samples.
+	IntervalNS int64 `json:"interval_ns"`
+	// StartupNS is coldtrace's own cost before the command was released:
+	// loading and attaching probes, starting the gated child.
+	StartupNS int64 `json:"startup_ns"`
+
+	Lost Lost `json:"lost"`
+
+	// Files are indexed by File.ID (its position); samples refer to them.
+	Files     []File     `json:"files"`
+	Processes []Process  `json:"processes"`
+	Threads   []Thread   `json:"threads"`
+	Samples   []Sample   `json:"samples"`
+	Warnings  []string   `json:"warnings,omitempty"`
+	Self      SelfCost   `json:"self"`
+	JIT       *JIT       `json:"jit,omitempty"`
+	GPU       *GPU       `json:"gpu,omitempty"`
+	Downloads []Download `json:"downloads,omitempty"`
+}
+
+// User is who the command ran as.
+type User struct {
+	UID  uint32 `json:"uid"`
+	GID  uint32 `json:"gid"`
+	Name string `json:"name"`
+	Home string `json:"home"`
+}
+
+// Host identifies the machine, so a diff of records from two machines can
+// say so.
+type Host struct {
+	Hostname string `json:"hostname"`
+	Kernel   string `json:"kernel"`
+	CPUs     int    `json:"cpus"`
+	MemBytes uint64 `json:"mem_bytes"`
+	PageSize int    `json:"page_size"`
+}
+
+// Lost counts what the kernel side could not record. Any non-zero value
+// means the numbers are lower bounds; reports must show it.
+type Lost struct {
+	RingBuffer  uint64 `json:"ring_buffer"`
+	FileTable   uint64 `json:"file_table"`
+	ThreadTable uint64 `json:"thread_table"`
+	Tracked     uint64 `json:"tracked_table"`
+	Paths       uint64 `json:"paths"`
+}
+
+// Total is the sum of every lost counter.
+func (l Lost) Total() uint64 {
+	return l.RingBuffer + l.FileTable + l.ThreadTable + l.Tracked + l.Paths
+}
+
+// File is one (device, inode) the command touched through the page cache.
+//
+// PagesAccessed counts pages the read path returned (read, pread, readv,
+// sendfile, splice) plus pages mapped by page faults and fault-around. A
+// page can be counted more than once when it is read more than once.
+// PagesMissed counts pages the command's threads inserted into the page
+// cache (1<<order per inserted folio): they came from disk.
+type File struct {
+	ID            int    `json:"id"`
+	Dev           uint32 `json:"dev"` // kernel encoding: major<<20 | minor
+	Ino           uint64 `json:"ino"`
+	Path          string `json:"path"`
+	SizeBytes     int64  `json:"size_bytes"`
+	PagesAccessed uint64 `json:"pages_accessed"`
+	PagesMissed   uint64 `json:"pages_missed"`
+	// PagesEvicted counts pages of this file dropped from the page cache
+	// during the run, by anyone (kswapd, DAMON, fadvise).
+	PagesEvicted  uint64 `json:"pages_evicted"`
+	BytesFromDisk uint64 `json:"bytes_from_disk"`
+	// IOWaitNS is thread-time blocked on block I/O while reading this file.
+	IOWaitNS int64 `json:"io_wait_ns"`
+	// MissCPUNS is on-CPU thread-time inside read syscalls and page faults
+	// that missed the cache for this file: the kernel work of filling it.
+	MissCPUNS int64 `json:"miss_cpu_ns"`
+}
+
+// Process is one traced process (thread group).
+type Process struct {
+	PID     int32    `json:"pid"`
+	PPID    int32    `json:"ppid"`
+	Comm    string   `json:"comm"`
+	Exe     string   `json:"exe,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	StartNS int64    `json:"start_ns"`
+	// EndNS is 0 when the process was still running when the run ended.
+	EndNS    int64 `json:"end_ns,omitempty"`
+	ExitCode int   `json:"exit_code"`
+	Exited   bool  `json:"exited"`
+	Threads  int   `json:"threads"`
+	CPUNS    int64 `json:"cpu_ns"`
+	OffCPUNS int64 `json:"offcpu_ns"`
+	IOWaitNS int64 `json:"io_wait_ns"`
+	// RunQueueNS is time runnable but not running (preempted, waiting for
+	// a CPU); it is part of OffCPUNS.
+	RunQueueNS int64 `json:"runqueue_ns"`
+	MissCPUNS  int64 `json:"miss_cpu_ns"`
+}
+
+// Thread is one traced thread's totals.
+type Thread struct {
+	TID        int32  `json:"tid"`
+	PID        int32  `json:"pid"`
+	Comm       string `json:"comm"`
+	CPUNS      int64  `json:"cpu_ns"`
+	OffCPUNS   int64  `json:"offcpu_ns"`
+	IOWaitNS   int64  `json:"io_wait_ns"`
+	RunQueueNS int64  `json:"runqueue_ns"`
+	MissCPUNS  int64  `json:"miss_cpu_ns"`
+}
+
+// Sample holds what changed in one polling interval (EndNS-IntervalNS,
+// EndNS]. Threads and files with nothing to report are left out; a thread
+// absent from a sample was off-CPU and not waiting on I/O for all of it.
+type Sample struct {
+	EndNS   int64         `json:"t"`
+	Threads []ThreadDelta `json:"th,omitempty"`
+	Files   []FileDelta   `json:"f,omitempty"`
+}
+
+// ThreadDelta is one thread's time in one interval, by state.
+type ThreadDelta struct {
+	TID      int32 `json:"tid"`
+	PID      int32 `json:"pid"`
+	CPUNS    int64 `json:"cpu,omitempty"`
+	IOWaitNS int64 `json:"io,omitempty"`
+	// MissCPUNS is the part of CPUNS spent filling the page cache.
+	MissCPUNS  int64 `json:"miss,omitempty"`
+	RunQueueNS int64 `json:"rq,omitempty"`
+	// OtherWaitNS is off-CPU time that is neither I/O wait nor run queue.
+	OtherWaitNS int64 `json:"wait,omitempty"`
+}
+
+// FileDelta is one file's activity in one interval. File is a File.ID.
+type FileDelta struct {
+	File          int    `json:"id"`
+	PagesAccessed uint64 `json:"acc,omitempty"`
+	PagesMissed   uint64 `json:"miss,omitempty"`
+	PagesEvicted  uint64 `json:"evict,omitempty"`
+	IOWaitNS      int64  `json:"io,omitempty"`
+	MissCPUNS     int64  `json:"mcpu,omitempty"`
+}
+
+// SelfCost is what coldtrace itself cost while tracing.
+type SelfCost struct {
+	CPUNS        int64  `json:"cpu_ns"`
+	MaxRSSBytes  uint64 `json:"max_rss_bytes"`
+	EventsSeen   uint64 `json:"events_seen"`
+	BPFRunTimeNS uint64 `json:"bpf_run_time_ns,omitempty"`
+}
+
+// Download is a network fetch into a model cache (filled by a later issue).
+type Download struct {
+	Path    string `json:"path"`
+	Bytes   uint64 `json:"bytes"`
+	StartNS int64  `json:"start_ns"`
+	EndNS   int64  `json:"end_ns"`
+	PID     int32  `json:"pid"`
+}
