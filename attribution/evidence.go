@@ -1,0 +1,346 @@
+package attribution
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// FileEvidence is one file behind disk_read. ID is the record's File.ID,
+// or -1 for disk time no file delta explained.
+type FileEvidence struct {
+	ID   int    `json:"id"`
+	Path string `json:"path"`
+	// NS is the file's part of the disk_read row; Share is NS over the row.
+	NS    int64   `json:"ns"`
+	Share float64 `json:"share"`
+	// The record's totals for the file.
+	BytesFromDisk uint64 `json:"bytes_from_disk"`
+	PagesAccessed uint64 `json:"pages_accessed"`
+	PagesMissed   uint64 `json:"pages_missed"`
+	// MissRatio is PagesMissed/PagesAccessed, at most 1 (readahead can
+	// insert pages nobody asked for).
+	MissRatio float64 `json:"miss_ratio"`
+	IOWaitNS  int64   `json:"io_wait_ns"`
+	MissCPUNS int64   `json:"miss_cpu_ns"`
+}
+
+// CompilerEvidence is one source of compile time: a compiler program run
+// as a subprocess (Kind "compiler", Name its comm) or a JIT window's source
+// (Kind and Name from the window).
+type CompilerEvidence struct {
+	Kind  string  `json:"kind"`
+	Name  string  `json:"name"`
+	NS    int64   `json:"ns"`
+	Share float64 `json:"share"`
+	// Runs and CPUNS are the record's compiler totals when it has them,
+	// else counted from the processes.
+	Runs  int   `json:"runs,omitempty"`
+	CPUNS int64 `json:"cpu_ns,omitempty"`
+}
+
+// CacheEvidence is one kernel/JIT cache directory from the record. NS is
+// the compile time whose JIT windows name the cache as their source.
+type CacheEvidence struct {
+	Name           string  `json:"name"`
+	Root           string  `json:"root"`
+	NS             int64   `json:"ns"`
+	Share          float64 `json:"share"`
+	Lookups        uint64  `json:"lookups"`
+	Hits           uint64  `json:"hits"`
+	Misses         uint64  `json:"misses"`
+	EntriesWritten uint64  `json:"entries_written"`
+	BytesWritten   uint64  `json:"bytes_written"`
+	CompileNS      int64   `json:"compile_ns"`
+}
+
+// GPUEvidence is one device behind gpu_compute.
+type GPUEvidence struct {
+	Index int     `json:"index"`
+	Name  string  `json:"name,omitempty"`
+	NS    int64   `json:"ns"`
+	Share float64 `json:"share"`
+	// BusyNS is utilisation × time over the run (scaled by the run's share
+	// of the device when known), whatever the partition gave the row.
+	BusyNS int64 `json:"busy_ns"`
+	// Device is the record's summary of the device (mean and peak
+	// utilisation, VRAM, the run's share); empty for a device the record
+	// does not describe.
+	Device record.GPUSummary `json:"device"`
+}
+
+// DownloadEvidence is one fetched path behind download.
+type DownloadEvidence struct {
+	Path  string  `json:"path"`
+	NS    int64   `json:"ns"`
+	Share float64 `json:"share"`
+	Bytes uint64  `json:"bytes"`
+	Count int     `json:"count"`
+}
+
+// ProcessEvidence is one process's part of a row.
+type ProcessEvidence struct {
+	PID   int32   `json:"pid"`
+	Comm  string  `json:"comm"`
+	NS    int64   `json:"ns"`
+	Share float64 `json:"share"`
+}
+
+func share(part, whole int64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+func (a *analyzer) breakdown() []Row {
+	rows := make([]Row, numCategories)
+	pcts := largestRemainder(func() []float64 {
+		w := make([]float64, numCategories)
+		for i, v := range a.total {
+			w[i] = float64(v)
+		}
+		return w
+	}(), 100)
+	for i, c := range Categories {
+		rows[i] = Row{
+			Category: c,
+			NS:       a.total[i],
+			Share:    share(a.total[i], a.wall),
+			Pct:      int(pcts[i]),
+			SignalNS: int64(math.Round(a.signal[i])),
+		}
+	}
+	disk, jit, gpu, dl, cpu := &rows[iDisk], &rows[iJIT], &rows[iGPU], &rows[iDownload], &rows[iCPU]
+	disk.Files = a.fileEvidence(disk.NS)
+	disk.Processes = a.procEvidence(&a.diskProcs, disk.NS)
+	jit.Compilers = a.compilerEvidence(jit.NS)
+	jit.Caches = a.cacheEvidence(jit.NS)
+	jit.Processes = a.procEvidence(&a.jitProcs, jit.NS)
+	gpu.GPUs = a.gpuEvidence(gpu.NS)
+	dl.Downloads = a.downloadEvidence(dl.NS)
+	cpu.Processes = a.procEvidence(&a.cpuProcs, cpu.NS)
+	return rows
+}
+
+func (a *analyzer) fileEvidence(rowNS int64) []FileEvidence {
+	ns := a.files.allot(rowNS)
+	var out []FileEvidence
+	seen := map[int]bool{}
+	for i, id := range a.files.keys {
+		seen[id] = true
+		out = append(out, a.fileInfo(id, ns[i], rowNS))
+	}
+	// Files that came from disk without costing attributed time still
+	// belong in the evidence, after the others.
+	for _, f := range a.r.Files {
+		if f.PagesMissed > 0 && !seen[f.ID] {
+			seen[f.ID] = true
+			out = append(out, a.fileInfo(f.ID, 0, rowNS))
+		}
+	}
+	slices.SortStableFunc(out, func(x, y FileEvidence) int {
+		return cmp.Or(cmp.Compare(y.NS, x.NS), cmp.Compare(y.BytesFromDisk, x.BytesFromDisk),
+			cmp.Compare(x.Path, y.Path), cmp.Compare(x.ID, y.ID))
+	})
+	return out
+}
+
+func (a *analyzer) fileInfo(id int, ns, rowNS int64) FileEvidence {
+	fe := FileEvidence{ID: id, NS: ns, Share: share(ns, rowNS)}
+	if id < 0 {
+		fe.ID = -1
+		fe.Path = "(file not identified)"
+		return fe
+	}
+	f := a.file(id)
+	if f == nil {
+		fe.Path = fmt.Sprintf("(file #%d)", id)
+		return fe
+	}
+	fe.Path = f.Path
+	if fe.Path == "" {
+		fe.Path = fmt.Sprintf("(dev %d:%d inode %d)", f.Dev>>20, f.Dev&(1<<20-1), f.Ino)
+	}
+	fe.BytesFromDisk, fe.PagesAccessed, fe.PagesMissed = f.BytesFromDisk, f.PagesAccessed, f.PagesMissed
+	fe.IOWaitNS, fe.MissCPUNS = f.IOWaitNS, f.MissCPUNS
+	if f.PagesAccessed > 0 {
+		fe.MissRatio = min(1, float64(f.PagesMissed)/float64(f.PagesAccessed))
+	} else if f.PagesMissed > 0 {
+		fe.MissRatio = 1
+	}
+	return fe
+}
+
+// file finds a File by ID: at its position when the record keeps the
+// documented layout, else by search.
+func (a *analyzer) file(id int) *record.File {
+	if id >= 0 && id < len(a.r.Files) && a.r.Files[id].ID == id {
+		return &a.r.Files[id]
+	}
+	for i := range a.r.Files {
+		if a.r.Files[i].ID == id {
+			return &a.r.Files[i]
+		}
+	}
+	return nil
+}
+
+func (a *analyzer) procEvidence(t *tally[int32], rowNS int64) []ProcessEvidence {
+	ns := t.allot(rowNS)
+	out := make([]ProcessEvidence, 0, len(t.keys))
+	for i, pid := range t.keys {
+		comm := "?"
+		if p := a.procs[pid]; p != nil {
+			comm = procName(p)
+		} else {
+			for _, th := range a.r.Threads {
+				if th.PID == pid && th.Comm != "" {
+					comm = th.Comm
+					break
+				}
+			}
+		}
+		out = append(out, ProcessEvidence{PID: pid, Comm: comm, NS: ns[i], Share: share(ns[i], rowNS)})
+	}
+	slices.SortStableFunc(out, func(x, y ProcessEvidence) int {
+		return cmp.Or(cmp.Compare(y.NS, x.NS), cmp.Compare(x.PID, y.PID))
+	})
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func (a *analyzer) compilerEvidence(rowNS int64) []CompilerEvidence {
+	ns := a.jitSrc.allot(rowNS)
+	out := make([]CompilerEvidence, 0, len(a.jitSrc.keys))
+	for i, k := range a.jitSrc.keys {
+		ce := CompilerEvidence{Kind: k.kind, Name: k.name, NS: ns[i], Share: share(ns[i], rowNS)}
+		if k.kind == "compiler" {
+			ce.Runs, ce.CPUNS = a.compilerTotals(k.name)
+		}
+		out = append(out, ce)
+	}
+	if a.r.JIT != nil {
+		// Compilers the record lists that no sample saw at work.
+		for _, c := range a.r.JIT.Compilers {
+			if a.jitSrc.get(srcKey{"compiler", c.Name}) == 0 && c.Name != "" {
+				out = append(out, CompilerEvidence{Kind: "compiler", Name: c.Name, Runs: c.Runs, CPUNS: c.CPUNS})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(x, y CompilerEvidence) int {
+		return cmp.Or(cmp.Compare(y.NS, x.NS), cmp.Compare(y.CPUNS, x.CPUNS),
+			cmp.Compare(x.Name, y.Name), cmp.Compare(x.Kind, y.Kind))
+	})
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// compilerTotals is the record's run count and CPU time for a compiler,
+// or, when the JIT section does not list it, those of its processes.
+func (a *analyzer) compilerTotals(name string) (runs int, cpu int64) {
+	if a.r.JIT != nil {
+		for _, c := range a.r.JIT.Compilers {
+			if c.Name == name {
+				return c.Runs, c.CPUNS
+			}
+		}
+	}
+	for pid, n := range a.compiler {
+		if n == name {
+			runs++
+			if p := a.procs[pid]; p != nil {
+				cpu += p.CPUNS
+			}
+		}
+	}
+	return runs, cpu
+}
+
+func (a *analyzer) cacheEvidence(rowNS int64) []CacheEvidence {
+	if a.r.JIT == nil || len(a.r.JIT.Caches) == 0 {
+		return nil
+	}
+	ns := a.jitSrc.allot(rowNS)
+	byName := map[string]int64{}
+	for i, k := range a.jitSrc.keys {
+		byName[k.name] += ns[i]
+	}
+	out := make([]CacheEvidence, 0, len(a.r.JIT.Caches))
+	for _, c := range a.r.JIT.Caches {
+		n := byName[c.Name]
+		out = append(out, CacheEvidence{
+			Name: c.Name, Root: c.Root, NS: n, Share: share(n, rowNS),
+			Lookups: c.Lookups, Hits: c.Hits, Misses: c.Misses,
+			EntriesWritten: c.EntriesWritten, BytesWritten: c.BytesWritten, CompileNS: c.CompileNS,
+		})
+	}
+	slices.SortStableFunc(out, func(x, y CacheEvidence) int {
+		return cmp.Or(cmp.Compare(y.NS, x.NS), cmp.Compare(y.CompileNS, x.CompileNS),
+			cmp.Compare(y.Misses, x.Misses), cmp.Compare(x.Name, y.Name), cmp.Compare(x.Root, y.Root))
+	})
+	return out
+}
+
+func (a *analyzer) gpuEvidence(rowNS int64) []GPUEvidence {
+	ns := a.gpuDev.allot(rowNS)
+	var out []GPUEvidence
+	for _, dt := range a.gpus {
+		ge := GPUEvidence{Index: dt.index, Device: record.GPUSummary{Index: dt.index}}
+		if i, ok := a.gpuDev.idx[dt.index]; ok {
+			ge.NS = ns[i]
+		}
+		ge.Share = share(ge.NS, rowNS)
+		var busy float64
+		for _, sp := range dt.spans {
+			busy += float64(sp.end-sp.start) * sp.util
+		}
+		ge.BusyNS = int64(math.Round(busy))
+		for _, s := range a.gpuSums {
+			if s.Index == dt.index {
+				ge.Name, ge.Device = s.Name, s
+				break
+			}
+		}
+		out = append(out, ge)
+	}
+	slices.SortStableFunc(out, func(x, y GPUEvidence) int {
+		return cmp.Or(cmp.Compare(y.NS, x.NS), cmp.Compare(y.BusyNS, x.BusyNS), cmp.Compare(x.Index, y.Index))
+	})
+	return out
+}
+
+func (a *analyzer) downloadEvidence(rowNS int64) []DownloadEvidence {
+	if len(a.r.Downloads) == 0 {
+		return nil
+	}
+	ns := a.dlPath.allot(rowNS)
+	idx := map[string]int{}
+	var out []DownloadEvidence
+	for _, d := range a.r.Downloads {
+		name := downloadName(d)
+		i, ok := idx[name]
+		if !ok {
+			i = len(out)
+			idx[name] = i
+			out = append(out, DownloadEvidence{Path: name})
+			if j, ok := a.dlPath.idx[name]; ok {
+				out[i].NS = ns[j]
+				out[i].Share = share(ns[j], rowNS)
+			}
+		}
+		out[i].Bytes += d.Bytes
+		out[i].Count++
+	}
+	slices.SortStableFunc(out, func(x, y DownloadEvidence) int {
+		return cmp.Or(cmp.Compare(y.NS, x.NS), cmp.Compare(y.Bytes, x.Bytes), cmp.Compare(x.Path, y.Path))
+	})
+	return out
+}

@@ -1,0 +1,456 @@
+//go:build ignore
+
+/* coldtrace's core probes: page-cache accesses and misses per file, and
+ * on/off-CPU time per thread, aggregated in maps that user space polls.
+ * Only rare events (fork, exec, exit, the first sight of a file) go
+ * through the ring buffer. Tracepoints only: kprobes and fentry are not
+ * available on the kernels this was built for. */
+
+#include "common.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define PATH_DEPTH 20
+#define NAME_LEN 64
+#define FILENAME_LEN 256
+
+enum ct_event_type {
+	EV_FORK = 1,
+	EV_EXEC = 2,
+	EV_EXIT = 3,
+	EV_PATH = 4,
+};
+
+struct file_stats {
+	__u64 accessed;
+	__u64 missed;
+	__u64 evicted;
+	__u64 iowait_ns;
+	__u64 miss_cpu_ns;
+	__u32 last_tgid;
+	__u32 path_sent;
+};
+
+struct task_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__u32 ppid;
+	__u64 ts;
+	__s32 exit_code;
+	__u32 pad;
+	char comm[16];
+	char filename[FILENAME_LEN];
+};
+
+/* A file's path inside its filesystem, leaf first; user space joins the
+ * names in reverse and prefixes the mount point of dev. */
+struct path_event {
+	__u32 type;
+	__u32 tgid;
+	__u32 dev;
+	__u32 depth;     /* names filled */
+	__u64 ino;
+	__u32 truncated; /* the walk stopped before the filesystem root */
+	__u32 pad;
+	char names[PATH_DEPTH][NAME_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_FILES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct file_key);
+	__type(value, struct file_stats);
+} files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+	__type(value, struct task_event); /* names the type for bpf2go */
+} events SEC(".maps");
+
+/* Only here so bpf2go emits the Go type; never written. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct path_event);
+} path_event_type SEC(".maps");
+
+static __always_inline struct file_stats *file_get(struct file_key *key, bool create)
+{
+	struct file_stats *fs = bpf_map_lookup_elem(&files, key);
+	if (fs || !create)
+		return fs;
+	struct file_stats zero = {};
+	if (bpf_map_update_elem(&files, key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&files, key) == NULL) {
+		count_lost(LOST_FILES);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&files, key);
+}
+
+/* Charge on-CPU kernel time since the mark to page-cache filling. */
+static __always_inline void charge_miss(struct thread *t, __u64 now)
+{
+	if (now <= t->mark_ts)
+		return;
+	__u64 d = now - t->mark_ts;
+	t->mark_ts = now;
+	t->miss_cpu_ns += d;
+	if (t->cur.ino) {
+		struct file_stats *fs = file_get(&t->cur, false);
+		if (fs)
+			__sync_fetch_and_add(&fs->miss_cpu_ns, d);
+	}
+}
+
+static __always_inline void begin_entry(struct thread *t, __u32 kind)
+{
+	t->flags &= ~(TF_IN_SYSCALL | TF_IN_FAULT | TF_MISSED);
+	t->flags |= kind;
+	t->mark_ts = bpf_ktime_get_ns();
+	t->cur.dev = 0;
+	t->cur.ino = 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
+{
+	struct thread *t = current_thread();
+	if (t)
+		begin_entry(t, TF_IN_SYSCALL);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct thread *t = current_thread();
+	if (!t)
+		return 0;
+	if ((t->flags & (TF_IN_SYSCALL | TF_MISSED)) == (TF_IN_SYSCALL | TF_MISSED))
+		charge_miss(t, bpf_ktime_get_ns());
+	t->flags &= ~(TF_IN_SYSCALL | TF_MISSED);
+	return 0;
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(on_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	struct thread *t = current_thread();
+	if (t)
+		begin_entry(t, TF_IN_FAULT);
+	return 0;
+}
+
+static __always_inline void emit_path(struct address_space *mapping, struct file_key *key, __u32 tgid)
+{
+	struct inode *inode = BPF_CORE_READ(mapping, host);
+	struct hlist_node *first = BPF_CORE_READ(inode, i_dentry.first);
+	if (!first)
+		return;
+	struct dentry *d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+
+	struct path_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		count_lost(LOST_RINGBUF);
+		return;
+	}
+	ev->type = EV_PATH;
+	ev->tgid = tgid;
+	ev->dev = key->dev;
+	ev->ino = key->ino;
+	ev->truncated = 1;
+	ev->pad = 0;
+	__u32 i;
+	for (i = 0; i < PATH_DEPTH; i++) {
+		struct dentry *parent = BPF_CORE_READ(d, d_parent);
+		if (parent == d || !parent) {
+			ev->truncated = 0;
+			break;
+		}
+		const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+		if (bpf_probe_read_kernel_str(ev->names[i], NAME_LEN, name) < 0)
+			ev->names[i][0] = 0;
+		d = parent;
+	}
+	ev->depth = i;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+static __always_inline bool same_file(struct file_key *a, struct file_key *b)
+{
+	return a->dev == b->dev && a->ino == b->ino;
+}
+
+static __always_inline void on_access(struct address_space *mapping, __u64 lo, __u64 hi)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		return;
+	struct file_key key = {};
+	key.dev = BPF_CORE_READ(mapping, host, i_sb, s_dev);
+	key.ino = BPF_CORE_READ(mapping, host, i_ino);
+	struct file_stats *fs = file_get(&key, true);
+	if (!fs)
+		return;
+	__sync_fetch_and_add(&fs->accessed, hi - lo + 1);
+	fs->last_tgid = t->tgid;
+	t->cur = key;
+	if (same_file(&t->ra_file, &key) && hi >= t->ra_lo && lo <= t->ra_hi) {
+		t->flags |= TF_MISSED;
+		if (hi + 1 > t->ra_lo)
+			t->ra_lo = hi + 1;
+	}
+	if (!fs->path_sent) {
+		fs->path_sent = 1;
+		emit_path(mapping, &key, t->tgid);
+	}
+}
+
+SEC("tp_btf/mm_filemap_get_pages")
+int BPF_PROG(on_get_pages, struct address_space *mapping, unsigned long index, unsigned long last_index)
+{
+	if (last_index < index)
+		return 0;
+	on_access(mapping, index, last_index);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_map_pages")
+int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long start, unsigned long end)
+{
+	if (end < start)
+		return 0;
+	on_access(mapping, start, end);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long index)
+{
+	on_access(mapping, index, index);
+	return 0;
+}
+
+/* Classic tracepoints: their formats give the folio order directly. */
+struct filemap_folio_args {
+	__u64 common;
+	unsigned long pfn;
+	unsigned long i_ino;
+	unsigned long index;
+	__u32 s_dev;
+	unsigned char order;
+};
+
+SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
+int on_add_to_cache(struct filemap_folio_args *ctx)
+{
+	struct thread *t = current_thread();
+	if (!t)
+		return 0;
+	struct file_key key = {};
+	key.dev = ctx->s_dev;
+	key.ino = ctx->i_ino;
+	struct file_stats *fs = file_get(&key, true);
+	if (!fs)
+		return 0;
+	__u64 n = 1ull << (ctx->order & 31);
+	__sync_fetch_and_add(&fs->missed, n);
+	fs->last_tgid = t->tgid;
+	__u64 lo = ctx->index, hi = ctx->index + n - 1;
+	if (same_file(&t->ra_file, &key) && lo <= t->ra_hi + 1 && hi + 1 >= t->ra_lo) {
+		if (lo < t->ra_lo)
+			t->ra_lo = lo;
+		if (hi > t->ra_hi)
+			t->ra_hi = hi;
+	} else {
+		t->ra_file = key;
+		t->ra_lo = lo;
+		t->ra_hi = hi;
+	}
+	t->cur = key;
+	t->flags |= TF_MISSED;
+	if (t->flags & (TF_IN_SYSCALL | TF_IN_FAULT))
+		charge_miss(t, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("tracepoint/filemap/mm_filemap_delete_from_page_cache")
+int on_delete_from_cache(struct filemap_folio_args *ctx)
+{
+	struct file_key key = {};
+	key.dev = ctx->s_dev;
+	key.ino = ctx->i_ino;
+	struct file_stats *fs = bpf_map_lookup_elem(&files, &key);
+	if (fs)
+		__sync_fetch_and_add(&fs->evicted, 1ull << (ctx->order & 31));
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = BPF_CORE_READ(prev, pid);
+	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (t) {
+		if ((t->flags & TF_ON_CPU) && now > t->last_ts)
+			t->cpu_ns += now - t->last_ts;
+		bool iowait = BPF_CORE_READ_BITFIELD_PROBED(prev, in_iowait);
+		/* The time leading up to an I/O block inside a fault or a
+		 * syscall, and the time before a preemption inside a syscall
+		 * that already missed, are page-cache filling. */
+		if (iowait && (t->flags & (TF_IN_SYSCALL | TF_IN_FAULT))) {
+			t->flags |= TF_MISSED;
+			charge_miss(t, now);
+		} else if ((t->flags & (TF_IN_SYSCALL | TF_MISSED)) == (TF_IN_SYSCALL | TF_MISSED)) {
+			charge_miss(t, now);
+		}
+		t->flags &= ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE);
+		if (iowait) {
+			t->flags |= TF_OUT_IOWAIT;
+			t->wait_file = t->cur;
+		} else if (preempt || prev_state == 0) {
+			t->flags |= TF_OUT_RUNNABLE;
+		}
+		t->last_ts = now;
+		t->switches++;
+	}
+
+	tid = BPF_CORE_READ(next, pid);
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t) {
+		if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts) {
+			__u64 d = now - t->last_ts;
+			if (t->flags & TF_OUT_IOWAIT) {
+				t->iowait_ns += d;
+				if (t->wait_file.ino) {
+					struct file_stats *fs = file_get(&t->wait_file, false);
+					if (fs)
+						__sync_fetch_and_add(&fs->iowait_ns, d);
+				}
+			} else if (t->flags & TF_OUT_RUNNABLE) {
+				t->runq_ns += d;
+			} else {
+				t->other_ns += d;
+			}
+		}
+		t->flags &= ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE);
+		t->flags |= TF_ON_CPU;
+		t->last_ts = now;
+		t->mark_ts = now;
+	}
+	return 0;
+}
+
+static __always_inline void fill_comm(char *dst, struct task_struct *task)
+{
+	bpf_probe_read_kernel_str(dst, 16, BPF_CORE_READ(task, comm));
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptid = BPF_CORE_READ(parent, pid);
+	struct thread *pt = bpf_map_lookup_elem(&threads, &ptid);
+	if (!pt)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 ctid = BPF_CORE_READ(child, pid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	struct thread nt = {};
+	nt.tgid = ctgid;
+	nt.flags = TF_OUT_RUNNABLE; /* created runnable, waiting for a CPU */
+	nt.last_ts = now;
+	if (bpf_map_update_elem(&threads, &ctid, &nt, BPF_ANY)) {
+		count_lost(LOST_THREADS);
+		return 0;
+	}
+	if (ctgid != BPF_CORE_READ(parent, tgid) || ctid == ctgid) {
+		struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+		if (!ev) {
+			count_lost(LOST_RINGBUF);
+			return 0;
+		}
+		ev->type = EV_FORK;
+		ev->pid = ctgid;
+		ev->tid = ctid;
+		ev->ppid = BPF_CORE_READ(parent, tgid);
+		ev->ts = now;
+		ev->exit_code = 0;
+		ev->pad = 0;
+		fill_comm(ev->comm, child);
+		ev->filename[0] = 0;
+		bpf_ringbuf_submit(ev, 0);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t && (__u32)old_pid != tid) {
+		/* exec from a non-leader thread: it takes over the leader's pid */
+		__u32 old = old_pid;
+		struct thread *ot = bpf_map_lookup_elem(&threads, &old);
+		if (ot) {
+			struct thread copy = *ot;
+			if (bpf_map_update_elem(&threads, &tid, &copy, BPF_ANY))
+				count_lost(LOST_THREADS);
+			bpf_map_delete_elem(&threads, &old);
+			t = bpf_map_lookup_elem(&threads, &tid);
+		}
+	}
+	if (!t)
+		return 0;
+	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		count_lost(LOST_RINGBUF);
+		return 0;
+	}
+	ev->type = EV_EXEC;
+	ev->pid = BPF_CORE_READ(p, tgid);
+	ev->tid = tid;
+	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	ev->ts = bpf_ktime_get_ns();
+	ev->exit_code = 0;
+	ev->pad = 0;
+	fill_comm(ev->comm, p);
+	bpf_probe_read_kernel_str(ev->filename, FILENAME_LEN, BPF_CORE_READ(bprm, filename));
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		return 0;
+	t->flags |= TF_EXITED;
+	if (!group_dead)
+		return 0;
+	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		count_lost(LOST_RINGBUF);
+		return 0;
+	}
+	ev->type = EV_EXIT;
+	ev->pid = BPF_CORE_READ(p, tgid);
+	ev->tid = tid;
+	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	ev->ts = bpf_ktime_get_ns();
+	ev->exit_code = BPF_CORE_READ(p, exit_code);
+	ev->pad = 0;
+	fill_comm(ev->comm, p);
+	ev->filename[0] = 0;
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+}

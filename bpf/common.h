@@ -1,0 +1,87 @@
+/* Shared by every coldtrace BPF object: the per-thread table that doubles
+ * as the tracked set, and the lost-event counters. Objects other than
+ * coldtrace.bpf.c get these maps from the core object through map
+ * replacement at load time, so there is one tracked set. */
+#pragma once
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#define MAX_THREADS 65536
+#define MAX_FILES 65536
+
+/* thread.flags */
+#define TF_ON_CPU       (1u << 0)
+#define TF_OUT_IOWAIT   (1u << 1)
+#define TF_OUT_RUNNABLE (1u << 2)
+#define TF_IN_SYSCALL   (1u << 3)
+#define TF_IN_FAULT     (1u << 4)
+#define TF_MISSED       (1u << 5) /* the current kernel entry filled the page cache */
+#define TF_EXITED       (1u << 6)
+
+/* indices into the lost counters */
+enum lost_kind {
+	LOST_RINGBUF = 0,
+	LOST_FILES = 1,
+	LOST_THREADS = 2,
+	LOST_PATHS = 3,
+	LOST_MAX = 8,
+};
+
+struct file_key {
+	__u32 dev; /* super_block s_dev, kernel encoding major<<20|minor */
+	__u32 pad;
+	__u64 ino;
+};
+
+/* One traced thread. Its presence in the threads map is what "tracked"
+ * means: fork copies it to the child, user space seeds the first one. */
+struct thread {
+	__u32 tgid;
+	__u32 flags;
+	__u64 last_ts; /* last switch in (on CPU) or out (off CPU) */
+	__u64 mark_ts; /* start of on-CPU kernel time not yet charged */
+	struct file_key cur;       /* file of the current kernel entry */
+	struct file_key wait_file; /* file blocked on at the last switch out */
+	/* Pages this thread inserted and has not yet consumed: a read that
+	 * returns them pays for the miss (on VMs the first touch of a fresh
+	 * page, in the copy to user space, is much of the cost). */
+	struct file_key ra_file;
+	__u64 ra_lo;
+	__u64 ra_hi;
+	__u64 cpu_ns;
+	__u64 iowait_ns;
+	__u64 runq_ns;
+	__u64 other_ns;
+	__u64 miss_cpu_ns;
+	__u64 switches;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct thread);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LOST_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+static __always_inline void count_lost(__u32 kind)
+{
+	__u64 *v = bpf_map_lookup_elem(&lost, &kind);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline struct thread *current_thread(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	return bpf_map_lookup_elem(&threads, &tid);
+}

@@ -1,0 +1,71 @@
+// Command coldtrace runs a command and tells where its wall-clock time
+// went: page-cache misses, compiles, GPU work, CPU and waiting.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/coldtrace/coldtrace/trace"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// exitUsage and exitFailure follow env(1) and timeout(1): codes a command
+// rarely uses, so a script can tell coldtrace's failure from the
+// command's.
+const (
+	exitUsage   = 125
+	exitFailure = 125
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == trace.ShimArg {
+		trace.RunShim()
+	}
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, time.Now()))
+}
+
+// run dispatches the subcommands and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, launched time.Time) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "run":
+			return runCommand(ctx, args[1:], stdout, stderr, launched)
+		case "report":
+			return reportCommand(args[1:], stdout, stderr)
+		case "version", "--version":
+			fmt.Fprintf(stdout, "coldtrace %s\n", version)
+			return 0
+		case "help":
+			printUsage(stdout)
+			return 0
+		}
+	}
+	return runCommand(ctx, args, stdout, stderr, launched)
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `coldtrace: why was the first run slow?
+
+usage:
+  sudo coldtrace [flags] -- COMMAND [ARGS...]   trace a command (same as 'coldtrace run')
+  coldtrace report [--json] RECORD              re-render a saved record (no root needed)
+  coldtrace version
+
+run 'coldtrace run --help' or 'coldtrace report --help' for flags.
+`)
+}
+
+// fail prints one line, the way every error reaches the user.
+func fail(stderr io.Writer, code int, err error) int {
+	fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+	return code
+}
+
+var errUsage = errors.New("usage")

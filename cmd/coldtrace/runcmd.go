@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report"
+	"github.com/coldtrace/coldtrace/trace"
+)
+
+type runOptions struct {
+	jsonPath   string
+	recordPath string
+	interval   time.Duration
+	user       string
+	quiet      bool
+	topFiles   int
+	command    []string
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
+	var o runOptions
+	fs := pflag.NewFlagSet("coldtrace run", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SetInterspersed(false) // the command's own flags are not ours
+	fs.StringVar(&o.jsonPath, "json", "", "write the JSON summary to `PATH` ('-' for stdout)")
+	fs.StringVarP(&o.recordPath, "output", "o", "", "write the full run record to `PATH` (for report/diff)")
+	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "timeline sampling period")
+	fs.StringVar(&o.user, "user", "", "run the command as `NAME` (default: the user who ran sudo)")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the summary on stderr")
+	fs.IntVar(&o.topFiles, "top", 10, "files listed in the summary")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	o.command = fs.Args()
+	if len(o.command) == 0 {
+		return o, fmt.Errorf("%w: no command given; usage: sudo coldtrace [flags] -- COMMAND [ARGS...]", errUsage)
+	}
+	if o.interval < time.Millisecond {
+		return o, fmt.Errorf("%w: --interval %v is below 1ms", errUsage, o.interval)
+	}
+	return o, nil
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, launched time.Time) int {
+	o, err := parseRunFlags(args, stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	// An unwritable output path must fail now, not after an hour's run.
+	for _, p := range []string{o.jsonPath, o.recordPath} {
+		if p != "" && p != "-" {
+			if err := record.CheckWritable(p); err != nil {
+				return fail(stderr, exitUsage, err)
+			}
+		}
+	}
+
+	rec, err := trace.Run(ctx, trace.Options{
+		Command:  o.command,
+		Interval: o.interval,
+		User:     o.user,
+		Launched: launched,
+		Version:  version,
+		Notify:   func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
+	})
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	if rec.StartError != "" {
+		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", rec.StartError)
+	}
+
+	failed := false
+	if o.recordPath != "" {
+		if err := record.WriteFile(o.recordPath, rec); err != nil {
+			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+			failed = true
+		}
+	}
+	if o.jsonPath != "" {
+		if err := writeJSON(o.jsonPath, stdout, rec); err != nil {
+			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+			failed = true
+		}
+	}
+	if !o.quiet {
+		if err := report.WriteText(stderr, rec, report.TextOptions{TopFiles: o.topFiles}); err != nil {
+			failed = true
+		}
+	}
+	if failed && rec.ExitCode == 0 {
+		return exitFailure
+	}
+	return rec.ExitCode
+}
+
+func writeJSON(path string, stdout io.Writer, rec *record.Record) error {
+	if path == "-" {
+		return report.WriteJSON(stdout, rec)
+	}
+	return record.WriteFileAtomic(path, func(w io.Writer) error { return report.WriteJSON(w, rec) })
+}
+
+func reportCommand(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("coldtrace report", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the JSON summary instead of text")
+	top := fs.Int("top", 10, "files listed in the text summary")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: coldtrace report [flags] RECORD\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return fail(stderr, exitUsage, err)
+	}
+	if fs.NArg() != 1 {
+		return fail(stderr, exitUsage, fmt.Errorf("report takes one record file, got %d arguments", fs.NArg()))
+	}
+	rec, err := record.ReadFile(fs.Arg(0))
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	if *asJSON {
+		err = report.WriteJSON(stdout, rec)
+	} else {
+		err = report.WriteText(stdout, rec, report.TextOptions{TopFiles: *top})
+	}
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	return 0
+}

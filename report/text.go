@@ -1,0 +1,121 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// TextOptions shape the terminal summary.
+type TextOptions struct {
+	TopFiles int // files listed; 10 when zero
+}
+
+// Duration formats a duration the way the summary shows it: 61m12s,
+// 8.21s, 340ms.
+func Duration(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm%02ds", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d > 0:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	}
+	return "0s"
+}
+
+// Bytes formats a byte count in binary units.
+func Bytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// WriteText writes the terminal summary of r.
+func WriteText(w io.Writer, r *record.Record, opt TextOptions) error {
+	if opt.TopFiles <= 0 {
+		opt.TopFiles = 10
+	}
+	var b strings.Builder
+	status := fmt.Sprintf("exit %d", r.ExitCode)
+	if r.Signal != "" {
+		status = fmt.Sprintf("killed by %s (exit %d)", r.Signal, r.ExitCode)
+	}
+	fmt.Fprintf(&b, "coldtrace: %s — %s wall, %s\n", strings.Join(r.Command, " "), Duration(r.WallNS), status)
+	if r.StartError != "" {
+		fmt.Fprintf(&b, "  could not start the command: %s\n", r.StartError)
+	}
+	if r.Interrupted {
+		b.WriteString("  (interrupted: the numbers cover the run up to the interruption)\n")
+	}
+
+	var totalIO, totalMiss int64
+	var totalDisk uint64
+	for _, f := range r.Files {
+		totalIO += f.IOWaitNS
+		totalMiss += f.MissCPUNS
+		totalDisk += f.BytesFromDisk
+	}
+	fmt.Fprintf(&b, "\n  page cache: %s read from disk, %s blocked on I/O, %s filling the cache (kernel CPU)\n",
+		Bytes(totalDisk), Duration(totalIO), Duration(totalMiss))
+	files := filesByCost(r.Files)
+	if len(files) > 0 {
+		fmt.Fprintf(&b, "  %-44s %10s %10s %8s %9s %9s\n", "file", "from disk", "accessed", "hit", "I/O wait", "fill CPU")
+		for i, f := range files {
+			if i == opt.TopFiles {
+				fmt.Fprintf(&b, "  … %d more files (see --json)\n", len(files)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %-44s %10s %10s %7.1f%% %9s %9s\n", shortPath(f.Path, 44), Bytes(f.BytesFromDisk),
+				Bytes(f.PagesAccessed*uint64(max(r.Host.PageSize, 1))), 100*hitRatio(f), Duration(f.IOWaitNS), Duration(f.MissCPUNS))
+		}
+	}
+
+	if len(r.Processes) > 0 {
+		fmt.Fprintf(&b, "\n  %-8s %-16s %9s %9s %9s\n", "pid", "process", "on-CPU", "off-CPU", "I/O wait")
+		shown := 0
+		for _, p := range r.Processes {
+			if shown == 8 {
+				fmt.Fprintf(&b, "  … %d more processes\n", len(r.Processes)-shown)
+				break
+			}
+			fmt.Fprintf(&b, "  %-8d %-16s %9s %9s %9s\n", p.PID, p.Comm, Duration(p.CPUNS), Duration(p.OffCPUNS), Duration(p.IOWaitNS))
+			shown++
+		}
+	}
+	if lost := r.Lost.Total(); lost > 0 {
+		fmt.Fprintf(&b, "\n  WARNING: %d events lost (ring buffer %d, file table %d, thread table %d): numbers are lower bounds\n",
+			lost, r.Lost.RingBuffer, r.Lost.FileTable, r.Lost.ThreadTable)
+	} else {
+		b.WriteString("\n  lost events: 0\n")
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "  warning: %s\n", w)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func shortPath(p string, n int) string {
+	if len([]rune(p)) <= n {
+		return p
+	}
+	r := []rune(p)
+	return "…" + string(r[len(r)-n+1:])
+}

@@ -1,0 +1,400 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/bpf"
+	"github.com/coldtrace/coldtrace/record"
+)
+
+func monotonicNS() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+type fileKey struct {
+	dev uint32
+	ino uint64
+}
+
+// threadTimes are one thread's cumulative times, ongoing intervals
+// included up to the poll.
+type threadTimes struct {
+	cpu, io, runq, other, miss int64
+}
+
+type threadAcc struct {
+	tid, pid int32
+	comm     string
+	prev     threadTimes
+}
+
+type fileTimes struct {
+	accessed, missed, evicted uint64
+	io, miss                  int64
+}
+
+type fileAcc struct {
+	id    int
+	key   fileKey
+	lastP int32 // last process that touched it, for /proc lookups
+	prev  fileTimes
+}
+
+type procAcc struct {
+	pid, ppid  int32
+	comm, exe  string
+	args       []string
+	start, end int64
+	exitCode   int
+	exited     bool
+}
+
+// collector owns everything gathered during a run. One goroutine drives
+// it: ring-buffer records arrive over a channel, polls come from a ticker.
+type collector struct {
+	p         *probes
+	startMono uint64
+	mounts    mountTable
+	threads   map[uint32]*threadAcc
+	files     map[fileKey]*fileAcc
+	fileOrder []*fileAcc
+	procs     map[int32]*procAcc
+	fsPaths   map[fileKey]string
+	samples   []record.Sample
+	lost      record.Lost
+	seen      uint64
+	warnings  []string
+}
+
+func newCollector(p *probes, mounts mountTable) *collector {
+	return &collector{
+		p:       p,
+		mounts:  mounts,
+		threads: map[uint32]*threadAcc{},
+		files:   map[fileKey]*fileAcc{},
+		procs:   map[int32]*procAcc{},
+		fsPaths: map[fileKey]string{},
+	}
+}
+
+func (c *collector) rel(ts uint64) int64 {
+	if ts <= c.startMono {
+		return 0
+	}
+	return int64(ts - c.startMono)
+}
+
+// readEvents forwards ring-buffer records until the reader is closed or
+// flushed.
+func readEvents(rd *ringbuf.Reader, out chan<- []byte) {
+	defer close(out)
+	var rec ringbuf.Record
+	for {
+		if err := rd.ReadInto(&rec); err != nil {
+			if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, ringbuf.ErrFlushed) {
+				return
+			}
+			continue
+		}
+		out <- bytes.Clone(rec.RawSample)
+	}
+}
+
+func cString(b []int8) string {
+	n := 0
+	for n < len(b) && b[n] != 0 {
+		n++
+	}
+	s := make([]byte, n)
+	for i := 0; i < n; i++ {
+		s[i] = byte(b[i])
+	}
+	return string(s)
+}
+
+func (c *collector) handleEvent(raw []byte) {
+	if len(raw) < 4 {
+		return
+	}
+	c.seen++
+	switch binary.LittleEndian.Uint32(raw) {
+	case evPath:
+		var ev bpf.ColdtracePathEvent
+		if binary.Read(bytes.NewReader(raw), binary.LittleEndian, &ev) != nil {
+			return
+		}
+		names := make([]string, 0, ev.Depth)
+		for i := 0; i < int(ev.Depth) && i < len(ev.Names); i++ {
+			names = append(names, cString(ev.Names[i][:]))
+		}
+		c.fsPaths[fileKey{ev.Dev, ev.Ino}] = fsPathFromNames(names, ev.Truncated != 0)
+	case evFork, evExec, evExit:
+		var ev bpf.ColdtraceTaskEvent
+		if binary.Read(bytes.NewReader(raw), binary.LittleEndian, &ev) != nil {
+			return
+		}
+		c.handleTask(&ev)
+	}
+}
+
+func (c *collector) proc(pid int32) *procAcc {
+	p := c.procs[pid]
+	if p == nil {
+		p = &procAcc{pid: pid}
+		c.procs[pid] = p
+	}
+	return p
+}
+
+func (c *collector) handleTask(ev *bpf.ColdtraceTaskEvent) {
+	pid := int32(ev.Pid)
+	p := c.proc(pid)
+	switch ev.Type {
+	case evFork:
+		p.ppid = int32(ev.Ppid)
+		p.comm = cString(ev.Comm[:])
+		p.start = c.rel(ev.Ts)
+	case evExec:
+		p.comm = cString(ev.Comm[:])
+		p.exe = cString(ev.Filename[:])
+		if p.ppid == 0 {
+			p.ppid = int32(ev.Ppid)
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(b) > 0 {
+			p.args = strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		}
+	case evExit:
+		if p.comm == "" {
+			p.comm = cString(ev.Comm[:])
+		}
+		p.exited = true
+		p.end = c.rel(ev.Ts)
+		ws := unix.WaitStatus(ev.ExitCode)
+		if ws.Signaled() {
+			p.exitCode = 128 + int(ws.Signal())
+		} else {
+			p.exitCode = ws.ExitStatus()
+		}
+	}
+}
+
+func sub(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return 0
+}
+
+func subU(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return 0
+}
+
+func maxT(a, b threadTimes) threadTimes {
+	return threadTimes{max(a.cpu, b.cpu), max(a.io, b.io), max(a.runq, b.runq), max(a.other, b.other), max(a.miss, b.miss)}
+}
+
+// poll reads the kernel's cumulative counters, turns them into one sample
+// of deltas, and forgets threads that have exited for good.
+func (c *collector) poll(now uint64) error {
+	sample := record.Sample{EndNS: c.rel(now)}
+	ongoingIO := map[fileKey]int64{}
+	var dead []uint32
+
+	var tid uint32
+	var v bpf.ColdtraceThread
+	it := c.p.objs.Threads.Iterate()
+	for it.Next(&tid, &v) {
+		cur := threadTimes{cpu: int64(v.CpuNs), io: int64(v.IowaitNs), runq: int64(v.RunqNs),
+			other: int64(v.OtherNs), miss: int64(v.MissCpuNs)}
+		if v.LastTs != 0 && now > v.LastTs && v.Flags&tfExited == 0 {
+			d := int64(now - v.LastTs)
+			switch {
+			case v.Flags&tfOnCPU != 0:
+				cur.cpu += d
+			case v.Flags&tfOutIO != 0:
+				cur.io += d
+				if v.WaitFile.Ino != 0 {
+					ongoingIO[fileKey{v.WaitFile.Dev, v.WaitFile.Ino}] += d
+				}
+			case v.Flags&tfOutRunQ != 0:
+				cur.runq += d
+			default:
+				cur.other += d
+			}
+		}
+		acc := c.threads[tid]
+		if acc == nil {
+			acc = &threadAcc{tid: int32(tid), pid: int32(v.Tgid), comm: threadComm(int32(v.Tgid), int32(tid))}
+			c.threads[tid] = acc
+		}
+		d := threadTimes{sub(cur.cpu, acc.prev.cpu), sub(cur.io, acc.prev.io), sub(cur.runq, acc.prev.runq),
+			sub(cur.other, acc.prev.other), sub(cur.miss, acc.prev.miss)}
+		acc.prev = maxT(acc.prev, cur)
+		if d.cpu > 0 || d.io > 0 || d.miss > 0 || d.runq > 0 {
+			sample.Threads = append(sample.Threads, record.ThreadDelta{TID: acc.tid, PID: acc.pid, CPUNS: d.cpu,
+				IOWaitNS: d.io, MissCPUNS: min(d.miss, d.cpu), RunQueueNS: d.runq, OtherWaitNS: d.other})
+		}
+		if v.Flags&tfExited != 0 && v.Flags&tfOnCPU == 0 {
+			dead = append(dead, tid)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read thread table: %w", err)
+	}
+	for _, tid := range dead {
+		_ = c.p.objs.Threads.Delete(tid)
+	}
+
+	var key bpf.ColdtraceFileKey
+	var fs bpf.ColdtraceFileStats
+	fit := c.p.objs.Files.Iterate()
+	for fit.Next(&key, &fs) {
+		k := fileKey{key.Dev, key.Ino}
+		acc := c.files[k]
+		if acc == nil {
+			acc = &fileAcc{id: len(c.fileOrder), key: k}
+			c.files[k] = acc
+			c.fileOrder = append(c.fileOrder, acc)
+		}
+		acc.lastP = int32(fs.LastTgid)
+		cur := fileTimes{accessed: fs.Accessed, missed: fs.Missed, evicted: fs.Evicted,
+			io: int64(fs.IowaitNs) + ongoingIO[k], miss: int64(fs.MissCpuNs)}
+		d := record.FileDelta{File: acc.id, PagesAccessed: subU(cur.accessed, acc.prev.accessed),
+			PagesMissed: subU(cur.missed, acc.prev.missed), PagesEvicted: subU(cur.evicted, acc.prev.evicted),
+			IOWaitNS: sub(cur.io, acc.prev.io), MissCPUNS: sub(cur.miss, acc.prev.miss)}
+		acc.prev = fileTimes{max(acc.prev.accessed, cur.accessed), max(acc.prev.missed, cur.missed),
+			max(acc.prev.evicted, cur.evicted), max(acc.prev.io, cur.io), max(acc.prev.miss, cur.miss)}
+		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 {
+			sample.Files = append(sample.Files, d)
+		}
+	}
+	if err := fit.Err(); err != nil {
+		return fmt.Errorf("read file table: %w", err)
+	}
+	if err := c.readLost(); err != nil {
+		return err
+	}
+	c.samples = append(c.samples, sample)
+	return nil
+}
+
+func (c *collector) readLost() error {
+	var per []uint64
+	get := func(i uint32) uint64 {
+		if err := c.p.objs.Lost.Lookup(i, &per); err != nil {
+			return 0
+		}
+		var s uint64
+		for _, v := range per {
+			s += v
+		}
+		return s
+	}
+	c.lost = record.Lost{RingBuffer: get(lostRing), FileTable: get(lostFiles), ThreadTable: get(lostThread), Paths: get(lostPaths)}
+	return nil
+}
+
+func threadComm(pid, tid int32) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// fill writes everything gathered into r.
+func (c *collector) fill(r *record.Record, pageSize int) {
+	for _, th := range c.threads {
+		if th.comm == "" {
+			if p := c.procs[th.pid]; p != nil {
+				th.comm = p.comm
+			}
+		}
+		r.Threads = append(r.Threads, record.Thread{TID: th.tid, PID: th.pid, Comm: th.comm,
+			CPUNS: th.prev.cpu, OffCPUNS: th.prev.io + th.prev.runq + th.prev.other, IOWaitNS: th.prev.io,
+			RunQueueNS: th.prev.runq, MissCPUNS: min(th.prev.miss, th.prev.cpu)})
+	}
+	sort.Slice(r.Threads, func(i, j int) bool { return r.Threads[i].TID < r.Threads[j].TID })
+
+	byPID := map[int32]*record.Process{}
+	for pid, p := range c.procs {
+		byPID[pid] = &record.Process{PID: pid, PPID: p.ppid, Comm: p.comm, Exe: p.exe, Args: p.args,
+			StartNS: p.start, EndNS: p.end, ExitCode: p.exitCode, Exited: p.exited}
+	}
+	for _, th := range r.Threads {
+		p := byPID[th.PID]
+		if p == nil {
+			p = &record.Process{PID: th.PID, Comm: th.Comm}
+			byPID[th.PID] = p
+		}
+		if p.Comm == "" {
+			p.Comm = th.Comm
+		}
+		p.Threads++
+		p.CPUNS += th.CPUNS
+		p.OffCPUNS += th.OffCPUNS
+		p.IOWaitNS += th.IOWaitNS
+		p.RunQueueNS += th.RunQueueNS
+		p.MissCPUNS += th.MissCPUNS
+	}
+	for _, p := range byPID {
+		r.Processes = append(r.Processes, *p)
+	}
+	sort.Slice(r.Processes, func(i, j int) bool {
+		return r.Processes[i].StartNS < r.Processes[j].StartNS ||
+			r.Processes[i].StartNS == r.Processes[j].StartNS && r.Processes[i].PID < r.Processes[j].PID
+	})
+
+	for _, f := range c.fileOrder {
+		rf := record.File{ID: f.id, Dev: f.key.dev, Ino: f.key.ino,
+			PagesAccessed: f.prev.accessed, PagesMissed: f.prev.missed, PagesEvicted: f.prev.evicted,
+			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss}
+		rf.Path = c.pathOf(f)
+		if size, ok := statMatches(rf.Path, f.key.dev, f.key.ino); ok {
+			rf.SizeBytes = size
+		}
+		r.Files = append(r.Files, rf)
+	}
+	r.Samples = c.samples
+	r.Lost = c.lost
+	r.Self.EventsSeen = c.seen
+	r.Warnings = append(r.Warnings, c.warnings...)
+}
+
+func (c *collector) pathOf(f *fileAcc) string {
+	if fsPath, ok := c.fsPaths[f.key]; ok {
+		if p, ok := c.mounts.resolve(f.key.dev, fsPath); ok {
+			return p
+		}
+		if mt, err := readMountTable("/proc/self/mountinfo"); err == nil {
+			c.mounts = mt
+			if p, ok := mt.resolve(f.key.dev, fsPath); ok {
+				return p
+			}
+		}
+	}
+	if f.lastP > 0 {
+		if p := findInProc(f.lastP, f.key.dev, f.key.ino); p != "" {
+			return p
+		}
+	}
+	major, minor := devMajorMinor(f.key.dev)
+	if fsPath, ok := c.fsPaths[f.key]; ok {
+		return fmt.Sprintf("[dev %d:%d]%s", major, minor, fsPath)
+	}
+	return fmt.Sprintf("[dev %d:%d ino %d]", major, minor, f.key.ino)
+}

@@ -1,0 +1,187 @@
+package trace
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// kernelDev encodes major:minor the way the kernel stores s_dev
+// (MINORBITS = 20), which is what the BPF side reports.
+func kernelDev(major, minor uint32) uint32 { return major<<20 | minor }
+
+func devMajorMinor(dev uint32) (uint32, uint32) { return dev >> 20, dev & (1<<20 - 1) }
+
+// userDevToKernel converts a stat(2) st_dev to the kernel encoding.
+func userDevToKernel(dev uint64) uint32 {
+	major := uint32((dev>>8)&0xfff) | uint32((dev>>32)&^0xfff)
+	minor := uint32(dev&0xff) | uint32((dev>>12)&^0xff)
+	return kernelDev(major, minor)
+}
+
+// mount is one line of /proc/self/mountinfo.
+type mount struct {
+	dev        uint32
+	root       string // path inside the filesystem that is mounted
+	mountPoint string
+	fsType     string
+}
+
+// mountTable maps devices to where their filesystems are mounted.
+type mountTable map[uint32][]mount
+
+func readMountTable(file string) (mountTable, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("read mount table: %w", err)
+	}
+	defer f.Close()
+	mt := mountTable{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		m, ok := parseMountInfoLine(sc.Text())
+		if ok {
+			mt[m.dev] = append(mt[m.dev], m)
+		}
+	}
+	return mt, sc.Err()
+}
+
+func parseMountInfoLine(line string) (mount, bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 7 {
+		return mount{}, false
+	}
+	maj, min, ok := strings.Cut(fields[2], ":")
+	if !ok {
+		return mount{}, false
+	}
+	ma, err1 := strconv.ParseUint(maj, 10, 32)
+	mi, err2 := strconv.ParseUint(min, 10, 32)
+	if err1 != nil || err2 != nil {
+		return mount{}, false
+	}
+	m := mount{dev: kernelDev(uint32(ma), uint32(mi)), root: unescapeMount(fields[3]), mountPoint: unescapeMount(fields[4])}
+	for i := 6; i < len(fields); i++ {
+		if fields[i] == "-" && i+1 < len(fields) {
+			m.fsType = fields[i+1]
+			break
+		}
+	}
+	return m, true
+}
+
+// unescapeMount undoes the octal escapes (\040 for space) of mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// resolve turns a path inside the filesystem of dev into an absolute path,
+// preferring the mount that shows the most of the filesystem.
+func (mt mountTable) resolve(dev uint32, fsPath string) (string, bool) {
+	best, bestLen := "", -1
+	for _, m := range mt[dev] {
+		if !strings.HasPrefix(fsPath+"/", strings.TrimSuffix(m.root, "/")+"/") {
+			continue
+		}
+		rest := strings.TrimPrefix(fsPath, strings.TrimSuffix(m.root, "/"))
+		p := path.Join(m.mountPoint, rest)
+		// Shorter mount roots show more of the filesystem; among equals
+		// the shortest mount point is the canonical one.
+		score := 1<<20 - len(m.root)*1024 - len(m.mountPoint)
+		if score > bestLen {
+			best, bestLen = p, score
+		}
+	}
+	return best, bestLen >= 0
+}
+
+// fsPathFromNames joins dentry names reported leaf first.
+func fsPathFromNames(names []string, truncated bool) string {
+	var b strings.Builder
+	if truncated {
+		b.WriteString("…")
+	}
+	for i := len(names) - 1; i >= 0; i-- {
+		b.WriteByte('/')
+		b.WriteString(names[i])
+	}
+	if b.Len() == 0 {
+		return "/"
+	}
+	return b.String()
+}
+
+// findInProc looks for (dev, ino) among the open files and mappings of pid,
+// the fallback for files whose dentry could not be walked.
+func findInProc(pid int32, dev uint32, ino uint64) string {
+	dir := fmt.Sprintf("/proc/%d", pid)
+	if entries, err := os.ReadDir(dir + "/fd"); err == nil {
+		for _, e := range entries {
+			link := dir + "/fd/" + e.Name()
+			var st syscall.Stat_t
+			if syscall.Stat(link, &st) != nil {
+				continue
+			}
+			if st.Ino == ino && userDevToKernel(st.Dev) == dev {
+				if target, err := os.Readlink(link); err == nil {
+					return target
+				}
+			}
+		}
+	}
+	f, err := os.Open(dir + "/maps")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			continue
+		}
+		maj, min, _ := strings.Cut(fields[3], ":")
+		ma, _ := strconv.ParseUint(maj, 16, 32)
+		mi, _ := strconv.ParseUint(min, 16, 32)
+		in, _ := strconv.ParseUint(fields[4], 10, 64)
+		if in == ino && kernelDev(uint32(ma), uint32(mi)) == dev {
+			return strings.Join(fields[5:], " ")
+		}
+	}
+	return ""
+}
+
+// statMatches reports the size of path when it is still the same inode.
+func statMatches(p string, dev uint32, ino uint64) (int64, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		return 0, false
+	}
+	if st.Ino != ino {
+		return 0, false
+	}
+	// Overlay and similar filesystems report their own st_dev; the inode
+	// number match is the useful check there.
+	_ = dev
+	return st.Size, true
+}
