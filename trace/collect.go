@@ -72,6 +72,7 @@ type collector struct {
 	procs     map[int32]*procAcc
 	fsPaths   map[fileKey]string
 	samples   []record.Sample
+	tracked   *pidSet
 	lost      record.Lost
 	seen      uint64
 	warnings  []string
@@ -153,6 +154,9 @@ func (c *collector) proc(pid int32) *procAcc {
 	if p == nil {
 		p = &procAcc{pid: pid}
 		c.procs[pid] = p
+		if c.tracked != nil {
+			c.tracked.add(pid)
+		}
 	}
 	return p
 }

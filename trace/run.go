@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +36,15 @@ type Options struct {
 	OnStart func(pid int)
 	// OnSample, when set, sees each sample as it is taken (live progress).
 	OnSample func(s record.Sample)
+
+	// NoGPU skips NVML sampling; GPUInterval is its period (100 ms when
+	// zero).
+	NoGPU       bool
+	GPUInterval time.Duration
+	// CacheDirs are extra kernel-cache directories, "NAME=PATH".
+	CacheDirs []string
+	// JITUprobes are extra compile entry points, "LIB:SYMBOL".
+	JITUprobes []string
 }
 
 // Run traces opts.Command to its end and returns the record. The error is
@@ -82,6 +92,20 @@ func Run(ctx context.Context, opts Options) (*record.Record, error) {
 		return nil, err
 	}
 
+	tracked := newPidSet()
+	var startMono atomic.Uint64
+	env := &runEnv{ctx: ctx, threads: p.objs.Threads, startMono: startMono.Load, tracked: tracked, opts: &opts}
+	var sources []evidence
+	if !opts.NoGPU {
+		sources = append(sources, &gpuEvidence{})
+	}
+	for _, src := range sources {
+		defer src.close()
+		if err := src.start(env); err != nil {
+			return nil, err
+		}
+	}
+
 	foreground := inForeground()
 	child, err := startGated(opts.Command, id, opts.Stdin, opts.Stdout, opts.Stderr, foreground)
 	if err != nil {
@@ -91,6 +115,7 @@ func Run(ctx context.Context, opts Options) (*record.Record, error) {
 		defer reclaimTerminal()
 	}
 	pid := child.cmd.Process.Pid
+	tracked.add(int32(pid))
 	if err := p.seed(pid, monotonicNS()); err != nil {
 		child.abort()
 		return nil, err
@@ -103,6 +128,7 @@ func Run(ctx context.Context, opts Options) (*record.Record, error) {
 	}
 
 	c := newCollector(p, mounts)
+	c.tracked = tracked
 	rec := &record.Record{Schema: record.Schema, Version: opts.Version, Command: opts.Command,
 		User: id.User, Host: hostInfo(), IntervalNS: opts.Interval.Nanoseconds()}
 	if !id.Switch {
@@ -110,6 +136,7 @@ func Run(ctx context.Context, opts Options) (*record.Record, error) {
 	}
 
 	c.startMono = monotonicNS()
+	startMono.Store(c.startMono)
 	rec.Start = time.Now()
 	rec.StartupNS = time.Since(opts.Launched).Nanoseconds()
 	c.proc(int32(pid)).comm = commName(opts.Command[0])
@@ -190,6 +217,9 @@ loop:
 	c.fill(rec, os.Getpagesize())
 	if pollErr != nil {
 		rec.Warnings = append(rec.Warnings, pollErr.Error())
+	}
+	for _, src := range sources {
+		src.finish(rec)
 	}
 	rec.Self = selfCost(rec.Self)
 	return rec, nil

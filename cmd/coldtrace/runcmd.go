@@ -21,6 +21,10 @@ type runOptions struct {
 	user       string
 	quiet      bool
 	topFiles   int
+	noGPU      bool
+	gpuEvery   time.Duration
+	cacheDirs  []string
+	jitUprobes []string
 	command    []string
 }
 
@@ -35,6 +39,10 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringVar(&o.user, "user", "", "run the command as `NAME` (default: the user who ran sudo)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the summary on stderr")
 	fs.IntVar(&o.topFiles, "top", 10, "files listed in the summary")
+	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
+	fs.DurationVar(&o.gpuEvery, "gpu-interval", 100*time.Millisecond, "GPU sampling period")
+	fs.StringArrayVar(&o.cacheDirs, "cache-dir", nil, "extra kernel-cache directory `NAME=PATH` (repeatable)")
+	fs.StringArrayVar(&o.jitUprobes, "jit-uprobe", nil, "time calls of `LIB:SYMBOL` as compiles (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -73,12 +81,16 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	}
 
 	rec, err := trace.Run(ctx, trace.Options{
-		Command:  o.command,
-		Interval: o.interval,
-		User:     o.user,
-		Launched: launched,
-		Version:  version,
-		Notify:   func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
+		Command:     o.command,
+		Interval:    o.interval,
+		User:        o.user,
+		Launched:    launched,
+		Version:     version,
+		Notify:      func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
+		NoGPU:       o.noGPU,
+		GPUInterval: o.gpuEvery,
+		CacheDirs:   o.cacheDirs,
+		JITUprobes:  o.jitUprobes,
 	})
 	if err != nil {
 		return fail(stderr, exitFailure, err)

@@ -1,0 +1,43 @@
+# coldtrace: build, test, demo, benchmarks.
+GO ?= go
+BIN := bin/coldtrace
+export CGO_CFLAGS ?= -Wno-deprecated-declarations
+
+.PHONY: build test test-unit demo generate vmlinux check-generated bench bench-smoke clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/coldtrace
+
+# All tests. The eBPF tests need root and a BTF kernel; elsewhere they
+# skip and say why.
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+test-unit:
+	$(GO) test -count=1 -short ./...
+
+# Build coldtrace and trace the bundled cold-start workload.
+demo: build
+	bash testdata/demo/run.sh $(BIN)
+
+# Rebuild the BPF objects with Debian's clang (apt-get install -y clang llvm libbpf-dev).
+generate:
+	$(GO) generate ./bpf/...
+
+# Regenerate bpf/vmlinux.h from the running kernel's BTF.
+vmlinux:
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h
+
+# Fails when the committed bpf2go outputs differ from what the sources build.
+check-generated: generate
+	git diff --exit-code -- bpf/ || (echo "bpf2go outputs are stale: run 'make generate' and commit" >&2; exit 1)
+
+bench: build
+	$(GO) run ./bench -coldtrace $(BIN)
+
+bench-smoke: build
+	$(GO) run ./bench -coldtrace $(BIN) -smoke
+
+clean:
+	rm -rf bin
