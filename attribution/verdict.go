@@ -48,8 +48,14 @@ func verdict(res *Result, coldShare float64) (string, bool) {
 	if avoid == 0 {
 		tail = "nothing came from disk, a compiler or the network, so a rerun should take about as long."
 	} else {
-		tail = fmt.Sprintf("disk reads, compiles and downloads took only %s (%s), so a warm rerun would save little.",
-			pctOf(avoid, res.WallNS), FormatDuration(avoid))
+		// Name the main avoidable cost even when it is small: "why was
+		// it not slower/faster" still wants the file or compiler.
+		var mostly string
+		if cold[0].NS > 0 {
+			mostly = ", mostly " + cold[0].Category.Label() + detail(cold[0])
+		}
+		tail = fmt.Sprintf("disk reads, compiles and downloads took only %s (%s)%s, so a warm rerun would save little.",
+			pctOf(avoid, res.WallNS), FormatDuration(avoid), mostly)
 	}
 	return "warm run: " + strings.Join(parts, ", ") + "; " + tail, false
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -30,6 +31,25 @@ type Summary struct {
 	Processes  []SummaryProcess `json:"processes"`
 	Warnings   []string         `json:"warnings,omitempty"`
 	Self       record.SelfCost  `json:"coldtrace"`
+
+	// From the attribution engine: all six categories, summing to WallNS.
+	Breakdown       []BreakdownRow           `json:"breakdown"`
+	Phases          []attribution.Phase      `json:"phases"`
+	Verdict         string                   `json:"verdict"`
+	Cold            bool                     `json:"cold"`
+	WarmEstimateNS  int64                    `json:"warm_estimate_ns"`
+	Attribution     *attribution.Result      `json:"attribution"`
+	GPUs            []record.GPUSummary      `json:"gpus"`
+	GPUUnavailable  string                   `json:"gpu_unavailable,omitempty"`
+	GPUInterference []record.GPUInterference `json:"gpu_interference"`
+}
+
+// BreakdownRow is one category's share of the wall time.
+type BreakdownRow struct {
+	Category string  `json:"category"`
+	NS       int64   `json:"ns"`
+	Pct      int     `json:"pct"`
+	Share    float64 `json:"share"`
 }
 
 // SummaryFile is one file's page-cache story.
@@ -94,8 +114,12 @@ func filesByCost(files []record.File) []record.File {
 	return out
 }
 
-// NewSummary builds the JSON summary of r.
-func NewSummary(r *record.Record) *Summary {
+// NewSummary builds the JSON summary of r; res is its attribution
+// (computed when nil).
+func NewSummary(r *record.Record, res *attribution.Result) *Summary {
+	if res == nil {
+		res = attribution.Analyze(r)
+	}
 	s := &Summary{Schema: SummarySchema, Command: r.Command, ExitCode: r.ExitCode, Signal: r.Signal,
 		StartError: r.StartError, WallNS: r.WallNS, StartupNS: r.StartupNS, LostEvents: r.Lost.Total(),
 		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self,
@@ -110,12 +134,23 @@ func NewSummary(r *record.Record) *Summary {
 			ExitCode: p.ExitCode, StartNS: p.StartNS, EndNS: p.EndNS, CPUNS: p.CPUNS, OffCPUNS: p.OffCPUNS,
 			IOWaitNS: p.IOWaitNS, MissCPUNS: p.MissCPUNS, RunQueueNS: p.RunQueueNS})
 	}
+	for _, row := range res.Breakdown {
+		s.Breakdown = append(s.Breakdown, BreakdownRow{Category: string(row.Category), NS: row.NS, Pct: row.Pct, Share: row.Share})
+	}
+	s.Phases, s.Verdict, s.Cold, s.WarmEstimateNS, s.Attribution = res.Phases, res.Verdict, res.Cold, res.WarmEstimateNS, res
+	s.GPUs = []record.GPUSummary{}
+	s.GPUInterference = []record.GPUInterference{}
+	if r.GPU != nil {
+		s.GPUUnavailable = r.GPU.Unavailable
+		s.GPUs = append(s.GPUs, r.GPU.Summaries()...)
+		s.GPUInterference = append(s.GPUInterference, r.GPU.Interference...)
+	}
 	return s
 }
 
 // WriteJSON writes the summary of r as indented JSON.
-func WriteJSON(w io.Writer, r *record.Record) error {
+func WriteJSON(w io.Writer, r *record.Record, res *attribution.Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(NewSummary(r))
+	return enc.Encode(NewSummary(r, res))
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -47,10 +48,14 @@ func Bytes(n uint64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-// WriteText writes the terminal summary of r.
-func WriteText(w io.Writer, r *record.Record, opt TextOptions) error {
+// WriteText writes the terminal summary of r; res is its attribution
+// (computed when nil).
+func WriteText(w io.Writer, r *record.Record, res *attribution.Result, opt TextOptions) error {
 	if opt.TopFiles <= 0 {
 		opt.TopFiles = 10
+	}
+	if res == nil {
+		res = attribution.Analyze(r)
 	}
 	var b strings.Builder
 	status := fmt.Sprintf("exit %d", r.ExitCode)
@@ -64,6 +69,8 @@ func WriteText(w io.Writer, r *record.Record, opt TextOptions) error {
 	if r.Interrupted {
 		b.WriteString("  (interrupted: the numbers cover the run up to the interruption)\n")
 	}
+
+	writeBreakdown(&b, r, res)
 
 	var totalIO, totalMiss int64
 	var totalDisk uint64
@@ -118,4 +125,62 @@ func shortPath(p string, n int) string {
 	}
 	r := []rune(p)
 	return "…" + string(r[len(r)-n+1:])
+}
+
+// writeBreakdown writes the ledger: each category's wall time with its
+// main evidence, the phases, and the verdict.
+func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Result) {
+	b.WriteString("\n")
+	for _, row := range res.Breakdown {
+		fmt.Fprintf(b, "  %-12s %9s %4d%%", row.Category.Label(), Duration(row.NS), row.Pct)
+		switch row.Category {
+		case attribution.DiskRead:
+			var disk uint64
+			var acc, miss uint64
+			for _, f := range r.Files {
+				disk += f.BytesFromDisk
+				acc += f.PagesAccessed
+				miss += f.PagesMissed
+			}
+			fmt.Fprintf(b, "  %s read from disk", Bytes(disk))
+			if acc > 0 {
+				fmt.Fprintf(b, ", %.0f%% page-cache misses", 100*min(1, float64(miss)/float64(acc)))
+			}
+		case attribution.GPUCompute:
+			if r.GPU != nil && r.GPU.Unavailable != "" {
+				fmt.Fprintf(b, "  %s", r.GPU.Unavailable)
+			}
+		}
+		b.WriteString("\n")
+		shown := 0
+		for _, f := range row.Files {
+			if shown == 3 || f.NS*50 < row.NS {
+				break
+			}
+			fmt.Fprintf(b, "      %-40s %10s %4.0f%% miss %9s\n", shortPath(f.Path, 40), Bytes(f.BytesFromDisk), 100*f.MissRatio, Duration(f.NS))
+			shown++
+		}
+		for i, c := range row.Compilers {
+			if i == 3 {
+				break
+			}
+			fmt.Fprintf(b, "      %-40s %10s %9s\n", c.Kind+" "+c.Name, fmt.Sprintf("%d runs", c.Runs), Duration(c.NS))
+		}
+		for _, g := range row.GPUs {
+			fmt.Fprintf(b, "      GPU %d %-34s mean util %.0f%%, VRAM peak %s\n", g.Index, g.Name, g.Device.UtilMeanPct, Bytes(g.Device.VRAMPeakBytes))
+		}
+	}
+	if len(res.Phases) > 1 {
+		b.WriteString("\n  phases:")
+		for _, ph := range res.Phases {
+			fmt.Fprintf(b, "  %s %s–%s", ph.Name, Duration(ph.StartNS), Duration(ph.EndNS))
+		}
+		b.WriteString("\n")
+	}
+	if res.Verdict != "" {
+		fmt.Fprintf(b, "\n  verdict: %s\n", res.Verdict)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(b, "  note: %s\n", n)
+	}
 }

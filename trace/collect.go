@@ -37,6 +37,12 @@ type threadAcc struct {
 	tid, pid int32
 	comm     string
 	prev     threadTimes
+	// missOut is the miss time reported so far. Miss time is charged at
+	// syscall exit, on-CPU time at switches and polls, so one interval can
+	// see a miss whose CPU time an earlier poll already reported; capping
+	// the cumulative miss at the cumulative CPU carries it forward
+	// instead of losing it.
+	missOut int64
 }
 
 type fileTimes struct {
@@ -246,11 +252,13 @@ func (c *collector) poll(now uint64) error {
 			c.threads[tid] = acc
 		}
 		d := threadTimes{sub(cur.cpu, acc.prev.cpu), sub(cur.io, acc.prev.io), sub(cur.runq, acc.prev.runq),
-			sub(cur.other, acc.prev.other), sub(cur.miss, acc.prev.miss)}
+			sub(cur.other, acc.prev.other), 0}
 		acc.prev = maxT(acc.prev, cur)
+		d.miss = sub(min(acc.prev.miss, acc.prev.cpu), acc.missOut)
+		acc.missOut += d.miss
 		if d.cpu > 0 || d.io > 0 || d.miss > 0 || d.runq > 0 {
 			sample.Threads = append(sample.Threads, record.ThreadDelta{TID: acc.tid, PID: acc.pid, CPUNS: d.cpu,
-				IOWaitNS: d.io, MissCPUNS: min(d.miss, d.cpu), RunQueueNS: d.runq, OtherWaitNS: d.other})
+				IOWaitNS: d.io, MissCPUNS: d.miss, RunQueueNS: d.runq, OtherWaitNS: d.other})
 		}
 		if v.Flags&tfExited != 0 && v.Flags&tfOnCPU == 0 {
 			dead = append(dead, tid)

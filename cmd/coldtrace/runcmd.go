@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report"
 	"github.com/coldtrace/coldtrace/trace"
@@ -99,6 +100,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", rec.StartError)
 	}
 
+	res := attribution.Analyze(rec)
 	failed := false
 	if o.recordPath != "" {
 		if err := record.WriteFile(o.recordPath, rec); err != nil {
@@ -107,13 +109,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		}
 	}
 	if o.jsonPath != "" {
-		if err := writeJSON(o.jsonPath, stdout, rec); err != nil {
+		if err := writeJSON(o.jsonPath, stdout, rec, res); err != nil {
 			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
 			failed = true
 		}
 	}
 	if !o.quiet {
-		if err := report.WriteText(stderr, rec, report.TextOptions{TopFiles: o.topFiles}); err != nil {
+		if err := report.WriteText(stderr, rec, res, report.TextOptions{TopFiles: o.topFiles}); err != nil {
 			failed = true
 		}
 	}
@@ -123,11 +125,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	return rec.ExitCode
 }
 
-func writeJSON(path string, stdout io.Writer, rec *record.Record) error {
+func writeJSON(path string, stdout io.Writer, rec *record.Record, res *attribution.Result) error {
 	if path == "-" {
-		return report.WriteJSON(stdout, rec)
+		return report.WriteJSON(stdout, rec, res)
 	}
-	return record.WriteFileAtomic(path, func(w io.Writer) error { return report.WriteJSON(w, rec) })
+	return record.WriteFileAtomic(path, func(w io.Writer) error { return report.WriteJSON(w, rec, res) })
 }
 
 func reportCommand(args []string, stdout, stderr io.Writer) int {
@@ -153,9 +155,9 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, exitFailure, err)
 	}
 	if *asJSON {
-		err = report.WriteJSON(stdout, rec)
+		err = report.WriteJSON(stdout, rec, nil)
 	} else {
-		err = report.WriteText(stdout, rec, report.TextOptions{TopFiles: *top})
+		err = report.WriteText(stdout, rec, nil, report.TextOptions{TopFiles: *top})
 	}
 	if err != nil {
 		return fail(stderr, exitFailure, err)

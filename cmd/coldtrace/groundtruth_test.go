@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// phases is what testdata/workloads/groundtruth.c measures of itself.
+type phases struct {
+	SleepNS int64 `json:"sleep_ns"`
+	ReadNS  int64 `json:"read_ns"`
+	SpinNS  int64 `json:"spin_ns"`
+	TotalNS int64 `json:"total_ns"`
+}
+
+func runGroundTruth(t *testing.T, mode ...string) (phases, summaryJSON) {
+	t.Helper()
+	bin := buildC(t, "groundtruth", "-lpthread")
+	file := evictableFile(t, 512<<20)
+	out := filepath.Join(t.TempDir(), "s.json")
+	args := append([]string{"-q", "--json", out, "--", bin, file, "1000", "1000"}, mode...)
+	code, stdout, stderr := coldtrace(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var ph phases
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &ph); err != nil {
+		t.Fatalf("workload output %q: %v", stdout, err)
+	}
+	s := readSummary(t, out)
+	var sum int64
+	for _, r := range s.Breakdown {
+		sum += r.NS
+	}
+	if len(s.Breakdown) != 6 {
+		t.Errorf("breakdown has %d rows, want 6", len(s.Breakdown))
+	}
+	if math.Abs(float64(sum-s.WallNS)) > 0.01*float64(s.WallNS) {
+		t.Errorf("breakdown sums to %v, wall is %v", time.Duration(sum), time.Duration(s.WallNS))
+	}
+	t.Logf("workload: sleep %v, read %v, spin %v", time.Duration(ph.SleepNS), time.Duration(ph.ReadNS), time.Duration(ph.SpinNS))
+	for _, r := range s.Breakdown {
+		t.Logf("  %-12s %v", r.Category, time.Duration(r.NS))
+	}
+	t.Logf("verdict: %s", s.Verdict)
+	return ph, s
+}
+
+func within(t *testing.T, what string, got, want int64, tol float64) {
+	t.Helper()
+	if math.Abs(float64(got-want)) > tol*float64(want) {
+		t.Errorf("%s: %v, want %v ± %.0f%%", what, time.Duration(got), time.Duration(want), tol*100)
+	}
+}
+
+// TestGroundTruthSequential: sleep, cold read, spin, each timed by the
+// workload itself, must come out as other_wait, disk_read and cpu.
+func TestGroundTruthSequential(t *testing.T) {
+	requireTracing(t)
+	ph, s := runGroundTruth(t)
+	within(t, "disk_read vs the read phase", s.category("disk_read"), ph.ReadNS, 0.10)
+	within(t, "cpu vs the spin phase", s.category("cpu"), ph.SpinNS, 0.10)
+	within(t, "other_wait vs the sleep phase", s.category("other_wait"), ph.SleepNS, 0.10)
+	if len(s.Phases) < 3 {
+		t.Errorf("phases %+v: want idle, load and cpu phases", s.Phases)
+	}
+	if !strings.Contains(s.Verdict, "data.bin") {
+		t.Errorf("verdict does not name the file read cold: %q", s.Verdict)
+	}
+}
+
+// TestGroundTruthParallel: one thread reads a cold file while another
+// spins. The documented rule gives the overlap to disk_read, so disk_read
+// is the read phase and cpu is the spin less the overlap.
+func TestGroundTruthParallel(t *testing.T) {
+	requireTracing(t)
+	ph, s := runGroundTruth(t, "parallel")
+	within(t, "disk_read vs the read phase", s.category("disk_read"), ph.ReadNS, 0.10)
+	within(t, "cpu vs spin minus overlap", s.category("cpu"), ph.SpinNS-ph.ReadNS, 0.10)
+	within(t, "other_wait vs the sleep phase", s.category("other_wait"), ph.SleepNS, 0.10)
+}

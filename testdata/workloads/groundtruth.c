@@ -1,0 +1,93 @@
+/* groundtruth FILE SLEEP_MS SPIN_MS [parallel]
+ *
+ * The attribution ground truth: phases whose lengths the program measures
+ * itself and prints as JSON on stdout, so a test can compare coldtrace's
+ * breakdown with them. Sequential mode: sleep, a cold read of FILE (the
+ * caller evicts it first), a CPU spin. Parallel mode: one thread reads
+ * FILE while another spins, then a sleep. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const char *path;
+static int64_t spin_ns, read_ns, spun_ns;
+static volatile uint64_t sink;
+
+static void *read_file(void *arg)
+{
+	(void)arg;
+	int64_t t0 = now_ns();
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		perror(path);
+		exit(1);
+	}
+	static char buf[1 << 20];
+	ssize_t n;
+	uint64_t total = 0;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		total += (uint64_t)n;
+	close(fd);
+	sink += total;
+	read_ns = now_ns() - t0;
+	return NULL;
+}
+
+static void *spin(void *arg)
+{
+	(void)arg;
+	int64_t t0 = now_ns();
+	uint64_t x = 1;
+	while (now_ns() - t0 < spin_ns) {
+		for (int i = 0; i < 100000; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+	}
+	sink += x;
+	spun_ns = now_ns() - t0;
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: groundtruth FILE SLEEP_MS SPIN_MS [parallel]\n");
+		return 2;
+	}
+	path = argv[1];
+	int64_t sleep_ms = atoll(argv[2]);
+	spin_ns = atoll(argv[3]) * 1000000;
+	int parallel = argc > 4 && strcmp(argv[4], "parallel") == 0;
+	int64_t start = now_ns();
+	int64_t t0 = now_ns();
+	int64_t slept;
+	if (!parallel) {
+		usleep(sleep_ms * 1000);
+		slept = now_ns() - t0;
+		read_file(NULL);
+		spin(NULL);
+	} else {
+		pthread_t r, s;
+		pthread_create(&r, NULL, read_file, NULL);
+		pthread_create(&s, NULL, spin, NULL);
+		pthread_join(r, NULL);
+		pthread_join(s, NULL);
+		t0 = now_ns();
+		usleep(sleep_ms * 1000);
+		slept = now_ns() - t0;
+	}
+	printf("{\"sleep_ns\": %lld, \"read_ns\": %lld, \"spin_ns\": %lld, \"total_ns\": %lld}\n",
+	       (long long)slept, (long long)read_ns, (long long)spun_ns, (long long)(now_ns() - start));
+	return 0;
+}
