@@ -1,0 +1,112 @@
+package record
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sample() *Record {
+	return &Record{Schema: Schema, Command: []string{"cat", "f"}, WallNS: 42, ExitCode: 3,
+		Start: time.Unix(1700000000, 0).UTC(),
+		Files: []File{{ID: 0, Dev: 254 << 20, Ino: 7, Path: "/f", PagesMissed: 10, PagesAccessed: 12}},
+		Samples: []Sample{{EndNS: 42, Threads: []ThreadDelta{{TID: 1, PID: 1, CPUNS: 40, MissCPUNS: 30}},
+			Files: []FileDelta{{File: 0, PagesMissed: 10}}}}}
+}
+
+func TestRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.ctrace")
+	if err := WriteFile(path, sample()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.WallNS != 42 || got.ExitCode != 3 || got.Files[0].Path != "/f" || got.Samples[0].Threads[0].MissCPUNS != 30 {
+		t.Errorf("round trip changed the record: %+v", got)
+	}
+	raw, _ := os.ReadFile(path)
+	if !bytes.HasPrefix(raw, []byte{0x1f, 0x8b}) {
+		t.Errorf("record is not gzip-compressed")
+	}
+}
+
+func TestPlainJSONAccepted(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Encode(&buf, sample()); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Decode(zr)
+	if err != nil || r.WallNS != 42 {
+		t.Fatalf("decode of plain JSON: %v", err)
+	}
+}
+
+func TestCorruptAndForeign(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Encode(&buf, sample()); err != nil {
+		t.Fatal(err)
+	}
+	truncated := buf.Bytes()[:buf.Len()/2]
+	if _, err := Decode(bytes.NewReader(truncated)); err == nil {
+		t.Errorf("truncated record decoded without error")
+	}
+	for _, doc := range []string{`{"schema": "coldtrace.record/v2"}`, `{"schema": "something"}`, `{}`} {
+		_, err := Decode(strings.NewReader(doc))
+		if !errors.Is(err, ErrSchema) {
+			t.Errorf("%s: error %v, want ErrSchema", doc, err)
+		}
+	}
+}
+
+func TestWriteAtomicKeepsOldFileOnFailure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.json")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteFileAtomic(path, func(w io.Writer) error { return errors.New("boom") })
+	if err == nil {
+		t.Fatal("no error from a failing writer")
+	}
+	b, _ := os.ReadFile(path)
+	if string(b) != "old" {
+		t.Errorf("old file replaced by %q", b)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestCheckWritable(t *testing.T) {
+	dir := t.TempDir()
+	if err := CheckWritable(filepath.Join(dir, "x.json")); err != nil {
+		t.Errorf("writable dir: %v", err)
+	}
+	if err := CheckWritable(filepath.Join(dir, "missing", "x.json")); err == nil {
+		t.Errorf("missing directory accepted")
+	}
+	if err := CheckWritable(dir); err == nil {
+		t.Errorf("a directory accepted as output file")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("probe files left behind: %v", entries)
+	}
+}
+
+func TestLostTotal(t *testing.T) {
+	if n := (Lost{RingBuffer: 1, FileTable: 2, ThreadTable: 3, Tracked: 4, Paths: 5}).Total(); n != 15 {
+		t.Errorf("total %d", n)
+	}
+}

@@ -1,0 +1,127 @@
+package trace
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func TestParseMountInfo(t *testing.T) {
+	lines := []string{
+		"22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw",
+		"30 22 254:0 /srv/data /mnt/data rw - ext4 /dev/vda rw",
+		"31 22 0:5 / /dev rw shared:2 - devtmpfs udev rw",
+		`32 22 8:1 / /mnt/with\040space rw - xfs /dev/sda1 rw`,
+	}
+	mt := mountTable{}
+	for _, l := range lines {
+		m, ok := parseMountInfoLine(l)
+		if !ok {
+			t.Fatalf("not parsed: %s", l)
+		}
+		mt[m.dev] = append(mt[m.dev], m)
+	}
+	cases := []struct {
+		dev    uint32
+		fsPath string
+		want   string
+	}{
+		{kernelDev(254, 0), "/etc/passwd", "/etc/passwd"},
+		{kernelDev(254, 0), "/srv/data/model.bin", "/srv/data/model.bin"}, // the whole-fs mount wins
+		{kernelDev(8, 1), "/x", "/mnt/with space/x"},
+	}
+	for _, c := range cases {
+		got, ok := mt.resolve(c.dev, c.fsPath)
+		if !ok || got != c.want {
+			t.Errorf("resolve(%d, %s) = %q, %v; want %q", c.dev, c.fsPath, got, ok, c.want)
+		}
+	}
+	if _, ok := mt.resolve(kernelDev(9, 9), "/x"); ok {
+		t.Errorf("unknown device resolved")
+	}
+	// Only a bind mount of a subtree shows the file.
+	only := mountTable{kernelDev(254, 0): {{dev: kernelDev(254, 0), root: "/srv/data", mountPoint: "/mnt/data"}}}
+	if got, _ := only.resolve(kernelDev(254, 0), "/srv/data/m.bin"); got != "/mnt/data/m.bin" {
+		t.Errorf("bind mount: %q", got)
+	}
+}
+
+func TestFsPathFromNames(t *testing.T) {
+	if got := fsPathFromNames([]string{"c", "b", "a"}, false); got != "/a/b/c" {
+		t.Errorf("%q", got)
+	}
+	if got := fsPathFromNames([]string{"c"}, true); got != "…/c" {
+		t.Errorf("%q", got)
+	}
+}
+
+func TestDevEncodings(t *testing.T) {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/", &st); err != nil {
+		t.Skip(err)
+	}
+	k := userDevToKernel(st.Dev)
+	major, minor := devMajorMinor(k)
+	if uint64(major) != uint64((st.Dev>>8)&0xfff) || uint64(minor) != st.Dev&0xff|(st.Dev>>12)&^0xff {
+		t.Errorf("st_dev %#x → kernel %#x → %d:%d", st.Dev, k, major, minor)
+	}
+}
+
+func TestFindInProc(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "open.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	got := findInProc(int32(os.Getpid()), userDevToKernel(st.Dev), st.Ino)
+	if got != f.Name() {
+		t.Errorf("findInProc = %q, want %q", got, f.Name())
+	}
+}
+
+func TestResolveIdentity(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if os.Geteuid() == 0 {
+		id, err := ResolveIdentity("", env(map[string]string{"SUDO_UID": "65534", "SUDO_GID": "65534"}))
+		if err != nil || !id.Switch || id.UID != 65534 || id.GID != 65534 {
+			t.Errorf("sudo identity %+v, %v", id, err)
+		}
+		if _, err := ResolveIdentity("", env(map[string]string{"SUDO_UID": "x"})); err == nil {
+			t.Errorf("bad SUDO_UID accepted")
+		}
+	}
+	id, err := ResolveIdentity("", env(nil))
+	if err != nil || id.Switch {
+		t.Errorf("no sudo: %+v, %v", id, err)
+	}
+	if _, err := ResolveIdentity("no-such-user-coldtrace", env(nil)); err == nil {
+		t.Errorf("unknown --user accepted")
+	}
+	if id, err := ResolveIdentity("root", env(nil)); err != nil || id.UID != 0 || id.Home == "" {
+		t.Errorf("--user root: %+v, %v", id, err)
+	}
+}
+
+func TestCommandEnv(t *testing.T) {
+	base := []string{"HOME=/root", "PATH=/bin", "USER=root"}
+	id := Identity{Switch: true}
+	id.Name, id.Home = "alice", "/home/alice"
+	got := commandEnv(base, id)
+	want := map[string]bool{"PATH=/bin": true, "HOME=/home/alice": true, "USER=alice": true, "LOGNAME=alice": true}
+	if len(got) != len(want) {
+		t.Fatalf("env %v", got)
+	}
+	for _, kv := range got {
+		if !want[kv] {
+			t.Errorf("unexpected %q in %v", kv, got)
+		}
+	}
+	if got := commandEnv(base, Identity{}); len(got) != 3 {
+		t.Errorf("no switch changed the env: %v", got)
+	}
+}
