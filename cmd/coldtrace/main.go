@@ -39,6 +39,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, launched 
 			return runCommand(ctx, args[1:], stdout, stderr, launched)
 		case "report":
 			return reportCommand(args[1:], stdout, stderr)
+		case "diff":
+			return diffCommand(args[1:], stdout, stderr)
 		case "version", "--version":
 			fmt.Fprintf(stdout, "coldtrace %s\n", version)
 			return 0
@@ -55,10 +57,12 @@ func printUsage(w io.Writer) {
 
 usage:
   sudo coldtrace [flags] -- COMMAND [ARGS...]   trace a command (same as 'coldtrace run')
-  coldtrace report [--json] RECORD              re-render a saved record (no root needed)
+  coldtrace report [--format text|json|pprof|perfetto] [-o PATH] RECORD
+                                                re-render a saved record (no root needed)
+  coldtrace diff [--json] A B                   compare two records (cold first)
   coldtrace version
 
-run 'coldtrace run --help' or 'coldtrace report --help' for flags.
+run 'coldtrace run --help', 'coldtrace report --help' or 'coldtrace diff --help' for flags.
 `)
 }
 

@@ -26,6 +26,7 @@ type runOptions struct {
 	gpuEvery   time.Duration
 	cacheDirs  []string
 	jitUprobes []string
+	exports    exportOptions
 	command    []string
 }
 
@@ -44,6 +45,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.DurationVar(&o.gpuEvery, "gpu-interval", 100*time.Millisecond, "GPU sampling period")
 	fs.StringArrayVar(&o.cacheDirs, "cache-dir", nil, "extra kernel-cache directory `NAME=PATH` (repeatable)")
 	fs.StringArrayVar(&o.jitUprobes, "jit-uprobe", nil, "time calls of `LIB:SYMBOL` as compiles (repeatable)")
+	o.exports.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -80,6 +82,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 			}
 		}
 	}
+	if err := o.exports.check(); err != nil {
+		return fail(stderr, exitUsage, err)
+	}
 
 	rec, err := trace.Run(ctx, trace.Options{
 		Command:     o.command,
@@ -107,6 +112,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
 			failed = true
 		}
+	}
+	if err := o.exports.write(rec, res); err != nil {
+		fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+		failed = true
 	}
 	if o.jsonPath != "" {
 		if err := writeJSON(o.jsonPath, stdout, rec, res); err != nil {
@@ -137,6 +146,8 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the JSON summary instead of text")
 	top := fs.Int("top", 10, "files listed in the text summary")
+	format := fs.String("format", "text", "output `FORMAT`: text, json, pprof or perfetto")
+	out := fs.StringP("output", "o", "", "write to `PATH` instead of stdout")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: coldtrace report [flags] RECORD\n\nflags:\n")
 		fs.PrintDefaults()
@@ -150,16 +161,15 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 1 {
 		return fail(stderr, exitUsage, fmt.Errorf("report takes one record file, got %d arguments", fs.NArg()))
 	}
+	f, err := reportFormat(*format, *asJSON)
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
 	rec, err := record.ReadFile(fs.Arg(0))
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	if *asJSON {
-		err = report.WriteJSON(stdout, rec, nil)
-	} else {
-		err = report.WriteText(stdout, rec, nil, report.TextOptions{TopFiles: *top})
-	}
-	if err != nil {
+	if err := writeReport(*out, f, stdout, rec, nil, *top); err != nil {
 		return fail(stderr, exitFailure, err)
 	}
 	return 0

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/coldtrace/coldtrace/report"
+)
+
+// TestExportsOfRealRuns traces the ground-truth workload cold and warm,
+// checks the pprof profile and the timeline of the cold run, and diffs the
+// two records.
+func TestExportsOfRealRuns(t *testing.T) {
+	requireTracing(t)
+	bin := buildC(t, "groundtruth", "-lpthread")
+	file := evictableFile(t, 256<<20)
+	dir := t.TempDir()
+	cold, warm := filepath.Join(dir, "cold.ctrace"), filepath.Join(dir, "warm.ctrace")
+	prof, timeline := filepath.Join(dir, "cold.pb.gz"), filepath.Join(dir, "cold.trace.json")
+	sum := filepath.Join(dir, "cold.json")
+
+	code, _, stderr := coldtrace(t, nil, "-q", "-o", cold, "--json", sum, "--pprof", prof, "--timeline", timeline,
+		"--", bin, file, "300", "500")
+	if code != 0 {
+		t.Fatalf("cold run exit %d: %s", code, stderr)
+	}
+	if code, _, stderr = coldtrace(t, nil, "-q", "-o", warm, "--", bin, file, "300", "500"); code != 0 {
+		t.Fatalf("warm run exit %d: %s", code, stderr)
+	}
+	s := readSummary(t, sum)
+
+	// pprof: parses, valid, wall samples sum to the wall time.
+	f, err := os.Open(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatalf("parse profile: %v", err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	var wall int64
+	for _, smp := range p.Sample {
+		wall += smp.Value[0]
+	}
+	if math.Abs(float64(wall-s.WallNS)) > 0.01*float64(s.WallNS) {
+		t.Errorf("profile wall %v, run wall %v", time.Duration(wall), time.Duration(s.WallNS))
+	}
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(goBin, "tool", "pprof", "-top", prof).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -top: %v\n%s", err, out)
+	}
+	for _, want := range []string{"disk reads", "CPU", "other wait"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("pprof -top lacks %q:\n%s", want, out)
+		}
+	}
+
+	// The timeline is valid trace-event JSON.
+	data, err := os.ReadFile(timeline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := report.ValidateTimeline(data); err != nil {
+		t.Errorf("timeline: %v", err)
+	}
+
+	// diff: per-category deltas add up to the wall difference, and the
+	// verdict names the file that went from missed to cached.
+	code, stdout, stderr := coldtrace(t, nil, "diff", "--json", cold, warm)
+	if code != 0 {
+		t.Fatalf("diff exit %d: %s", code, stderr)
+	}
+	var d struct {
+		A         struct{ WallNS int64 `json:"wall_ns"` } `json:"a"`
+		B         struct{ WallNS int64 `json:"wall_ns"` } `json:"b"`
+		Breakdown []struct {
+			Category string `json:"category"`
+			DeltaNS  int64  `json:"delta_ns"`
+		} `json:"breakdown"`
+		Files []struct {
+			Path         string `json:"path"`
+			APagesMissed uint64 `json:"a_pages_missed"`
+			BPagesMissed uint64 `json:"b_pages_missed"`
+		} `json:"files"`
+		Verdict string `json:"verdict"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatalf("diff JSON: %v\n%s", err, stdout)
+	}
+	var deltas int64
+	for _, c := range d.Breakdown {
+		deltas += c.DeltaNS
+	}
+	wallDelta := d.B.WallNS - d.A.WallNS
+	if math.Abs(float64(deltas-wallDelta)) > 0.01*math.Abs(float64(wallDelta))+1e6 {
+		t.Errorf("category deltas sum to %v, wall difference %v", time.Duration(deltas), time.Duration(wallDelta))
+	}
+	found := false
+	for _, f := range d.Files {
+		if f.Path == file {
+			found = true
+			if f.APagesMissed < 256<<20>>12*95/100 || f.BPagesMissed*100 > f.APagesMissed {
+				t.Errorf("file %s: missed %d cold, %d warm", f.Path, f.APagesMissed, f.BPagesMissed)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("diff does not list %s", file)
+	}
+	if !strings.Contains(d.Verdict, "data.bin") {
+		t.Errorf("diff verdict does not name the file: %q", d.Verdict)
+	}
+	t.Logf("diff verdict: %s", d.Verdict)
+}

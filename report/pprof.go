@@ -1,0 +1,667 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// The sample types of the pprof export, in order. Wall time is the
+// default: its values sum to the run's wall time, one stack per breakdown
+// row, subject and process.
+const (
+	PprofWallType  = "wall"      // unit nanoseconds
+	PprofBytesType = "disk_read" // unit bytes: bytes read from disk
+)
+
+// WritePprof writes the breakdown of r as a gzipped pprof profile. res is
+// the attribution of r; nil means attribution.Analyze(r).
+//
+// Stacks run root→leaf category → subject → process: the category is the
+// breakdown row ("disk reads"), the subject what the time went to (a file,
+// a compiler or JIT cache, a GPU, a download), the process "comm[pid]".
+// Rows without subjects (CPU) go straight to processes, rows without
+// processes (other wait) end at the category. The wall values sum to the
+// wall time and each category's to its row; the disk_read values sum to
+// the record's bytes from disk. Samples carry labels category, comm,
+// file, cache and compiler, and the numeric label pid.
+func WritePprof(w io.Writer, r *record.Record, res *attribution.Result) error {
+	p, err := BuildPprof(r, res)
+	if err != nil {
+		return err
+	}
+	if err := p.Write(w); err != nil {
+		return fmt.Errorf("write pprof profile: %w", err)
+	}
+	return nil
+}
+
+// BuildPprof builds the profile WritePprof writes, checked with CheckValid.
+func BuildPprof(r *record.Record, res *attribution.Result) (*profile.Profile, error) {
+	if r == nil {
+		return nil, fmt.Errorf("pprof: no record")
+	}
+	if res == nil {
+		res = attribution.Analyze(r)
+	}
+	b := newPPBuilder(r, res)
+	pi := newPPProcIndex(r)
+	for i := range res.Breakdown {
+		row := &res.Breakdown[i]
+		subjects := ppSubjects(r, row, pi)
+		procs := ppProcs(row, pi)
+		if len(procs) == 0 {
+			procs = ppPriorProcs(subjects, nil, pi)
+		}
+		b.row(row, subjects, procs)
+	}
+	b.finish()
+	if err := b.p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("pprof profile is invalid: %w", err)
+	}
+	return b.p, nil
+}
+
+// ppFrame is one stack frame: a pprof Function and its Location.
+type ppFrame struct {
+	name string
+	file string // Function.Filename, for file subjects
+}
+
+// ppSubject is one piece of evidence under a category.
+type ppSubject struct {
+	frame  ppFrame
+	ns     int64
+	bytes  int64
+	prior  map[int32]float64 // how plausible each pid is under the subject
+	labels map[string]string
+}
+
+// ppProc is one process of a row and its part of the row's time.
+type ppProc struct {
+	pid  int32
+	comm string
+	ns   int64
+}
+
+type ppBuilder struct {
+	p       *profile.Profile
+	mapping *profile.Mapping
+	funcs   map[ppFrame]*profile.Function
+	locs    map[ppFrame]*profile.Location
+	samples map[string]*profile.Sample
+	order   []string
+}
+
+func newPPBuilder(r *record.Record, res *attribution.Result) *ppBuilder {
+	m := &profile.Mapping{ID: 1, File: "coldtrace", HasFunctions: true, HasFilenames: true}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{
+			{Type: PprofWallType, Unit: "nanoseconds"},
+			{Type: PprofBytesType, Unit: "bytes"},
+		},
+		DefaultSampleType: PprofWallType,
+		PeriodType:        &profile.ValueType{Type: PprofWallType, Unit: "nanoseconds"},
+		Period:            max(r.IntervalNS, 1),
+		DurationNanos:     res.WallNS,
+		Mapping:           []*profile.Mapping{m},
+	}
+	if !r.Start.IsZero() {
+		p.TimeNanos = r.Start.UnixNano()
+	}
+	p.Comments = append(p.Comments,
+		fmt.Sprintf("coldtrace: %s — %s wall, exit %d", strings.Join(r.Command, " "), attribution.FormatDuration(res.WallNS), r.ExitCode),
+		"verdict: "+res.Verdict,
+		"attribution rule: "+res.Rule)
+	return &ppBuilder{p: p, mapping: m, funcs: map[ppFrame]*profile.Function{},
+		locs: map[ppFrame]*profile.Location{}, samples: map[string]*profile.Sample{}}
+}
+
+func (b *ppBuilder) location(fr ppFrame) *profile.Location {
+	if l := b.locs[fr]; l != nil {
+		return l
+	}
+	f := b.funcs[fr]
+	if f == nil {
+		f = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fr.name, SystemName: fr.name, Filename: fr.file}
+		b.funcs[fr] = f
+		b.p.Function = append(b.p.Function, f)
+	}
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Mapping: b.mapping, Line: []profile.Line{{Function: f}}}
+	// Distinct addresses keep pprof from merging locations.
+	l.Address = l.ID
+	b.locs[fr] = l
+	b.p.Location = append(b.p.Location, l)
+	return l
+}
+
+// add files wall and bytes under stack (root→leaf); samples with the same
+// stack and labels merge.
+func (b *ppBuilder) add(stack []ppFrame, labels map[string]string, pid int32, wall, bytes int64) {
+	if wall == 0 && bytes == 0 {
+		return
+	}
+	locs := make([]*profile.Location, len(stack))
+	var key strings.Builder
+	for i, fr := range stack {
+		l := b.location(fr)
+		locs[len(stack)-1-i] = l // pprof wants the leaf first
+		fmt.Fprintf(&key, "%d,", l.ID)
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&key, "|%s=%s", k, labels[k])
+	}
+	fmt.Fprintf(&key, "|pid=%d", pid)
+	if s := b.samples[key.String()]; s != nil {
+		s.Value[0] += wall
+		s.Value[1] += bytes
+		return
+	}
+	s := &profile.Sample{Location: locs, Value: []int64{wall, bytes}}
+	for _, k := range keys {
+		if labels[k] == "" {
+			continue
+		}
+		if s.Label == nil {
+			s.Label = map[string][]string{}
+		}
+		s.Label[k] = []string{labels[k]}
+	}
+	if pid > 0 {
+		s.NumLabel = map[string][]int64{"pid": {int64(pid)}}
+	}
+	b.samples[key.String()] = s
+	b.order = append(b.order, key.String())
+}
+
+func (b *ppBuilder) finish() {
+	for _, k := range b.order {
+		b.p.Sample = append(b.p.Sample, b.samples[k])
+	}
+}
+
+// row files one breakdown row: its time over subjects and processes.
+func (b *ppBuilder) row(row *attribution.Row, subjects []ppSubject, procs []ppProc) {
+	cat := ppFrame{name: row.Category.Label()}
+	base := map[string]string{"category": string(row.Category)}
+	leaf := func(stack []ppFrame, labels map[string]string, p *ppProc, wall, bytes int64) {
+		l := mergeLabels(base, labels)
+		var pid int32
+		if p != nil {
+			stack = append(stack, ppFrame{name: ppProcName(p.pid, p.comm)})
+			l["comm"] = p.comm
+			pid = p.pid
+		}
+		b.add(stack, l, pid, wall, bytes)
+	}
+
+	if len(subjects) == 0 {
+		ns := apportion(ppProcWeights(procs), row.NS)
+		var given int64
+		for i := range procs {
+			leaf([]ppFrame{cat}, nil, &procs[i], ns[i], 0)
+			given += ns[i]
+		}
+		leaf([]ppFrame{cat}, nil, nil, row.NS-given, 0)
+		return
+	}
+
+	// The subjects' times must sum to the row.
+	var sum int64
+	for _, s := range subjects {
+		sum += s.ns
+	}
+	if sum != row.NS && sum > 0 {
+		w := make([]float64, len(subjects))
+		for i, s := range subjects {
+			w[i] = float64(s.ns)
+		}
+		ns := apportion(w, row.NS)
+		for i := range subjects {
+			subjects[i].ns = ns[i]
+		}
+		sum = row.NS
+	}
+	if sum < row.NS {
+		leaf([]ppFrame{cat}, nil, nil, row.NS-sum, 0)
+	}
+
+	m := ppFit(subjects, procs)
+	for si, s := range subjects {
+		stack := []ppFrame{cat, s.frame}
+		ns := apportion(m[si], s.ns)
+		bs := apportion(m[si], s.bytes)
+		var gns, gbs int64
+		for pi := range procs {
+			leaf(stack, s.labels, &procs[pi], ns[pi], bs[pi])
+			gns += ns[pi]
+			gbs += bs[pi]
+		}
+		leaf(stack, s.labels, nil, s.ns-gns, s.bytes-gbs)
+	}
+}
+
+// ppFit spreads each subject over the row's processes: the subject's prior
+// (which processes it plausibly belongs to), fitted by iterative
+// proportional fitting so that the processes' totals match the row's
+// process evidence where the two sets of totals agree.
+func ppFit(subjects []ppSubject, procs []ppProc) [][]float64 {
+	m := make([][]float64, len(subjects))
+	colW := ppProcWeights(procs)
+	var colSum, rowSum float64
+	for _, w := range colW {
+		colSum += w
+	}
+	for si, s := range subjects {
+		m[si] = make([]float64, len(procs))
+		var rs float64
+		for pi, p := range procs {
+			m[si][pi] = s.prior[p.pid]
+			rs += m[si][pi]
+		}
+		if rs == 0 {
+			// No prior: the row's process mix.
+			copy(m[si], colW)
+		}
+		rowSum += float64(s.ns)
+	}
+	if colSum <= 0 || math.Abs(colSum-rowSum) > 0.5 || rowSum == 0 {
+		return m
+	}
+	for iter := 0; iter < 100; iter++ {
+		for si, s := range subjects {
+			var rs float64
+			for _, v := range m[si] {
+				rs += v
+			}
+			if rs > 0 {
+				f := float64(s.ns) / rs
+				for pi := range m[si] {
+					m[si][pi] *= f
+				}
+			}
+		}
+		var worst float64
+		for pi := range procs {
+			var cs float64
+			for si := range m {
+				cs += m[si][pi]
+			}
+			if cs > 0 {
+				f := colW[pi] / cs
+				worst = max(worst, math.Abs(cs-colW[pi]))
+				for si := range m {
+					m[si][pi] *= f
+				}
+			}
+		}
+		if worst < 0.5 {
+			break
+		}
+	}
+	return m
+}
+
+func ppProcWeights(procs []ppProc) []float64 {
+	w := make([]float64, len(procs))
+	for i, p := range procs {
+		w[i] = float64(max(p.ns, 0))
+	}
+	return w
+}
+
+func ppProcName(pid int32, comm string) string {
+	if comm == "" {
+		comm = "?"
+	}
+	return fmt.Sprintf("%s[%d]", comm, pid)
+}
+
+// ppProcIndex looks processes up by pid.
+type ppProcIndex struct {
+	byPID map[int32]*record.Process
+	comm  map[int32]string
+}
+
+func newPPProcIndex(r *record.Record) *ppProcIndex {
+	pi := &ppProcIndex{byPID: map[int32]*record.Process{}, comm: map[int32]string{}}
+	for i := range r.Processes {
+		p := &r.Processes[i]
+		if _, dup := pi.byPID[p.PID]; !dup {
+			pi.byPID[p.PID] = p
+			switch {
+			case p.Comm != "":
+				pi.comm[p.PID] = p.Comm
+			case p.Exe != "":
+				pi.comm[p.PID] = path.Base(p.Exe)
+			}
+		}
+	}
+	for _, t := range r.Threads {
+		if _, ok := pi.comm[t.PID]; !ok && t.Comm != "" && t.TID == t.PID {
+			pi.comm[t.PID] = t.Comm
+		}
+	}
+	return pi
+}
+
+func (pi *ppProcIndex) name(pid int32) string {
+	if c, ok := pi.comm[pid]; ok {
+		return c
+	}
+	return "?"
+}
+
+// ppProcs lists the row's processes from its evidence. Rows without
+// process evidence (GPU, download) take theirs from the subjects' priors
+// (ppPriorProcs).
+func ppProcs(row *attribution.Row, pi *ppProcIndex) []ppProc {
+	out := make([]ppProc, 0, len(row.Processes))
+	for _, p := range row.Processes {
+		comm := p.Comm
+		if comm == "" || comm == "?" {
+			comm = pi.name(p.PID)
+		}
+		out = append(out, ppProc{pid: p.PID, comm: comm, ns: p.NS})
+	}
+	return out
+}
+
+// ppSubjects turns a row's evidence into subjects with priors.
+func ppSubjects(r *record.Record, row *attribution.Row, pi *ppProcIndex) []ppSubject {
+	switch row.Category {
+	case attribution.DiskRead:
+		return ppDiskSubjects(r, row)
+	case attribution.JITCompile:
+		return ppJITSubjects(r, row, pi)
+	case attribution.GPUCompute:
+		return ppGPUSubjects(r, row)
+	case attribution.Download:
+		return ppDownloadSubjects(r, row)
+	}
+	return nil
+}
+
+const ppUnknownFile = "(file not identified)"
+
+func ppDiskSubjects(r *record.Record, row *attribution.Row) []ppSubject {
+	prior := ppDiskPriors(r)
+	var out []ppSubject
+	seen := map[int]bool{}
+	for _, f := range row.Files {
+		s := ppSubject{frame: ppFrame{name: f.Path}, ns: f.NS, bytes: int64(f.BytesFromDisk), prior: prior[f.ID]}
+		if f.ID >= 0 {
+			seen[f.ID] = true
+			s.frame.file = f.Path
+			s.labels = map[string]string{"file": f.Path}
+		} else {
+			s.frame.name = ppUnknownFile
+		}
+		out = append(out, s)
+	}
+	// Bytes from disk of files the evidence leaves out still count.
+	for _, f := range r.Files {
+		if f.BytesFromDisk > 0 && !seen[f.ID] {
+			seen[f.ID] = true
+			p := f.Path
+			if p == "" {
+				p = fmt.Sprintf("(dev %d:%d inode %d)", f.Dev>>20, f.Dev&(1<<20-1), f.Ino)
+			}
+			out = append(out, ppSubject{frame: ppFrame{name: p, file: f.Path}, bytes: int64(f.BytesFromDisk),
+				prior: prior[f.ID], labels: map[string]string{"file": p}})
+		}
+	}
+	return out
+}
+
+// ppDiskPriors joins files and processes within each sample: a file's
+// disk time in a sample is spread over the processes by their disk time
+// in that sample. File -1 takes the processes' disk time no file explains.
+func ppDiskPriors(r *record.Record) map[int]map[int32]float64 {
+	out := map[int]map[int32]float64{}
+	addTo := func(id int, pid int32, v float64) {
+		if v <= 0 {
+			return
+		}
+		m := out[id]
+		if m == nil {
+			m = map[int32]float64{}
+			out[id] = m
+		}
+		m[pid] += v
+	}
+	for si := range r.Samples {
+		s := &r.Samples[si]
+		pw := map[int32]float64{}
+		var psum, fsum float64
+		for _, td := range s.Threads {
+			cpu := max(td.CPUNS, 0)
+			v := float64(max(td.IOWaitNS, 0) + min(max(td.MissCPUNS, 0), cpu))
+			if v > 0 {
+				pw[td.PID] += v
+				psum += v
+			}
+		}
+		if psum == 0 {
+			continue
+		}
+		for _, fd := range s.Files {
+			v := float64(max(fd.IOWaitNS, 0) + max(fd.MissCPUNS, 0))
+			if v <= 0 {
+				continue
+			}
+			fsum += v
+			for pid, w := range pw {
+				addTo(fd.File, pid, v*w/psum)
+			}
+		}
+		if rest := psum - fsum; rest > 0 {
+			for pid, w := range pw {
+				addTo(-1, pid, rest*w/psum)
+			}
+		}
+	}
+	return out
+}
+
+func ppJITSubjects(r *record.Record, row *attribution.Row, pi *ppProcIndex) []ppSubject {
+	caches := map[string]bool{}
+	if r.JIT != nil {
+		for _, c := range r.JIT.Caches {
+			caches[c.Name] = true
+		}
+	}
+	var out []ppSubject
+	for _, c := range row.Compilers {
+		if c.NS == 0 {
+			continue
+		}
+		s := ppSubject{ns: c.NS, prior: map[int32]float64{}, labels: map[string]string{}}
+		switch c.Kind {
+		case "compiler":
+			s.frame.name = c.Name + " (compiler)"
+			s.labels["compiler"] = c.Name
+			for pid, p := range pi.byPID {
+				if pi.name(pid) == c.Name {
+					s.prior[pid] += float64(max(p.CPUNS+p.RunQueueNS, 1))
+				}
+			}
+		case "in_process":
+			s.frame.name = c.Name + " (in-process JIT)"
+		case "uprobe":
+			s.frame.name = c.Name + " (JIT call)"
+		default:
+			s.frame.name = c.Name + " (" + c.Kind + ")"
+		}
+		if caches[c.Name] {
+			s.labels["cache"] = c.Name
+			if c.Kind != "compiler" {
+				s.frame.name = c.Name + " cache (in-process JIT)"
+			}
+		}
+		if r.JIT != nil {
+			for _, w := range r.JIT.Windows {
+				kind, name := w.Kind, w.Source
+				if kind == "" {
+					kind = "in_process"
+				}
+				if name == "" {
+					name = kind
+				}
+				if kind == c.Kind && name == c.Name && w.EndNS > w.StartNS {
+					s.prior[w.PID] += float64(w.EndNS - w.StartNS)
+				}
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func ppGPUSubjects(r *record.Record, row *attribution.Row) []ppSubject {
+	var out []ppSubject
+	for _, g := range row.GPUs {
+		if g.NS == 0 {
+			continue
+		}
+		name := fmt.Sprintf("GPU %d", g.Index)
+		if g.Name != "" {
+			name += " (" + g.Name + ")"
+		}
+		s := ppSubject{frame: ppFrame{name: name}, ns: g.NS, prior: map[int32]float64{}}
+		if r.GPU != nil {
+			for _, p := range r.GPU.Processes {
+				if p.Device != g.Index {
+					continue
+				}
+				w := 1.0
+				if p.SMUtilPct != nil {
+					w = float64(*p.SMUtilPct) + 1
+				}
+				s.prior[p.PID] += w
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func ppDownloadSubjects(r *record.Record, row *attribution.Row) []ppSubject {
+	var out []ppSubject
+	for _, d := range row.Downloads {
+		if d.NS == 0 {
+			continue
+		}
+		s := ppSubject{frame: ppFrame{name: d.Path}, ns: d.NS, prior: map[int32]float64{},
+			labels: map[string]string{"file": d.Path}}
+		for _, x := range r.Downloads {
+			p := x.Path
+			if p == "" {
+				p = "(unknown path)"
+			}
+			if p == d.Path {
+				s.prior[x.PID] += float64(max(x.EndNS-x.StartNS, 1))
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// ppPriorProcs adds to procs (with no time of their own) the pids the
+// subjects' priors name but procs lacks, in pid order.
+func ppPriorProcs(subjects []ppSubject, procs []ppProc, pi *ppProcIndex) []ppProc {
+	have := map[int32]bool{}
+	for _, p := range procs {
+		have[p.pid] = true
+	}
+	var extra []int32
+	for _, s := range subjects {
+		for pid := range s.prior {
+			if !have[pid] {
+				have[pid] = true
+				extra = append(extra, pid)
+			}
+		}
+	}
+	slices.Sort(extra)
+	for _, pid := range extra {
+		procs = append(procs, ppProc{pid: pid, comm: pi.name(pid)})
+	}
+	return procs
+}
+
+// apportion splits total over weights in proportion, in integers summing
+// exactly to total (largest remainder, ties to the earlier index). With no
+// positive weight it returns zeros. A negative total is split as its
+// magnitude, negated.
+func apportion(weights []float64, total int64) []int64 {
+	out := make([]int64, len(weights))
+	if total < 0 {
+		for i, v := range apportion(weights, -total) {
+			out[i] = -v
+		}
+		return out
+	}
+	var s float64
+	for _, w := range weights {
+		if w > 0 {
+			s += w
+		}
+	}
+	if total == 0 || s <= 0 {
+		return out
+	}
+	frac := make([]float64, len(weights))
+	order := make([]int, 0, len(weights))
+	var given int64
+	for i, w := range weights {
+		if w <= 0 {
+			continue
+		}
+		exact := float64(total) * w / s
+		f := math.Floor(exact)
+		out[i] = int64(f)
+		frac[i] = exact - f
+		given += out[i]
+		order = append(order, i)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return frac[order[a]] > frac[order[b]] })
+	for n := 0; given < total; n++ {
+		out[order[n%len(order)]]++
+		given++
+	}
+	for n := len(order) - 1; given > total; n-- {
+		i := order[(n%len(order)+len(order))%len(order)]
+		if out[i] > 0 {
+			out[i]--
+			given--
+		}
+	}
+	return out
+}
+
+func mergeLabels(a, b map[string]string) map[string]string {
+	out := make(map[string]string, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
