@@ -85,8 +85,12 @@ func TestExportsOfRealRuns(t *testing.T) {
 		t.Fatalf("diff exit %d: %s", code, stderr)
 	}
 	var d struct {
-		A         struct{ WallNS int64 `json:"wall_ns"` } `json:"a"`
-		B         struct{ WallNS int64 `json:"wall_ns"` } `json:"b"`
+		A struct {
+			WallNS int64 `json:"wall_ns"`
+		} `json:"a"`
+		B struct {
+			WallNS int64 `json:"wall_ns"`
+		} `json:"b"`
 		Breakdown []struct {
 			Category string `json:"category"`
 			DeltaNS  int64  `json:"delta_ns"`
