@@ -1,16 +1,31 @@
 package record
 
-// JIT holds kernel-cache and compiler evidence. Its fields grow with the
-// JIT issue; an empty section means no compile evidence was gathered.
+// JIT holds kernel-cache and compiler evidence. An empty section means no
+// compile evidence was gathered.
 type JIT struct {
 	Caches    []Cache    `json:"caches,omitempty"`
 	Compilers []Compiler `json:"compilers,omitempty"`
 	// Windows are intervals in which a process was compiling (a compiler
-	// subprocess ran, or an in-process JIT filled a cache entry).
+	// subprocess ran, an in-process JIT filled a cache entry, or a
+	// uprobed compile entry point was running).
 	Windows []JITWindow `json:"windows,omitempty"`
+	// Uprobes are the compile entry points that were probed in a traced
+	// process, with their calls.
+	Uprobes []JITUprobe `json:"uprobes,omitempty"`
 }
 
 // Cache is one kernel/JIT cache directory seen during the run.
+//
+// An entry is the unit a cache key names (a Triton key directory, a .pyc
+// file). Lookups counts (process, entry) pairs that looked an entry up;
+// Hits, those that opened an existing entry for reading; Misses, those
+// whose lookup failed or that created the entry, plus entries written
+// without any lookup seen. EntriesWritten counts entries filled (usually a
+// temp name renamed into place; several files renamed into one entry are
+// one entry); BytesWritten is their size at the end of the run.
+// CompileNS is the wall time of compiler subprocesses started between a
+// miss and its fill, plus the on-CPU time of the missing thread over that
+// interval (in-process compiles).
 type Cache struct {
 	Name           string `json:"name"`
 	Root           string `json:"root"`
@@ -20,9 +35,34 @@ type Cache struct {
 	EntriesWritten uint64 `json:"entries_written"`
 	BytesWritten   uint64 `json:"bytes_written"`
 	CompileNS      int64  `json:"compile_ns"`
+
+	// Framework names the library that owns the cache ("Triton").
+	Framework string `json:"framework,omitempty"`
+	// Via is what decided Root: an environment variable of the traced
+	// process, "default", or "--cache-dir".
+	Via string `json:"via,omitempty"`
+	// Health: the filesystem the root is on ("ext4", "tmpfs"), whether
+	// that filesystem is lost on reboot, the cache's size at the end of
+	// the run (SizeCapped: the walk stopped early, so SizeBytes is a lower
+	// bound), the size limit set in the environment, and the switch that
+	// disables or bypasses the cache, as "VAR=value".
+	FS         string `json:"fs,omitempty"`
+	Volatile   bool   `json:"volatile,omitempty"`
+	Missing    bool   `json:"missing,omitempty"`
+	SizeBytes  int64  `json:"size_bytes,omitempty"`
+	Files      int64  `json:"files,omitempty"`
+	SizeCapped bool   `json:"size_capped,omitempty"`
+	LimitBytes int64  `json:"limit_bytes,omitempty"`
+	Disabled   string `json:"disabled,omitempty"`
+	// Notes say in words what the health fields mean for the next run.
+	Notes []string `json:"notes,omitempty"`
 }
 
-// Compiler is one compiler program's runs as subprocesses.
+// Compiler is one compiler program's runs as subprocesses. WallNS is the
+// union of the intervals in which a process of that name or one of its
+// descendants ran; CPUNS is the on-CPU time of those processes and of
+// their descendants that are not compilers themselves (so the compilers'
+// CPUNS add up without double counting).
 type Compiler struct {
 	Name   string `json:"name"`
 	Runs   int    `json:"runs"`
@@ -38,4 +78,18 @@ type JITWindow struct {
 	Kind    string `json:"kind"`   // "compiler", "in_process", "uprobe"
 	Source  string `json:"source"` // compiler name, cache name or LIB:SYMBOL
 	CPUNS   int64  `json:"cpu_ns"`
+}
+
+// JITUprobe is one probed compile entry point. Name is "LIB:SYMBOL" with
+// LIB as the user gave it (or the library's base name for the built-in
+// probes); Path is the file the probe was attached to. TotalNS sums the
+// calls' entry→return times; CPUNS their threads' on-CPU time.
+type JITUprobe struct {
+	Name    string `json:"name"`
+	Path    string `json:"path,omitempty"`
+	Calls   uint64 `json:"calls"`
+	TotalNS int64  `json:"total_ns"`
+	CPUNS   int64  `json:"cpu_ns"`
+	// Error says why the probe could not be attached.
+	Error string `json:"error,omitempty"`
 }

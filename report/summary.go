@@ -39,6 +39,8 @@ type Summary struct {
 	Cold            bool                     `json:"cold"`
 	WarmEstimateNS  int64                    `json:"warm_estimate_ns"`
 	Attribution     *attribution.Result      `json:"attribution"`
+	Caches          []SummaryCache           `json:"caches"`
+	Compilers       []SummaryCompiler        `json:"compilers"`
 	GPUs            []record.GPUSummary      `json:"gpus"`
 	GPUUnavailable  string                   `json:"gpu_unavailable,omitempty"`
 	GPUInterference []record.GPUInterference `json:"gpu_interference"`
@@ -138,6 +140,8 @@ func NewSummary(r *record.Record, res *attribution.Result) *Summary {
 		s.Breakdown = append(s.Breakdown, BreakdownRow{Category: string(row.Category), NS: row.NS, Pct: row.Pct, Share: row.Share})
 	}
 	s.Phases, s.Verdict, s.Cold, s.WarmEstimateNS, s.Attribution = res.Phases, res.Verdict, res.Cold, res.WarmEstimateNS, res
+	s.Caches = append([]SummaryCache{}, SummaryCaches(r)...)
+	s.Compilers = append([]SummaryCompiler{}, SummaryCompilers(r)...)
 	s.GPUs = []record.GPUSummary{}
 	s.GPUInterference = []record.GPUInterference{}
 	if r.GPU != nil {

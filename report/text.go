@@ -72,6 +72,12 @@ func WriteText(w io.Writer, r *record.Record, res *attribution.Result, opt TextO
 
 	writeBreakdown(&b, r, res)
 
+	var jit strings.Builder
+	if err := WriteJITText(&jit, r); err == nil && jit.Len() > 0 {
+		b.WriteString("\n")
+		b.WriteString(jit.String())
+	}
+
 	var totalIO, totalMiss int64
 	var totalDisk uint64
 	for _, f := range r.Files {

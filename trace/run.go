@@ -99,6 +99,7 @@ func Run(ctx context.Context, opts Options) (*record.Record, error) {
 	if !opts.NoGPU {
 		sources = append(sources, &gpuEvidence{})
 	}
+	sources = append(sources, &jitEvidence{})
 	for _, src := range sources {
 		defer src.close()
 		if err := src.start(env); err != nil {

@@ -1,0 +1,536 @@
+//go:build ignore
+
+/* coldtrace's JIT and kernel-cache probes: the path syscalls of tracked
+ * threads (opens, failed lookups, mkdir, rename, unlink, chdir), their
+ * execs with argv and environment, new processes, and uprobes on compile
+ * entry points. Every event is rare next to the core's page-cache traffic
+ * and goes through this object's ring buffer; user space decides which
+ * paths belong to a cache.
+ *
+ * The threads map (the tracked set) and the lost counters are the core
+ * object's, given at load time as map replacements. Tracepoints and
+ * uprobes only: kprobes and fentry are not available. */
+
+#include "common.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define PATH_LEN 512
+#define FILENAME_LEN 256
+#define ARGS_LEN 1024
+#define ENV_LEN 12288
+
+enum jit_event_type {
+	JE_FILE = 1,
+	JE_EXEC = 2,
+	JE_FORK = 3,
+	JE_UPROBE = 4,
+};
+
+/* Syscall numbers, x86_64. */
+#define NR_OPEN 2
+#define NR_STAT 4
+#define NR_LSTAT 6
+#define NR_ACCESS 21
+#define NR_CHDIR 80
+#define NR_FCHDIR 81
+#define NR_RENAME 82
+#define NR_MKDIR 83
+#define NR_CREAT 85
+#define NR_UNLINK 87
+#define NR_OPENAT 257
+#define NR_MKDIRAT 258
+#define NR_NEWFSTATAT 262
+#define NR_UNLINKAT 263
+#define NR_RENAMEAT 264
+#define NR_FACCESSAT 269
+#define NR_RENAMEAT2 316
+#define NR_STATX 332
+#define NR_OPENAT2 437
+#define NR_FACCESSAT2 439
+
+#define AT_FDCWD_ -100
+
+/* Layout shared by every classic syscalls:sys_enter_* / sys_exit_*
+ * tracepoint: the common header, the syscall number, then the arguments
+ * (or the return value), each widened to 8 bytes. */
+struct sys_enter_ctx {
+	__u64 common;
+	__s32 nr;
+	__u32 pad;
+	__u64 args[6];
+};
+
+struct sys_exit_ctx {
+	__u64 common;
+	__s32 nr;
+	__u32 pad;
+	__s64 ret;
+};
+
+/* A path syscall between its entry and its exit. */
+struct pending {
+	__s32 nr;
+	__u32 pad;
+	__u64 args[5];
+};
+
+/* One path syscall of a tracked thread. path holds len1 bytes of the
+ * first path (NUL included) and then len2 bytes of the second (rename);
+ * the record is cut after them. */
+struct file_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__s32 nr;     /* syscall number */
+	__u64 ts;     /* CLOCK_MONOTONIC ns at the syscall's exit */
+	__u64 cpu_ns; /* the thread's on-CPU time so far */
+	__s64 ret;
+	__s32 dfd1;   /* dirfd of the first path, or AT_FDCWD */
+	__s32 dfd2;
+	__u32 flags;  /* open flags, rename flags, statx/at flags */
+	__u32 mode;
+	__u32 len1;
+	__u32 len2;
+	char path[2 * PATH_LEN];
+};
+
+/* A tracked thread exec'd: argv and the environment as the new image
+ * sees them (what decides its cache paths). Cut after env_len bytes. */
+struct exec_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__u32 ppid;
+	__u64 ts;
+	__u32 uid;
+	__u32 gid;
+	__u32 args_len;
+	__u32 env_len;
+	__u32 env_truncated; /* the environment was longer than ENV_LEN */
+	__u32 pad;
+	char filename[FILENAME_LEN];
+	char args[ARGS_LEN];
+	char env[ENV_LEN];
+};
+
+/* A tracked process forked a new process (not a thread). */
+struct fork_event {
+	__u32 type;
+	__u32 pid;
+	__u32 ppid;
+	__u32 pad;
+	__u64 ts;
+};
+
+/* One return from a uprobed function; cookie is the probe's index. */
+struct uprobe_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__u32 pad;
+	__u64 cookie;
+	__u64 start;
+	__u64 end;
+	__u64 cpu_ns; /* the thread's on-CPU time inside the call */
+};
+
+struct ucall_key {
+	__u32 tid;
+	__u32 pad;
+	__u64 cookie;
+};
+
+struct ucall {
+	__u64 start;
+	__u64 cpu_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+	__type(value, struct file_event); /* names the type for bpf2go */
+} jit_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct pending);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, struct ucall_key);
+	__type(value, struct ucall);
+} ucalls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct file_event);
+} file_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exec_event);
+} exec_scratch SEC(".maps");
+
+/* Only here so bpf2go emits the Go types; never written. */
+struct jit_types {
+	struct fork_event fork;
+	struct uprobe_event uprobe;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct jit_types);
+} jit_types SEC(".maps");
+
+/* Waking the reader for each record costs more than the record: file
+ * events wake it only every WAKE_NS or once WAKE_BYTES are waiting; it
+ * also polls on its own. Exec, fork and uprobe records wake it as usual. */
+#define WAKE_NS (10 * 1000 * 1000)
+#define WAKE_BYTES (256 * 1024)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} last_wake SEC(".maps");
+
+static __always_inline __u64 wake_flags(__u64 now)
+{
+	__u32 zero = 0;
+	__u64 *last = bpf_map_lookup_elem(&last_wake, &zero);
+	if (!last)
+		return 0;
+	if (now - *last >= WAKE_NS || bpf_ringbuf_query(&jit_events, BPF_RB_AVAIL_DATA) >= WAKE_BYTES) {
+		*last = now;
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	return BPF_RB_NO_WAKEUP;
+}
+
+/* The thread's on-CPU time up to now: the core's counter plus the
+ * current stint when it is on a CPU (it is, when its probes run). */
+static __always_inline __u64 thread_cpu(struct thread *t, __u64 now)
+{
+	__u64 cpu = t->cpu_ns;
+	if ((t->flags & TF_ON_CPU) && now > t->last_ts)
+		cpu += now - t->last_ts;
+	return cpu;
+}
+
+/* A program may read no further into its context than the smallest
+ * record of the tracepoints it is attached to, so there is one entry
+ * program per argument count. */
+static __always_inline int path_enter(struct sys_enter_ctx *ctx, int nargs)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	if (!bpf_map_lookup_elem(&threads, &tid))
+		return 0;
+	struct pending p = {};
+	p.nr = ctx->nr;
+	p.args[0] = ctx->args[0];
+	if (nargs > 1)
+		p.args[1] = ctx->args[1];
+	if (nargs > 2)
+		p.args[2] = ctx->args[2];
+	if (nargs > 3)
+		p.args[3] = ctx->args[3];
+	if (nargs > 4)
+		p.args[4] = ctx->args[4];
+	bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_chdir")
+int on_path_enter1(struct sys_enter_ctx *ctx) { return path_enter(ctx, 1); }
+
+SEC("tracepoint/syscalls/sys_enter_mkdir")
+int on_path_enter2(struct sys_enter_ctx *ctx) { return path_enter(ctx, 2); }
+
+SEC("tracepoint/syscalls/sys_enter_open")
+int on_path_enter3(struct sys_enter_ctx *ctx) { return path_enter(ctx, 3); }
+
+SEC("tracepoint/syscalls/sys_enter_openat")
+int on_path_enter4(struct sys_enter_ctx *ctx) { return path_enter(ctx, 4); }
+
+SEC("tracepoint/syscalls/sys_enter_renameat2")
+int on_path_enter5(struct sys_enter_ctx *ctx) { return path_enter(ctx, 5); }
+
+static __always_inline bool is_stat(__s32 nr)
+{
+	return nr == NR_STAT || nr == NR_LSTAT || nr == NR_NEWFSTATAT || nr == NR_STATX ||
+	       nr == NR_ACCESS || nr == NR_FACCESSAT || nr == NR_FACCESSAT2;
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat")
+int on_path_exit(struct sys_exit_ctx *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
+	if (!p)
+		return 0;
+	struct pending a = *p;
+	bpf_map_delete_elem(&pending, &tid);
+	if (a.nr != ctx->nr)
+		return 0;
+	__s64 ret = ctx->ret;
+	/* A lookup that found its path tells nothing an open would not:
+	 * only failed stat/access calls go to user space. */
+	if (is_stat(a.nr) && ret == 0)
+		return 0;
+	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		return 0;
+
+	__u32 zero = 0;
+	struct file_event *ev = bpf_map_lookup_elem(&file_scratch, &zero);
+	if (!ev)
+		return 0;
+	const char *p1 = 0, *p2 = 0;
+	__s32 d1 = AT_FDCWD_, d2 = AT_FDCWD_;
+	__u32 flags = 0, mode = 0;
+	switch (a.nr) {
+	case NR_OPEN:
+		p1 = (const char *)a.args[0];
+		flags = a.args[1];
+		mode = a.args[2];
+		break;
+	case NR_CREAT:
+		p1 = (const char *)a.args[0];
+		flags = 0x41 | 0x200; /* O_CREAT|O_WRONLY|O_TRUNC */
+		mode = a.args[1];
+		break;
+	case NR_OPENAT:
+		d1 = a.args[0];
+		p1 = (const char *)a.args[1];
+		flags = a.args[2];
+		mode = a.args[3];
+		break;
+	case NR_OPENAT2: {
+		d1 = a.args[0];
+		p1 = (const char *)a.args[1];
+		__u64 how[2] = {};
+		bpf_probe_read_user(how, sizeof(how), (void *)a.args[2]);
+		flags = how[0];
+		mode = how[1];
+		break;
+	}
+	case NR_STAT:
+	case NR_LSTAT:
+	case NR_ACCESS:
+	case NR_MKDIR:
+	case NR_UNLINK:
+	case NR_CHDIR:
+		p1 = (const char *)a.args[0];
+		mode = a.args[1];
+		break;
+	case NR_FCHDIR:
+		d1 = a.args[0];
+		break;
+	case NR_NEWFSTATAT:
+	case NR_STATX:
+	case NR_FACCESSAT:
+	case NR_FACCESSAT2:
+	case NR_MKDIRAT:
+	case NR_UNLINKAT:
+		d1 = a.args[0];
+		p1 = (const char *)a.args[1];
+		flags = a.args[2];
+		if (a.nr == NR_NEWFSTATAT || a.nr == NR_FACCESSAT2)
+			flags = a.args[3];
+		break;
+	case NR_RENAME:
+		p1 = (const char *)a.args[0];
+		p2 = (const char *)a.args[1];
+		break;
+	case NR_RENAMEAT:
+	case NR_RENAMEAT2:
+		d1 = a.args[0];
+		p1 = (const char *)a.args[1];
+		d2 = a.args[2];
+		p2 = (const char *)a.args[3];
+		if (a.nr == NR_RENAMEAT2)
+			flags = a.args[4];
+		break;
+	default:
+		return 0;
+	}
+
+	__u64 now = bpf_ktime_get_ns();
+	ev->type = JE_FILE;
+	ev->pid = id >> 32;
+	ev->tid = tid;
+	ev->nr = a.nr;
+	ev->ts = now;
+	ev->cpu_ns = thread_cpu(t, now);
+	ev->ret = ret;
+	ev->dfd1 = d1;
+	ev->dfd2 = d2;
+	ev->flags = flags;
+	ev->mode = mode;
+	ev->len1 = 0;
+	ev->len2 = 0;
+	/* Read the paths at the exit: the kernel has copied them, so their
+	 * pages are present. */
+	long n1 = 0, n2 = 0;
+	if (p1) {
+		n1 = bpf_probe_read_user_str(ev->path, PATH_LEN, p1);
+		if (n1 < 0)
+			n1 = 0;
+		if (n1 > PATH_LEN)
+			n1 = PATH_LEN;
+	}
+	if (p2) {
+		n2 = bpf_probe_read_user_str(ev->path + n1, PATH_LEN, p2);
+		if (n2 < 0)
+			n2 = 0;
+		if (n2 > PATH_LEN)
+			n2 = PATH_LEN;
+	}
+	ev->len1 = n1;
+	ev->len2 = n2;
+	__u64 size = offsetof(struct file_event, path) + n1 + n2;
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+	if (bpf_ringbuf_output(&jit_events, ev, size, wake_flags(now)))
+		count_lost(LOST_RINGBUF);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_jit_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	if (!bpf_map_lookup_elem(&threads, &tid)) {
+		/* The core moves a non-leader's entry to the leader; it may
+		 * not have run yet. */
+		__u32 old = old_pid;
+		if (!bpf_map_lookup_elem(&threads, &old))
+			return 0;
+	}
+	__u32 zero = 0;
+	struct exec_event *ev = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!ev)
+		return 0;
+	__u64 ug = bpf_get_current_uid_gid();
+	ev->type = JE_EXEC;
+	ev->pid = BPF_CORE_READ(p, tgid);
+	ev->tid = tid;
+	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	ev->ts = bpf_ktime_get_ns();
+	ev->uid = (__u32)ug;
+	ev->gid = ug >> 32;
+	ev->pad = 0;
+	ev->filename[0] = 0;
+	bpf_probe_read_kernel_str(ev->filename, FILENAME_LEN, BPF_CORE_READ(bprm, filename));
+
+	struct mm_struct *mm = BPF_CORE_READ(p, mm);
+	__u64 as = BPF_CORE_READ(mm, arg_start), ae = BPF_CORE_READ(mm, arg_end);
+	__u64 es = BPF_CORE_READ(mm, env_start), ee = BPF_CORE_READ(mm, env_end);
+	__u64 n = ae > as ? ae - as : 0;
+	if (n > ARGS_LEN)
+		n = ARGS_LEN;
+	if (n && bpf_probe_read_user(ev->args, n, (void *)as))
+		n = 0;
+	ev->args_len = n;
+	__u64 m = ee > es ? ee - es : 0;
+	ev->env_truncated = 0;
+	if (m > ENV_LEN) {
+		m = ENV_LEN;
+		ev->env_truncated = 1;
+	}
+	if (m && bpf_probe_read_user(ev->env, m, (void *)es)) {
+		m = 0;
+		ev->env_truncated = 1;
+	}
+	ev->env_len = m;
+	__u64 size = offsetof(struct exec_event, env) + m;
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+	if (bpf_ringbuf_output(&jit_events, ev, size, 0))
+		count_lost(LOST_RINGBUF);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_jit_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptid = BPF_CORE_READ(parent, pid);
+	if (!bpf_map_lookup_elem(&threads, &ptid))
+		return 0;
+	__u32 ctid = BPF_CORE_READ(child, pid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	if (ctid != ctgid)
+		return 0; /* a thread: it shares its process's files and cwd */
+	struct fork_event *ev = bpf_ringbuf_reserve(&jit_events, sizeof(*ev), 0);
+	if (!ev) {
+		count_lost(LOST_RINGBUF);
+		return 0;
+	}
+	ev->type = JE_FORK;
+	ev->pid = ctgid;
+	ev->ppid = BPF_CORE_READ(parent, tgid);
+	ev->pad = 0;
+	ev->ts = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int on_uprobe_entry(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	struct ucall_key k = {.tid = tid, .cookie = bpf_get_attach_cookie(ctx)};
+	struct ucall c = {.start = now, .cpu_ns = thread_cpu(t, now)};
+	bpf_map_update_elem(&ucalls, &k, &c, BPF_ANY);
+	return 0;
+}
+
+SEC("uretprobe")
+int on_uprobe_return(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct ucall_key k = {.tid = tid, .cookie = bpf_get_attach_cookie(ctx)};
+	struct ucall *c = bpf_map_lookup_elem(&ucalls, &k);
+	if (!c)
+		return 0;
+	struct ucall call = *c;
+	bpf_map_delete_elem(&ucalls, &k);
+	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	struct uprobe_event *ev = bpf_ringbuf_reserve(&jit_events, sizeof(*ev), 0);
+	if (!ev) {
+		count_lost(LOST_RINGBUF);
+		return 0;
+	}
+	__u64 cpu = thread_cpu(t, now);
+	ev->type = JE_UPROBE;
+	ev->pid = id >> 32;
+	ev->tid = tid;
+	ev->pad = 0;
+	ev->cookie = k.cookie;
+	ev->start = call.start;
+	ev->end = now;
+	ev->cpu_ns = cpu > call.cpu_ns ? cpu - call.cpu_ns : 0;
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+}

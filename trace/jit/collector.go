@@ -1,0 +1,642 @@
+package jit
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// AtFDCWD is the dirfd meaning "relative to the cwd".
+const AtFDCWD = -100
+
+// ProcFS reads what the events do not carry from /proc; every call may
+// fail for a process that has already exited.
+type ProcFS interface {
+	Environ(pid int32) ([]byte, error)
+	Cwd(pid int32) (string, error)
+	Fd(pid, fd int32) (string, error)
+}
+
+// FS answers questions about the cache directories at the end of a run.
+type FS interface {
+	// Size is the size of a file, or the total of a directory's files.
+	Size(p string) (int64, bool)
+	// Health describes a cache root.
+	Health(root string) Health
+}
+
+// Health is the state of a cache root at the end of a run.
+type Health struct {
+	FS       string // filesystem type name
+	Volatile bool   // lost on reboot (tmpfs, ramfs)
+	Missing  bool
+	Size     int64
+	Files    int64
+	Capped   bool // the walk stopped early: Size is a lower bound
+}
+
+// Config sets up a Collector.
+type Config struct {
+	// Specs is the registry to resolve; nil means Registry.
+	Specs []Spec
+	// CacheDirs are --cache-dir NAME=PATH values; relative paths are
+	// taken relative to Cwd.
+	CacheDirs []string
+	Cwd       string
+	// Compilers are compiler names beside DefaultCompilers;
+	// ArgCompilers replace DefaultArgCompilers when not nil.
+	Compilers    []string
+	ArgCompilers []ArgCompiler
+	Proc         ProcFS
+	// LookupUser gives a uid's passwd name and home, for ~ and {user}
+	// when the environment lacks HOME or USER.
+	LookupUser func(uid uint32) (name, home string)
+	// MaxEvents bounds the cache events kept (0: 4 million).
+	MaxEvents int
+}
+
+// RawFile is one path syscall as the probes report it: paths not yet
+// resolved, the syscall's result.
+type RawFile struct {
+	TS       uint64
+	PID, TID int32
+	Op       Op
+	Dfd      int32
+	Path     string
+	Dfd2     int32
+	Path2    string
+	Flags    uint32
+	Ret      int64
+	CPUNS    uint64
+}
+
+type proc struct {
+	cwd string
+	fds map[int32]string
+	env Env
+	uid uint32
+}
+
+type uprobeAcc struct {
+	calls   uint64
+	total   int64
+	cpu     int64
+	windows []record.JITWindow // start/end still CLOCK_MONOTONIC
+}
+
+// Collector gathers the events of one run. It is driven by one goroutine.
+type Collector struct {
+	cfg      Config
+	specs    []Spec
+	matcher  *Matcher
+	procs    map[int32]*proc
+	users    map[uint32][2]string
+	roots    *rootSet
+	events   []FileEvent
+	uprobes  map[string]*uprobeAcc
+	used     map[string]map[int32]bool // by spec: processes that opened one of its Uses
+	dropped  uint64
+	warnings []string
+	// Seen counts every event handed to the collector.
+	Seen uint64
+}
+
+// NewCollector returns a collector with the --cache-dir roots in place.
+func NewCollector(cfg Config) (*Collector, error) {
+	c := &Collector{cfg: cfg, specs: cfg.Specs, procs: map[int32]*proc{}, users: map[uint32][2]string{},
+		roots: newRootSet(), uprobes: map[string]*uprobeAcc{}, used: map[string]map[int32]bool{}}
+	if c.specs == nil {
+		c.specs = Registry
+	}
+	if c.cfg.MaxEvents <= 0 {
+		c.cfg.MaxEvents = 4 << 20
+	}
+	c.matcher = NewMatcher(cfg.Compilers, cfg.ArgCompilers)
+	for _, v := range cfg.CacheDirs {
+		name, dir, ok := ParseCacheDir(v, cfg.Cwd)
+		if !ok {
+			return nil, fmt.Errorf("--cache-dir %q: want NAME=PATH", v)
+		}
+		s := UserSpec(name, dir)
+		c.roots.add(Root{Spec: &s, Path: dir, Via: "--cache-dir"})
+	}
+	return c, nil
+}
+
+func (c *Collector) identity(p *proc) Identity {
+	id := Identity{UID: p.uid, Cwd: p.cwd}
+	if c.cfg.LookupUser != nil {
+		u, ok := c.users[p.uid]
+		if !ok {
+			n, h := c.cfg.LookupUser(p.uid)
+			u = [2]string{n, h}
+			c.users[p.uid] = u
+		}
+		id.User, id.Home = u[0], u[1]
+	}
+	return id
+}
+
+// proc returns the state of pid, building it from /proc when the run
+// has not shown where it came from.
+func (c *Collector) proc(pid int32) *proc {
+	p := c.procs[pid]
+	if p != nil {
+		return p
+	}
+	p = &proc{fds: map[int32]string{}}
+	c.procs[pid] = p
+	if c.cfg.Proc != nil {
+		if cwd, err := c.cfg.Proc.Cwd(pid); err == nil {
+			p.cwd = cwd
+		}
+		if b, err := c.cfg.Proc.Environ(pid); err == nil {
+			p.env = ParseEnviron(b)
+			c.resolve(pid, p)
+		}
+	}
+	return p
+}
+
+// resolve adds the roots the environment of process pid gives.
+func (c *Collector) resolve(pid int32, p *proc) {
+	for _, r := range Resolve(c.specs, p.env, c.identity(p)) {
+		st, _ := c.roots.add(r)
+		for _, sw := range switchesSet(r.Spec, p.env) {
+			if st.switchPIDs == nil {
+				st.switchPIDs = map[string]map[int32]bool{}
+			}
+			if !containsSwitch(st.switches, sw.Env) {
+				st.switches = append(st.switches, sw)
+				st.switchPIDs[sw.Env] = map[int32]bool{}
+			}
+			st.switchPIDs[sw.Env][pid] = true
+		}
+		if l := limitOf(r.Spec, p.env); l > 0 {
+			st.limit = l
+		}
+	}
+}
+
+func containsSwitch(list []Switch, env string) bool {
+	for _, s := range list {
+		if s.Env == env {
+			return true
+		}
+	}
+	return false
+}
+
+// Fork records a new process: it inherits its parent's cwd, open files
+// and environment.
+func (c *Collector) Fork(pid, ppid int32) {
+	c.Seen++
+	parent := c.procs[ppid]
+	if parent == nil {
+		c.proc(pid)
+		return
+	}
+	p := &proc{cwd: parent.cwd, env: parent.env, uid: parent.uid, fds: make(map[int32]string, len(parent.fds))}
+	for k, v := range parent.fds {
+		p.fds[k] = v
+	}
+	c.procs[pid] = p
+}
+
+// Exec records an exec of filename: the new image's environment (env nil
+// when the probe could not read it all: /proc is read instead) decides
+// its roots.
+func (c *Collector) Exec(pid int32, uid uint32, filename string, env []byte) {
+	c.Seen++
+	c.noteUse(pid, filename)
+	p := c.procs[pid]
+	if p == nil {
+		p = &proc{fds: map[int32]string{}}
+		c.procs[pid] = p
+	}
+	p.uid = uid
+	if c.cfg.Proc != nil {
+		if cwd, err := c.cfg.Proc.Cwd(pid); err == nil {
+			p.cwd = cwd
+		}
+		if env == nil {
+			if b, err := c.cfg.Proc.Environ(pid); err == nil {
+				env = b
+			}
+		}
+	}
+	if env != nil {
+		p.env = ParseEnviron(env)
+	}
+	c.resolve(pid, p)
+}
+
+func (c *Collector) fdPath(pid int32, p *proc, fd int32) string {
+	if s, ok := p.fds[fd]; ok {
+		return s
+	}
+	if c.cfg.Proc != nil {
+		if s, err := c.cfg.Proc.Fd(pid, fd); err == nil && strings.HasPrefix(s, "/") {
+			p.fds[fd] = s
+			return s
+		}
+	}
+	return ""
+}
+
+// abs makes a syscall's path absolute; "" when it cannot be.
+func (c *Collector) abs(pid int32, p *proc, dfd int32, name string) string {
+	if name == "" {
+		return ""
+	}
+	if strings.HasPrefix(name, "/") {
+		return path.Clean(name)
+	}
+	var base string
+	if dfd == AtFDCWD {
+		base = p.cwd
+	} else {
+		base = c.fdPath(pid, p, dfd)
+	}
+	if base == "" {
+		return ""
+	}
+	return path.Join(base, name)
+}
+
+// File handles one path syscall. It returns the event with absolute
+// paths, and whether it could be resolved.
+func (c *Collector) File(r RawFile) (FileEvent, bool) {
+	c.Seen++
+	p := c.proc(r.PID)
+	ev := FileEvent{TS: r.TS, PID: r.PID, TID: r.TID, Op: r.Op, Flags: r.Flags, CPUNS: r.CPUNS}
+	if r.Ret < 0 {
+		ev.Errno = int(-r.Ret)
+	}
+	switch r.Op {
+	case OpChdir:
+		if r.Ret != 0 {
+			return ev, false
+		}
+		var d string
+		if r.Path != "" {
+			d = c.abs(r.PID, p, AtFDCWD, r.Path)
+		} else {
+			d = c.fdPath(r.PID, p, r.Dfd)
+		}
+		if d != "" {
+			p.cwd = d
+		}
+		ev.Path = d
+		return ev, d != ""
+	case OpRename:
+		ev.Path = c.abs(r.PID, p, r.Dfd, r.Path)
+		ev.NewPath = c.abs(r.PID, p, r.Dfd2, r.Path2)
+		if ev.NewPath == "" {
+			return ev, false
+		}
+	default:
+		ev.Path = c.abs(r.PID, p, r.Dfd, r.Path)
+		if ev.Path == "" {
+			return ev, false
+		}
+	}
+	if r.Op == OpOpen && r.Ret >= 0 {
+		p.fds[int32(r.Ret)] = ev.Path
+		if strings.Contains(path.Base(ev.Path), ".so") {
+			c.noteUse(r.PID, ev.Path)
+		}
+	}
+	if c.keep(&ev) {
+		if len(c.events) >= c.cfg.MaxEvents {
+			c.dropped++
+		} else {
+			c.events = append(c.events, ev)
+		}
+	}
+	return ev, true
+}
+
+// noteUse records that pid opened or executed p: the frameworks p
+// belongs to are at work in it.
+func (c *Collector) noteUse(pid int32, p string) {
+	base := path.Base(p)
+	for i := range c.specs {
+		s := &c.specs[i]
+		if matchAny(s.Uses, base) {
+			if c.used[s.Name] == nil {
+				c.used[s.Name] = map[int32]bool{}
+			}
+			c.used[s.Name][pid] = true
+		}
+	}
+}
+
+// keep reports whether an event falls under some cache root.
+func (c *Collector) keep(ev *FileEvent) bool {
+	switch ev.Op {
+	case OpOpen, OpLookup, OpMkdir, OpRename:
+	default:
+		return false
+	}
+	return c.roots.any(ev.Path) || (ev.NewPath != "" && c.roots.any(ev.NewPath))
+}
+
+// Uprobe records one call of a probed compile entry point; times are
+// CLOCK_MONOTONIC ns.
+func (c *Collector) Uprobe(name string, pid int32, start, end, cpu uint64) {
+	c.Seen++
+	u := c.uprobes[name]
+	if u == nil {
+		u = &uprobeAcc{}
+		c.uprobes[name] = u
+	}
+	u.calls++
+	if end > start {
+		u.total += int64(end - start)
+	}
+	u.cpu += int64(cpu)
+	u.windows = append(u.windows, record.JITWindow{PID: pid, StartNS: int64(start), EndNS: int64(end),
+		Kind: "uprobe", Source: name, CPUNS: int64(cpu)})
+}
+
+// Warn adds a warning to the result.
+func (c *Collector) Warn(s string) { c.warnings = append(c.warnings, s) }
+
+// ProbeState is one uprobe the caller attached, or tried to.
+type ProbeState struct {
+	Name, Path, Error string
+}
+
+// ResultInput is what Result needs from the rest of the record.
+type ResultInput struct {
+	// StartMono is the CLOCK_MONOTONIC time of the command's release:
+	// record times are relative to it.
+	StartMono uint64
+	WallNS    int64
+	Processes []record.Process
+	Probes    []ProbeState
+	// FS, when set, sizes the written entries and describes each root.
+	FS FS
+}
+
+// Result classifies everything gathered and returns the record's JIT
+// section (nil when there is nothing to say) and warnings.
+func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
+	rel := func(ts uint64) int64 {
+		if ts <= in.StartMono {
+			return 0
+		}
+		return int64(ts - in.StartMono)
+	}
+	sort.SliceStable(c.events, func(i, j int) bool { return c.events[i].TS < c.events[j].TS })
+	cs := &cacheState{roots: c.roots, births: map[string]stamp{}}
+	if in.FS != nil {
+		cs.exists = func(p string) bool { _, ok := in.FS.Size(p); return ok }
+	}
+	for i := range c.events {
+		cs.apply(&c.events[i])
+	}
+	cs.finish()
+
+	tree := newProcTree(in.Processes, in.WallNS)
+	comps, windows, runs := compilers(tree, c.matcher)
+
+	// In-process compile time of each filled miss, less that of the
+	// misses nested in it on the same thread.
+	var eps []*episode
+	for _, r := range cs.sortedRoots() {
+		if !r.root.Spec.Compiles {
+			continue
+		}
+		for _, ep := range r.episodes {
+			if ep.filled && ep.end.ts > ep.start.ts {
+				eps = append(eps, ep)
+			}
+		}
+	}
+	inprocCPU(eps)
+	// Each compiler run belongs to the innermost miss of an ancestor
+	// process that it started in.
+	for _, run := range runs {
+		var best *episode
+		for _, ep := range eps {
+			s, e := rel(ep.start.ts), rel(ep.end.ts)
+			if run.span.start < s || run.span.start > e || !tree.isAncestor(ep.start.pid, run.pid) {
+				continue
+			}
+			if best == nil || ep.start.ts > best.start.ts {
+				best = ep
+			}
+		}
+		if best != nil {
+			best.compSpan = append(best.compSpan, run.span)
+		}
+	}
+	compile := map[*rootState]int64{}
+	var inproc []record.JITWindow
+	for _, ep := range eps {
+		compile[ep.root] += int64(ep.inproc) + unionLen(ep.compSpan)
+		inproc = append(inproc, record.JITWindow{PID: ep.start.pid, StartNS: rel(ep.start.ts), EndNS: rel(ep.end.ts),
+			Kind: "in_process", Source: ep.root.root.Spec.Name, CPUNS: int64(ep.inproc)})
+	}
+	windows = append(windows, mergeWindows(inproc, 1e6)...)
+
+	jit := &record.JIT{Compilers: comps}
+	for _, r := range cs.sortedRoots() {
+		// A switch counts when a process that had it used the framework
+		// (or the cache saw activity from it anyway).
+		var sws []Switch
+		for _, sw := range r.switches {
+			for pid := range r.switchPIDs[sw.Env] {
+				if c.used[r.root.Spec.Name][pid] || r.activeBy(pid) {
+					sws = append(sws, sw)
+					break
+				}
+			}
+		}
+		r.switches = sws
+		if !r.active() && len(sws) == 0 && r.root.Via != "--cache-dir" {
+			continue
+		}
+		jit.Caches = append(jit.Caches, c.cacheRecord(r, compile[r], in.FS))
+	}
+	sort.SliceStable(jit.Caches, func(i, j int) bool {
+		a, b := jit.Caches[i], jit.Caches[j]
+		if a.CompileNS != b.CompileNS {
+			return a.CompileNS > b.CompileNS
+		}
+		if a.Misses != b.Misses {
+			return a.Misses > b.Misses
+		}
+		if a.Hits != b.Hits {
+			return a.Hits > b.Hits
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Root < b.Root
+	})
+
+	names := map[string]bool{}
+	for _, p := range in.Probes {
+		names[p.Name] = true
+		u := c.uprobes[p.Name]
+		up := record.JITUprobe{Name: p.Name, Path: p.Path, Error: p.Error}
+		if u != nil {
+			up.Calls, up.TotalNS, up.CPUNS = u.calls, u.total, u.cpu
+		}
+		jit.Uprobes = append(jit.Uprobes, up)
+	}
+	var unames []string
+	for n := range c.uprobes {
+		unames = append(unames, n)
+	}
+	sort.Strings(unames)
+	for _, n := range unames {
+		u := c.uprobes[n]
+		if !names[n] {
+			jit.Uprobes = append(jit.Uprobes, record.JITUprobe{Name: n, Calls: u.calls, TotalNS: u.total, CPUNS: u.cpu})
+		}
+		ws := make([]record.JITWindow, len(u.windows))
+		for i, w := range u.windows {
+			w.StartNS, w.EndNS = rel(uint64(w.StartNS)), rel(uint64(w.EndNS))
+			ws[i] = w
+		}
+		windows = append(windows, mergeWindows(ws, 1e5)...)
+	}
+	sort.SliceStable(windows, func(i, j int) bool {
+		if windows[i].StartNS != windows[j].StartNS {
+			return windows[i].StartNS < windows[j].StartNS
+		}
+		return windows[i].PID < windows[j].PID
+	})
+	jit.Windows = windows
+
+	warnings := append([]string(nil), c.warnings...)
+	if c.dropped > 0 {
+		warnings = append(warnings, fmt.Sprintf("jit: %d cache events beyond the first %d were dropped; cache counts are lower bounds", c.dropped, c.cfg.MaxEvents))
+	}
+	if len(jit.Caches) == 0 && len(jit.Compilers) == 0 && len(jit.Windows) == 0 && len(jit.Uprobes) == 0 {
+		return nil, warnings
+	}
+	return jit, warnings
+}
+
+func (c *Collector) cacheRecord(r *rootState, compileNS int64, fs FS) record.Cache {
+	s := r.root.Spec
+	rc := record.Cache{Name: s.Name, Root: r.root.Path, Lookups: r.lookups, Hits: r.hits, Misses: r.misses,
+		EntriesWritten: r.written, CompileNS: compileNS, Framework: s.Framework, Via: r.root.Via, LimitBytes: r.limit}
+	if !s.Compiles {
+		rc.CompileNS = 0
+	}
+	if fs != nil {
+		var paths []string
+		for p := range r.fills {
+			paths = append(paths, p)
+		}
+		sort.Strings(paths)
+		for _, p := range paths {
+			if n, ok := fs.Size(p); ok && n > 0 {
+				rc.BytesWritten += uint64(n)
+			}
+		}
+		if r.root.Anywhere == "" {
+			h := fs.Health(r.root.Path)
+			rc.FS, rc.Volatile, rc.Missing = h.FS, h.Volatile, h.Missing
+			rc.SizeBytes, rc.Files, rc.SizeCapped = h.Size, h.Files, h.Capped
+		}
+	}
+	for _, sw := range r.switches {
+		if rc.Disabled == "" {
+			rc.Disabled = sw.Env
+		} else {
+			rc.Disabled += ", " + sw.Env
+		}
+		rc.Notes = append(rc.Notes, sw.Env+": "+sw.Effect)
+	}
+	if rc.Volatile {
+		rc.Notes = append(rc.Notes, "on "+rc.FS+": emptied on reboot, so the first run after a boot starts cold")
+	}
+	if rc.Missing {
+		rc.Notes = append(rc.Notes, "the directory does not exist at the end of the run: nothing was kept")
+	}
+	if rc.LimitBytes > 0 && rc.SizeBytes >= rc.LimitBytes*9/10 {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("%d of %d bytes used: near its size limit, entries will be evicted", rc.SizeBytes, rc.LimitBytes))
+	}
+	if r.root.Anywhere != "" {
+		rc.Notes = append(rc.Notes, "in-tree: every "+r.root.Anywhere+" directory beside the sources")
+	}
+	return rc
+}
+
+// inprocCPU sets each episode's in-process CPU: the on-CPU time of the
+// thread that missed, from the miss to the fill, when the same thread
+// filled it, less the time of episodes nested in it on that thread.
+func inprocCPU(eps []*episode) {
+	byTID := map[int32][]*episode{}
+	for _, ep := range eps {
+		if ep.end.tid == ep.start.tid && ep.end.cpu >= ep.start.cpu {
+			ep.inproc = ep.end.cpu - ep.start.cpu
+			byTID[ep.start.tid] = append(byTID[ep.start.tid], ep)
+		}
+	}
+	for _, list := range byTID {
+		sort.Slice(list, func(i, j int) bool {
+			if list[i].start.ts != list[j].start.ts {
+				return list[i].start.ts < list[j].start.ts
+			}
+			return list[i].end.ts > list[j].end.ts
+		})
+		nested := map[*episode]uint64{}
+		var stack []*episode
+		for _, ep := range list {
+			for len(stack) > 0 && stack[len(stack)-1].end.ts <= ep.start.ts {
+				stack = stack[:len(stack)-1]
+			}
+			if len(stack) > 0 && ep.end.ts <= stack[len(stack)-1].end.ts {
+				nested[stack[len(stack)-1]] += ep.inproc
+			}
+			stack = append(stack, ep)
+		}
+		for ep, n := range nested {
+			if n >= ep.inproc {
+				ep.inproc = 0
+			} else {
+				ep.inproc -= n
+			}
+		}
+	}
+}
+
+// mergeWindows joins windows of the same process, kind and source that
+// overlap or lie within gap ns of each other.
+func mergeWindows(ws []record.JITWindow, gap int64) []record.JITWindow {
+	if len(ws) == 0 {
+		return nil
+	}
+	sort.SliceStable(ws, func(i, j int) bool {
+		a, b := ws[i], ws[j]
+		if a.PID != b.PID {
+			return a.PID < b.PID
+		}
+		if a.Source != b.Source {
+			return a.Source < b.Source
+		}
+		return a.StartNS < b.StartNS
+	})
+	out := []record.JITWindow{ws[0]}
+	for _, w := range ws[1:] {
+		last := &out[len(out)-1]
+		if w.PID == last.PID && w.Kind == last.Kind && w.Source == last.Source && w.StartNS <= last.EndNS+gap {
+			last.EndNS = max(last.EndNS, w.EndNS)
+			last.CPUNS += w.CPUNS
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}

@@ -1,0 +1,301 @@
+// Package jit turns the path syscalls, execs and uprobe calls of a traced
+// command into kernel-cache and compile evidence: which cache directories
+// the command used (resolved with each traced process's own environment),
+// their lookups, hits, misses and writes, the compiler subprocesses it ran
+// and the in-process compiles between a miss and its fill.
+//
+// Everything here is pure logic over events and process lists; the BPF
+// side lives in bpf/jit.bpf.c and trace/ext_jit.go. The cache registry is
+// data: one Spec per framework, from ../shared/cache-registry.md.
+package jit
+
+// Spec describes one framework's kernel, JIT or model cache.
+type Spec struct {
+	// Name is the cache's short name in records and reports ("triton").
+	Name string
+	// Framework is the library that owns it ("Triton").
+	Framework string
+	// Compiles says a miss is filled by compiling; false for caches of
+	// downloaded weights, whose misses are downloads.
+	Compiles bool
+	// Paths are the candidate locations, highest precedence first: the
+	// first whose variables are all set (non-empty) in the traced
+	// process's environment is the root. Syntax:
+	//   $VAR    an environment variable of the traced process
+	//   ~       its HOME (else the home of its uid)
+	//   {tmp}   Python's tempfile.gettempdir(): TMPDIR, TEMP, TMP, /tmp
+	//   {user}  getpass.getuser(): LOGNAME, USER, LNAME, USERNAME, then
+	//           the name of the process's uid
+	//   **/D    any directory named D (D may have several components):
+	//           the cache is every such directory, wherever it is
+	// A relative result is taken relative to the process's cwd.
+	Paths []string
+	// Also are further locations used at the same time as the one Paths
+	// picks, each when its variables are set (Triton's directory inside
+	// Inductor's, which Inductor sets for its own process).
+	Also []string
+	// EntryDepth is how many path components below the root name one
+	// entry (a Triton key directory: 1); 0 means every file is an entry.
+	EntryDepth int
+	// Entries are globs on the base name of files that are entries, for
+	// EntryDepth 0 (Python: *.pyc); empty means every file.
+	Entries []string
+	// Temp are globs on any path component below the root that mark a
+	// file being written (a miss being filled): never an entry.
+	Temp []string
+	// Ignore are globs on any path component below the root for
+	// bookkeeping files (locks, access stamps, indexes): neither lookups
+	// nor entries, even when written on a hit.
+	Ignore []string
+	// Hit is the hit signature, in words.
+	Hit string
+	// Switches are environment settings that disable or bypass the cache.
+	Switches []Switch
+	// Limit names the variable holding the cache's size limit in bytes.
+	Limit string
+	// Uses are globs on the base names of files a traced process opened
+	// or executed that show the framework at work: a cache a switch
+	// turned off is reported only then (it has no activity of its own).
+	Uses []string
+	// Source is where the layout was read.
+	Source string
+}
+
+// Switch is an environment setting that disables or bypasses a cache.
+type Switch struct {
+	Env string
+	// Values that trigger it; empty means any non-empty value.
+	Values []string
+	// Effect says what it does, in words.
+	Effect string
+}
+
+// Registry is every known cache, from ../shared/cache-registry.md.
+var Registry = []Spec{
+	{
+		Name: "cuda", Framework: "CUDA driver JIT (ComputeCache)", Compiles: true,
+		Paths:    []string{"$CUDA_CACHE_PATH", "~/.nv/ComputeCache"},
+		Ignore:   []string{"index"}, // layout unverified (closed source)
+		Hit:      "an existing entry opened for reading (layout unverified)",
+		Switches: []Switch{{Env: "CUDA_CACHE_DISABLE", Values: []string{"1"}, Effect: "the driver cache is off: every PTX is JIT-compiled on each run"}, {Env: "CUDA_FORCE_PTX_JIT", Values: []string{"1"}, Effect: "embedded SASS is ignored: every kernel is JIT-compiled from PTX"}},
+		Limit:    "CUDA_CACHE_MAXSIZE",
+		Uses:     []string{"libcuda.so*"},
+		Source:   "CUDA programming guide, environment variables appendix",
+	},
+	{
+		Name: "triton", Framework: "Triton", Compiles: true,
+		Paths:      []string{"$TRITON_CACHE_DIR", "$TRITON_HOME/.triton/cache", "~/.triton/cache"},
+		Also:       []string{"$TORCHINDUCTOR_CACHE_DIR/triton", "{tmp}/torchinductor_{user}/triton"},
+		EntryDepth: 1,
+		Temp:       []string{"tmp.pid_*", "*.tmp.pid_*"},
+		Hit:        "mkdir of the key directory fails with EEXIST; __grp__*.json, .json, .cubin read",
+		Switches:   []Switch{{Env: "TRITON_ALWAYS_COMPILE", Values: []string{"1", "true", "True"}, Effect: "the cache is bypassed: every kernel is compiled"}},
+		Uses:       []string{"libtriton.so*"},
+		Source:     "python/triton/knobs.py, runtime/cache.py (FileCacheManager)",
+	},
+	{
+		Name: "inductor", Framework: "PyTorch Inductor", Compiles: true,
+		Paths:    []string{"$TORCHINDUCTOR_CACHE_DIR", "{tmp}/torchinductor_{user}"},
+		Temp:     []string{".*.tmp", "*.tmp"},
+		Ignore:   []string{"locks", "*.lock"},
+		Hit:      "key directory listed, entries opened for reading",
+		Switches: []Switch{{Env: "TORCHINDUCTOR_FORCE_DISABLE_CACHES", Values: []string{"1"}, Effect: "Inductor's caches are off: every graph is compiled"}},
+		Uses:     []string{"libtorch_python.so*"},
+		Source:   "torch/_inductor/runtime/cache_dir_utils.py, codecache.py (write_atomic), config.py",
+	},
+	{
+		Name: "torch_kernels", Framework: "PyTorch NVRTC kernels", Compiles: true,
+		Paths:    []string{"$PYTORCH_KERNEL_CACHE_PATH", "$XDG_CACHE_HOME/torch/kernels", "~/.cache/torch/kernels"},
+		Temp:     []string{"*_tmp_[0-9]*"},
+		Hit:      "one open of the kernel file",
+		Switches: []Switch{{Env: "USE_PYTORCH_KERNEL_CACHE", Values: []string{"0"}, Effect: "the kernel cache is off: NVRTC compiles on each run"}},
+		Uses:     []string{"libtorch_cuda.so*", "libnvrtc*"},
+		Source:   "aten/src/ATen/native/cuda/jit_utils.cpp",
+	},
+	{
+		Name: "torch_extensions", Framework: "torch.utils.cpp_extension", Compiles: true,
+		Paths:      []string{"$TORCH_EXTENSIONS_DIR", "$XDG_CACHE_HOME/torch_extensions", "~/.cache/torch_extensions"},
+		EntryDepth: 2,
+		Ignore:     []string{"lock", "build.ninja", ".ninja_log", ".ninja_deps"},
+		Hit:        "ninja finds nothing to do; <name>.so opened for reading",
+		Source:     "torch/utils/cpp_extension.py, file_baton.py",
+	},
+	{
+		Name: "huggingface", Framework: "Hugging Face hub (weights)",
+		Paths:  []string{"$HF_HUB_CACHE", "$HUGGINGFACE_HUB_CACHE", "$HF_HOME/hub", "$XDG_CACHE_HOME/huggingface/hub", "~/.cache/huggingface/hub"},
+		Temp:   []string{"*.incomplete"},
+		Ignore: []string{".locks", "refs"},
+		Hit:    "refs read, snapshot symlink opened",
+		Source: "huggingface_hub/constants.py, file_download.py",
+	},
+	{
+		Name: "vllm", Framework: "vLLM", Compiles: true,
+		Paths:      []string{"$VLLM_CACHE_ROOT", "$XDG_CACHE_HOME/vllm", "~/.cache/vllm"},
+		EntryDepth: 2,
+		Temp:       []string{".*.tmp", "*.tmp"},
+		Ignore:     []string{"*.lock"},
+		Hit:        "torch_compile_cache/<hash>/ entries read (writes go through Inductor/Triton)",
+		Source:     "vllm/envs.py, vllm/compilation/backends.py",
+	},
+	{
+		Name: "flashinfer", Framework: "FlashInfer", Compiles: true,
+		Paths:      []string{"$FLASHINFER_WORKSPACE_BASE/.cache/flashinfer", "~/.cache/flashinfer"},
+		Also:       []string{"$FLASHINFER_CUBIN_DIR"},
+		EntryDepth: 3,
+		Ignore:     []string{"*.lock", "build.ninja", ".ninja_log", ".ninja_deps"},
+		Hit:        "ninja runs and finds nothing to do; <name>.so opened for reading",
+		Source:     "flashinfer/jit/env.py, jit/core.py, jit/cpp_ext.py",
+	},
+	{
+		Name: "deepgemm", Framework: "DeepGEMM", Compiles: true,
+		Paths:      []string{"$DG_JIT_CACHE_DIR", "$DG_CACHE_DIR", "~/.deep_gemm"},
+		EntryDepth: 2,
+		Temp:       []string{"tmp"},
+		Hit:        "cache/kernel.<name>.<hex>/kernel.cubin opened for reading",
+		Source:     "csrc/jit/compiler.hpp",
+	},
+	{
+		Name: "jax", Framework: "JAX", Compiles: true,
+		Paths:   []string{"$JAX_COMPILATION_CACHE_DIR"},
+		Entries: []string{"*-cache"},
+		Ignore:  []string{"*-atime"},
+		Hit:     "<key>-cache read; <key>-atime rewritten",
+		Source:  "jax/_src/config.py, jax/_src/lru_cache.py",
+	},
+	{
+		Name: "cupy", Framework: "CuPy", Compiles: true,
+		Paths:    []string{"$CUPY_CACHE_DIR", "~/.cupy/kernel_cache"},
+		Temp:     []string{"tmp*"},
+		Hit:      "<md5>_2.cubin opened for reading",
+		Switches: []Switch{{Env: "CUPY_CACHE_IN_MEMORY", Values: []string{"1"}, Effect: "kernels are cached in memory only: each process compiles again"}},
+		Uses:     []string{"libnvrtc*"},
+		Source:   "cupy/cuda/compiler.py",
+	},
+	{
+		Name: "numba", Framework: "Numba", Compiles: true,
+		Paths:   []string{"$NUMBA_CACHE_DIR", "**/__pycache__"},
+		Also:    []string{"$XDG_CACHE_HOME/numba", "~/.cache/numba"},
+		Entries: []string{"*.nbi", "*.nbc"},
+		Temp:    []string{"*.tmp.*"},
+		Hit:     ".nbi index read, source stat'ed, .nbc read",
+		Source:  "numba/core/caching.py",
+	},
+	{
+		Name: "pocl", Framework: "PoCL (OpenCL on CPU)", Compiles: true,
+		Paths:      []string{"$POCL_CACHE_DIR", "$XDG_CACHE_HOME/pocl/kcache", "~/.cache/pocl/kcache", "/tmp/pocl/kcache"},
+		EntryDepth: 2,
+		Temp:       []string{"tempfile*"},
+		Ignore:     []string{"last_accessed"},
+		Hit:        "program.bc and <kernel>.so read; last_accessed touched",
+		Switches:   []Switch{{Env: "POCL_KERNEL_CACHE", Values: []string{"0"}, Effect: "the kernel cache is off: every kernel is compiled on each run"}},
+		Uses:       []string{"libpocl.so*"},
+		Source:     "pocl pocl_cache.c",
+	},
+	{
+		Name: "mesa", Framework: "Mesa shader cache", Compiles: true,
+		Paths:    []string{"$MESA_SHADER_CACHE_DIR", "$XDG_CACHE_HOME/mesa_shader_cache", "~/.cache/mesa_shader_cache"},
+		Temp:     []string{"*.tmp"},
+		Ignore:   []string{"index", "marker"},
+		Hit:      "<2hex>/<38hex> read; index opened O_RDWR|O_CREAT",
+		Switches: []Switch{{Env: "MESA_SHADER_CACHE_DISABLE", Values: []string{"1", "true", "yes"}, Effect: "the shader cache is off: shaders are compiled on each run"}},
+		Limit:    "",
+		Uses:     []string{"*_dri.so", "libgallium*", "libvulkan_*.so"},
+		Source:   "mesa src/util/disk_cache_os.c",
+	},
+	{
+		Name: "torch_tensorrt", Framework: "Torch-TensorRT", Compiles: true,
+		Paths:      []string{"{tmp}/torch_tensorrt_engine_cache"},
+		EntryDepth: 1,
+		Ignore:     []string{"timing_cache.bin"},
+		Hit:        "<hash>/blob.bin read",
+		Source:     "py/torch_tensorrt/dynamo/_engine_cache.py",
+	},
+	{
+		Name: "onnxruntime_trt", Framework: "ONNX Runtime TensorRT EP", Compiles: true,
+		Paths:    []string{"$ORT_TENSORRT_CACHE_PATH", "$ORT_TENSORRT_ENGINE_CACHE_PATH"},
+		Entries:  []string{"*.engine", "*.timing", "*.profile"},
+		Hit:      "the .engine file read",
+		Switches: []Switch{{Env: "ORT_TENSORRT_ENGINE_CACHE_ENABLE", Values: []string{"0"}, Effect: "the engine cache is off: engines are built on each run"}},
+		Uses:     []string{"libonnxruntime_providers_tensorrt.so*"},
+		Source:   "tensorrt_execution_provider.h",
+	},
+	{
+		Name: "python", Framework: "Python bytecode", Compiles: true,
+		Paths:    []string{"$PYTHONPYCACHEPREFIX", "**/__pycache__"},
+		Entries:  []string{"*.pyc"},
+		Temp:     []string{"*.pyc.*"},
+		Hit:      "source stat'ed, .pyc read",
+		Switches: []Switch{{Env: "PYTHONDONTWRITEBYTECODE", Effect: "bytecode is never written: every import without a .pyc compiles again"}},
+		Uses:     []string{"python*", "libpython*"},
+		Source:   "CPython importlib/_bootstrap_external.py (_write_atomic)",
+	},
+	{
+		Name: "comfyui", Framework: "ComfyUI models (weights)",
+		Paths:  []string{"**/ComfyUI/models"},
+		Hit:    "models/<type>/<file> opened for reading",
+		Source: "folder_paths.py (extra_model_paths.yaml moves it: use --cache-dir comfyui=PATH)",
+	},
+}
+
+// DefaultCompilers are the compiler, assembler, linker and build-driver
+// programs whose processes count as compiler runs. Names match exactly,
+// with a version suffix ("gcc-13") or with a target prefix
+// ("x86_64-linux-gnu-g++").
+var DefaultCompilers = []string{
+	"ptxas", "nvcc", "cicc", "cudafe++", "nvlink", "fatbinary",
+	"gcc", "g++", "cc", "c++", "cc1", "cc1plus", "cc1obj", "collect2", "lto1", "lto-wrapper", "as",
+	"ld", "ld.lld", "ld.gold", "ld.bfd", "ld.mold", "mold", "lld", "clang", "clang++",
+	"ninja", "rustc",
+}
+
+// ArgCompiler names a compiler process by its arguments, for compile
+// workers that are interpreters (Inductor's pool is `python
+// …/_inductor/compile_worker/__main__.py`).
+type ArgCompiler struct {
+	Name     string
+	Contains string
+}
+
+// DefaultArgCompilers are the compile workers recognised by argument.
+var DefaultArgCompilers = []ArgCompiler{
+	{Name: "inductor_compile_worker", Contains: "_inductor/compile_worker"},
+}
+
+// Lookup returns the registry entry named name.
+func Lookup(name string) (Spec, bool) {
+	for _, s := range Registry {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// allTemp is every registry temp pattern, for --cache-dir caches.
+func allTemp() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range Registry {
+		for _, t := range s.Temp {
+			if t != "tmp" && t != "tmp*" && !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// UserSpec is the spec of a --cache-dir NAME=PATH cache: the registry's
+// layout when NAME is a known cache, else one entry per file with every
+// known temp-name pattern.
+func UserSpec(name, path string) Spec {
+	s, ok := Lookup(name)
+	if !ok {
+		s = Spec{Name: name, Framework: "--cache-dir", Compiles: true, Temp: allTemp(),
+			Ignore: []string{"*.lock", "lock"}, Hit: "an existing file opened for reading"}
+	}
+	s.Paths = []string{path}
+	s.Also = nil
+	return s
+}
