@@ -27,6 +27,7 @@ struct file_stats {
 	__u64 evicted;
 	__u64 iowait_ns;
 	__u64 miss_cpu_ns;
+	__u64 created; /* pages inserted by writes: new data, not read from disk */
 	__u32 last_tgid;
 	__u32 path_sent;
 };
@@ -43,8 +44,11 @@ struct task_event {
 	char filename[FILENAME_LEN];
 };
 
-/* A file's path inside its filesystem, leaf first; user space joins the
- * names in reverse and prefixes the mount point of dev. */
+/* A file's path inside its filesystem, as names leaf first, each ending
+ * in NUL, packed into names[0..len); user space joins them in reverse and
+ * prefixes the mount point of dev. Sent with its used length only, so a
+ * program importing 20,000 modules does not fill the ring buffer. */
+#define PATH_BUF 2048
 struct path_event {
 	__u32 type;
 	__u32 tgid;
@@ -52,8 +56,8 @@ struct path_event {
 	__u32 depth;     /* names filled */
 	__u64 ino;
 	__u32 truncated; /* the walk stopped before the filesystem root */
-	__u32 pad;
-	char names[PATH_DEPTH][NAME_LEN];
+	__u32 len;       /* bytes of names used */
+	char names[PATH_BUF + NAME_LEN];
 };
 
 struct {
@@ -70,13 +74,13 @@ struct {
 	__type(value, struct task_event); /* names the type for bpf2go */
 } events SEC(".maps");
 
-/* Only here so bpf2go emits the Go type; never written. */
+/* Scratch space to build a path event in: too big for the BPF stack. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct path_event);
-} path_event_type SEC(".maps");
+} path_scratch SEC(".maps");
 
 static __always_inline struct file_stats *file_get(struct file_key *key, bool create)
 {
@@ -108,19 +112,41 @@ static __always_inline void charge_miss(struct thread *t, __u64 now)
 
 static __always_inline void begin_entry(struct thread *t, __u32 kind)
 {
-	t->flags &= ~(TF_IN_SYSCALL | TF_IN_FAULT | TF_MISSED);
+	t->flags &= ~(TF_IN_SYSCALL | TF_IN_FAULT | TF_MISSED | TF_WRITE);
 	t->flags |= kind;
 	t->mark_ts = bpf_ktime_get_ns();
 	t->cur.dev = 0;
 	t->cur.ino = 0;
 }
 
+/* x86_64 syscalls that write file data: pages they insert into the page
+ * cache are new, not read from disk. (The BPF objects are built for
+ * amd64 only.) */
+static __always_inline bool writes_files(long id)
+{
+	switch (id) {
+	case 1:   /* write */
+	case 18:  /* pwrite64 */
+	case 20:  /* writev */
+	case 76:  /* truncate */
+	case 77:  /* ftruncate */
+	case 285: /* fallocate */
+	case 296: /* pwritev */
+	case 328: /* pwritev2 */
+		return true;
+	}
+	return false;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 {
 	struct thread *t = current_thread();
-	if (t)
-		begin_entry(t, TF_IN_SYSCALL);
+	if (!t)
+		return 0;
+	begin_entry(t, TF_IN_SYSCALL);
+	if (writes_files(id))
+		t->flags |= TF_WRITE;
 	return 0;
 }
 
@@ -132,7 +158,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	if ((t->flags & (TF_IN_SYSCALL | TF_MISSED)) == (TF_IN_SYSCALL | TF_MISSED))
 		charge_miss(t, bpf_ktime_get_ns());
-	t->flags &= ~(TF_IN_SYSCALL | TF_MISSED);
+	t->flags &= ~(TF_IN_SYSCALL | TF_MISSED | TF_WRITE);
 	return 0;
 }
 
@@ -153,31 +179,46 @@ static __always_inline void emit_path(struct address_space *mapping, struct file
 		return;
 	struct dentry *d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
 
-	struct path_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-	if (!ev) {
-		count_lost(LOST_RINGBUF);
+	__u32 zero = 0;
+	struct path_event *ev = bpf_map_lookup_elem(&path_scratch, &zero);
+	if (!ev)
 		return;
-	}
 	ev->type = EV_PATH;
 	ev->tgid = tgid;
 	ev->dev = key->dev;
 	ev->ino = key->ino;
 	ev->truncated = 1;
-	ev->pad = 0;
-	__u32 i;
+	__u32 off = 0, i;
 	for (i = 0; i < PATH_DEPTH; i++) {
 		struct dentry *parent = BPF_CORE_READ(d, d_parent);
 		if (parent == d || !parent) {
 			ev->truncated = 0;
 			break;
 		}
+		if (off >= PATH_BUF)
+			break;
 		const unsigned char *name = BPF_CORE_READ(d, d_name.name);
-		if (bpf_probe_read_kernel_str(ev->names[i], NAME_LEN, name) < 0)
-			ev->names[i][0] = 0;
+		long n = bpf_probe_read_kernel_str(&ev->names[off & (PATH_BUF - 1)], NAME_LEN, name);
+		if (n <= 0) {
+			ev->names[off & (PATH_BUF - 1)] = 0;
+			n = 1;
+		}
+		off += n;
 		d = parent;
 	}
 	ev->depth = i;
-	bpf_ringbuf_submit(ev, 0);
+	if (off > PATH_BUF)
+		off = PATH_BUF;
+	ev->len = off;
+	__u64 size = offsetof(struct path_event, names) + off;
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+	/* Waking the reader costs microseconds; a file-heavy start-up sends
+	 * thousands of these. User space drains the buffer every interval
+	 * anyway, so wake it only when the buffer is filling up. */
+	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (1 << 20) ? 0 : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, ev, size, flags))
+		count_lost(LOST_RINGBUF);
 }
 
 static __always_inline bool same_file(struct file_key *a, struct file_key *b)
@@ -259,8 +300,12 @@ int on_add_to_cache(struct filemap_folio_args *ctx)
 	if (!fs)
 		return 0;
 	__u64 n = 1ull << (ctx->order & 31);
-	__sync_fetch_and_add(&fs->missed, n);
 	fs->last_tgid = t->tgid;
+	if (t->flags & TF_WRITE) {
+		__sync_fetch_and_add(&fs->created, n);
+		return 0;
+	}
+	__sync_fetch_and_add(&fs->missed, n);
 	__u64 lo = ctx->index, hi = ctx->index + n - 1;
 	if (same_file(&t->ra_file, &key) && lo <= t->ra_hi + 1 && hi + 1 >= t->ra_lo) {
 		if (lo < t->ra_lo)

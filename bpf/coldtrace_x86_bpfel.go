@@ -27,6 +27,7 @@ type ColdtraceFileStats struct {
 	Evicted   uint64
 	IowaitNs  uint64
 	MissCpuNs uint64
+	Created   uint64
 	LastTgid  uint32
 	PathSent  uint32
 }
@@ -39,8 +40,8 @@ type ColdtracePathEvent struct {
 	Depth     uint32
 	Ino       uint64
 	Truncated uint32
-	Pad       uint32
-	Names     [20][64]int8
+	Len       uint32
+	Names     [2112]int8
 }
 
 type ColdtraceTaskEvent struct {
@@ -82,7 +83,7 @@ const (
 	ColdtraceMapEvents             = "events"
 	ColdtraceMapFiles              = "files"
 	ColdtraceMapLost               = "lost"
-	ColdtraceMapPathEventType      = "path_event_type"
+	ColdtraceMapPathScratch        = "path_scratch"
 	ColdtraceMapThreads            = "threads"
 	ColdtraceProgOnAddToCache      = "on_add_to_cache"
 	ColdtraceProgOnDeleteFromCache = "on_delete_from_cache"
@@ -158,11 +159,11 @@ type ColdtraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ColdtraceMapSpecs struct {
-	Events        *ebpf.MapSpec `ebpf:"events"`
-	Files         *ebpf.MapSpec `ebpf:"files"`
-	Lost          *ebpf.MapSpec `ebpf:"lost"`
-	PathEventType *ebpf.MapSpec `ebpf:"path_event_type"`
-	Threads       *ebpf.MapSpec `ebpf:"threads"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	Files       *ebpf.MapSpec `ebpf:"files"`
+	Lost        *ebpf.MapSpec `ebpf:"lost"`
+	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
+	Threads     *ebpf.MapSpec `ebpf:"threads"`
 }
 
 // ColdtraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -191,11 +192,11 @@ func (o *ColdtraceObjects) Close() error {
 //
 // It can be passed to LoadColdtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ColdtraceMaps struct {
-	Events        *ebpf.Map `ebpf:"events"`
-	Files         *ebpf.Map `ebpf:"files"`
-	Lost          *ebpf.Map `ebpf:"lost"`
-	PathEventType *ebpf.Map `ebpf:"path_event_type"`
-	Threads       *ebpf.Map `ebpf:"threads"`
+	Events      *ebpf.Map `ebpf:"events"`
+	Files       *ebpf.Map `ebpf:"files"`
+	Lost        *ebpf.Map `ebpf:"lost"`
+	PathScratch *ebpf.Map `ebpf:"path_scratch"`
+	Threads     *ebpf.Map `ebpf:"threads"`
 }
 
 func (m *ColdtraceMaps) Close() error {
@@ -203,7 +204,7 @@ func (m *ColdtraceMaps) Close() error {
 		m.Events,
 		m.Files,
 		m.Lost,
-		m.PathEventType,
+		m.PathScratch,
 		m.Threads,
 	)
 }

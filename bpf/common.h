@@ -20,6 +20,7 @@
 #define TF_IN_FAULT     (1u << 4)
 #define TF_MISSED       (1u << 5) /* the current kernel entry filled the page cache */
 #define TF_EXITED       (1u << 6)
+#define TF_WRITE        (1u << 7) /* the current syscall writes files: its insertions are new pages */
 
 /* indices into the lost counters */
 enum lost_kind {

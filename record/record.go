@@ -106,7 +106,10 @@ type File struct {
 	PagesMissed   uint64 `json:"pages_missed"`
 	// PagesEvicted counts pages of this file dropped from the page cache
 	// during the run, by anyone (kswapd, DAMON, fadvise).
-	PagesEvicted  uint64 `json:"pages_evicted"`
+	PagesEvicted uint64 `json:"pages_evicted"`
+	// PagesCreated counts pages the command's writes added to the page
+	// cache: new data, not read from disk, so not misses.
+	PagesCreated  uint64 `json:"pages_created,omitempty"`
 	BytesFromDisk uint64 `json:"bytes_from_disk"`
 	// IOWaitNS is thread-time blocked on block I/O while reading this file.
 	IOWaitNS int64 `json:"io_wait_ns"`

@@ -61,6 +61,7 @@ type SummaryFile struct {
 	PagesAccessed uint64  `json:"pages_accessed"`
 	PagesMissed   uint64  `json:"pages_missed"`
 	PagesEvicted  uint64  `json:"pages_evicted"`
+	PagesCreated  uint64  `json:"pages_created"`
 	HitRatio      float64 `json:"hit_ratio"`
 	BytesFromDisk uint64  `json:"bytes_from_disk"`
 	IOWaitNS      int64   `json:"io_wait_ns"`
@@ -128,7 +129,7 @@ func NewSummary(r *record.Record, res *attribution.Result) *Summary {
 		Files: []SummaryFile{}, Processes: []SummaryProcess{}}
 	for _, f := range filesByCost(r.Files) {
 		s.Files = append(s.Files, SummaryFile{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
-			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, HitRatio: hitRatio(f),
+			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: hitRatio(f),
 			BytesFromDisk: f.BytesFromDisk, IOWaitNS: f.IOWaitNS, MissCPUNS: f.MissCPUNS})
 	}
 	for _, p := range r.Processes {

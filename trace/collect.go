@@ -8,7 +8,9 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
@@ -46,8 +48,8 @@ type threadAcc struct {
 }
 
 type fileTimes struct {
-	accessed, missed, evicted uint64
-	io, miss                  int64
+	accessed, missed, evicted, created uint64
+	io, miss                           int64
 }
 
 type fileAcc struct {
@@ -81,7 +83,12 @@ type collector struct {
 	tracked   *pidSet
 	lost      record.Lost
 	seen      uint64
-	warnings  []string
+	// Reused buffers for batch map reads.
+	tidBuf     []uint32
+	threadBuf  []bpf.ColdtraceThread
+	fileKeyBuf []bpf.ColdtraceFileKey
+	fileBuf    []bpf.ColdtraceFileStats
+	warnings   []string
 }
 
 func newCollector(p *probes, mounts mountTable) *collector {
@@ -92,6 +99,43 @@ func newCollector(p *probes, mounts mountTable) *collector {
 		files:   map[fileKey]*fileAcc{},
 		procs:   map[int32]*procAcc{},
 		fsPaths: map[fileKey]string{},
+
+		tidBuf:     make([]uint32, batchSize),
+		threadBuf:  make([]bpf.ColdtraceThread, batchSize),
+		fileKeyBuf: make([]bpf.ColdtraceFileKey, batchSize),
+		fileBuf:    make([]bpf.ColdtraceFileStats, batchSize),
+	}
+}
+
+// batchSize is how many map entries one lookup syscall returns; larger
+// than a hash bucket can ever hold, so the kernel never answers ENOSPC.
+const batchSize = 4096
+
+// readMap calls fn for every entry of m. It reads in batches, one syscall
+// per batchSize entries: polling 20,000 files entry by entry costs more
+// CPU than the workload being traced. Kernels without batch lookups fall
+// back to iteration.
+func readMap[K, V any](m *ebpf.Map, keys []K, vals []V, fn func(K, *V)) error {
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := m.BatchLookup(&cursor, keys, vals, nil)
+		for i := 0; i < n; i++ {
+			fn(keys[i], &vals[i])
+		}
+		switch {
+		case errors.Is(err, ebpf.ErrKeyNotExist):
+			return nil
+		case errors.Is(err, ebpf.ErrNotSupported):
+			var k K
+			var v V
+			it := m.Iterate()
+			for it.Next(&k, &v) {
+				fn(k, &v)
+			}
+			return it.Err()
+		case err != nil:
+			return err
+		}
 	}
 }
 
@@ -103,11 +147,13 @@ func (c *collector) rel(ts uint64) int64 {
 }
 
 // readEvents forwards ring-buffer records until the reader is closed or
-// flushed.
-func readEvents(rd *ringbuf.Reader, out chan<- []byte) {
+// flushed. Path records are written without waking the reader, so it
+// also wakes itself every drain period.
+func readEvents(rd *ringbuf.Reader, drain time.Duration, out chan<- []byte) {
 	defer close(out)
 	var rec ringbuf.Record
 	for {
+		rd.SetDeadline(time.Now().Add(drain))
 		if err := rd.ReadInto(&rec); err != nil {
 			if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, ringbuf.ErrFlushed) {
 				return
@@ -137,15 +183,23 @@ func (c *collector) handleEvent(raw []byte) {
 	c.seen++
 	switch binary.LittleEndian.Uint32(raw) {
 	case evPath:
-		var ev bpf.ColdtracePathEvent
-		if binary.Read(bytes.NewReader(raw), binary.LittleEndian, &ev) != nil {
+		// Header: type, tgid, dev, depth (u32), ino (u64), truncated, len
+		// (u32), then len bytes of NUL-terminated names, leaf first.
+		const hdr = 32
+		if len(raw) < hdr {
 			return
 		}
-		names := make([]string, 0, ev.Depth)
-		for i := 0; i < int(ev.Depth) && i < len(ev.Names); i++ {
-			names = append(names, cString(ev.Names[i][:]))
+		le := binary.LittleEndian
+		dev, depth, ino := le.Uint32(raw[8:]), le.Uint32(raw[12:]), le.Uint64(raw[16:])
+		truncated, n := le.Uint32(raw[24:]) != 0, int(le.Uint32(raw[28:]))
+		body := raw[hdr:min(len(raw), hdr+n)]
+		names := make([]string, 0, depth)
+		for len(body) > 0 && len(names) < int(depth) {
+			name, rest, _ := bytes.Cut(body, []byte{0})
+			names = append(names, string(name))
+			body = rest
 		}
-		c.fsPaths[fileKey{ev.Dev, ev.Ino}] = fsPathFromNames(names, ev.Truncated != 0)
+		c.fsPaths[fileKey{dev, ino}] = fsPathFromNames(names, truncated)
 	case evFork, evExec, evExit:
 		var ev bpf.ColdtraceTaskEvent
 		if binary.Read(bytes.NewReader(raw), binary.LittleEndian, &ev) != nil {
@@ -224,10 +278,7 @@ func (c *collector) poll(now uint64) error {
 	ongoingIO := map[fileKey]int64{}
 	var dead []uint32
 
-	var tid uint32
-	var v bpf.ColdtraceThread
-	it := c.p.objs.Threads.Iterate()
-	for it.Next(&tid, &v) {
+	err := readMap(c.p.objs.Threads, c.tidBuf, c.threadBuf, func(tid uint32, v *bpf.ColdtraceThread) {
 		cur := threadTimes{cpu: int64(v.CpuNs), io: int64(v.IowaitNs), runq: int64(v.RunqNs),
 			other: int64(v.OtherNs), miss: int64(v.MissCpuNs)}
 		if v.LastTs != 0 && now > v.LastTs && v.Flags&tfExited == 0 {
@@ -263,18 +314,15 @@ func (c *collector) poll(now uint64) error {
 		if v.Flags&tfExited != 0 && v.Flags&tfOnCPU == 0 {
 			dead = append(dead, tid)
 		}
-	}
-	if err := it.Err(); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("read thread table: %w", err)
 	}
 	for _, tid := range dead {
 		_ = c.p.objs.Threads.Delete(tid)
 	}
 
-	var key bpf.ColdtraceFileKey
-	var fs bpf.ColdtraceFileStats
-	fit := c.p.objs.Files.Iterate()
-	for fit.Next(&key, &fs) {
+	err = readMap(c.p.objs.Files, c.fileKeyBuf, c.fileBuf, func(key bpf.ColdtraceFileKey, fs *bpf.ColdtraceFileStats) {
 		k := fileKey{key.Dev, key.Ino}
 		acc := c.files[k]
 		if acc == nil {
@@ -283,18 +331,18 @@ func (c *collector) poll(now uint64) error {
 			c.fileOrder = append(c.fileOrder, acc)
 		}
 		acc.lastP = int32(fs.LastTgid)
-		cur := fileTimes{accessed: fs.Accessed, missed: fs.Missed, evicted: fs.Evicted,
+		cur := fileTimes{accessed: fs.Accessed, missed: fs.Missed, evicted: fs.Evicted, created: fs.Created,
 			io: int64(fs.IowaitNs) + ongoingIO[k], miss: int64(fs.MissCpuNs)}
 		d := record.FileDelta{File: acc.id, PagesAccessed: subU(cur.accessed, acc.prev.accessed),
 			PagesMissed: subU(cur.missed, acc.prev.missed), PagesEvicted: subU(cur.evicted, acc.prev.evicted),
 			IOWaitNS: sub(cur.io, acc.prev.io), MissCPUNS: sub(cur.miss, acc.prev.miss)}
 		acc.prev = fileTimes{max(acc.prev.accessed, cur.accessed), max(acc.prev.missed, cur.missed),
-			max(acc.prev.evicted, cur.evicted), max(acc.prev.io, cur.io), max(acc.prev.miss, cur.miss)}
+			max(acc.prev.evicted, cur.evicted), max(acc.prev.created, cur.created), max(acc.prev.io, cur.io), max(acc.prev.miss, cur.miss)}
 		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 {
 			sample.Files = append(sample.Files, d)
 		}
-	}
-	if err := fit.Err(); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("read file table: %w", err)
 	}
 	if err := c.readLost(); err != nil {
@@ -373,7 +421,7 @@ func (c *collector) fill(r *record.Record, pageSize int) {
 
 	for _, f := range c.fileOrder {
 		rf := record.File{ID: f.id, Dev: f.key.dev, Ino: f.key.ino,
-			PagesAccessed: f.prev.accessed, PagesMissed: f.prev.missed, PagesEvicted: f.prev.evicted,
+			PagesAccessed: f.prev.accessed, PagesMissed: f.prev.missed, PagesEvicted: f.prev.evicted, PagesCreated: f.prev.created,
 			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss}
 		rf.Path = c.pathOf(f)
 		if size, ok := statMatches(rf.Path, f.key.dev, f.key.ino); ok {

@@ -148,8 +148,8 @@ func Run(ctx context.Context, opts Options) (*record.Record, error) {
 		opts.OnStart(pid)
 	}
 
-	raw := make(chan []byte, 1024)
-	go readEvents(p.events, raw)
+	raw := make(chan []byte, 4096)
+	go readEvents(p.events, 50*time.Millisecond, raw)
 	waited := make(chan *os.ProcessState, 1)
 	go func() {
 		_ = child.cmd.Wait()

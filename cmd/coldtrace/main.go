@@ -28,7 +28,10 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == trace.ShimArg {
 		trace.RunShim()
 	}
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, time.Now()))
+	stop := startSelfProfile()
+	code := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, time.Now())
+	stop()
+	os.Exit(code)
 }
 
 // run dispatches the subcommands and returns the process exit code.
