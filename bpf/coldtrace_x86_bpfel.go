@@ -55,6 +55,9 @@ type ColdtraceTaskEvent struct {
 	Pad      uint32
 	Comm     [16]int8
 	Filename [256]int8
+	ArgsLen  uint32
+	Pad2     uint32
+	Args     [256]int8
 }
 
 type ColdtraceThread struct {

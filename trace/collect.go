@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
@@ -201,11 +202,12 @@ func (c *collector) handleEvent(raw []byte) {
 		}
 		c.fsPaths[fileKey{dev, ino}] = fsPathFromNames(names, truncated)
 	case evFork, evExec, evExit:
-		var ev bpf.ColdtraceTaskEvent
-		if binary.Read(bytes.NewReader(raw), binary.LittleEndian, &ev) != nil {
+		// The record is the struct's bytes (a heap copy, so aligned);
+		// reading it in place is much cheaper than binary.Read.
+		if len(raw) < int(unsafe.Sizeof(bpf.ColdtraceTaskEvent{})) {
 			return
 		}
-		c.handleTask(&ev)
+		c.handleTask((*bpf.ColdtraceTaskEvent)(unsafe.Pointer(&raw[0])))
 	}
 }
 
@@ -235,8 +237,12 @@ func (c *collector) handleTask(ev *bpf.ColdtraceTaskEvent) {
 		if p.ppid == 0 {
 			p.ppid = int32(ev.Ppid)
 		}
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(b) > 0 {
-			p.args = strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		if n := min(int(ev.ArgsLen), len(ev.Args)); n > 0 {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(ev.Args[i])
+			}
+			p.args = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		}
 	case evExit:
 		if p.comm == "" {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -177,8 +178,56 @@ func fileEntry(t *testing.T, s summaryJSON, path string) (accessed, missed uint6
 
 const filePages = 256 << 20 >> 12 // 65,536 pages of 4 KiB
 
+// residentPages counts the pages of path in the page cache (mincore), the
+// ground truth the counts are checked against.
+func residentPages(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
+}
+
+// warmUp reads path until the page cache holds all of it: DAMON may page
+// out idle file pages between two runs on these machines.
+func warmUp(t *testing.T, path string) {
+	t.Helper()
+	for i := 0; i < 3; i++ {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if residentPages(t, path) == (len(data)+os.Getpagesize()-1)/os.Getpagesize() {
+			return
+		}
+	}
+	t.Fatalf("%s does not stay in the page cache", path)
+}
+
 func checkColdWarm(t *testing.T, reader ...string) {
 	path := evictableFile(t, 256<<20)
+	if n := residentPages(t, path); n > filePages/100 {
+		t.Fatalf("after eviction %d pages are still cached", n)
+	}
 	out := filepath.Join(t.TempDir(), "s.json")
 	args := append([]string{"-q", "--json", out, "--"}, reader...)
 	args = append(args, path)
@@ -199,7 +248,11 @@ func checkColdWarm(t *testing.T, reader ...string) {
 	if s.LostEvents != 0 {
 		t.Errorf("cold: %d lost events", s.LostEvents)
 	}
+	if n := residentPages(t, path); uint64(n) < missed*95/100 {
+		t.Errorf("cold run missed %d pages but only %d are cached after it", missed, n)
+	}
 
+	warmUp(t, path)
 	code, _, stderr = coldtrace(t, nil, args...)
 	if code != 0 {
 		t.Fatalf("warm run exit %d: %s", code, stderr)

@@ -1,0 +1,205 @@
+// Command bench measures what coldtrace costs the commands it traces.
+//
+//	sudo go run ./bench -coldtrace bin/coldtrace [-pairs 5] [-json out.json]
+//	sudo go run ./bench -coldtrace bin/coldtrace -smoke
+//
+// Each workload runs untraced (U) and traced (T, `coldtrace -q --json … --
+// CMD`), interleaved U T U T … U: N pairs and a closing untraced run, so
+// every traced run has an untraced run on each side. A traced run's ratio
+// is its wall time over the mean of its two neighbours, which cancels a
+// slow drift of the machine; the table gives the median ratio, its range,
+// and the drift itself (last untraced run against the first).
+//
+// Wall time is the workload's own: the helper program (testdata/bench/
+// work.c) reads CLOCK_MONOTONIC when it starts its work and when it ends,
+// and prints the difference. Traced and untraced runs are timed by the same
+// code over the same span, so the ratio compares like with like: it holds
+// everything coldtrace does to the command while the command runs (probe
+// time in the command's context, coldtrace's polling competing for the two
+// CPUs) and nothing else. coldtrace's own startup (launch → command
+// released) is reported apart, from startup_ns in its JSON summary, and
+// checked against the external view (harness spawn → workload main()).
+//
+// Before each run the harness waits -settle (the machine's free-page
+// reporting returns freed memory to the host about 2 s after it is freed;
+// waiting lets the previous run's frees finish), then sets the page cache
+// (evicts the data file with posix_fadvise(DONTNEED), or makes it fully
+// resident), then launches with a start time -delay ahead: the workload
+// sleeps until that instant, so the delay from eviction to the first read is
+// the same whether coldtrace starts in front of it or not.
+//
+// Others share the machine: each run records the share of the CPUs that
+// other processes used during it (from /proc/stat less the run's own CPU
+// time), and a run where that exceeds -max-bg is repeated (-redos times at
+// most) — the harness waits for a quieter moment rather than average over
+// someone else's build. The first-vs-last untraced drift shows what is
+// left.
+//
+// Workloads (bench/workloads.go, helper testdata/bench/work.c, built with
+// cc at run time; data generated in a temporary directory):
+//
+//	seqread      cold sequential read of 1 GiB, 1 MiB read()s, evicted first
+//	mmap         warm mmap of the same file, one byte per page, 16 times
+//	             (one pass is ~15 ms, too short to time to 2%)
+//	smallfiles   stat+open+fstat+read+close of 20,000 cached 0.5–16 KiB files
+//	forkexec     2,000 fork+exec+wait of true(1), one after the other
+//	ctxswitch    300k pipe round trips between two threads pinned to one
+//	             CPU (~400k switches/s untraced)
+//	groundtruth  sleep 1 s, cold read of 512 MiB, spin ~1 s of fixed work
+//
+// Exit status: 0 when every budget is met (or -smoke, or skipped: not
+// root), 1 when a budget is missed (each miss is named), 2 on errors.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+type options struct {
+	coldtrace string
+	pairs     int
+	warmup    int
+	smoke     bool
+	jsonPath  string
+	only      []string
+	dir       string
+	src       string
+	delay     time.Duration
+	settle    time.Duration
+	bpfStats  string
+	ctArgs    []string
+	maxBg     float64
+	redos     int
+	profDir   string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.coldtrace, "coldtrace", "bin/coldtrace", "the coldtrace binary to measure")
+	fs.IntVar(&o.pairs, "pairs", 5, "untraced/traced pairs per workload (a closing untraced run is added)")
+	fs.IntVar(&o.warmup, "warmup", 1, "untraced runs before the measured ones, discarded (0 with -smoke)")
+	fs.BoolVar(&o.smoke, "smoke", false, "one pair per workload, small sizes, no budget check (for make test)")
+	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `PATH`")
+	only := fs.String("only", "", "comma-separated workloads to run (default all): "+strings.Join(workloadNames, ","))
+	fs.StringVar(&o.dir, "dir", "", "where to create the data files (default $TMPDIR); must not be tmpfs")
+	fs.StringVar(&o.src, "src", "", "testdata/bench directory (default: found from the working directory)")
+	fs.DurationVar(&o.delay, "delay", 400*time.Millisecond, "from setting the page cache to the workload's start, the same traced and untraced; must exceed coldtrace's startup (300ms with -smoke)")
+	fs.DurationVar(&o.settle, "settle", 3*time.Second, "quiet wait before each run (0 with -smoke)")
+	fs.StringVar(&o.bpfStats, "bpf-stats", "auto", "per-program BPF run time from one extra traced run: off, auto (workloads that miss a budget), all")
+	fs.Float64Var(&o.maxBg, "max-bg", 0.25, "repeat a run when other processes used more than this share of the CPUs during it (1: never)")
+	fs.IntVar(&o.redos, "redos", 3, "times a run may be repeated for -max-bg")
+	fs.StringVar(&o.profDir, "profile-dir", "", "with -bpf-stats: also write coldtrace's CPU profile of that run to `DIR`/coldtrace-WORKLOAD.pprof (COLDTRACE_CPUPROFILE)")
+	ctArgs := fs.String("coldtrace-args", "", "extra coldtrace flags, space-separated (e.g. --no-gpu)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if *only != "" {
+		for _, n := range strings.Split(*only, ",") {
+			if !validWorkload(n) {
+				return o, fmt.Errorf("-only: no workload %q (have %s)", n, strings.Join(workloadNames, ","))
+			}
+			o.only = append(o.only, n)
+		}
+	}
+	o.ctArgs = strings.Fields(*ctArgs)
+	if o.smoke {
+		o.pairs = 1
+	}
+	if o.pairs < 1 {
+		return o, fmt.Errorf("-pairs %d: need at least 1", o.pairs)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.smoke {
+		if !set["delay"] {
+			o.delay = 300 * time.Millisecond
+		}
+		if !set["settle"] {
+			o.settle = 0
+		}
+		if !set["warmup"] {
+			o.warmup = 0
+		}
+	}
+	switch o.bpfStats {
+	case "off", "auto", "all":
+	default:
+		return o, fmt.Errorf("-bpf-stats %q: want off, auto or all", o.bpfStats)
+	}
+	if o.smoke {
+		if o.bpfStats == "auto" {
+			o.bpfStats = "off"
+		}
+		o.redos = 0
+	}
+	return o, nil
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 2
+	}
+	if why := cannotRun(); why != "" {
+		if o.smoke {
+			fmt.Fprintf(stdout, "bench: smoke skipped: %s\n", why)
+			return 0
+		}
+		fmt.Fprintf(stderr, "bench: %s\n", why)
+		return 2
+	}
+	res, err := benchmark(o, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: error: %v\n", err)
+		return 2
+	}
+	if o.jsonPath != "" {
+		if err := writeJSON(o.jsonPath, res); err != nil {
+			fmt.Fprintf(stderr, "bench: error: %v\n", err)
+			return 2
+		}
+	}
+	if o.smoke {
+		fmt.Fprintln(stdout, "bench: smoke run, budgets not checked")
+		return 0
+	}
+	if len(res.Misses) > 0 {
+		fmt.Fprintf(stdout, "\nbench: %d budget(s) missed:\n", len(res.Misses))
+		for _, m := range res.Misses {
+			fmt.Fprintf(stdout, "  MISS %s\n", m)
+		}
+		return 1
+	}
+	fmt.Fprintln(stdout, "\nbench: every budget met")
+	return 0
+}
+
+// cannotRun says why coldtrace cannot run on this machine, or "".
+func cannotRun() string {
+	if os.Geteuid() != 0 {
+		return "needs root (coldtrace loads eBPF programs); run it with sudo"
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return "this kernel exposes no BTF (/sys/kernel/btf/vmlinux), which coldtrace needs"
+	}
+	return ""
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestSmoke runs the harness end to end at smoke size (one pair per
+// workload, small files, no budgets), so that it cannot rot unnoticed.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the smoke bench builds and runs coldtrace")
+	}
+	if why := cannotRun(); why != "" {
+		t.Skipf("smoke bench skipped: %s", why)
+	}
+	bin := filepath.Join(t.TempDir(), "coldtrace")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	build := exec.Command(gobin, "build", "-o", bin, "../cmd/coldtrace")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build coldtrace: %v\n%s", err, out)
+	}
+	var out strings.Builder
+	jsonPath := filepath.Join(t.TempDir(), "bench.json")
+	code := run([]string{"-coldtrace", bin, "-smoke", "-json", jsonPath}, &out, &out)
+	t.Log(out.String())
+	if code != 0 {
+		t.Fatalf("bench -smoke exited %d", code)
+	}
+	if _, err := os.Stat(jsonPath); err != nil {
+		t.Errorf("no JSON results: %v", err)
+	}
+	for _, name := range workloadNames {
+		if !strings.Contains(out.String(), name) {
+			t.Errorf("the table lacks %s", name)
+		}
+	}
+}

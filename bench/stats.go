@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// summary is one workload's result.
+type summary struct {
+	*workload
+	// Ratios are each traced run's wall time over the mean of the
+	// untraced runs on either side of it.
+	Ratios      []float64 `json:"ratios"`
+	RatioMedian float64   `json:"ratio_median"`
+	RatioMin    float64   `json:"ratio_min"`
+	RatioMax    float64   `json:"ratio_max"`
+	// DriftPct is the last untraced run against the first, in percent;
+	// SpreadPct the slowest untraced run against the fastest.
+	DriftPct         float64     `json:"untraced_drift_pct"`
+	SpreadPct        float64     `json:"untraced_spread_pct"`
+	UntracedMedianNS int64       `json:"untraced_wall_median_ns"`
+	TracedMedianNS   int64       `json:"traced_wall_median_ns"`
+	StartupMedianNS  int64       `json:"startup_median_ns"`
+	StartupMaxNS     int64       `json:"startup_max_ns"`
+	LaunchExtraNS    int64       `json:"launch_extra_median_ns"` // traced minus untraced spawn → main()
+	CPUMedianNS      int64       `json:"coldtrace_cpu_median_ns"`
+	MaxRSSBytes      uint64      `json:"coldtrace_max_rss_bytes"`
+	EventsSeenMedian uint64      `json:"events_seen_median"`
+	LostEvents       uint64      `json:"lost_events_total"`
+	BgCPUMedian      float64     `json:"bg_cpu_median"`
+	StealMedian      float64     `json:"steal_median"`
+	SwitchRateMedian float64     `json:"untraced_switch_rate_median,omitempty"`
+	Misses           []string    `json:"misses,omitempty"`
+	Warnings         []string    `json:"warnings,omitempty"`
+	Runs             []runResult `json:"runs"`
+	BPF              []progStat  `json:"bpf_programs,omitempty"`
+	BPFWallNS        int64       `json:"bpf_stats_wall_ns,omitempty"`
+	Profile          string      `json:"coldtrace_profile,omitempty"`
+}
+
+func median[T int64 | uint64 | float64](xs []T) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]T(nil), xs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// bracketRatios gives each traced run's wall over the mean of its untraced
+// neighbours in the run order (one neighbour at an end).
+func bracketRatios(runs []runResult) []float64 {
+	var out []float64
+	for i, r := range runs {
+		if r.Kind != "T" {
+			continue
+		}
+		var sum float64
+		n := 0
+		for _, j := range []int{i - 1, i + 1} {
+			if j >= 0 && j < len(runs) && runs[j].Kind == "U" {
+				sum += float64(runs[j].WallNS)
+				n++
+			}
+		}
+		if n == 0 || sum == 0 {
+			continue
+		}
+		out = append(out, float64(r.WallNS)/(sum/float64(n)))
+	}
+	return out
+}
+
+// summarize computes w's figures from its measured runs (U and T, in order).
+func summarize(w *workload, runs []runResult) *summary {
+	s := &summary{workload: w, Runs: runs}
+	s.Ratios = bracketRatios(runs)
+	if len(s.Ratios) > 0 {
+		s.RatioMedian = median(s.Ratios)
+		s.RatioMin, s.RatioMax = math.Inf(1), math.Inf(-1)
+		for _, r := range s.Ratios {
+			s.RatioMin, s.RatioMax = min(s.RatioMin, r), max(s.RatioMax, r)
+		}
+	}
+	var uWall, tWall, uLaunch, tLaunch, startup, cpu []int64
+	var events []uint64
+	var bg, steal, rate []float64
+	var check *uint64
+	for _, r := range runs {
+		bg = append(bg, r.BgCPU)
+		steal = append(steal, r.Steal)
+		if check == nil {
+			check = &r.Check
+		} else if r.Check != *check {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("run %s%d: check value %d differs from %d: the runs did not do the same work", r.Kind, r.Index, r.Check, *check))
+		}
+		if w.File != "" && !w.Cold && r.ResidentAtStart < 0.99 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("run %s%d: only %.0f%% of %s was cached at the start of a warm run", r.Kind, r.Index, 100*r.ResidentAtStart, w.File))
+		}
+		if r.Late {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("run %s%d started after its start time (launch %v > delay): raise -delay", r.Kind, r.Index, time.Duration(r.LaunchNS).Round(time.Millisecond)))
+		}
+		switch r.Kind {
+		case "U":
+			uWall = append(uWall, r.WallNS)
+			uLaunch = append(uLaunch, r.LaunchNS)
+			if r.WallNS > 0 {
+				rate = append(rate, float64(r.Switches)/(float64(r.WallNS)/1e9))
+			}
+		case "T":
+			tWall = append(tWall, r.WallNS)
+			tLaunch = append(tLaunch, r.LaunchNS)
+			if t := r.Trace; t != nil {
+				startup = append(startup, t.StartupNS)
+				cpu = append(cpu, t.CPUNS)
+				events = append(events, t.EventsSeen)
+				s.MaxRSSBytes = max(s.MaxRSSBytes, t.MaxRSSBytes)
+				s.LostEvents += t.LostEvents
+				s.StartupMaxNS = max(s.StartupMaxNS, t.StartupNS)
+				if w.Cold && w.File != "" && t.FileMissed == 0 {
+					s.Warnings = append(s.Warnings, fmt.Sprintf("run T%d: coldtrace saw no page-cache misses on %s, which was evicted", r.Index, w.File))
+				}
+				for _, m := range t.Warnings {
+					s.Warnings = append(s.Warnings, fmt.Sprintf("run T%d: coldtrace: %s", r.Index, m))
+				}
+			}
+		}
+	}
+	if len(uWall) >= 2 {
+		s.DriftPct = 100 * (float64(uWall[len(uWall)-1])/float64(uWall[0]) - 1)
+		lo, hi := uWall[0], uWall[0]
+		for _, v := range uWall {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		s.SpreadPct = 100 * (float64(hi)/float64(lo) - 1)
+	}
+	s.UntracedMedianNS, s.TracedMedianNS = median(uWall), median(tWall)
+	s.StartupMedianNS = median(startup)
+	s.LaunchExtraNS = median(tLaunch) - median(uLaunch)
+	s.CPUMedianNS = median(cpu)
+	s.EventsSeenMedian = median(events)
+	s.BgCPUMedian, s.StealMedian = median(bg), median(steal)
+	if w.MinRate > 0 {
+		s.SwitchRateMedian = median(rate)
+		if s.SwitchRateMedian < w.MinRate {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("untraced ping-pong made %.0fk switches/s, under the %.0fk/s the workload is meant to reach", s.SwitchRateMedian/1e3, w.MinRate/1e3))
+		}
+	}
+	return s
+}
+
+// checkBudgets fills s.Misses with every budget s misses.
+func (s *summary) checkBudgets() {
+	miss := func(format string, a ...any) {
+		s.Misses = append(s.Misses, fmt.Sprintf("%s: ", s.Name)+fmt.Sprintf(format, a...))
+	}
+	if len(s.Ratios) == 0 {
+		miss("no traced run to compare")
+	} else if s.RatioMedian > s.Budget {
+		miss("wall ratio %.3f > %.2f (min %.3f, max %.3f, untraced drift %+.1f%%)", s.RatioMedian, s.Budget, s.RatioMin, s.RatioMax, s.DriftPct)
+	}
+	if time.Duration(s.StartupMedianNS) > startupBudget {
+		miss("startup %v > %v", time.Duration(s.StartupMedianNS).Round(time.Millisecond), startupBudget)
+	}
+	if s.MaxRSSBytes > rssBudget {
+		miss("peak RSS %.1f MiB > %d MiB", float64(s.MaxRSSBytes)/(1<<20), rssBudget>>20)
+	}
+	if s.NoLoss && s.LostEvents > 0 {
+		miss("%d events lost", s.LostEvents)
+	}
+}
