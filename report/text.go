@@ -72,6 +72,8 @@ func WriteText(w io.Writer, r *record.Record, res *attribution.Result, opt TextO
 
 	writeBreakdown(&b, r, res)
 
+	writeGPU(&b, r)
+
 	var jit strings.Builder
 	if err := WriteJITText(&jit, r); err == nil && jit.Len() > 0 {
 		b.WriteString("\n")
@@ -188,5 +190,31 @@ func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Resul
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(b, "  note: %s\n", n)
+	}
+}
+
+// writeGPU writes one line per GPU (utilisation, VRAM before / peak / end,
+// the run's share) and the GPU processes that were not part of the run.
+func writeGPU(b *strings.Builder, r *record.Record) {
+	if r.GPU == nil || r.GPU.Unavailable != "" {
+		return
+	}
+	sums := r.GPU.Summaries()
+	if len(sums) == 0 {
+		return
+	}
+	b.WriteString("\nGPUs\n")
+	for _, g := range sums {
+		share := "run's share unknown"
+		if g.RunSharePct != nil {
+			share = fmt.Sprintf("run's share %.0f%%", *g.RunSharePct)
+		}
+		fmt.Fprintf(b, "  GPU %d %s: util mean %.0f%% peak %d%%, busy %s; VRAM %s before, %s peak, %s at the end; %s\n",
+			g.Index, g.Name, g.UtilMeanPct, g.UtilPeakPct, Duration(g.BusyNS),
+			Bytes(g.VRAMBeforeBytes), Bytes(g.VRAMPeakBytes), Bytes(g.VRAMEndBytes), share)
+	}
+	for _, x := range r.GPU.Interference {
+		fmt.Fprintf(b, "  WARNING: GPU %d was also used by pid %d (%s), not part of this run: peak %s, mean SM util %.0f%%\n",
+			x.Device, x.PID, x.Name, Bytes(x.MemPeakBytes), x.SMUtilMeanPct)
 	}
 }

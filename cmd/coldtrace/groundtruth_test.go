@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,10 +13,11 @@ import (
 
 // phases is what testdata/workloads/groundtruth.c measures of itself.
 type phases struct {
-	SleepNS int64 `json:"sleep_ns"`
-	ReadNS  int64 `json:"read_ns"`
-	SpinNS  int64 `json:"spin_ns"`
-	TotalNS int64 `json:"total_ns"`
+	SleepNS   int64 `json:"sleep_ns"`
+	ReadNS    int64 `json:"read_ns"`
+	SpinNS    int64 `json:"spin_ns"`
+	CompileNS int64 `json:"compile_ns"`
+	TotalNS   int64 `json:"total_ns"`
 }
 
 func runGroundTruth(t *testing.T, mode ...string) (phases, summaryJSON) {
@@ -44,7 +47,8 @@ func runGroundTruth(t *testing.T, mode ...string) (phases, summaryJSON) {
 	if math.Abs(float64(sum-s.WallNS)) > 0.01*float64(s.WallNS) {
 		t.Errorf("breakdown sums to %v, wall is %v", time.Duration(sum), time.Duration(s.WallNS))
 	}
-	t.Logf("workload: sleep %v, read %v, spin %v", time.Duration(ph.SleepNS), time.Duration(ph.ReadNS), time.Duration(ph.SpinNS))
+	t.Logf("workload: sleep %v, read %v, spin %v, compile %v", time.Duration(ph.SleepNS), time.Duration(ph.ReadNS),
+		time.Duration(ph.SpinNS), time.Duration(ph.CompileNS))
 	for _, r := range s.Breakdown {
 		t.Logf("  %-12s %v", r.Category, time.Duration(r.NS))
 	}
@@ -59,16 +63,33 @@ func within(t *testing.T, what string, got, want int64, tol float64) {
 	}
 }
 
-// TestGroundTruthSequential: sleep, cold read, spin, each timed by the
-// workload itself, must come out as other_wait, disk_read and cpu.
+// kernelSource writes a C file that takes the compiler a while: the
+// compile phase of the ground truth.
+func kernelSource(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i < 250; i++ {
+		fmt.Fprintf(&b, "double k%d(double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s += x[i] * %d.5 / (x[(i*%d)%%n] + 1); return s; }\n", i, i, i+7)
+	}
+	path := filepath.Join(t.TempDir(), "kernels.c")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestGroundTruthSequential: sleep, cold read, spin and a compiler run,
+// each timed by the workload itself, must come out as other_wait,
+// disk_read, cpu and jit_compile.
 func TestGroundTruthSequential(t *testing.T) {
 	requireTracing(t)
-	ph, s := runGroundTruth(t)
+	ph, s := runGroundTruth(t, "sequential", kernelSource(t))
 	within(t, "disk_read vs the read phase", s.category("disk_read"), ph.ReadNS, 0.10)
 	within(t, "cpu vs the spin phase", s.category("cpu"), ph.SpinNS, 0.10)
 	within(t, "other_wait vs the sleep phase", s.category("other_wait"), ph.SleepNS, 0.10)
-	if len(s.Phases) < 3 {
-		t.Errorf("phases %+v: want idle, load and cpu phases", s.Phases)
+	within(t, "jit_compile vs the compile phase", s.category("jit_compile"), ph.CompileNS, 0.10)
+	if len(s.Phases) < 4 {
+		t.Errorf("phases %+v: want idle, load, cpu and compile phases", s.Phases)
 	}
 	if !strings.Contains(s.Verdict, "data.bin") {
 		t.Errorf("verdict does not name the file read cold: %q", s.Verdict)

@@ -1,10 +1,11 @@
-/* groundtruth FILE SLEEP_MS SPIN_MS [parallel]
+/* groundtruth FILE SLEEP_MS SPIN_MS [parallel|sequential] [CSOURCE]
  *
  * The attribution ground truth: phases whose lengths the program measures
  * itself and prints as JSON on stdout, so a test can compare coldtrace's
  * breakdown with them. Sequential mode: sleep, a cold read of FILE (the
- * caller evicts it first), a CPU spin. Parallel mode: one thread reads
- * FILE while another spins, then a sleep. */
+ * caller evicts it first), a CPU spin, and, given CSOURCE, a compile of it
+ * by a `cc` subprocess (a JIT cache miss in miniature). Parallel mode: one
+ * thread reads FILE while another spins, then a sleep. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int64_t now_ns(void)
@@ -69,6 +71,8 @@ int main(int argc, char **argv)
 	int64_t sleep_ms = atoll(argv[2]);
 	spin_ns = atoll(argv[3]) * 1000000;
 	int parallel = argc > 4 && strcmp(argv[4], "parallel") == 0;
+	const char *csource = argc > 5 ? argv[5] : NULL;
+	int64_t compile_ns = 0;
 	int64_t start = now_ns();
 	int64_t t0 = now_ns();
 	int64_t slept;
@@ -77,6 +81,21 @@ int main(int argc, char **argv)
 		slept = now_ns() - t0;
 		read_file(NULL);
 		spin(NULL);
+		if (csource) {
+			int64_t c0 = now_ns();
+			pid_t pid = fork();
+			if (pid == 0) {
+				execlp("cc", "cc", "-O2", "-c", csource, "-o", "/dev/null", (char *)NULL);
+				_exit(127);
+			}
+			int status;
+			waitpid(pid, &status, 0);
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+				fprintf(stderr, "cc failed\n");
+				return 1;
+			}
+			compile_ns = now_ns() - c0;
+		}
 	} else {
 		pthread_t r, s;
 		pthread_create(&r, NULL, read_file, NULL);
@@ -87,7 +106,8 @@ int main(int argc, char **argv)
 		usleep(sleep_ms * 1000);
 		slept = now_ns() - t0;
 	}
-	printf("{\"sleep_ns\": %lld, \"read_ns\": %lld, \"spin_ns\": %lld, \"total_ns\": %lld}\n",
-	       (long long)slept, (long long)read_ns, (long long)spun_ns, (long long)(now_ns() - start));
+	printf("{\"sleep_ns\": %lld, \"read_ns\": %lld, \"spin_ns\": %lld, \"compile_ns\": %lld, \"total_ns\": %lld}\n",
+	       (long long)slept, (long long)read_ns, (long long)spun_ns, (long long)compile_ns,
+	       (long long)(now_ns() - start));
 	return 0;
 }
