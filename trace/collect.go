@@ -459,6 +459,14 @@ func (c *collector) pathOf(f *fileAcc) string {
 		}
 	}
 	major, minor := devMajorMinor(f.key.dev)
+	// The page cache of a block device itself (its inode number is its
+	// dev_t) holds filesystem metadata: directories, inodes, the journal.
+	if f.key.ino < 1<<32 {
+		if ms := c.mounts[uint32(f.key.ino)]; len(ms) > 0 {
+			bmaj, bmin := devMajorMinor(uint32(f.key.ino))
+			return fmt.Sprintf("[filesystem metadata of %d:%d, mounted on %s]", bmaj, bmin, ms[0].mountPoint)
+		}
+	}
 	if fsPath, ok := c.fsPaths[f.key]; ok {
 		return fmt.Sprintf("[dev %d:%d]%s", major, minor, fsPath)
 	}

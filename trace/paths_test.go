@@ -125,3 +125,22 @@ func TestCommandEnv(t *testing.T) {
 		t.Errorf("no switch changed the env: %v", got)
 	}
 }
+
+func TestPathOfFallbacks(t *testing.T) {
+	root := kernelDev(254, 0)
+	c := newCollector(nil, mountTable{root: {{dev: root, root: "/", mountPoint: "/"}}})
+	c.fsPaths[fileKey{root, 12}] = "/srv/model.bin"
+	cases := []struct {
+		key  fileKey
+		want string
+	}{
+		{fileKey{root, 12}, "/srv/model.bin"},
+		{fileKey{kernelDev(0, 3), uint64(root)}, "[filesystem metadata of 254:0, mounted on /]"},
+		{fileKey{kernelDev(0, 99), 5}, "[dev 0:99 ino 5]"},
+	}
+	for _, tc := range cases {
+		if got := c.pathOf(&fileAcc{key: tc.key}); got != tc.want {
+			t.Errorf("pathOf(%v) = %q, want %q", tc.key, got, tc.want)
+		}
+	}
+}
