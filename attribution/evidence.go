@@ -98,7 +98,7 @@ func share(part, whole int64) float64 {
 
 func (a *analyzer) breakdown() []Row {
 	rows := make([]Row, numCategories)
-	pcts := largestRemainder(func() []float64 {
+	pcts := Apportion(func() []float64 {
 		w := make([]float64, numCategories)
 		for i, v := range a.total {
 			w[i] = float64(v)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coldtrace/coldtrace/compilers"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -270,20 +271,20 @@ func TestLargestRemainder(t *testing.T) {
 		{[]float64{2, 1}, 0, []int64{0, 0}},
 		{nil, 5, []int64{}},
 	} {
-		if got := largestRemainder(c.w, c.total); !slices.Equal(got, c.want) {
-			t.Errorf("largestRemainder(%v, %d) = %v, want %v", c.w, c.total, got, c.want)
+		if got := Apportion(c.w, c.total); !slices.Equal(got, c.want) {
+			t.Errorf("Apportion(%v, %d) = %v, want %v", c.w, c.total, got, c.want)
 		}
 	}
 }
 
 func TestCompilerNames(t *testing.T) {
-	m := newCompilerMatcher([]string{"my-jit"})
+	m := compilers.New([]string{"my-jit"})
 	for name, want := range map[string]bool{
 		"ptxas": true, "cc1plus": true, "gcc-13": true, "clang++-18": true,
 		"x86_64-linux-gnu-g++": true, "x86_64-linux-gnu-gcc-13": true, "my-jit": true,
 		"python3": false, "clang-format": false, "bash": false, "": false, "ccache-x": false,
 	} {
-		if got := m.match(name); got != want {
+		if got := m.Match(name); got != want {
 			t.Errorf("match(%q) = %v", name, got)
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"path"
 	"slices"
 	"sort"
-	"strings"
 
+	"github.com/coldtrace/coldtrace/compilers"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -28,68 +28,6 @@ func union(spans []span) []span {
 
 // ---- compilers ----
 
-// builtinCompilers are the compiler, assembler, linker and build-driver
-// programs whose processes (and descendants) count as jit_compile.
-var builtinCompilers = []string{
-	"ptxas", "nvcc", "cicc", "cudafe++", "nvlink", "fatbinary",
-	"gcc", "g++", "cc", "c++", "cc1", "cc1plus", "cc1obj", "collect2", "as",
-	"ld", "ld.lld", "ld.gold", "ld.bfd", "lld", "clang", "clang++",
-	"ninja", "rustc",
-}
-
-// compilerMatcher says whether a program name is a compiler.
-type compilerMatcher map[string]bool
-
-func newCompilerMatcher(extra []string) compilerMatcher {
-	m := compilerMatcher{}
-	for _, n := range builtinCompilers {
-		m[n] = true
-	}
-	for _, n := range extra {
-		if n != "" {
-			m[n] = true
-		}
-	}
-	return m
-}
-
-// match accepts the names in the set, versioned names ("gcc-13",
-// "clang++-18") and target-prefixed ones ("x86_64-linux-gnu-g++-13").
-func (m compilerMatcher) match(name string) bool {
-	if name == "" {
-		return false
-	}
-	if m[name] {
-		return true
-	}
-	// Strip a trailing version: "-13", "-18.1".
-	if i := strings.LastIndexByte(name, '-'); i > 0 && isVersion(name[i+1:]) {
-		name = name[:i]
-		if m[name] {
-			return true
-		}
-	}
-	// A target prefix: keep the last dash-separated word (g++ in
-	// x86_64-linux-gnu-g++). "as" and "ld" qualify only with a prefix
-	// that looks like a target triple, so "ld" style names stay exact.
-	if i := strings.LastIndexByte(name, '-'); i > 0 && strings.Count(name[:i], "-") >= 1 {
-		return m[name[i+1:]]
-	}
-	return false
-}
-
-func isVersion(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && c != '.' {
-			return false
-		}
-	}
-	return true
-}
-
 // findCompilers maps every process that is a compiler, or descends from
 // one, to the name its compile time is filed under: its own comm (so the
 // evidence says "cc1", "as", "ld" under a gcc). JIT windows, whatever
@@ -101,7 +39,7 @@ func findCompilers(r *record.Record, extra []string) map[int32]string {
 			names = append(names, c.Name)
 		}
 	}
-	m := newCompilerMatcher(names)
+	m := compilers.New(names)
 	byPID := make(map[int32]*record.Process, len(r.Processes))
 	for i := range r.Processes {
 		p := &r.Processes[i]
@@ -110,7 +48,7 @@ func findCompilers(r *record.Record, extra []string) map[int32]string {
 		}
 	}
 	isRoot := func(p *record.Process) bool {
-		return m.match(p.Comm) || (p.Exe != "" && m.match(path.Base(p.Exe)))
+		return m.Match(p.Comm) || (p.Exe != "" && m.Match(path.Base(p.Exe)))
 	}
 	out := map[int32]string{}
 	for pid, p := range byPID {

@@ -68,14 +68,22 @@ func (t *tally[K]) spread(dst *tally[K], amount int64) {
 // largest remainder (ties to the earlier key). It returns one value per
 // key, in key order.
 func (t *tally[K]) allot(total int64) []int64 {
-	return largestRemainder(t.vals, total)
+	return Apportion(t.vals, total)
 }
 
-// largestRemainder splits total over weights in proportion, in integers
-// summing exactly to total; leftover units go to the largest fractional
-// parts, ties to the earlier index.
-func largestRemainder(weights []float64, total int64) []int64 {
+// Apportion splits total over weights in proportion, in integers summing
+// exactly to total; leftover units go to the largest fractional parts,
+// ties to the earlier index. With no positive weight it returns zeros; a
+// negative total is split as its magnitude, negated. The renderers use it
+// too, so every view of a run adds up to the same nanoseconds.
+func Apportion(weights []float64, total int64) []int64 {
 	out := make([]int64, len(weights))
+	if total < 0 {
+		for i, v := range Apportion(weights, -total) {
+			out[i] = -v
+		}
+		return out
+	}
 	var s float64
 	for _, w := range weights {
 		if w > 0 {

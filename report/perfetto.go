@@ -329,7 +329,7 @@ func (tb *tlBuilder) threads(groups []tlInterval) {
 				for i, st := range states {
 					w[i] = float64(st.ns)
 				}
-				for i, v := range apportion(w, length) {
+				for i, v := range attribution.Apportion(w, length) {
 					states[i].ns = v
 				}
 			}

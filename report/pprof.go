@@ -210,7 +210,7 @@ func (b *ppBuilder) row(row *attribution.Row, subjects []ppSubject, procs []ppPr
 	}
 
 	if len(subjects) == 0 {
-		ns := apportion(ppProcWeights(procs), row.NS)
+		ns := attribution.Apportion(ppProcWeights(procs), row.NS)
 		var given int64
 		for i := range procs {
 			leaf([]ppFrame{cat}, nil, &procs[i], ns[i], 0)
@@ -230,7 +230,7 @@ func (b *ppBuilder) row(row *attribution.Row, subjects []ppSubject, procs []ppPr
 		for i, s := range subjects {
 			w[i] = float64(s.ns)
 		}
-		ns := apportion(w, row.NS)
+		ns := attribution.Apportion(w, row.NS)
 		for i := range subjects {
 			subjects[i].ns = ns[i]
 		}
@@ -243,8 +243,8 @@ func (b *ppBuilder) row(row *attribution.Row, subjects []ppSubject, procs []ppPr
 	m := ppFit(subjects, procs)
 	for si, s := range subjects {
 		stack := []ppFrame{cat, s.frame}
-		ns := apportion(m[si], s.ns)
-		bs := apportion(m[si], s.bytes)
+		ns := attribution.Apportion(m[si], s.ns)
+		bs := attribution.Apportion(m[si], s.bytes)
 		var gns, gbs int64
 		for pi := range procs {
 			leaf(stack, s.labels, &procs[pi], ns[pi], bs[pi])
@@ -603,56 +603,6 @@ func ppPriorProcs(subjects []ppSubject, procs []ppProc, pi *ppProcIndex) []ppPro
 		procs = append(procs, ppProc{pid: pid, comm: pi.name(pid)})
 	}
 	return procs
-}
-
-// apportion splits total over weights in proportion, in integers summing
-// exactly to total (largest remainder, ties to the earlier index). With no
-// positive weight it returns zeros. A negative total is split as its
-// magnitude, negated.
-func apportion(weights []float64, total int64) []int64 {
-	out := make([]int64, len(weights))
-	if total < 0 {
-		for i, v := range apportion(weights, -total) {
-			out[i] = -v
-		}
-		return out
-	}
-	var s float64
-	for _, w := range weights {
-		if w > 0 {
-			s += w
-		}
-	}
-	if total == 0 || s <= 0 {
-		return out
-	}
-	frac := make([]float64, len(weights))
-	order := make([]int, 0, len(weights))
-	var given int64
-	for i, w := range weights {
-		if w <= 0 {
-			continue
-		}
-		exact := float64(total) * w / s
-		f := math.Floor(exact)
-		out[i] = int64(f)
-		frac[i] = exact - f
-		given += out[i]
-		order = append(order, i)
-	}
-	sort.SliceStable(order, func(a, b int) bool { return frac[order[a]] > frac[order[b]] })
-	for n := 0; given < total; n++ {
-		out[order[n%len(order)]]++
-		given++
-	}
-	for n := len(order) - 1; given > total; n-- {
-		i := order[(n%len(order)+len(order))%len(order)]
-		if out[i] > 0 {
-			out[i]--
-			given--
-		}
-	}
-	return out
 }
 
 func mergeLabels(a, b map[string]string) map[string]string {

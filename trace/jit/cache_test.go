@@ -302,7 +302,7 @@ func TestInductorWorkers(t *testing.T) {
 		{PID: 3, PPID: 2, Comm: "python", StartNS: 6, EndNS: 80, Exited: true, CPUNS: 50},
 		{PID: 4, PPID: 3, Comm: "g++", StartNS: 10, EndNS: 20, Exited: true, CPUNS: 9},
 	}
-	list, windows, runs := compilers(newProcTree(procs, 100), NewMatcher(nil, nil))
+	list, windows, runs := compilerRuns(newProcTree(procs, 100), NewMatcher(nil, nil))
 	if len(runs) != 1 || runs[0].pid != 2 || runs[0].span != (span{5, 90}) {
 		t.Errorf("runs %+v", runs)
 	}

@@ -46,7 +46,7 @@ type Config struct {
 	// taken relative to Cwd.
 	CacheDirs []string
 	Cwd       string
-	// Compilers are compiler names beside DefaultCompilers;
+	// Compilers are compiler names beside the shared compiler list;
 	// ArgCompilers replace DefaultArgCompilers when not nil.
 	Compilers    []string
 	ArgCompilers []ArgCompiler
@@ -403,7 +403,7 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 	cs.finish()
 
 	tree := newProcTree(in.Processes, in.WallNS)
-	comps, windows, runs := compilers(tree, c.matcher)
+	comps, windows, runs := compilerRuns(tree, c.matcher)
 
 	// In-process compile time of each filled miss, less that of the
 	// misses nested in it on the same thread.

@@ -1,6 +1,8 @@
 package jit
 
 import (
+	"github.com/coldtrace/coldtrace/compilers"
+
 	"path"
 	"sort"
 	"strings"
@@ -30,63 +32,26 @@ func unionLen(spans []span) int64 {
 	return total + max(0, cur.end-cur.start)
 }
 
-// Matcher says which processes are compilers.
+// Matcher says which processes are compilers: by program name (shared
+// with the attribution engine) or, for interpreter-run compile workers, by
+// argument.
 type Matcher struct {
-	names map[string]bool
+	names compilers.Matcher
 	args  []ArgCompiler
 }
 
-// NewMatcher matches DefaultCompilers and extra by name and args by
+// NewMatcher matches compilers.Default and extra by name and args by
 // argument (DefaultArgCompilers when nil).
 func NewMatcher(extra []string, args []ArgCompiler) *Matcher {
-	m := &Matcher{names: map[string]bool{}, args: args}
+	m := &Matcher{names: compilers.New(extra), args: args}
 	if args == nil {
 		m.args = DefaultArgCompilers
-	}
-	for _, n := range DefaultCompilers {
-		m.names[n] = true
-	}
-	for _, n := range extra {
-		if n = strings.TrimSpace(n); n != "" {
-			m.names[n] = true
-		}
 	}
 	return m
 }
 
-// MatchName accepts the names in the set, versioned names ("gcc-13",
-// "clang++-18") and target-prefixed ones ("x86_64-linux-gnu-g++-13"),
-// as the attribution engine does.
-func (m *Matcher) MatchName(name string) bool {
-	if name == "" {
-		return false
-	}
-	if m.names[name] {
-		return true
-	}
-	if i := strings.LastIndexByte(name, '-'); i > 0 && isVersion(name[i+1:]) {
-		name = name[:i]
-		if m.names[name] {
-			return true
-		}
-	}
-	if i := strings.LastIndexByte(name, '-'); i > 0 && strings.Count(name[:i], "-") >= 1 {
-		return m.names[name[i+1:]]
-	}
-	return false
-}
-
-func isVersion(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && c != '.' {
-			return false
-		}
-	}
-	return true
-}
+// MatchName reports whether name is a compiler program.
+func (m *Matcher) MatchName(name string) bool { return m.names.Match(name) }
 
 // compilerName is the name p's compile time is filed under (its comm,
 // like the attribution engine), and whether it was matched by argument.
@@ -195,7 +160,7 @@ func (t *procTree) isAncestor(anc, pid int32) bool {
 // per topmost compiler (and per process of an argument-matched worker
 // subtree, which the attribution engine cannot recognise by name), and
 // the topmost runs for assigning compile time to cache misses.
-func compilers(t *procTree, m *Matcher) ([]record.Compiler, []record.JITWindow, []compilerRun) {
+func compilerRuns(t *procTree, m *Matcher) ([]record.Compiler, []record.JITWindow, []compilerRun) {
 	type info struct {
 		name   string
 		byArgs bool

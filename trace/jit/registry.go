@@ -237,17 +237,6 @@ var Registry = []Spec{
 	},
 }
 
-// DefaultCompilers are the compiler, assembler, linker and build-driver
-// programs whose processes count as compiler runs. Names match exactly,
-// with a version suffix ("gcc-13") or with a target prefix
-// ("x86_64-linux-gnu-g++").
-var DefaultCompilers = []string{
-	"ptxas", "nvcc", "cicc", "cudafe++", "nvlink", "fatbinary",
-	"gcc", "g++", "cc", "c++", "cc1", "cc1plus", "cc1obj", "collect2", "lto1", "lto-wrapper", "as",
-	"ld", "ld.lld", "ld.gold", "ld.bfd", "ld.mold", "mold", "lld", "clang", "clang++",
-	"ninja", "rustc",
-}
-
 // ArgCompiler names a compiler process by its arguments, for compile
 // workers that are interpreters (Inductor's pool is `python
 // …/_inductor/compile_worker/__main__.py`).

@@ -1,0 +1,67 @@
+// Package compilers knows which programs are compilers: the tracer files
+// their processes as compile work and the attribution engine counts their
+// time as jit_compile, so both must agree on the names.
+package compilers
+
+import "strings"
+
+// Default are the compiler, assembler, linker and build-driver programs
+// whose processes (and descendants) are compile work.
+var Default = []string{
+	"ptxas", "nvcc", "cicc", "cudafe++", "nvlink", "fatbinary",
+	"gcc", "g++", "cc", "c++", "cc1", "cc1plus", "cc1obj", "collect2", "lto1", "lto-wrapper", "as",
+	"ld", "ld.lld", "ld.gold", "ld.bfd", "ld.mold", "mold", "lld", "clang", "clang++",
+	"ninja", "rustc",
+}
+
+// Matcher says whether a program name is a compiler.
+type Matcher map[string]bool
+
+// New matches Default and extra.
+func New(extra []string) Matcher {
+	m := Matcher{}
+	for _, n := range Default {
+		m[n] = true
+	}
+	for _, n := range extra {
+		if n = strings.TrimSpace(n); n != "" {
+			m[n] = true
+		}
+	}
+	return m
+}
+
+// Match accepts the names in the set, versioned names ("gcc-13",
+// "clang++-18") and target-prefixed ones ("x86_64-linux-gnu-g++-13").
+// "as" and "ld" match with a prefix only when it looks like a target
+// triple (two dashes or more), so names like "my-ld" stay unmatched.
+func (m Matcher) Match(name string) bool {
+	if name == "" {
+		return false
+	}
+	if m[name] {
+		return true
+	}
+	if i := strings.LastIndexByte(name, '-'); i > 0 && isVersion(name[i+1:]) {
+		name = name[:i]
+		if m[name] {
+			return true
+		}
+	}
+	if i := strings.LastIndexByte(name, '-'); i > 0 && strings.Count(name[:i], "-") >= 1 {
+		return m[name[i+1:]]
+	}
+	return false
+}
+
+func isVersion(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && c != '.' {
+			return false
+		}
+	}
+	return true
+}
