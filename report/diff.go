@@ -563,7 +563,7 @@ func (d *Diff) detail(c DiffCategory) string {
 		for _, k := range d.Caches {
 			switch {
 			case less && k.BecameHits > 0:
-				parts = append(parts, fmt.Sprintf("%s %s %s cache hits", diffCount(k.BecameHits), k.Name, plural(k.BecameHits, "kernel was a", "kernels were")))
+				parts = append(parts, fmt.Sprintf("%s %s %s", diffCount(k.BecameHits), k.Name, plural(k.BecameHits, "kernel was a cache hit", "kernels were cache hits")))
 			case !less && k.BMisses > k.AMisses:
 				parts = append(parts, fmt.Sprintf("%s more %s cache %s", diffCount(k.BMisses-k.AMisses), k.Name, plural(k.BMisses-k.AMisses, "miss", "misses")))
 			}
