@@ -78,6 +78,26 @@ struct {
 	__type(value, struct task_event); /* names the type for bpf2go */
 } events SEC(".maps");
 
+/* Slots of threads that are gone, pushed by user space once it has read
+ * their last counters; fork takes one before growing next_slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, MAX_THREADS);
+	__type(value, __u32);
+} free_slots SEC(".maps");
+
+/* Fresh slots: CPU c hands out 1 + c, 1 + c + ncpus, ... (slot 0 is the
+ * seed's, written by user space), counting in its own element, so no
+ * atomic is needed. User space reads the arrays up to the largest. */
+const volatile __u32 ncpus = 1;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} next_slot SEC(".maps");
+
 /* Scratch space to build a path event in: too big for the BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -107,28 +127,31 @@ static __always_inline struct file_stats *file_get(struct file_key *key, bool cr
 	return bpf_map_lookup_elem(&files, key);
 }
 
-/* Charge on-CPU kernel time since the mark to page-cache filling. */
-static __always_inline void charge_miss(struct thread *t, __u64 now)
+/* Charge on-CPU kernel time since the mark to page-cache filling. th is
+ * s's slot when the caller has it, else NULL. */
+static __always_inline void charge_miss(struct tstate *s, struct thread *th, __u64 now)
 {
-	if (now <= t->mark_ts)
+	if (now <= s->mark_ts)
 		return;
-	__u64 d = now - t->mark_ts;
-	t->mark_ts = now;
-	t->miss_cpu_ns += d;
-	if (t->cur.ino) {
-		struct file_stats *fs = file_get(&t->cur, false);
+	__u64 d = now - s->mark_ts;
+	s->mark_ts = now;
+	if (!th)
+		th = slot_thread(s);
+	if (th)
+		th->miss_cpu_ns += d;
+	if (s->cur.ino) {
+		struct file_stats *fs = file_get(&s->cur, false);
 		if (fs)
 			__sync_fetch_and_add(&fs->miss_cpu_ns, d);
 	}
 }
 
-static __always_inline void begin_entry(struct thread *t, __u32 kind)
+static __always_inline void begin_entry(struct tstate *s, __u32 kind)
 {
-	t->flags &= ~(TF_IN_SYSCALL | TF_IN_FAULT | TF_MISSED | TF_WRITE);
-	t->flags |= kind;
-	t->mark_ts = bpf_ktime_get_ns();
-	t->cur.dev = 0;
-	t->cur.ino = 0;
+	s->flags = kind;
+	s->mark_ts = bpf_ktime_get_ns();
+	s->cur.dev = 0;
+	s->cur.ino = 0;
 }
 
 /* x86_64 syscalls that write file data: pages they insert into the page
@@ -153,33 +176,31 @@ static __always_inline bool writes_files(long id)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 {
-	struct thread *t = current_thread();
-	if (!t)
+	struct tstate *s = current_state();
+	if (!s)
 		return 0;
-	begin_entry(t, TF_IN_SYSCALL);
-	if (writes_files(id))
-		t->flags |= TF_WRITE;
+	begin_entry(s, writes_files(id) ? TF_IN_SYSCALL | TF_WRITE : TF_IN_SYSCALL);
 	return 0;
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
-	struct thread *t = current_thread();
-	if (!t)
+	struct tstate *s = current_state();
+	if (!s)
 		return 0;
-	if ((t->flags & (TF_IN_SYSCALL | TF_MISSED)) == (TF_IN_SYSCALL | TF_MISSED))
-		charge_miss(t, bpf_ktime_get_ns());
-	t->flags &= ~(TF_IN_SYSCALL | TF_MISSED | TF_WRITE);
+	if ((s->flags & (TF_IN_SYSCALL | TF_MISSED)) == (TF_IN_SYSCALL | TF_MISSED))
+		charge_miss(s, NULL, bpf_ktime_get_ns());
+	s->flags &= ~(TF_IN_SYSCALL | TF_MISSED | TF_WRITE);
 	return 0;
 }
 
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(on_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	struct thread *t = current_thread();
-	if (t)
-		begin_entry(t, TF_IN_FAULT);
+	struct tstate *s = current_state();
+	if (s)
+		begin_entry(s, TF_IN_FAULT);
 	return 0;
 }
 
@@ -257,8 +278,7 @@ static __always_inline bool same_file(struct file_key *a, struct file_key *b)
 
 static __always_inline void on_access(struct address_space *mapping, __u64 lo, __u64 hi)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct tstate *t = current_state();
 	if (!t)
 		return;
 	struct inode *inode = BPF_CORE_READ(mapping, host);
@@ -320,7 +340,7 @@ struct filemap_folio_args {
 SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
 int on_add_to_cache(struct filemap_folio_args *ctx)
 {
-	struct thread *t = current_thread();
+	struct tstate *t = current_state();
 	if (!t)
 		return 0;
 	struct file_key key = {};
@@ -350,7 +370,7 @@ int on_add_to_cache(struct filemap_folio_args *ctx)
 	t->cur = key;
 	t->flags |= TF_MISSED;
 	if (t->flags & (TF_IN_SYSCALL | TF_IN_FAULT))
-		charge_miss(t, bpf_ktime_get_ns());
+		charge_miss(t, NULL, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -366,39 +386,47 @@ int on_delete_from_cache(struct filemap_folio_args *ctx)
 	return 0;
 }
 
+#define TASK_DEAD_ 0x80 /* TASK_DEAD: prev's last switch out */
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 tid = BPF_CORE_READ(prev, pid);
-	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
-	if (t) {
+	struct tstate *s = task_state(prev);
+	struct thread *t = s ? slot_thread(s) : NULL;
+	if (s && t) {
 		if ((t->flags & TF_ON_CPU) && now > t->last_ts)
 			t->cpu_ns += now - t->last_ts;
 		bool iowait = BPF_CORE_READ_BITFIELD_PROBED(prev, in_iowait);
 		/* The time leading up to an I/O block inside a fault or a
 		 * syscall, and the time before a preemption inside a syscall
 		 * that already missed, are page-cache filling. */
-		if (iowait && (t->flags & (TF_IN_SYSCALL | TF_IN_FAULT))) {
-			t->flags |= TF_MISSED;
-			charge_miss(t, now);
-		} else if ((t->flags & (TF_IN_SYSCALL | TF_MISSED)) == (TF_IN_SYSCALL | TF_MISSED)) {
-			charge_miss(t, now);
+		if (iowait && (s->flags & (TF_IN_SYSCALL | TF_IN_FAULT))) {
+			s->flags |= TF_MISSED;
+			charge_miss(s, t, now);
+		} else if ((s->flags & (TF_IN_SYSCALL | TF_MISSED)) == (TF_IN_SYSCALL | TF_MISSED)) {
+			charge_miss(s, t, now);
 		}
-		t->flags &= ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE);
+		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE);
 		if (iowait) {
-			t->flags |= TF_OUT_IOWAIT;
-			t->wait_file = t->cur;
+			f |= TF_OUT_IOWAIT;
+			t->wait_file = s->cur;
 		} else if (preempt || prev_state == 0) {
-			t->flags |= TF_OUT_RUNNABLE;
+			f |= TF_OUT_RUNNABLE;
 		}
 		t->last_ts = now;
 		t->switches++;
+		/* Written last: once user space sees TF_DEAD it reads the final
+		 * counters and recycles the slot. */
+		asm volatile("" ::: "memory");
+		if (prev_state & TASK_DEAD_)
+			f |= TF_DEAD;
+		t->flags = f;
 	}
 
-	tid = BPF_CORE_READ(next, pid);
-	t = bpf_map_lookup_elem(&threads, &tid);
-	if (t) {
+	s = task_state(next);
+	t = s ? slot_thread(s) : NULL;
+	if (s && t) {
 		if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts) {
 			__u64 d = now - t->last_ts;
 			if (t->flags & TF_OUT_IOWAIT) {
@@ -414,10 +442,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				t->other_ns += d;
 			}
 		}
-		t->flags &= ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE);
-		t->flags |= TF_ON_CPU;
+		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE)) | TF_ON_CPU;
 		t->last_ts = now;
-		t->mark_ts = now;
+		s->mark_ts = now;
 	}
 	return 0;
 }
@@ -430,18 +457,37 @@ static __always_inline void fill_comm(char *dst, struct task_struct *task)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptid = BPF_CORE_READ(parent, pid);
-	struct thread *pt = bpf_map_lookup_elem(&threads, &ptid);
-	if (!pt)
+	if (!task_state(parent))
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	__u32 ctid = BPF_CORE_READ(child, pid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u32 slot;
+	if (bpf_map_pop_elem(&free_slots, &slot)) {
+		__u32 zero = 0;
+		__u32 *n = bpf_map_lookup_elem(&next_slot, &zero);
+		if (!n)
+			return 0;
+		slot = 1 + *n * ncpus + bpf_get_smp_processor_id();
+		*n += 1;
+	}
+	struct thread *t = bpf_map_lookup_elem(&threads, &slot);
+	if (!t) {
+		count_lost(LOST_THREADS);
+		return 0;
+	}
 	struct thread nt = {};
+	nt.tid = ctid;
 	nt.tgid = ctgid;
 	nt.flags = TF_OUT_RUNNABLE; /* created runnable, waiting for a CPU */
 	nt.last_ts = now;
-	if (bpf_map_update_elem(&threads, &ctid, &nt, BPF_ANY)) {
+	*t = nt;
+	struct tstate ns = {};
+	ns.slot = slot;
+	ns.tgid = ctgid;
+	if (!bpf_task_storage_get(&task_states, child, &ns, BPF_LOCAL_STORAGE_GET_F_CREATE)) {
+		t->tid = 0;
+		bpf_map_push_elem(&free_slots, &slot, 0);
 		count_lost(LOST_THREADS);
 		return 0;
 	}
@@ -469,22 +515,11 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
-	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t && (__u32)old_pid != tid) {
-		/* exec from a non-leader thread: it takes over the leader's pid */
-		__u32 old = old_pid;
-		struct thread *ot = bpf_map_lookup_elem(&threads, &old);
-		if (ot) {
-			struct thread copy = *ot;
-			if (bpf_map_update_elem(&threads, &tid, &copy, BPF_ANY))
-				count_lost(LOST_THREADS);
-			bpf_map_delete_elem(&threads, &old);
-			t = bpf_map_lookup_elem(&threads, &tid);
-		}
-	}
-	if (!t)
+	/* Task storage follows the task_struct, so a non-leader thread that
+	 * execs (and takes over the leader's pid) keeps its state and slot. */
+	if (!task_state(p))
 		return 0;
+	__u32 tid = BPF_CORE_READ(p, pid);
 	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
 		count_lost(LOST_RINGBUF);
@@ -516,10 +551,11 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
-	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct tstate *s = task_state(p);
+	struct thread *t = s ? slot_thread(s) : NULL;
 	if (!t)
 		return 0;
+	__u32 tid = BPF_CORE_READ(p, pid);
 	t->flags |= TF_EXITED;
 	if (!group_dead)
 		return 0;

@@ -62,15 +62,12 @@ type ColdtraceTaskEvent struct {
 
 type ColdtraceThread struct {
 	_         structs.HostLayout
+	Tid       uint32
 	Tgid      uint32
 	Flags     uint32
+	Pad       uint32
 	LastTs    uint64
-	MarkTs    uint64
-	Cur       ColdtraceFileKey
 	WaitFile  ColdtraceFileKey
-	RaFile    ColdtraceFileKey
-	RaLo      uint64
-	RaHi      uint64
 	CpuNs     uint64
 	IowaitNs  uint64
 	RunqNs    uint64
@@ -79,14 +76,30 @@ type ColdtraceThread struct {
 	Switches  uint64
 }
 
+type ColdtraceTstate struct {
+	_      structs.HostLayout
+	Slot   uint32
+	Flags  uint32
+	Tgid   uint32
+	Pad    uint32
+	MarkTs uint64
+	Cur    ColdtraceFileKey
+	RaFile ColdtraceFileKey
+	RaLo   uint64
+	RaHi   uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	ColdtraceMapEvents             = "events"
 	ColdtraceMapFiles              = "files"
+	ColdtraceMapFreeSlots          = "free_slots"
 	ColdtraceMapLost               = "lost"
+	ColdtraceMapNextSlot           = "next_slot"
 	ColdtraceMapPathScratch        = "path_scratch"
+	ColdtraceMapTaskStates         = "task_states"
 	ColdtraceMapThreads            = "threads"
 	ColdtraceProgOnAddToCache      = "on_add_to_cache"
 	ColdtraceProgOnDeleteFromCache = "on_delete_from_cache"
@@ -100,6 +113,7 @@ const (
 	ColdtraceProgOnSwitch          = "on_switch"
 	ColdtraceProgOnSysEnter        = "on_sys_enter"
 	ColdtraceProgOnSysExit         = "on_sys_exit"
+	ColdtraceVarNcpus              = "ncpus"
 )
 
 // LoadColdtrace returns the embedded CollectionSpec for Coldtrace.
@@ -164,8 +178,11 @@ type ColdtraceProgramSpecs struct {
 type ColdtraceMapSpecs struct {
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	Files       *ebpf.MapSpec `ebpf:"files"`
+	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
 	Lost        *ebpf.MapSpec `ebpf:"lost"`
+	NextSlot    *ebpf.MapSpec `ebpf:"next_slot"`
 	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
+	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
 	Threads     *ebpf.MapSpec `ebpf:"threads"`
 }
 
@@ -173,6 +190,7 @@ type ColdtraceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ColdtraceVariableSpecs struct {
+	Ncpus *ebpf.VariableSpec `ebpf:"ncpus"`
 }
 
 // ColdtraceObjects contains all objects after they have been loaded into the kernel.
@@ -197,8 +215,11 @@ func (o *ColdtraceObjects) Close() error {
 type ColdtraceMaps struct {
 	Events      *ebpf.Map `ebpf:"events"`
 	Files       *ebpf.Map `ebpf:"files"`
+	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
 	Lost        *ebpf.Map `ebpf:"lost"`
+	NextSlot    *ebpf.Map `ebpf:"next_slot"`
 	PathScratch *ebpf.Map `ebpf:"path_scratch"`
+	TaskStates  *ebpf.Map `ebpf:"task_states"`
 	Threads     *ebpf.Map `ebpf:"threads"`
 }
 
@@ -206,8 +227,11 @@ func (m *ColdtraceMaps) Close() error {
 	return _ColdtraceClose(
 		m.Events,
 		m.Files,
+		m.FreeSlots,
 		m.Lost,
+		m.NextSlot,
 		m.PathScratch,
+		m.TaskStates,
 		m.Threads,
 	)
 }
@@ -216,6 +240,7 @@ func (m *ColdtraceMaps) Close() error {
 //
 // It can be passed to LoadColdtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ColdtraceVariables struct {
+	Ncpus *ebpf.Variable `ebpf:"ncpus"`
 }
 
 // ColdtracePrograms contains all programs after they have been loaded into the kernel.

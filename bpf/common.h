@@ -12,14 +12,17 @@
 #define MAX_THREADS 65536
 #define MAX_FILES 65536
 
-/* thread.flags */
+/* thread.flags (published, in the threads array) */
 #define TF_ON_CPU       (1u << 0)
 #define TF_OUT_IOWAIT   (1u << 1)
 #define TF_OUT_RUNNABLE (1u << 2)
+#define TF_EXITED       (1u << 6)
+#define TF_DEAD         (1u << 8) /* switched out for the last time: the slot may be reused */
+
+/* tstate.flags (the current kernel entry, task storage only) */
 #define TF_IN_SYSCALL   (1u << 3)
 #define TF_IN_FAULT     (1u << 4)
 #define TF_MISSED       (1u << 5) /* the current kernel entry filled the page cache */
-#define TF_EXITED       (1u << 6)
 #define TF_WRITE        (1u << 7) /* the current syscall writes files: its insertions are new pages */
 
 /* indices into the lost counters */
@@ -37,21 +40,42 @@ struct file_key {
 	__u64 ino;
 };
 
-/* One traced thread. Its presence in the threads map is what "tracked"
- * means: fork copies it to the child, user space seeds the first one. */
-struct thread {
-	__u32 tgid;
+/* Per-thread state lives in two places:
+ *
+ * - tstate, task-local storage: its presence is what "tracked" means
+ *   (fork creates it for the child, user space seeds the first one
+ *   through a pidfd), and it holds what only the probes need, the state
+ *   of the current kernel entry. One cheap lookup from the task pointer,
+ *   where a hash lookup by tid cost a hash and a bucket walk on every
+ *   syscall and context switch, tracked or not.
+ * - threads[tstate.slot], an array user space reads every poll: the
+ *   cumulative counters and the scheduling state it needs to extend the
+ *   ongoing interval. Array lookups are inlined by the verifier.
+ *
+ * Slots come from free_slots (recycled by user space once a thread is
+ * TF_DEAD and read) or else from next_slot. */
+struct tstate {
+	__u32 slot;
 	__u32 flags;
-	__u64 last_ts; /* last switch in (on CPU) or out (off CPU) */
+	__u32 tgid;
+	__u32 pad;
 	__u64 mark_ts; /* start of on-CPU kernel time not yet charged */
-	struct file_key cur;       /* file of the current kernel entry */
-	struct file_key wait_file; /* file blocked on at the last switch out */
+	struct file_key cur; /* file of the current kernel entry */
 	/* Pages this thread inserted and has not yet consumed: a read that
 	 * returns them pays for the miss (on VMs the first touch of a fresh
 	 * page, in the copy to user space, is much of the cost). */
 	struct file_key ra_file;
 	__u64 ra_lo;
 	__u64 ra_hi;
+};
+
+struct thread {
+	__u32 tid; /* 0: free slot */
+	__u32 tgid;
+	__u32 flags;
+	__u32 pad;
+	__u64 last_ts; /* last switch in (on CPU) or out (off CPU) */
+	struct file_key wait_file; /* file blocked on at the last switch out */
 	__u64 cpu_ns;
 	__u64 iowait_ns;
 	__u64 runq_ns;
@@ -61,7 +85,14 @@ struct thread {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tstate);
+} task_states SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_THREADS);
 	__type(key, __u32);
 	__type(value, struct thread);
@@ -81,8 +112,18 @@ static __always_inline void count_lost(__u32 kind)
 		*v += 1;
 }
 
-static __always_inline struct thread *current_thread(void)
+static __always_inline struct tstate *task_state(struct task_struct *task)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	return bpf_map_lookup_elem(&threads, &tid);
+	return bpf_task_storage_get(&task_states, task, 0, 0);
+}
+
+static __always_inline struct tstate *current_state(void)
+{
+	return bpf_task_storage_get(&task_states, bpf_get_current_task_btf(), 0, 0);
+}
+
+static __always_inline struct thread *slot_thread(struct tstate *s)
+{
+	__u32 slot = s->slot;
+	return bpf_map_lookup_elem(&threads, &slot);
 }

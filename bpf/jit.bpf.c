@@ -68,7 +68,7 @@ struct sys_exit_ctx {
 	__s64 ret;
 };
 
-/* A path syscall between its entry and its exit. */
+/* A path syscall between its entry and its exit; nr is -1 when none is. */
 struct pending {
 	__s32 nr;
 	__u32 pad;
@@ -152,10 +152,12 @@ struct {
 	__type(value, struct file_event); /* names the type for bpf2go */
 } jit_events SEC(".maps");
 
+/* Task storage: no hash of the tid on each of the 36 path-syscall
+ * tracepoints, and an untracked thread is turned away by one load. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MAX_THREADS);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct pending);
 } pending SEC(".maps");
 
@@ -223,6 +225,8 @@ static __always_inline __u64 wake_flags(__u64 now)
  * current stint when it is on a CPU (it is, when its probes run). */
 static __always_inline __u64 thread_cpu(struct thread *t, __u64 now)
 {
+	if (!t)
+		return 0;
 	__u64 cpu = t->cpu_ns;
 	if ((t->flags & TF_ON_CPU) && now > t->last_ts)
 		cpu += now - t->last_ts;
@@ -234,21 +238,22 @@ static __always_inline __u64 thread_cpu(struct thread *t, __u64 now)
  * program per argument count. */
 static __always_inline int path_enter(struct sys_enter_ctx *ctx, int nargs)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	if (!bpf_map_lookup_elem(&threads, &tid))
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (!bpf_task_storage_get(&task_states, task, 0, 0))
 		return 0;
-	struct pending p = {};
-	p.nr = ctx->nr;
-	p.args[0] = ctx->args[0];
+	struct pending *p = bpf_task_storage_get(&pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p)
+		return 0;
+	p->nr = ctx->nr;
+	p->args[0] = ctx->args[0];
 	if (nargs > 1)
-		p.args[1] = ctx->args[1];
+		p->args[1] = ctx->args[1];
 	if (nargs > 2)
-		p.args[2] = ctx->args[2];
+		p->args[2] = ctx->args[2];
 	if (nargs > 3)
-		p.args[3] = ctx->args[3];
+		p->args[3] = ctx->args[3];
 	if (nargs > 4)
-		p.args[4] = ctx->args[4];
-	bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
+		p->args[4] = ctx->args[4];
 	return 0;
 }
 
@@ -276,23 +281,26 @@ static __always_inline bool is_stat(__s32 nr)
 SEC("tracepoint/syscalls/sys_exit_openat")
 int on_path_exit(struct sys_exit_ctx *ctx)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pending *p = bpf_task_storage_get(&pending, task, 0, 0);
+	if (!p || p->nr != ctx->nr) {
+		if (p)
+			p->nr = -1;
+		return 0;
+	}
+	struct pending a = *p;
+	p->nr = -1;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
-	if (!p)
-		return 0;
-	struct pending a = *p;
-	bpf_map_delete_elem(&pending, &tid);
-	if (a.nr != ctx->nr)
-		return 0;
 	__s64 ret = ctx->ret;
 	/* A lookup that found its path tells nothing an open would not:
 	 * only failed stat/access calls go to user space. */
 	if (is_stat(a.nr) && ret == 0)
 		return 0;
-	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t)
+	struct tstate *s = bpf_task_storage_get(&task_states, task, 0, 0);
+	if (!s)
 		return 0;
+	struct thread *t = slot_thread(s);
 
 	__u32 zero = 0;
 	struct file_event *ev = bpf_map_lookup_elem(&file_scratch, &zero);
@@ -412,14 +420,9 @@ int on_path_exit(struct sys_exit_ctx *ctx)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_jit_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	if (!task_state(p))
+		return 0;
 	__u32 tid = BPF_CORE_READ(p, pid);
-	if (!bpf_map_lookup_elem(&threads, &tid)) {
-		/* The core moves a non-leader's entry to the leader; it may
-		 * not have run yet. */
-		__u32 old = old_pid;
-		if (!bpf_map_lookup_elem(&threads, &old))
-			return 0;
-	}
 	__u32 zero = 0;
 	struct exec_event *ev = bpf_map_lookup_elem(&exec_scratch, &zero);
 	if (!ev)
@@ -467,8 +470,7 @@ int BPF_PROG(on_jit_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_jit_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptid = BPF_CORE_READ(parent, pid);
-	if (!bpf_map_lookup_elem(&threads, &ptid))
+	if (!task_state(parent))
 		return 0;
 	__u32 ctid = BPF_CORE_READ(child, pid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
@@ -491,10 +493,11 @@ int BPF_PROG(on_jit_fork, struct task_struct *parent, struct task_struct *child)
 SEC("uprobe")
 int on_uprobe_entry(struct pt_regs *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t)
+	struct tstate *s = current_state();
+	if (!s)
 		return 0;
+	struct thread *t = slot_thread(s);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
 	struct ucall_key k = {.tid = tid, .cookie = bpf_get_attach_cookie(ctx)};
 	struct ucall c = {.start = now, .cpu_ns = thread_cpu(t, now)};
@@ -513,9 +516,10 @@ int on_uprobe_return(struct pt_regs *ctx)
 		return 0;
 	struct ucall call = *c;
 	bpf_map_delete_elem(&ucalls, &k);
-	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t)
+	struct tstate *s = current_state();
+	if (!s)
 		return 0;
+	struct thread *t = slot_thread(s);
 	__u64 now = bpf_ktime_get_ns();
 	struct uprobe_event *ev = bpf_ringbuf_reserve(&jit_events, sizeof(*ev), 0);
 	if (!ev) {

@@ -72,18 +72,34 @@ type JitPending struct {
 }
 
 type JitThread struct {
-	_      structs.HostLayout
-	Tgid   uint32
-	Flags  uint32
-	LastTs uint64
-	MarkTs uint64
-	Cur    struct {
+	_        structs.HostLayout
+	Tid      uint32
+	Tgid     uint32
+	Flags    uint32
+	Pad      uint32
+	LastTs   uint64
+	WaitFile struct {
 		_   structs.HostLayout
 		Dev uint32
 		Pad uint32
 		Ino uint64
 	}
-	WaitFile struct {
+	CpuNs     uint64
+	IowaitNs  uint64
+	RunqNs    uint64
+	OtherNs   uint64
+	MissCpuNs uint64
+	Switches  uint64
+}
+
+type JitTstate struct {
+	_      structs.HostLayout
+	Slot   uint32
+	Flags  uint32
+	Tgid   uint32
+	Pad    uint32
+	MarkTs uint64
+	Cur    struct {
 		_   structs.HostLayout
 		Dev uint32
 		Pad uint32
@@ -95,14 +111,8 @@ type JitThread struct {
 		Pad uint32
 		Ino uint64
 	}
-	RaLo      uint64
-	RaHi      uint64
-	CpuNs     uint64
-	IowaitNs  uint64
-	RunqNs    uint64
-	OtherNs   uint64
-	MissCpuNs uint64
-	Switches  uint64
+	RaLo uint64
+	RaHi uint64
 }
 
 type JitUcall struct {
@@ -141,6 +151,7 @@ const (
 	JitMapLastWake        = "last_wake"
 	JitMapLost            = "lost"
 	JitMapPending         = "pending"
+	JitMapTaskStates      = "task_states"
 	JitMapThreads         = "threads"
 	JitMapUcalls          = "ucalls"
 	JitProgOnJitExec      = "on_jit_exec"
@@ -220,6 +231,7 @@ type JitMapSpecs struct {
 	LastWake    *ebpf.MapSpec `ebpf:"last_wake"`
 	Lost        *ebpf.MapSpec `ebpf:"lost"`
 	Pending     *ebpf.MapSpec `ebpf:"pending"`
+	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
 	Threads     *ebpf.MapSpec `ebpf:"threads"`
 	Ucalls      *ebpf.MapSpec `ebpf:"ucalls"`
 }
@@ -257,6 +269,7 @@ type JitMaps struct {
 	LastWake    *ebpf.Map `ebpf:"last_wake"`
 	Lost        *ebpf.Map `ebpf:"lost"`
 	Pending     *ebpf.Map `ebpf:"pending"`
+	TaskStates  *ebpf.Map `ebpf:"task_states"`
 	Threads     *ebpf.Map `ebpf:"threads"`
 	Ucalls      *ebpf.Map `ebpf:"ucalls"`
 }
@@ -270,6 +283,7 @@ func (m *JitMaps) Close() error {
 		m.LastWake,
 		m.Lost,
 		m.Pending,
+		m.TaskStates,
 		m.Threads,
 		m.Ucalls,
 	)

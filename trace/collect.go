@@ -140,6 +140,36 @@ func readMap[K, V any](m *ebpf.Map, keys []K, vals []V, fn func(K, *V)) error {
 	}
 }
 
+// readArray calls fn for entries [0, n) of the array m, in batches.
+func readArray[V any](m *ebpf.Map, n int, keys []uint32, vals []V, fn func(uint32, *V)) error {
+	var cursor ebpf.MapBatchCursor
+	for done := 0; done < n; {
+		k := min(len(keys), n-done)
+		got, err := m.BatchLookup(&cursor, keys[:k], vals[:k], nil)
+		for i := 0; i < got; i++ {
+			fn(keys[i], &vals[i])
+		}
+		done += got
+		switch {
+		case errors.Is(err, ebpf.ErrKeyNotExist):
+			return nil
+		case errors.Is(err, ebpf.ErrNotSupported):
+			for i := uint32(done); i < uint32(n); i++ {
+				if err := m.Lookup(i, &vals[0]); err != nil {
+					return err
+				}
+				fn(i, &vals[0])
+			}
+			return nil
+		case err != nil:
+			return err
+		case got == 0:
+			return nil
+		}
+	}
+	return nil
+}
+
 func (c *collector) rel(ts uint64) int64 {
 	if ts <= c.startMono {
 		return 0
@@ -282,9 +312,17 @@ func maxT(a, b threadTimes) threadTimes {
 func (c *collector) poll(now uint64) error {
 	sample := record.Sample{EndNS: c.rel(now)}
 	ongoingIO := map[fileKey]int64{}
-	var dead []uint32
+	var dead []uint32 // slots
 
-	err := readMap(c.p.objs.Threads, c.tidBuf, c.threadBuf, func(tid uint32, v *bpf.ColdtraceThread) {
+	nslots, err := c.p.slotsInUse()
+	if err != nil {
+		return fmt.Errorf("read thread slots: %w", err)
+	}
+	err = readArray(c.p.objs.Threads, nslots, c.tidBuf, c.threadBuf, func(slot uint32, v *bpf.ColdtraceThread) {
+		if v.Tid == 0 {
+			return // free
+		}
+		tid := v.Tid
 		cur := threadTimes{cpu: int64(v.CpuNs), io: int64(v.IowaitNs), runq: int64(v.RunqNs),
 			other: int64(v.OtherNs), miss: int64(v.MissCpuNs)}
 		if v.LastTs != 0 && now > v.LastTs && v.Flags&tfExited == 0 {
@@ -317,15 +355,20 @@ func (c *collector) poll(now uint64) error {
 			sample.Threads = append(sample.Threads, record.ThreadDelta{TID: acc.tid, PID: acc.pid, CPUNS: d.cpu,
 				IOWaitNS: d.io, MissCPUNS: d.miss, RunQueueNS: d.runq, OtherWaitNS: d.other})
 		}
-		if v.Flags&tfExited != 0 && v.Flags&tfOnCPU == 0 {
-			dead = append(dead, tid)
+		if v.Flags&tfDead != 0 {
+			dead = append(dead, slot)
 		}
 	})
 	if err != nil {
 		return fmt.Errorf("read thread table: %w", err)
 	}
-	for _, tid := range dead {
-		_ = c.p.objs.Threads.Delete(tid)
+	// A dead thread's counters are final: free its slot for the next fork
+	// (the kernel writes a slot only while its task lives).
+	var free bpf.ColdtraceThread
+	for _, slot := range dead {
+		if c.p.objs.Threads.Update(slot, &free, ebpf.UpdateAny) == nil {
+			_ = c.p.objs.FreeSlots.Update(nil, slot, ebpf.UpdateAny)
+		}
 	}
 
 	err = readMap(c.p.objs.Files, c.fileKeyBuf, c.fileBuf, func(key bpf.ColdtraceFileKey, fs *bpf.ColdtraceFileStats) {

@@ -27,9 +27,11 @@ type evidence interface {
 // runEnv is what an evidence source may use from the core tracer.
 type runEnv struct {
 	ctx context.Context
-	// threads is the core's thread table, the tracked set: BPF objects of
-	// other sources take it as a map replacement.
-	threads *ebpf.Map
+	// threads (the per-thread counters, by slot) and taskStates (task
+	// storage, present for tracked threads: the tracked set) are the
+	// core's; BPF objects of other sources take them as map replacements.
+	threads    *ebpf.Map
+	taskStates *ebpf.Map
 	// startMono returns the monotonic time (ns) the command was released,
 	// 0 before that.
 	startMono func() uint64

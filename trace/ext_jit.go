@@ -123,7 +123,7 @@ func (e *jitEvidence) start(env *runEnv) error {
 	}
 	e.attached = map[string]bool{}
 
-	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{"threads": env.threads}}
+	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{"threads": env.threads, "task_states": env.taskStates}}
 	if err := bpf.LoadJitObjects(&e.objs, opts); err != nil {
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {

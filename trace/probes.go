@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/bpf"
 )
@@ -19,6 +20,7 @@ const (
 	tfOutIO    = 1 << 1
 	tfOutRunQ  = 1 << 2
 	tfExited   = 1 << 6
+	tfDead     = 1 << 8
 	evFork     = 1
 	evExec     = 2
 	evExit     = 3
@@ -35,6 +37,7 @@ type probes struct {
 	objs   bpf.ColdtraceObjects
 	links  []link.Link
 	events *ringbuf.Reader
+	ncpus  int
 }
 
 // attachment names one program and how it attaches, so a failure can say
@@ -51,7 +54,19 @@ func loadProbes() (*probes, error) {
 		return nil, fmt.Errorf("raise memlock limit: %w", err)
 	}
 	p := &probes{}
-	if err := bpf.LoadColdtraceObjects(&p.objs, nil); err != nil {
+	spec, err := bpf.LoadColdtrace()
+	if err != nil {
+		return nil, fmt.Errorf("load BPF programs: %w", err)
+	}
+	ncpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("count CPUs: %w", err)
+	}
+	if err := spec.Variables[bpf.ColdtraceVarNcpus].Set(uint32(ncpus)); err != nil {
+		return nil, fmt.Errorf("load BPF programs: %w", err)
+	}
+	p.ncpus = ncpus
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {
 			return nil, fmt.Errorf("load BPF programs (verifier rejected them): %+v", verr)
@@ -99,13 +114,38 @@ func (p *probes) attach() error {
 }
 
 // seed makes tid the first tracked thread: everything it forks is tracked
-// from then on by the kernel side.
+// from then on by the kernel side. Its counters take slot 0 of the thread
+// array; its task storage is written through a pidfd.
 func (p *probes) seed(tid int, nowNS uint64) error {
-	t := bpf.ColdtraceThread{Tgid: uint32(tid), LastTs: nowNS}
-	if err := p.objs.Threads.Update(uint32(tid), &t, ebpf.UpdateAny); err != nil {
+	t := bpf.ColdtraceThread{Tid: uint32(tid), Tgid: uint32(tid), LastTs: nowNS}
+	if err := p.objs.Threads.Update(uint32(0), &t, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("track pid %d: %w", tid, err)
 	}
+	fd, err := unix.PidfdOpen(tid, 0)
+	if err != nil {
+		return fmt.Errorf("track pid %d: pidfd: %w", tid, err)
+	}
+	defer unix.Close(fd)
+	s := bpf.ColdtraceTstate{Slot: 0, Tgid: uint32(tid)}
+	if err := p.objs.TaskStates.Update(uint32(fd), &s, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("track pid %d: task storage: %w", tid, err)
+	}
 	return nil
+}
+
+// slotsInUse is how far into the thread array slots have been handed out.
+func (p *probes) slotsInUse() (int, error) {
+	var per []uint32
+	if err := p.objs.NextSlot.Lookup(uint32(0), &per); err != nil {
+		return 0, err
+	}
+	n := 1
+	for cpu, v := range per {
+		if v > 0 {
+			n = max(n, 1+int(v-1)*p.ncpus+cpu+1)
+		}
+	}
+	return min(n, int(p.objs.Threads.MaxEntries())), nil
 }
 
 // Close closes the reader first, then links and objects, keeping the first

@@ -94,7 +94,7 @@ func Run(ctx context.Context, opts Options) (*record.Record, error) {
 
 	tracked := newPidSet()
 	var startMono atomic.Uint64
-	env := &runEnv{ctx: ctx, threads: p.objs.Threads, startMono: startMono.Load, tracked: tracked, opts: &opts}
+	env := &runEnv{ctx: ctx, threads: p.objs.Threads, taskStates: p.objs.TaskStates, startMono: startMono.Load, tracked: tracked, opts: &opts}
 	var sources []evidence
 	if !opts.NoGPU {
 		sources = append(sources, &gpuEvidence{})
