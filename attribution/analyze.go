@@ -317,7 +317,10 @@ func (a *analyzer) attribute(rs rawSlice) {
 				jit = run
 				a.sJITSrc.add(srcKey{"compiler", name}, jit)
 			} else if ji := a.jitFor(td.PID, rs.start, rs.end); ji != nil && ji.frac > 0 {
-				jit = run * ji.frac
+				// A compile is CPU-bound: the thread's time in the slice
+				// counts as compile up to the windows' length in it (a
+				// pro-rata share would split a busy window with idle time).
+				jit = min(run, ji.frac*float64(rs.end-rs.start))
 				for i, k := range ji.src.keys {
 					a.sJITSrc.add(k, jit*ji.src.vals[i]/ji.srcSum)
 				}
