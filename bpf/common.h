@@ -1,7 +1,8 @@
-/* Shared by every coldtrace BPF object: the per-thread table that doubles
- * as the tracked set, and the lost-event counters. Objects other than
- * coldtrace.bpf.c get these maps from the core object through map
- * replacement at load time, so there is one tracked set. */
+/* Shared by every coldtrace BPF object: the per-thread state whose
+ * presence is the tracked set, the per-thread counters, and the lost-event
+ * counters. Objects other than coldtrace.bpf.c get the per-thread maps
+ * from the core object through map replacement at load time, so there is
+ * one tracked set; each object counts its own drops. */
 #pragma once
 
 #include "vmlinux.h"

@@ -7,9 +7,10 @@
  * and goes through this object's ring buffer; user space decides which
  * paths belong to a cache.
  *
- * The threads map (the tracked set) and the lost counters are the core
- * object's, given at load time as map replacements. Tracepoints and
- * uprobes only: kprobes and fentry are not available. */
+ * The task_states and threads maps (the tracked set) are the core
+ * object's, given at load time as map replacements; drops are counted in
+ * this object's own lost counters, which user space adds to the record's.
+ * Tracepoints and uprobes only: kprobes and fentry are not available. */
 
 #include "common.h"
 
