@@ -401,6 +401,9 @@ func TestJitUprobe(t *testing.T) {
 		}
 		if row := attribution.Analyze(rec).Row(attribution.JITCompile); row.NS < 250e6 {
 			t.Errorf("jit_compile %d ns, want the 300 ms of calls", row.NS)
+			if p := os.Getenv("COLDTRACE_DEBUG_RECORD"); p != "" {
+				_ = record.WriteFile(p, rec)
+			}
 		}
 	}
 }

@@ -22,18 +22,20 @@ import (
 func TestExportsOfRealRuns(t *testing.T) {
 	requireTracing(t)
 	bin := buildC(t, "groundtruth", "-lpthread")
-	file := evictableFile(t, 256<<20)
+	file := evictableFile(t, 512<<20)
 	dir := t.TempDir()
 	cold, warm := filepath.Join(dir, "cold.ctrace"), filepath.Join(dir, "warm.ctrace")
 	prof, timeline := filepath.Join(dir, "cold.pb.gz"), filepath.Join(dir, "cold.trace.json")
+	// Short sleep and spin: the cold read must be a clear part of the run,
+	// or VM noise can hide the difference the diff has to explain.
 	sum := filepath.Join(dir, "cold.json")
 
 	code, _, stderr := coldtrace(t, nil, "-q", "-o", cold, "--json", sum, "--pprof", prof, "--timeline", timeline,
-		"--", bin, file, "300", "500")
+		"--", bin, file, "100", "100")
 	if code != 0 {
 		t.Fatalf("cold run exit %d: %s", code, stderr)
 	}
-	if code, _, stderr = coldtrace(t, nil, "-q", "-o", warm, "--", bin, file, "300", "500"); code != 0 {
+	if code, _, stderr = coldtrace(t, nil, "-q", "-o", warm, "--", bin, file, "100", "100"); code != 0 {
 		t.Fatalf("warm run exit %d: %s", code, stderr)
 	}
 	s := readSummary(t, sum)
@@ -117,7 +119,7 @@ func TestExportsOfRealRuns(t *testing.T) {
 	for _, f := range d.Files {
 		if f.Path == file {
 			found = true
-			if f.APagesMissed < 256<<20>>12*95/100 || f.BPagesMissed*100 > f.APagesMissed {
+			if f.APagesMissed < 512<<20>>12*95/100 || f.BPagesMissed*100 > f.APagesMissed {
 				t.Errorf("file %s: missed %d cold, %d warm", f.Path, f.APagesMissed, f.BPagesMissed)
 			}
 		}
