@@ -282,6 +282,8 @@ static __always_inline bool same_file(struct file_key *a, struct file_key *b)
 
 static __always_inline void on_access(struct address_space *mapping, __u64 lo, __u64 hi)
 {
+	if (hi < lo)
+		return;
 	struct tstate *t = current_state();
 	if (!t)
 		return;
@@ -310,8 +312,6 @@ static __always_inline void on_access(struct address_space *mapping, __u64 lo, _
 SEC("tp_btf/mm_filemap_get_pages")
 int BPF_PROG(on_get_pages, struct address_space *mapping, unsigned long index, unsigned long last_index)
 {
-	if (last_index < index)
-		return 0;
 	on_access(mapping, index, last_index);
 	return 0;
 }
@@ -319,8 +319,6 @@ int BPF_PROG(on_get_pages, struct address_space *mapping, unsigned long index, u
 SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long start, unsigned long end)
 {
-	if (end < start)
-		return 0;
 	on_access(mapping, start, end);
 	return 0;
 }

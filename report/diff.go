@@ -208,18 +208,29 @@ func diffFileKey(f record.File) string {
 	return fmt.Sprintf("(dev %d:%d inode %d)", f.Dev>>20, f.Dev&(1<<20-1), f.Ino)
 }
 
-func diffFiles(a, b *record.Record, ra, rb *attribution.Result) []DiffFile {
-	idx := map[string]int{}
-	var out []DiffFile
-	get := func(key string) *DiffFile {
-		i, ok := idx[key]
-		if !ok {
-			i = len(out)
-			idx[key] = i
-			out = append(out, DiffFile{Path: key})
-		}
-		return &out[i]
+// rowsByKey collects diff rows by key, in the order keys are first seen.
+type rowsByKey[V any] struct {
+	idx  map[string]int
+	rows []V
+}
+
+// get returns the row of key, made by fresh when the key is new.
+func (r *rowsByKey[V]) get(key string, fresh func() V) *V {
+	if r.idx == nil {
+		r.idx = map[string]int{}
 	}
+	i, ok := r.idx[key]
+	if !ok {
+		i = len(r.rows)
+		r.idx[key] = i
+		r.rows = append(r.rows, fresh())
+	}
+	return &r.rows[i]
+}
+
+func diffFiles(a, b *record.Record, ra, rb *attribution.Result) []DiffFile {
+	var rows rowsByKey[DiffFile]
+	get := func(key string) *DiffFile { return rows.get(key, func() DiffFile { return DiffFile{Path: key} }) }
 	diskNS := func(res *attribution.Result) map[int]int64 {
 		m := map[int]int64{}
 		if row := res.Row(attribution.DiskRead); row != nil {
@@ -253,6 +264,7 @@ func diffFiles(a, b *record.Record, ra, rb *attribution.Result) []DiffFile {
 		df.inA, df.inB = n != 0, m != 0
 		df.ADiskNS, df.BDiskNS = n, m
 	}
+	out := rows.rows
 	for i := range out {
 		f := &out[i]
 		switch {
@@ -298,16 +310,9 @@ func absU(a, b uint64) uint64 {
 }
 
 func diffCaches(a, b *record.Record) []DiffCache {
-	idx := map[string]int{}
-	var out []DiffCache
+	var rows rowsByKey[DiffCache]
 	get := func(name, root string) *DiffCache {
-		i, ok := idx[name]
-		if !ok {
-			i = len(out)
-			idx[name] = i
-			out = append(out, DiffCache{Name: name, Root: root})
-		}
-		return &out[i]
+		return rows.get(name, func() DiffCache { return DiffCache{Name: name, Root: root} })
 	}
 	if a.JIT != nil {
 		for _, c := range a.JIT.Caches {
@@ -329,6 +334,7 @@ func diffCaches(a, b *record.Record) []DiffCache {
 			dc.BCompileNS += c.CompileNS
 		}
 	}
+	out := rows.rows
 	for i := range out {
 		c := &out[i]
 		if c.BHits > c.AHits {
@@ -416,16 +422,9 @@ func diffGPUs(ra, rb *attribution.Result) []DiffGPU {
 }
 
 func diffDownloads(ra, rb *attribution.Result) []DiffDownload {
-	idx := map[string]int{}
-	var out []DiffDownload
+	var rows rowsByKey[DiffDownload]
 	get := func(p string) *DiffDownload {
-		i, ok := idx[p]
-		if !ok {
-			i = len(out)
-			idx[p] = i
-			out = append(out, DiffDownload{Path: p})
-		}
-		return &out[i]
+		return rows.get(p, func() DiffDownload { return DiffDownload{Path: p} })
 	}
 	if row := ra.Row(attribution.Download); row != nil {
 		for _, x := range row.Downloads {
@@ -439,6 +438,7 @@ func diffDownloads(ra, rb *attribution.Result) []DiffDownload {
 			dd.BBytes, dd.BNS = dd.BBytes+x.Bytes, dd.BNS+x.NS
 		}
 	}
+	out := rows.rows
 	slices.SortStableFunc(out, func(x, y DiffDownload) int {
 		return cmp.Or(cmp.Compare(absI(y.BNS-y.ANS), absI(x.BNS-x.ANS)), cmp.Compare(x.Path, y.Path))
 	})

@@ -75,15 +75,17 @@ type collector struct {
 	p         *probes
 	startMono uint64
 	mounts    mountTable
-	threads   map[uint32]*threadAcc
-	files     map[fileKey]*fileAcc
-	fileOrder []*fileAcc
-	procs     map[int32]*procAcc
-	fsPaths   map[fileKey]string
-	samples   []record.Sample
-	tracked   *pidSet
-	lost      record.Lost
-	seen      uint64
+	// mountsReread is set once the mount table was read again at the end.
+	mountsReread bool
+	threads      map[uint32]*threadAcc
+	files        map[fileKey]*fileAcc
+	fileOrder    []*fileAcc
+	procs        map[int32]*procAcc
+	fsPaths      map[fileKey]string
+	samples      []record.Sample
+	tracked      *pidSet
+	lost         record.Lost
+	seen         uint64
 	// Reused buffers for batch map reads.
 	tidBuf     []uint32
 	threadBuf  []bpf.ColdtraceThread
@@ -489,9 +491,14 @@ func (c *collector) pathOf(f *fileAcc) string {
 		if p, ok := c.mounts.resolve(f.key.dev, fsPath); ok {
 			return p
 		}
-		if mt, err := readMountTable("/proc/self/mountinfo"); err == nil {
-			c.mounts = mt
-			if p, ok := mt.resolve(f.key.dev, fsPath); ok {
+		// A filesystem the command mounted during the run: read the mount
+		// table again, once, not once per unresolved file.
+		if !c.mountsReread {
+			c.mountsReread = true
+			if mt, err := readMountTable("/proc/self/mountinfo"); err == nil {
+				c.mounts = mt
+			}
+			if p, ok := c.mounts.resolve(f.key.dev, fsPath); ok {
 				return p
 			}
 		}
