@@ -169,8 +169,8 @@ func (a *analyzer) notes(res *Result) []string {
 		out = append(out, fmt.Sprintf("the command was killed by %s (exit %d)", r.Signal, r.ExitCode))
 	}
 	if l := r.Lost; l.Total() > 0 {
-		out = append(out, fmt.Sprintf("%d events were lost (ring buffer %d, file table %d, thread table %d, tracked table %d, paths %d): the numbers are lower bounds",
-			l.Total(), l.RingBuffer, l.FileTable, l.ThreadTable, l.Tracked, l.Paths))
+		out = append(out, fmt.Sprintf("%d events were lost (ring buffer %d, file table %d, thread table %d, tracked table %d, paths %d, fill ends %d): the numbers are lower bounds",
+			l.Total(), l.RingBuffer, l.FileTable, l.ThreadTable, l.Tracked, l.Paths, l.FillEnds))
 	}
 	switch {
 	case res.UnobservedNS > 0 && res.UnobservedNS == res.WallNS:

@@ -14,6 +14,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define NAME_LEN 64
 #define FILENAME_LEN 256
 #define ARGS_LEN 256
+/* A fault's insertions follow its filemap_fault within microseconds. */
+#define FAULT_TS_MAX_NS (1000 * 1000)
 
 enum ct_event_type {
 	EV_FORK = 1,
@@ -98,6 +100,20 @@ struct {
 	__type(value, __u32);
 } next_slot SEC(".maps");
 
+/* Files smaller than this that are only read from the page cache get no
+ * entry of their own: a hash insertion and a path walk per file cost a
+ * program that imports 20,000 small modules a tenth of its time, and a
+ * warm module is not what makes a start slow. Their pages are counted
+ * here; a small file that misses gets its entry at the insertion. */
+#define SMALL_FILE_BYTES (256 * 1024)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} small_hits SEC(".maps");
+
 /* Scratch space to build a path event in: too big for the BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -127,7 +143,7 @@ static __always_inline struct file_stats *file_get(struct file_key *key, bool cr
 	return bpf_map_lookup_elem(&files, key);
 }
 
-/* Charge on-CPU kernel time since the mark to page-cache filling. th is
+/* Charge the on-CPU time since the mark to page-cache filling. th is
  * s's slot when the caller has it, else NULL. */
 static __always_inline void charge_miss(struct tstate *s, struct thread *th, __u64 now)
 {
@@ -146,12 +162,80 @@ static __always_inline void charge_miss(struct tstate *s, struct thread *th, __u
 	}
 }
 
-static __always_inline void begin_entry(struct tstate *s, __u32 kind)
+/* Fill intervals.
+ *
+ * A kernel entry (a syscall or a fault) that fills the page cache is
+ * charged from its first fill event (an insertion, or a read of pages
+ * its own readahead inserted) to its return to user space, less the time
+ * it spends off the CPU. There is no hook on every syscall: a raw
+ * sys_enter/sys_exit pair costs about 100 ns per syscall here whatever
+ * the program does (retpolines), a tenth of a syscall-bound program's
+ * time. Instead the first fill event of an entry schedules a task work,
+ * which the kernel runs at the return to user space, and which closes
+ * the interval; entries that only hit cost nothing. What is lost is the
+ * part of a missing syscall before its first page-cache event (fd and
+ * cache lookups, well under a microsecond); a fault's interval starts at
+ * its filemap_fault. */
+struct fill_end {
+	struct bpf_task_work tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct fill_end);
+} fill_ends SEC(".maps");
+
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym;
+
+static int close_fill(struct bpf_map *map, void *key, void *value)
 {
-	s->flags = kind;
-	s->mark_ts = bpf_ktime_get_ns();
-	s->cur.dev = 0;
-	s->cur.ino = 0;
+	struct tstate *s = current_state();
+	if (!s)
+		return 0;
+	if (s->flags & TF_MISSED)
+		charge_miss(s, NULL, bpf_ktime_get_ns());
+	s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_FAULT_TS);
+	return 0;
+}
+
+/* Open the current entry's fill interval at start (unless it is open)
+ * and arrange for its close. Without a task work the interval is charged
+ * up to now and closed, so that it cannot run on into user time. */
+static __always_inline void open_fill(struct tstate *s, __u64 start, __u64 now)
+{
+	if (!(s->flags & TF_MISSED)) {
+		s->flags |= TF_MISSED;
+		s->mark_ts = start;
+	}
+	if (s->flags & TF_END_PENDING)
+		return;
+	__u32 slot = s->slot;
+	struct fill_end *fe = bpf_map_lookup_elem(&fill_ends, &slot);
+	if (fe && bpf_task_work_schedule_resume_impl(bpf_get_current_task_btf(), &fe->tw, &fill_ends,
+						      close_fill, NULL) == 0) {
+		s->flags |= TF_END_PENDING;
+		return;
+	}
+	count_lost(LOST_FILL_END);
+	charge_miss(s, NULL, now);
+	s->flags &= ~TF_MISSED;
+}
+
+#define ENOSYS_ 38
+
+/* The syscall task is in, or -1 in a fault: the entry code keeps
+ * -ENOSYS in regs->ax until the syscall returns, and its number in
+ * orig_ax; a fault's frame holds the interrupted user ax instead. */
+static __always_inline long current_syscall(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs || (long)regs->ax != -ENOSYS_)
+		return -1;
+	return regs->orig_ax;
 }
 
 /* x86_64 syscalls that write file data: pages they insert into the page
@@ -173,35 +257,19 @@ static __always_inline bool writes_files(long id)
 	return false;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
+/* Syscalls whose I/O waits are not page-cache reads: their iowait is not
+ * put on the last file read. */
+static __always_inline bool syncs_files(long id)
 {
-	struct tstate *s = current_state();
-	if (!s)
-		return 0;
-	begin_entry(s, writes_files(id) ? TF_IN_SYSCALL | TF_WRITE : TF_IN_SYSCALL);
-	return 0;
-}
-
-SEC("tp_btf/sys_exit")
-int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
-{
-	struct tstate *s = current_state();
-	if (!s)
-		return 0;
-	if ((s->flags & (TF_IN_SYSCALL | TF_MISSED)) == (TF_IN_SYSCALL | TF_MISSED))
-		charge_miss(s, NULL, bpf_ktime_get_ns());
-	s->flags &= ~(TF_IN_SYSCALL | TF_MISSED | TF_WRITE);
-	return 0;
-}
-
-SEC("tp_btf/page_fault_user")
-int BPF_PROG(on_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
-{
-	struct tstate *s = current_state();
-	if (s)
-		begin_entry(s, TF_IN_FAULT);
-	return 0;
+	switch (id) {
+	case 74:  /* fsync */
+	case 75:  /* fdatasync */
+	case 162: /* sync */
+	case 277: /* sync_file_range */
+	case 306: /* syncfs */
+		return true;
+	}
+	return writes_files(id);
 }
 
 /* One step of the dentry walk, run by bpf_loop: the verifier checks the
@@ -280,28 +348,42 @@ static __always_inline bool same_file(struct file_key *a, struct file_key *b)
 	return a->dev == b->dev && a->ino == b->ino;
 }
 
-static __always_inline void on_access(struct address_space *mapping, __u64 lo, __u64 hi)
+/* start: when the entry's fill began if it misses here, or 0 for now. */
+static __always_inline void on_access(struct tstate *t, struct address_space *mapping, __u64 lo, __u64 hi,
+				      __u64 start)
 {
 	if (hi < lo)
-		return;
-	struct tstate *t = current_state();
-	if (!t)
 		return;
 	/* tp_btf arguments are BTF pointers: plain loads, no helper calls. */
 	struct inode *inode = mapping->host;
 	struct file_key key = {};
 	key.dev = inode->i_sb->s_dev;
 	key.ino = inode->i_ino;
-	struct file_stats *fs = file_get(&key, true);
-	if (!fs)
+	t->cur = key;
+	/* A read asks for its whole buffer; count the pages the file has. */
+	__u64 size = inode->i_size;
+	__u64 npages = (size + 4095) >> 12;
+	if (hi >= npages) {
+		if (lo >= npages)
+			return;
+		hi = npages - 1;
+	}
+	bool small = size < SMALL_FILE_BYTES;
+	struct file_stats *fs = file_get(&key, !small);
+	if (!fs) {
+		__u32 zero = 0;
+		__u64 *n = small ? bpf_map_lookup_elem(&small_hits, &zero) : NULL;
+		if (n)
+			*n += hi - lo + 1;
 		return;
+	}
 	__sync_fetch_and_add(&fs->accessed, hi - lo + 1);
 	fs->last_tgid = t->tgid;
-	t->cur = key;
 	if (same_file(&t->ra_file, &key) && hi >= t->ra_lo && lo <= t->ra_hi) {
-		t->flags |= TF_MISSED;
 		if (hi + 1 > t->ra_lo)
 			t->ra_lo = hi + 1;
+		__u64 now = bpf_ktime_get_ns();
+		open_fill(t, start ? start : now, now);
 	}
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
@@ -312,21 +394,31 @@ static __always_inline void on_access(struct address_space *mapping, __u64 lo, _
 SEC("tp_btf/mm_filemap_get_pages")
 int BPF_PROG(on_get_pages, struct address_space *mapping, unsigned long index, unsigned long last_index)
 {
-	on_access(mapping, index, last_index);
+	struct tstate *t = current_state();
+	if (t)
+		on_access(t, mapping, index, last_index, 0);
 	return 0;
 }
 
 SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long start, unsigned long end)
 {
-	on_access(mapping, start, end);
+	struct tstate *t = current_state();
+	if (t)
+		on_access(t, mapping, start, end, 0);
 	return 0;
 }
 
 SEC("tp_btf/mm_filemap_fault")
 int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long index)
 {
-	on_access(mapping, index, index);
+	struct tstate *t = current_state();
+	if (!t)
+		return 0;
+	/* The start of a fault that may miss: its readahead comes next. */
+	t->fault_ts = bpf_ktime_get_ns();
+	t->flags |= TF_FAULT_TS;
+	on_access(t, mapping, index, index, t->fault_ts);
 	return 0;
 }
 
@@ -354,7 +446,8 @@ int on_add_to_cache(struct filemap_folio_args *ctx)
 		return 0;
 	__u64 n = 1ull << (ctx->order & 31);
 	fs->last_tgid = t->tgid;
-	if (t->flags & TF_WRITE) {
+	long nr = current_syscall(bpf_get_current_task_btf());
+	if (writes_files(nr)) {
 		__sync_fetch_and_add(&fs->created, n);
 		return 0;
 	}
@@ -371,9 +464,12 @@ int on_add_to_cache(struct filemap_folio_args *ctx)
 		t->ra_hi = hi;
 	}
 	t->cur = key;
-	t->flags |= TF_MISSED;
-	if (t->flags & (TF_IN_SYSCALL | TF_IN_FAULT))
-		charge_miss(t, NULL, bpf_ktime_get_ns());
+	__u64 now = bpf_ktime_get_ns();
+	__u64 start = now;
+	/* In a fault, the fill began at its filemap_fault, microseconds ago. */
+	if (nr < 0 && (t->flags & TF_FAULT_TS) && now >= t->fault_ts && now - t->fault_ts < FAULT_TS_MAX_NS)
+		start = t->fault_ts;
+	open_fill(t, start, now);
 	return 0;
 }
 
@@ -400,20 +496,20 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (s && t) {
 		if ((t->flags & TF_ON_CPU) && now > t->last_ts)
 			t->cpu_ns += now - t->last_ts;
-		bool iowait = BPF_CORE_READ_BITFIELD_PROBED(prev, in_iowait);
-		/* The time leading up to an I/O block inside a fault or a
-		 * syscall, and the time before a preemption inside a syscall
-		 * that already missed, are page-cache filling. */
-		if (iowait && (s->flags & (TF_IN_SYSCALL | TF_IN_FAULT))) {
-			s->flags |= TF_MISSED;
+		bool iowait = BPF_CORE_READ_BITFIELD(prev, in_iowait);
+		/* A fill interval stops while the thread is off the CPU. */
+		if (s->flags & TF_MISSED)
 			charge_miss(s, t, now);
-		} else if ((s->flags & (TF_IN_SYSCALL | TF_MISSED)) == (TF_IN_SYSCALL | TF_MISSED)) {
-			charge_miss(s, t, now);
-		}
 		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE);
 		if (iowait) {
 			f |= TF_OUT_IOWAIT;
+			/* The wait is for the last file read, unless the
+			 * thread is syncing or writing. */
 			t->wait_file = s->cur;
+			if (syncs_files(current_syscall(prev))) {
+				t->wait_file.dev = 0;
+				t->wait_file.ino = 0;
+			}
 		} else if (preempt || prev_state == 0) {
 			f |= TF_OUT_RUNNABLE;
 		}

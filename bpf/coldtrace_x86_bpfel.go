@@ -32,6 +32,14 @@ type ColdtraceFileStats struct {
 	PathSent  uint32
 }
 
+type ColdtraceFillEnd struct {
+	_  structs.HostLayout
+	Tw struct {
+		_      structs.HostLayout
+		Opaque uint64
+	}
+}
+
 type ColdtracePathEvent struct {
 	_         structs.HostLayout
 	Type      uint32
@@ -77,16 +85,17 @@ type ColdtraceThread struct {
 }
 
 type ColdtraceTstate struct {
-	_      structs.HostLayout
-	Slot   uint32
-	Flags  uint32
-	Tgid   uint32
-	Pad    uint32
-	MarkTs uint64
-	Cur    ColdtraceFileKey
-	RaFile ColdtraceFileKey
-	RaLo   uint64
-	RaHi   uint64
+	_       structs.HostLayout
+	Slot    uint32
+	Flags   uint32
+	Tgid    uint32
+	Pad     uint32
+	MarkTs  uint64
+	FaultTs uint64
+	Cur     ColdtraceFileKey
+	RaFile  ColdtraceFileKey
+	RaLo    uint64
+	RaHi    uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -95,24 +104,23 @@ type ColdtraceTstate struct {
 const (
 	ColdtraceMapEvents             = "events"
 	ColdtraceMapFiles              = "files"
+	ColdtraceMapFillEnds           = "fill_ends"
 	ColdtraceMapFreeSlots          = "free_slots"
 	ColdtraceMapLost               = "lost"
 	ColdtraceMapNextSlot           = "next_slot"
 	ColdtraceMapPathScratch        = "path_scratch"
+	ColdtraceMapSmallHits          = "small_hits"
 	ColdtraceMapTaskStates         = "task_states"
 	ColdtraceMapThreads            = "threads"
 	ColdtraceProgOnAddToCache      = "on_add_to_cache"
 	ColdtraceProgOnDeleteFromCache = "on_delete_from_cache"
 	ColdtraceProgOnExec            = "on_exec"
 	ColdtraceProgOnExit            = "on_exit"
-	ColdtraceProgOnFaultUser       = "on_fault_user"
 	ColdtraceProgOnFilemapFault    = "on_filemap_fault"
 	ColdtraceProgOnFork            = "on_fork"
 	ColdtraceProgOnGetPages        = "on_get_pages"
 	ColdtraceProgOnMapPages        = "on_map_pages"
 	ColdtraceProgOnSwitch          = "on_switch"
-	ColdtraceProgOnSysEnter        = "on_sys_enter"
-	ColdtraceProgOnSysExit         = "on_sys_exit"
 	ColdtraceVarNcpus              = "ncpus"
 )
 
@@ -162,14 +170,11 @@ type ColdtraceProgramSpecs struct {
 	OnDeleteFromCache *ebpf.ProgramSpec `ebpf:"on_delete_from_cache"`
 	OnExec            *ebpf.ProgramSpec `ebpf:"on_exec"`
 	OnExit            *ebpf.ProgramSpec `ebpf:"on_exit"`
-	OnFaultUser       *ebpf.ProgramSpec `ebpf:"on_fault_user"`
 	OnFilemapFault    *ebpf.ProgramSpec `ebpf:"on_filemap_fault"`
 	OnFork            *ebpf.ProgramSpec `ebpf:"on_fork"`
 	OnGetPages        *ebpf.ProgramSpec `ebpf:"on_get_pages"`
 	OnMapPages        *ebpf.ProgramSpec `ebpf:"on_map_pages"`
 	OnSwitch          *ebpf.ProgramSpec `ebpf:"on_switch"`
-	OnSysEnter        *ebpf.ProgramSpec `ebpf:"on_sys_enter"`
-	OnSysExit         *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
 }
 
 // ColdtraceMapSpecs contains maps before they are loaded into the kernel.
@@ -178,10 +183,12 @@ type ColdtraceProgramSpecs struct {
 type ColdtraceMapSpecs struct {
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	Files       *ebpf.MapSpec `ebpf:"files"`
+	FillEnds    *ebpf.MapSpec `ebpf:"fill_ends"`
 	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
 	Lost        *ebpf.MapSpec `ebpf:"lost"`
 	NextSlot    *ebpf.MapSpec `ebpf:"next_slot"`
 	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
+	SmallHits   *ebpf.MapSpec `ebpf:"small_hits"`
 	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
 	Threads     *ebpf.MapSpec `ebpf:"threads"`
 }
@@ -215,10 +222,12 @@ func (o *ColdtraceObjects) Close() error {
 type ColdtraceMaps struct {
 	Events      *ebpf.Map `ebpf:"events"`
 	Files       *ebpf.Map `ebpf:"files"`
+	FillEnds    *ebpf.Map `ebpf:"fill_ends"`
 	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
 	Lost        *ebpf.Map `ebpf:"lost"`
 	NextSlot    *ebpf.Map `ebpf:"next_slot"`
 	PathScratch *ebpf.Map `ebpf:"path_scratch"`
+	SmallHits   *ebpf.Map `ebpf:"small_hits"`
 	TaskStates  *ebpf.Map `ebpf:"task_states"`
 	Threads     *ebpf.Map `ebpf:"threads"`
 }
@@ -227,10 +236,12 @@ func (m *ColdtraceMaps) Close() error {
 	return _ColdtraceClose(
 		m.Events,
 		m.Files,
+		m.FillEnds,
 		m.FreeSlots,
 		m.Lost,
 		m.NextSlot,
 		m.PathScratch,
+		m.SmallHits,
 		m.TaskStates,
 		m.Threads,
 	)
@@ -251,14 +262,11 @@ type ColdtracePrograms struct {
 	OnDeleteFromCache *ebpf.Program `ebpf:"on_delete_from_cache"`
 	OnExec            *ebpf.Program `ebpf:"on_exec"`
 	OnExit            *ebpf.Program `ebpf:"on_exit"`
-	OnFaultUser       *ebpf.Program `ebpf:"on_fault_user"`
 	OnFilemapFault    *ebpf.Program `ebpf:"on_filemap_fault"`
 	OnFork            *ebpf.Program `ebpf:"on_fork"`
 	OnGetPages        *ebpf.Program `ebpf:"on_get_pages"`
 	OnMapPages        *ebpf.Program `ebpf:"on_map_pages"`
 	OnSwitch          *ebpf.Program `ebpf:"on_switch"`
-	OnSysEnter        *ebpf.Program `ebpf:"on_sys_enter"`
-	OnSysExit         *ebpf.Program `ebpf:"on_sys_exit"`
 }
 
 func (p *ColdtracePrograms) Close() error {
@@ -267,14 +275,11 @@ func (p *ColdtracePrograms) Close() error {
 		p.OnDeleteFromCache,
 		p.OnExec,
 		p.OnExit,
-		p.OnFaultUser,
 		p.OnFilemapFault,
 		p.OnFork,
 		p.OnGetPages,
 		p.OnMapPages,
 		p.OnSwitch,
-		p.OnSysEnter,
-		p.OnSysExit,
 	)
 }
 

@@ -21,10 +21,9 @@
 #define TF_DEAD         (1u << 8) /* switched out for the last time: the slot may be reused */
 
 /* tstate.flags (the current kernel entry, task storage only) */
-#define TF_IN_SYSCALL   (1u << 3)
-#define TF_IN_FAULT     (1u << 4)
-#define TF_MISSED       (1u << 5) /* the current kernel entry filled the page cache */
-#define TF_WRITE        (1u << 7) /* the current syscall writes files: its insertions are new pages */
+#define TF_FAULT_TS     (1u << 3) /* fault_ts holds the start of the latest file fault */
+#define TF_END_PENDING  (1u << 4) /* a task work will close the fill interval at the return to user */
+#define TF_MISSED       (1u << 5) /* the current kernel entry fills the page cache: its CPU time is charged */
 
 /* indices into the lost counters */
 enum lost_kind {
@@ -32,6 +31,7 @@ enum lost_kind {
 	LOST_FILES = 1,
 	LOST_THREADS = 2,
 	LOST_PATHS = 3,
+	LOST_FILL_END = 4, /* a fill interval closed at its last event, not at the return to user */
 	LOST_MAX = 8,
 };
 
@@ -60,8 +60,9 @@ struct tstate {
 	__u32 flags;
 	__u32 tgid;
 	__u32 pad;
-	__u64 mark_ts; /* start of on-CPU kernel time not yet charged */
-	struct file_key cur; /* file of the current kernel entry */
+	__u64 mark_ts; /* start of on-CPU fill time not yet charged */
+	__u64 fault_ts; /* entry to filemap_fault of the latest file fault */
+	struct file_key cur; /* file of the latest page-cache event */
 	/* Pages this thread inserted and has not yet consumed: a read that
 	 * returns them pays for the miss (on VMs the first touch of a fresh
 	 * page, in the copy to user space, is much of the cost). */

@@ -93,13 +93,14 @@ type JitThread struct {
 }
 
 type JitTstate struct {
-	_      structs.HostLayout
-	Slot   uint32
-	Flags  uint32
-	Tgid   uint32
-	Pad    uint32
-	MarkTs uint64
-	Cur    struct {
+	_       structs.HostLayout
+	Slot    uint32
+	Flags   uint32
+	Tgid    uint32
+	Pad     uint32
+	MarkTs  uint64
+	FaultTs uint64
+	Cur     struct {
 		_   structs.HostLayout
 		Dev uint32
 		Pad uint32

@@ -12,6 +12,11 @@ type JIT struct {
 	// Uprobes are the compile entry points that were probed in a traced
 	// process, with their calls.
 	Uprobes []JITUprobe `json:"uprobes,omitempty"`
+	// PathSyscalls says from when the path syscalls (opens, failed
+	// lookups, renames) that cache hits and misses come from were traced:
+	// coldtrace attaches those probes once a process uses a framework with
+	// a kernel cache.
+	PathSyscalls string `json:"path_syscalls,omitempty"`
 }
 
 // Cache is one kernel/JIT cache directory seen during the run.

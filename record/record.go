@@ -82,11 +82,14 @@ type Lost struct {
 	ThreadTable uint64 `json:"thread_table"`
 	Tracked     uint64 `json:"tracked_table"`
 	Paths       uint64 `json:"paths"`
+	// FillEnds counts fill intervals closed at their last event because
+	// no task work could be scheduled for their return to user space.
+	FillEnds uint64 `json:"fill_ends,omitempty"`
 }
 
 // Total is the sum of every lost counter.
 func (l Lost) Total() uint64 {
-	return l.RingBuffer + l.FileTable + l.ThreadTable + l.Tracked + l.Paths
+	return l.RingBuffer + l.FileTable + l.ThreadTable + l.Tracked + l.Paths + l.FillEnds
 }
 
 // File is one (device, inode) the command touched through the page cache.

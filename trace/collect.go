@@ -30,6 +30,14 @@ type fileKey struct {
 	ino uint64
 }
 
+// smallFilesKey stands for the small files that were only read from the
+// page cache: the kernel side counts their pages without an entry each
+// (see SMALL_FILE_BYTES in bpf/coldtrace.bpf.c). No file has inode 0.
+var smallFilesKey = fileKey{}
+
+// SmallFilesPath names the smallFilesKey row in records.
+const SmallFilesPath = "[small files read from the page cache, under 256 KiB each]"
+
 // threadTimes are one thread's cumulative times, ongoing intervals
 // included up to the poll.
 type threadTimes struct {
@@ -92,6 +100,9 @@ type collector struct {
 	fileKeyBuf []bpf.ColdtraceFileKey
 	fileBuf    []bpf.ColdtraceFileStats
 	warnings   []string
+	// fileSeen, when set, is told the path of each file the first time a
+	// traced process reads or maps it.
+	fileSeen func(pid int32, path string)
 }
 
 func newCollector(p *probes, mounts mountTable) *collector {
@@ -232,7 +243,13 @@ func (c *collector) handleEvent(raw []byte) {
 			names = append(names, string(name))
 			body = rest
 		}
-		c.fsPaths[fileKey{dev, ino}] = fsPathFromNames(names, truncated)
+		fsPath := fsPathFromNames(names, truncated)
+		c.fsPaths[fileKey{dev, ino}] = fsPath
+		if c.fileSeen != nil && !truncated {
+			if p, ok := c.mounts.resolve(dev, fsPath); ok {
+				c.fileSeen(int32(le.Uint32(raw[4:])), p)
+			}
+		}
 	case evFork, evExec, evExit:
 		// The record is the struct's bytes (a heap copy, so aligned);
 		// reading it in place is much cheaper than binary.Read.
@@ -373,8 +390,7 @@ func (c *collector) poll(now uint64) error {
 		}
 	}
 
-	err = readMap(c.p.objs.Files, c.fileKeyBuf, c.fileBuf, func(key bpf.ColdtraceFileKey, fs *bpf.ColdtraceFileStats) {
-		k := fileKey{key.Dev, key.Ino}
+	fileSample := func(k fileKey, fs *bpf.ColdtraceFileStats) {
 		acc := c.files[k]
 		if acc == nil {
 			acc = &fileAcc{id: len(c.fileOrder), key: k}
@@ -392,9 +408,23 @@ func (c *collector) poll(now uint64) error {
 		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 {
 			sample.Files = append(sample.Files, d)
 		}
+	}
+	err = readMap(c.p.objs.Files, c.fileKeyBuf, c.fileBuf, func(key bpf.ColdtraceFileKey, fs *bpf.ColdtraceFileStats) {
+		fileSample(fileKey{key.Dev, key.Ino}, fs)
 	})
 	if err != nil {
 		return fmt.Errorf("read file table: %w", err)
+	}
+	var small []uint64
+	if err := c.p.objs.SmallHits.Lookup(uint32(0), &small); err != nil {
+		return fmt.Errorf("read small-file hits: %w", err)
+	}
+	var smallPages uint64
+	for _, n := range small {
+		smallPages += n
+	}
+	if smallPages > 0 {
+		fileSample(smallFilesKey, &bpf.ColdtraceFileStats{Accessed: smallPages})
 	}
 	if err := c.readLost(); err != nil {
 		return err
@@ -415,7 +445,7 @@ func (c *collector) readLost() error {
 		}
 		return s
 	}
-	c.lost = record.Lost{RingBuffer: get(lostRing), FileTable: get(lostFiles), ThreadTable: get(lostThread), Paths: get(lostPaths)}
+	c.lost = record.Lost{RingBuffer: get(lostRing), FileTable: get(lostFiles), ThreadTable: get(lostThread), Paths: get(lostPaths), FillEnds: get(lostFillEnd)}
 	return nil
 }
 
@@ -487,6 +517,9 @@ func (c *collector) fill(r *record.Record, pageSize int) {
 }
 
 func (c *collector) pathOf(f *fileAcc) string {
+	if f.key == smallFilesKey {
+		return SmallFilesPath
+	}
 	if fsPath, ok := c.fsPaths[f.key]; ok {
 		if p, ok := c.mounts.resolve(f.key.dev, fsPath); ok {
 			return p

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"os/user"
 	"path"
 	"strconv"
@@ -93,11 +95,15 @@ type jitEvidence struct {
 	flushed chan struct{}
 	done    chan struct{}
 
-	mu       sync.Mutex
-	col      *jit.Collector
-	targets  []*uprobeTarget
-	attached map[string]bool // "dev:ino:symbol"
-	warnings []string
+	mu sync.Mutex
+	// syscallsFrom is when the path-syscall probes were attached (0: not
+	// yet), and why.
+	syscallsFrom time.Time
+	syscallsWhy  string
+	col          *jit.Collector
+	targets      []*uprobeTarget
+	attached     map[string]bool // "dev:ino:symbol"
+	warnings     []string
 }
 
 func (e *jitEvidence) start(env *runEnv) error {
@@ -105,6 +111,9 @@ func (e *jitEvidence) start(env *runEnv) error {
 		return nil
 	}
 	e.env = env
+	if env.opts.JITSyscalls == "" {
+		env.opts.JITSyscalls = JITSyscallsAuto
+	}
 	cwd, _ := os.Getwd()
 	col, err := jit.NewCollector(jit.Config{CacheDirs: env.opts.CacheDirs, Cwd: cwd, Proc: procFS{}, LookupUser: lookupUser})
 	if err != nil {
@@ -132,24 +141,6 @@ func (e *jitEvidence) start(env *runEnv) error {
 		return fmt.Errorf("load JIT probes: %w", err)
 	}
 	e.loaded = true
-	enter := []*ebpf.Program{nil, e.objs.OnPathEnter1, e.objs.OnPathEnter2, e.objs.OnPathEnter3, e.objs.OnPathEnter4, e.objs.OnPathEnter5}
-	for _, sc := range jitSyscalls {
-		for _, dir := range []string{"enter", "exit"} {
-			prog := enter[sc.nargs]
-			if dir == "exit" {
-				prog = e.objs.OnPathExit
-			}
-			l, err := link.Tracepoint("syscalls", "sys_"+dir+"_"+sc.name, prog, nil)
-			if err != nil {
-				if sc.name == "openat" {
-					return fmt.Errorf("attach tracepoint syscalls:sys_%s_%s: %w", dir, sc.name, err)
-				}
-				e.warnings = append(e.warnings, fmt.Sprintf("jit: no tracepoint syscalls:sys_%s_%s (%v); %s calls are not seen", dir, sc.name, err, sc.name))
-				continue
-			}
-			e.links = append(e.links, l)
-		}
-	}
 	for _, p := range []*ebpf.Program{e.objs.OnJitExec, e.objs.OnJitFork} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
@@ -172,10 +163,132 @@ func (e *jitEvidence) start(env *runEnv) error {
 			e.attach(i, t.lib)
 		}
 	}
+	switch why := syscallsAtStart(env.opts); {
+	case why != "":
+		if err := e.attachSyscalls(why); err != nil {
+			return err
+		}
+	case env.opts.JITSyscalls == JITSyscallsAuto:
+		// Attached when a process first uses a framework (see fileSeen
+		// and the exec records): the path syscall tracepoints cost some
+		// 0.2 µs per open or stat even when nothing reads their events,
+		// a tenth of a program that opens many small files.
+	}
 	e.flushed = make(chan struct{}, 1)
 	e.done = make(chan struct{})
 	go e.read()
 	return nil
+}
+
+// When the path-syscall probes attach (Options.JITSyscalls).
+const (
+	JITSyscallsAuto   = "auto"
+	JITSyscallsAlways = "always"
+)
+
+// syscallsAtStart says why the path-syscall probes must be attached before
+// the command starts, or "" when they can wait for a framework to appear.
+func syscallsAtStart(o *Options) string {
+	if o.JITSyscalls == JITSyscallsAlways {
+		return "--jit-syscalls always"
+	}
+	if len(o.CacheDirs) > 0 {
+		return "--cache-dir"
+	}
+	if len(o.JITUprobes) > 0 {
+		// A library named by --jit-uprobe may be small: its opens, not
+		// the core's page-cache records, say when to probe it.
+		return "--jit-uprobe"
+	}
+	if len(o.Command) == 0 {
+		return ""
+	}
+	for _, name := range commandImages(o.Command) {
+		if jit.UsesFramework(path.Base(name)) {
+			return "the command runs " + path.Base(name)
+		}
+	}
+	return ""
+}
+
+// commandImages are the program the command runs and, for a script, its
+// interpreter ("#!/usr/bin/env python3" gives env and python3).
+func commandImages(argv []string) []string {
+	exe, err := exec.LookPath(argv[0])
+	if err != nil {
+		return []string{argv[0]}
+	}
+	out := []string{exe}
+	f, err := os.Open(exe)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := io.ReadFull(f, buf)
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	if rest, ok := strings.CutPrefix(line, "#!"); ok {
+		out = append(out, strings.Fields(rest)...)
+	}
+	return out
+}
+
+// attachSyscalls attaches the path-syscall probes, once.
+func (e *jitEvidence) attachSyscalls(why string) error {
+	if !e.syscallsFrom.IsZero() {
+		return nil
+	}
+	e.syscallsFrom, e.syscallsWhy = time.Now(), why
+	enter := []*ebpf.Program{nil, e.objs.OnPathEnter1, e.objs.OnPathEnter2, e.objs.OnPathEnter3, e.objs.OnPathEnter4, e.objs.OnPathEnter5}
+	for _, sc := range jitSyscalls {
+		for _, dir := range []string{"enter", "exit"} {
+			prog := enter[sc.nargs]
+			if dir == "exit" {
+				prog = e.objs.OnPathExit
+			}
+			l, err := link.Tracepoint("syscalls", "sys_"+dir+"_"+sc.name, prog, nil)
+			if err != nil {
+				if sc.name == "openat" {
+					return fmt.Errorf("attach tracepoint syscalls:sys_%s_%s: %w", dir, sc.name, err)
+				}
+				e.warnings = append(e.warnings, fmt.Sprintf("jit: no tracepoint syscalls:sys_%s_%s (%v); %s calls are not seen", dir, sc.name, err, sc.name))
+				continue
+			}
+			e.links = append(e.links, l)
+		}
+	}
+	return nil
+}
+
+// useSeen attaches the path-syscall probes when a traced process runs or
+// maps a file of a framework with a kernel cache. Called with e.mu held.
+func (e *jitEvidence) useSeen(pid int32, p string) {
+	if !e.syscallsFrom.IsZero() || e.env.opts.JITSyscalls != JITSyscallsAuto {
+		return
+	}
+	base := path.Base(p)
+	if !jit.UsesFramework(base) {
+		return
+	}
+	if err := e.attachSyscalls(fmt.Sprintf("pid %d used %s", pid, base)); err != nil {
+		e.warnings = append(e.warnings, fmt.Sprintf("jit: attach the path-syscall probes: %v", err))
+	}
+}
+
+// fileSeen is told of every file the core probes see a traced process
+// read or map for the first time: libraries opened before the path
+// syscalls were traced still get their uprobes, and a framework's
+// library brings the path-syscall probes in.
+func (e *jitEvidence) fileSeen(pid int32, p string) {
+	if e.col == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.useSeen(pid, p)
+	if strings.Contains(path.Base(p), ".so") {
+		e.libraryOpened(p)
+	}
 }
 
 func (e *jitEvidence) read() {
@@ -267,7 +380,9 @@ func (e *jitEvidence) handle(b []byte) {
 			env = b[execEnv : execEnv+envLen]
 		}
 		file := cstr(b[execFile:min(execFile+len(xe.Filename), len(b))])
-		e.col.Exec(int32(u32(b, unsafe.Offsetof(xe.Pid))), u32(b, unsafe.Offsetof(xe.Uid)), file, env)
+		pid := int32(u32(b, unsafe.Offsetof(xe.Pid)))
+		e.col.Exec(pid, u32(b, unsafe.Offsetof(xe.Uid)), file, env)
+		e.useSeen(pid, file)
 	case jeFork:
 		if len(b) < forkBytes {
 			return
@@ -353,6 +468,16 @@ func (e *jitEvidence) finish(rec *record.Record) {
 	}
 	j, warns := e.col.Result(jit.ResultInput{StartMono: e.env.startMono(), WallNS: rec.WallNS,
 		Processes: rec.Processes, Probes: probes, FS: jit.DefaultFS})
+	switch {
+	case j == nil:
+	case e.syscallsFrom.IsZero():
+		j.PathSyscalls = "not traced: no process used a framework with a kernel cache"
+	case !e.syscallsFrom.After(rec.Start):
+		j.PathSyscalls = "traced from the start (" + e.syscallsWhy + ")"
+	default:
+		j.PathSyscalls = fmt.Sprintf("traced from +%v, when %s; cache lookups before that are not counted",
+			e.syscallsFrom.Sub(rec.Start).Round(time.Millisecond), e.syscallsWhy)
+	}
 	rec.JIT = j
 	rec.Warnings = append(rec.Warnings, e.warnings...)
 	rec.Warnings = append(rec.Warnings, warns...)

@@ -16,19 +16,20 @@ import (
 
 // Thread-table flags, mirrored from bpf/common.h.
 const (
-	tfOnCPU    = 1 << 0
-	tfOutIO    = 1 << 1
-	tfOutRunQ  = 1 << 2
-	tfExited   = 1 << 6
-	tfDead     = 1 << 8
-	evFork     = 1
-	evExec     = 2
-	evExit     = 3
-	evPath     = 4
-	lostRing   = 0
-	lostFiles  = 1
-	lostThread = 2
-	lostPaths  = 3
+	tfOnCPU     = 1 << 0
+	tfOutIO     = 1 << 1
+	tfOutRunQ   = 1 << 2
+	tfExited    = 1 << 6
+	tfDead      = 1 << 8
+	evFork      = 1
+	evExec      = 2
+	evExit      = 3
+	evPath      = 4
+	lostRing    = 0
+	lostFiles   = 1
+	lostThread  = 2
+	lostPaths   = 3
+	lostFillEnd = 4
 )
 
 // probes owns the loaded BPF objects, their links and the ring-buffer
@@ -83,9 +84,6 @@ func (p *probes) attach() error {
 		{name: "sched_process_fork", prog: o.OnFork},
 		{name: "sched_process_exec", prog: o.OnExec},
 		{name: "sched_process_exit", prog: o.OnExit},
-		{name: "sys_enter", prog: o.OnSysEnter},
-		{name: "sys_exit", prog: o.OnSysExit},
-		{name: "page_fault_user", prog: o.OnFaultUser},
 		{name: "mm_filemap_get_pages", prog: o.OnGetPages},
 		{name: "mm_filemap_map_pages", prog: o.OnMapPages},
 		{name: "mm_filemap_fault", prog: o.OnFilemapFault},

@@ -45,6 +45,10 @@ type Options struct {
 	CacheDirs []string
 	// JITUprobes are extra compile entry points, "LIB:SYMBOL".
 	JITUprobes []string
+	// JITSyscalls is when the path-syscall probes attach: JITSyscallsAuto
+	// (the default: once a process uses a framework with a kernel cache,
+	// or from the start when the command is one) or JITSyscallsAlways.
+	JITSyscalls string
 }
 
 // Run traces opts.Command to its end and returns the record. The error is
@@ -99,7 +103,8 @@ func Run(ctx context.Context, opts Options) (*record.Record, error) {
 	if !opts.NoGPU {
 		sources = append(sources, &gpuEvidence{})
 	}
-	sources = append(sources, &jitEvidence{})
+	jitSrc := &jitEvidence{}
+	sources = append(sources, jitSrc)
 	for _, src := range sources {
 		defer src.close()
 		if err := src.start(env); err != nil {
@@ -130,6 +135,7 @@ func Run(ctx context.Context, opts Options) (*record.Record, error) {
 
 	c := newCollector(p, mounts)
 	c.tracked = tracked
+	c.fileSeen = jitSrc.fileSeen
 	rec := &record.Record{Schema: record.Schema, Version: opts.Version, Command: opts.Command,
 		User: id.User, Host: hostInfo(), IntervalNS: opts.Interval.Nanoseconds()}
 	if !id.Switch {

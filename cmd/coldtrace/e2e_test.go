@@ -474,7 +474,7 @@ func TestNotRootSaysSo(t *testing.T) {
 func coldtraceProgs(t *testing.T) []string {
 	t.Helper()
 	names := map[string]bool{"on_switch": true, "on_fork": true, "on_exec": true, "on_exit": true,
-		"on_sys_enter": true, "on_get_pages": true, "on_add_to_cache": true}
+		"on_filemap_fault": true, "on_get_pages": true, "on_add_to_cache": true, "on_path_exit": true, "on_jit_exec": true}
 	var found []string
 	var id ebpf.ProgramID
 	for {

@@ -16,18 +16,19 @@ import (
 )
 
 type runOptions struct {
-	jsonPath   string
-	recordPath string
-	interval   time.Duration
-	user       string
-	quiet      bool
-	topFiles   int
-	noGPU      bool
-	gpuEvery   time.Duration
-	cacheDirs  []string
-	jitUprobes []string
-	exports    exportOptions
-	command    []string
+	jsonPath    string
+	recordPath  string
+	interval    time.Duration
+	user        string
+	quiet       bool
+	topFiles    int
+	noGPU       bool
+	gpuEvery    time.Duration
+	cacheDirs   []string
+	jitUprobes  []string
+	jitSyscalls string
+	exports     exportOptions
+	command     []string
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
@@ -45,6 +46,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.DurationVar(&o.gpuEvery, "gpu-interval", 100*time.Millisecond, "GPU sampling period")
 	fs.StringArrayVar(&o.cacheDirs, "cache-dir", nil, "extra kernel-cache directory `NAME=PATH` (repeatable)")
 	fs.StringArrayVar(&o.jitUprobes, "jit-uprobe", nil, "time calls of `LIB:SYMBOL` as compiles (repeatable)")
+	fs.StringVar(&o.jitSyscalls, "jit-syscalls", trace.JITSyscallsAuto, "when to trace the path syscalls kernel-cache hits and misses come from: `auto` (once a process uses a framework with a kernel cache, e.g. python, libcuda; from the start when the command is one) or always")
 	o.exports.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
@@ -57,6 +59,9 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	o.command = fs.Args()
+	if o.jitSyscalls != trace.JITSyscallsAuto && o.jitSyscalls != trace.JITSyscallsAlways {
+		return o, fmt.Errorf("%w: --jit-syscalls %q: want auto or always", errUsage, o.jitSyscalls)
+	}
 	if len(o.command) == 0 {
 		return o, fmt.Errorf("%w: no command given; usage: sudo coldtrace [flags] -- COMMAND [ARGS...]", errUsage)
 	}
@@ -97,6 +102,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		GPUInterval: o.gpuEvery,
 		CacheDirs:   o.cacheDirs,
 		JITUprobes:  o.jitUprobes,
+		JITSyscalls: o.jitSyscalls,
 	})
 	if err != nil {
 		return fail(stderr, exitFailure, err)

@@ -320,6 +320,17 @@ func (c *Collector) File(r RawFile) (FileEvent, bool) {
 	return ev, true
 }
 
+// UsesFramework says whether a file with this base name (a program or a
+// library) belongs to a framework with a kernel cache in the Registry.
+func UsesFramework(base string) bool {
+	for i := range Registry {
+		if matchAny(Registry[i].Uses, base) {
+			return true
+		}
+	}
+	return false
+}
+
 // noteUse records that pid opened or executed p: the frameworks p
 // belongs to are at work in it.
 func (c *Collector) noteUse(pid int32, p string) {
