@@ -130,6 +130,38 @@ static __always_inline __u64 wakeup_flags(void)
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (1 << 20) ? 0 : BPF_RB_NO_WAKEUP;
 }
 
+/* A filter in front of the file table: bit h(key) is set once the key
+ * has an entry, so the common small-file hit (no entry) skips the hash
+ * lookup. A set bit only means "look it up". */
+#define FILTER_BITS (1 << 16)
+
+struct file_filter {
+	__u64 words[FILTER_BITS / 64];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct file_filter);
+} file_filter SEC(".maps");
+
+static __always_inline __u32 filter_bit(struct file_key *key)
+{
+	__u64 h = (key->ino ^ ((__u64)key->dev << 24)) * 0x9E3779B97F4A7C15ull;
+	return h >> 48; /* FILTER_BITS = 2^16 */
+}
+
+static __always_inline bool maybe_has_entry(struct file_key *key)
+{
+	__u32 zero = 0;
+	struct file_filter *f = bpf_map_lookup_elem(&file_filter, &zero);
+	if (!f)
+		return true;
+	__u32 b = filter_bit(key);
+	return f->words[(b / 64) & (FILTER_BITS / 64 - 1)] & (1ull << (b % 64));
+}
+
 static __always_inline struct file_stats *file_get(struct file_key *key, bool create)
 {
 	struct file_stats *fs = bpf_map_lookup_elem(&files, key);
@@ -139,6 +171,12 @@ static __always_inline struct file_stats *file_get(struct file_key *key, bool cr
 	if (bpf_map_update_elem(&files, key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&files, key) == NULL) {
 		count_lost(LOST_FILES);
 		return NULL;
+	}
+	__u32 k = 0;
+	struct file_filter *f = bpf_map_lookup_elem(&file_filter, &k);
+	if (f) {
+		__u32 b = filter_bit(key);
+		__sync_fetch_and_or(&f->words[(b / 64) & (FILTER_BITS / 64 - 1)], 1ull << (b % 64));
 	}
 	return bpf_map_lookup_elem(&files, key);
 }
@@ -369,7 +407,7 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 		hi = npages - 1;
 	}
 	bool small = size < SMALL_FILE_BYTES;
-	struct file_stats *fs = file_get(&key, !small);
+	struct file_stats *fs = small && !maybe_has_entry(&key) ? NULL : file_get(&key, !small);
 	if (!fs) {
 		__u32 zero = 0;
 		__u64 *n = small ? bpf_map_lookup_elem(&small_hits, &zero) : NULL;
@@ -422,7 +460,8 @@ int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long inde
 	return 0;
 }
 
-/* Classic tracepoints: their formats give the folio order directly. */
+/* The classic tracepoint's format: it gives what the kernel read from the
+ * folio; only evictions come this way (rare, and from any task). */
 struct filemap_folio_args {
 	__u64 common;
 	unsigned long pfn;
@@ -432,27 +471,37 @@ struct filemap_folio_args {
 	unsigned char order;
 };
 
-SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
-int on_add_to_cache(struct filemap_folio_args *ctx)
+/* BTF: the folio gives the inode, so a file that is only written (a new
+ * cache entry) gets its path too. */
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(on_add_to_cache, struct folio *folio)
 {
 	struct tstate *t = current_state();
 	if (!t)
 		return 0;
+	struct inode *inode = folio->mapping->host;
 	struct file_key key = {};
-	key.dev = ctx->s_dev;
-	key.ino = ctx->i_ino;
+	key.dev = inode->i_sb->s_dev;
+	key.ino = inode->i_ino;
 	struct file_stats *fs = file_get(&key, true);
 	if (!fs)
 		return 0;
-	__u64 n = 1ull << (ctx->order & 31);
+	__u32 order = 0;
+	if (folio->flags.f & (1ull << bpf_core_enum_value(enum pageflags, PG_head)))
+		order = folio->_flags_1 & 0xff;
+	__u64 n = 1ull << (order & 31);
 	fs->last_tgid = t->tgid;
+	if (!fs->path_sent) {
+		fs->path_sent = 1;
+		emit_path(inode, key.dev, key.ino, t->tgid);
+	}
 	long nr = current_syscall(bpf_get_current_task_btf());
 	if (writes_files(nr)) {
 		__sync_fetch_and_add(&fs->created, n);
 		return 0;
 	}
 	__sync_fetch_and_add(&fs->missed, n);
-	__u64 lo = ctx->index, hi = ctx->index + n - 1;
+	__u64 lo = folio->index, hi = folio->index + n - 1;
 	if (same_file(&t->ra_file, &key) && lo <= t->ra_hi + 1 && hi + 1 >= t->ra_lo) {
 		if (lo < t->ra_lo)
 			t->ra_lo = lo;

@@ -13,6 +13,11 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type ColdtraceFileFilter struct {
+	_     structs.HostLayout
+	Words [1024]uint64
+}
+
 type ColdtraceFileKey struct {
 	_   structs.HostLayout
 	Dev uint32
@@ -103,6 +108,7 @@ type ColdtraceTstate struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	ColdtraceMapEvents             = "events"
+	ColdtraceMapFileFilter         = "file_filter"
 	ColdtraceMapFiles              = "files"
 	ColdtraceMapFillEnds           = "fill_ends"
 	ColdtraceMapFreeSlots          = "free_slots"
@@ -182,6 +188,7 @@ type ColdtraceProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type ColdtraceMapSpecs struct {
 	Events      *ebpf.MapSpec `ebpf:"events"`
+	FileFilter  *ebpf.MapSpec `ebpf:"file_filter"`
 	Files       *ebpf.MapSpec `ebpf:"files"`
 	FillEnds    *ebpf.MapSpec `ebpf:"fill_ends"`
 	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
@@ -221,6 +228,7 @@ func (o *ColdtraceObjects) Close() error {
 // It can be passed to LoadColdtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ColdtraceMaps struct {
 	Events      *ebpf.Map `ebpf:"events"`
+	FileFilter  *ebpf.Map `ebpf:"file_filter"`
 	Files       *ebpf.Map `ebpf:"files"`
 	FillEnds    *ebpf.Map `ebpf:"fill_ends"`
 	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
@@ -235,6 +243,7 @@ type ColdtraceMaps struct {
 func (m *ColdtraceMaps) Close() error {
 	return _ColdtraceClose(
 		m.Events,
+		m.FileFilter,
 		m.Files,
 		m.FillEnds,
 		m.FreeSlots,

@@ -463,7 +463,7 @@ int BPF_PROG(on_jit_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	__u64 size = offsetof(struct exec_event, env) + m;
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
-	if (bpf_ringbuf_output(&jit_events, ev, size, 0))
+	if (bpf_ringbuf_output(&jit_events, ev, size, wake_flags(ev->ts)))
 		count_lost(LOST_RINGBUF);
 	return 0;
 }
@@ -487,7 +487,7 @@ int BPF_PROG(on_jit_fork, struct task_struct *parent, struct task_struct *child)
 	ev->ppid = BPF_CORE_READ(parent, tgid);
 	ev->pad = 0;
 	ev->ts = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(ev, 0);
+	bpf_ringbuf_submit(ev, wake_flags(ev->ts));
 	return 0;
 }
 

@@ -219,6 +219,19 @@ func commandImages(argv []string) []string {
 		return []string{argv[0]}
 	}
 	out := []string{exe}
+	// env [-u NAME] [NAME=VALUE]... PROGRAM: the program env runs.
+	if path.Base(exe) == "env" {
+		for i := 1; i < len(argv); i++ {
+			a := argv[i]
+			switch {
+			case a == "-u" || a == "--unset" || a == "-C" || a == "--chdir":
+				i++
+			case strings.HasPrefix(a, "-") || strings.Contains(a, "="):
+			default:
+				return append(out, commandImages(argv[i:])...)
+			}
+		}
+	}
 	f, err := os.Open(exe)
 	if err != nil {
 		return out
@@ -239,6 +252,7 @@ func (e *jitEvidence) attachSyscalls(why string) error {
 		return nil
 	}
 	e.syscallsFrom, e.syscallsWhy = time.Now(), why
+	e.col.PathSyscalls = true
 	enter := []*ebpf.Program{nil, e.objs.OnPathEnter1, e.objs.OnPathEnter2, e.objs.OnPathEnter3, e.objs.OnPathEnter4, e.objs.OnPathEnter5}
 	for _, sc := range jitSyscalls {
 		for _, dir := range []string{"enter", "exit"} {

@@ -500,3 +500,45 @@ func TestJitOverheadImports(t *testing.T) {
 		t.Logf("%-14s %v", k, best[k])
 	}
 }
+
+// TestJitSyscallsAttach checks when the path-syscall probes attach in the
+// default mode: before the start for a Python command (also through
+// env(1)), when the interpreter appears for a shell that starts one, and
+// never for a command that uses no framework. The bytecode cache is seen
+// in the first two.
+func TestJitSyscallsAttach(t *testing.T) {
+	requireTracing(t)
+	py := realPython(t)
+	prefix := filepath.Join(t.TempDir(), "pycache")
+	script := "import json, csv, email.message, http.client, decimal, argparse"
+	cases := []struct {
+		name    string
+		command []string
+		want    string // prefix of PathSyscalls
+	}{
+		{"env python3", []string{"env", "-u", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX=" + prefix, py, "-c", script}, "traced from the start"},
+		{"sh, no framework", []string{"sh", "-c", "sleep 0.2; true"}, ""},
+		{"sh then python3", []string{"sh", "-c", "sleep 0.1; unset PYTHONDONTWRITEBYTECODE; PYTHONPYCACHEPREFIX=" + prefix + " " + py + " -c '" + script + "'"}, "traced from +"},
+	}
+	for _, c := range cases {
+		rec, _ := jitRun(t, Options{Command: c.command, JITSyscalls: JITSyscallsAuto})
+		var got string
+		if rec.JIT != nil {
+			got = rec.JIT.PathSyscalls
+		}
+		t.Logf("%s: %q", c.name, got)
+		if c.want == "" {
+			if strings.HasPrefix(got, "traced") {
+				t.Errorf("%s: path syscalls %q, want them not traced (no framework ran)", c.name, got)
+			}
+			continue
+		}
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: path syscalls %q, want %q…", c.name, got, c.want)
+		}
+		if cache := findCache(rec, "python", prefix); cache == nil || cache.Lookups == 0 {
+			logJIT(t, rec)
+			t.Errorf("%s: no lookups in the python cache at %s", c.name, prefix)
+		}
+	}
+}

@@ -72,6 +72,9 @@ func loadProbes() (*probes, error) {
 		if errors.As(err, &verr) {
 			return nil, fmt.Errorf("load BPF programs (verifier rejected them): %+v", verr)
 		}
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			return nil, fmt.Errorf("load BPF programs: the kernel lacks something coldtrace needs (Linux 6.18 or later, for the BPF task-work kfuncs): %w", err)
+		}
 		return nil, fmt.Errorf("load BPF programs: %w", err)
 	}
 	return p, nil
@@ -87,7 +90,7 @@ func (p *probes) attach() error {
 		{name: "mm_filemap_get_pages", prog: o.OnGetPages},
 		{name: "mm_filemap_map_pages", prog: o.OnMapPages},
 		{name: "mm_filemap_fault", prog: o.OnFilemapFault},
-		{name: "mm_filemap_add_to_page_cache", classic: true, group: "filemap", prog: o.OnAddToCache},
+		{name: "mm_filemap_add_to_page_cache", prog: o.OnAddToCache},
 		{name: "mm_filemap_delete_from_page_cache", classic: true, group: "filemap", prog: o.OnDeleteFromCache},
 	}
 	for _, a := range list {

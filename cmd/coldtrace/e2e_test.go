@@ -252,16 +252,25 @@ func checkColdWarm(t *testing.T, reader ...string) {
 		t.Errorf("cold run missed %d pages but only %d are cached after it", missed, n)
 	}
 
-	warmUp(t, path)
-	code, _, stderr = coldtrace(t, nil, args...)
-	if code != 0 {
-		t.Fatalf("warm run exit %d: %s", code, stderr)
-	}
-	s = readSummary(t, out)
-	acc, missed, _ = fileEntry(t, s, path)
-	t.Logf("warm: accessed %d, missed %d", acc, missed)
-	if acc == 0 || missed*100 > acc {
-		t.Errorf("warm: pages_missed %d of %d accessed, want ≤ 1%%", missed, acc)
+	// DAMON can page part of the file out between the warm-up and the
+	// run (it did in about 1 of 10 runs after a long benchmark): one more
+	// try is allowed, never more.
+	for try := 1; ; try++ {
+		warmUp(t, path)
+		code, _, stderr = coldtrace(t, nil, args...)
+		if code != 0 {
+			t.Fatalf("warm run exit %d: %s", code, stderr)
+		}
+		s = readSummary(t, out)
+		acc, missed, _ = fileEntry(t, s, path)
+		t.Logf("warm (try %d): accessed %d, missed %d", try, acc, missed)
+		if acc > 0 && missed*100 <= acc {
+			return
+		}
+		if try == 2 {
+			t.Errorf("warm: pages_missed %d of %d accessed, want ≤ 1%%", missed, acc)
+			return
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package jit
 
 import (
 	"fmt"
+	"hash/maphash"
 	"path"
 	"sort"
 	"strings"
@@ -78,6 +79,9 @@ type proc struct {
 	fds map[int32]string
 	env Env
 	uid uint32
+	// envSum is a hash of the raw environment env was parsed from: an
+	// exec that keeps it (the usual case) needs no new parse or resolve.
+	envSum uint64
 }
 
 type uprobeAcc struct {
@@ -86,6 +90,9 @@ type uprobeAcc struct {
 	cpu     int64
 	windows []record.JITWindow // start/end still CLOCK_MONOTONIC
 }
+
+// envSeed keys the environment hashes of one process's collectors.
+var envSeed = maphash.MakeSeed()
 
 // Collector gathers the events of one run. It is driven by one goroutine.
 type Collector struct {
@@ -100,6 +107,9 @@ type Collector struct {
 	used     map[string]map[int32]bool // by spec: processes that opened one of its Uses
 	dropped  uint64
 	warnings []string
+	// PathSyscalls is set once path syscalls are traced: from then on an
+	// exec reads the process's cwd again.
+	PathSyscalls bool
 	// Seen counts every event handed to the collector.
 	Seen uint64
 }
@@ -199,7 +209,7 @@ func (c *Collector) Fork(pid, ppid int32) {
 		c.proc(pid)
 		return
 	}
-	p := &proc{cwd: parent.cwd, env: parent.env, uid: parent.uid, fds: make(map[int32]string, len(parent.fds))}
+	p := &proc{cwd: parent.cwd, env: parent.env, uid: parent.uid, envSum: parent.envSum, fds: make(map[int32]string, len(parent.fds))}
 	for k, v := range parent.fds {
 		p.fds[k] = v
 	}
@@ -217,10 +227,16 @@ func (c *Collector) Exec(pid int32, uid uint32, filename string, env []byte) {
 		p = &proc{fds: map[int32]string{}}
 		c.procs[pid] = p
 	}
-	p.uid = uid
+	oldCwd := p.cwd
 	if c.cfg.Proc != nil {
-		if cwd, err := c.cfg.Proc.Cwd(pid); err == nil {
-			p.cwd = cwd
+		// exec keeps the cwd: what the process inherited (or read when it
+		// was first seen) still holds, and reading /proc on every exec of
+		// a fork/exec storm slows the storm down. Only relative paths of
+		// traced path syscalls need it exact.
+		if p.cwd == "" || c.PathSyscalls {
+			if cwd, err := c.cfg.Proc.Cwd(pid); err == nil {
+				p.cwd = cwd
+			}
 		}
 		if env == nil {
 			if b, err := c.cfg.Proc.Environ(pid); err == nil {
@@ -229,8 +245,13 @@ func (c *Collector) Exec(pid int32, uid uint32, filename string, env []byte) {
 		}
 	}
 	if env != nil {
-		p.env = ParseEnviron(env)
+		sum := maphash.Bytes(envSeed, env)
+		if sum == p.envSum && uid == p.uid && p.cwd == oldCwd && p.env != nil {
+			return // the same process identity: its roots are resolved
+		}
+		p.env, p.envSum = ParseEnviron(env), sum
 	}
+	p.uid = uid
 	c.resolve(pid, p)
 }
 
