@@ -31,6 +31,9 @@ type runResult struct {
 	Check    uint64  `json:"check"`
 	Switches uint64  `json:"switches"`
 	PhasesNS []int64 `json:"phases_ns,omitempty"` // groundtruth: sleep, read, spin
+	// WorkCPUNS is the workload's own CPU time from start to end, as it
+	// reports it (BPF programs that run in its context included).
+	WorkCPUNS int64 `json:"work_cpu_ns"`
 	// CPUNS is the CPU time of the spawned process tree (coldtrace and the
 	// workload for a traced run).
 	CPUNS int64 `json:"cpu_ns"`
@@ -82,6 +85,9 @@ type runner struct {
 	dir  string
 	env  []string
 	seq  int
+	// cpuFloor is the least CPU time a cold workload's run has taken so
+	// far, by workload name (see runRetry).
+	cpuFloor map[string]int64
 }
 
 func newRunner(o options, work, dir string) *runner {
@@ -93,7 +99,7 @@ func newRunner(o options, work, dir string) *runner {
 			env = append(env, kv)
 		}
 	}
-	return &runner{o: o, work: work, dir: dir, env: env}
+	return &runner{o: o, work: work, dir: dir, env: env, cpuFloor: map[string]int64{}}
 }
 
 func monoNS() int64 {
@@ -110,6 +116,12 @@ func (r *runner) runOnce(w *workload, kind string, index int, stats *progCapture
 	var err error
 	if res.ResidentAtStart, err = prepare(w); err != nil {
 		return res, err
+	}
+	if len(w.WarmArgs) > 0 {
+		warm := exec.Command(r.work, append([]string{"0"}, w.WarmArgs...)...)
+		if out, err := warm.CombinedOutput(); err != nil {
+			return res, fmt.Errorf("warm %s: %v: %s", w.Name, err, out)
+		}
 	}
 	startAt := monoNS() + r.o.delay.Nanoseconds()
 	argv := append([]string{r.work, strconv.FormatInt(startAt, 10)}, w.Args...)
@@ -155,6 +167,7 @@ func (r *runner) runOnce(w *workload, kind string, index int, stats *progCapture
 	res.Late = out.Late
 	res.Check = out.Check
 	res.Switches = out.Switches
+	res.WorkCPUNS = out.CPUNS
 	res.PhasesNS = out.PhasesNS
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		res.CPUNS = ru.Utime.Nano() + ru.Stime.Nano()

@@ -496,7 +496,10 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 		emit_path(inode, key.dev, key.ino, t->tgid);
 	}
 	long nr = current_syscall(bpf_get_current_task_btf());
-	if (writes_files(nr)) {
+	/* Reads never insert pages past the end of the file: those come from
+	 * a write that extends it, whatever the syscall (sendfile, splice,
+	 * copy_file_range into a file). */
+	if (writes_files(nr) || folio->index >= (((__u64)inode->i_size + 4095) >> 12)) {
 		__sync_fetch_and_add(&fs->created, n);
 		return 0;
 	}

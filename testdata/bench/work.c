@@ -56,6 +56,15 @@ static uint64_t switches(void)
 	return (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
 }
 
+/* The helper's own CPU time (user + system, all threads), ns. */
+static int64_t process_cpu_ns(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
+	       ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
+}
+
 static char buf[1 << 20];
 
 static uint64_t seqread(const char *path)
@@ -306,6 +315,7 @@ int main(int argc, char **argv)
 	}
 	int64_t t0 = now_ns();
 	uint64_t sw0 = switches();
+	int64_t cpu0 = process_cpu_ns();
 	uint64_t check;
 
 	if (!strcmp(mode, "seqread") && na == 1)
@@ -330,9 +340,9 @@ int main(int argc, char **argv)
 	}
 
 	int64_t end = now_ns();
-	printf("{\"entry_ns\":%lld,\"start_ns\":%lld,\"elapsed_ns\":%lld,\"late\":%s,\"check\":%llu,\"switches\":%llu,\"phases_ns\":[",
+	printf("{\"entry_ns\":%lld,\"start_ns\":%lld,\"elapsed_ns\":%lld,\"late\":%s,\"check\":%llu,\"switches\":%llu,\"cpu_ns\":%lld,\"phases_ns\":[",
 	       (long long)entry, (long long)t0, (long long)(end - t0), late ? "true" : "false",
-	       (unsigned long long)check, (unsigned long long)(switches() - sw0));
+	       (unsigned long long)check, (unsigned long long)(switches() - sw0), (long long)(process_cpu_ns() - cpu0));
 	for (int i = 0; i < nphases; i++)
 		printf("%s%lld", i ? "," : "", (long long)phases[i]);
 	printf("]}\n");
