@@ -85,7 +85,7 @@ func prepare(w *workload) (float64, error) {
 		if r > 0.01 {
 			return r, fmt.Errorf("%s is still %.0f%% cached after posix_fadvise(DONTNEED): is it on tmpfs? pass -dir on a disk filesystem", w.File, 100*r)
 		}
-		return r, touchMemory(w.File)
+		return r, nil
 	}
 	r, err := resident(w.File)
 	if err != nil || r >= 1 {
@@ -95,26 +95,4 @@ func prepare(w *workload) (float64, error) {
 		return 0, err
 	}
 	return resident(w.File)
-}
-
-// touchMemory writes to as much anonymous memory as the file is big and
-// frees it. On a VM that hands free memory back to the host, the first
-// touch of a page that went back costs microseconds of guest CPU; without
-// this, a cold read of the same file took 410 ms or 900 ms depending on
-// how much of the free memory the host had taken, whichever the run.
-// Touching first makes the memory the read gets the same every run.
-func touchMemory(path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	n := int(st.Size())
-	m, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return fmt.Errorf("touch %d MiB of memory: %w", n>>20, err)
-	}
-	for i := 0; i < n; i += 4096 {
-		m[i] = 1
-	}
-	return unix.Munmap(m)
 }

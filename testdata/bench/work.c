@@ -19,6 +19,7 @@
  *   groundtruth FILE MS IT  sleep MS, read FILE, spin IT iterations (phases_ns: the three)
  *   calibrate               spin iterations per second, for groundtruth
  *   mkfiles DIR N           create the small files (setup, not timed)
+ *   touch BYTES             write to BYTES of fresh memory (setup, not timed)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -182,6 +183,18 @@ static uint64_t forkexec(long n, const char *prog)
 	return ok;
 }
 
+/* Writes to n bytes of fresh anonymous memory (setup, not timed). */
+static uint64_t touch(long n)
+{
+	char *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		die("mmap");
+	for (long i = 0; i < n; i += 4096)
+		m[i] = 1;
+	munmap(m, n);
+	return (uint64_t)n;
+}
+
 static int ping[2], pong[2];
 static long rounds;
 
@@ -332,6 +345,8 @@ int main(int argc, char **argv)
 		check = groundtruth(a[0], atol(a[1]), strtoull(a[2], NULL, 10));
 	else if (!strcmp(mode, "calibrate") && na == 0)
 		check = calibrate();
+	else if (!strcmp(mode, "touch") && na == 1)
+		check = touch(atol(a[0]));
 	else if (!strcmp(mode, "mkfiles") && na == 2)
 		check = mkfiles(a[0], atol(a[1]));
 	else {
