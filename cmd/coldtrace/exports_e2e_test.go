@@ -37,9 +37,23 @@ func TestExportsOfRealRuns(t *testing.T) {
 	}
 	// DAMON can page out part of the file between the runs: make sure the
 	// warm run starts with all of it cached (checked with mincore).
-	warmUp(t, file)
-	if code, _, stderr = coldtrace(t, nil, "-q", "-o", warm, "--", bin, file, "100", "100"); code != 0 {
-		t.Fatalf("warm run exit %d: %s", code, stderr)
+	// It did even then, in about 1 of 10 runs (1–2% of the file missed
+	// warm): one more try is allowed.
+	for try := 1; try <= 2; try++ {
+		warmUp(t, file)
+		if code, _, stderr = coldtrace(t, nil, "-q", "-o", warm, "--", bin, file, "100", "100"); code != 0 {
+			t.Fatalf("warm run exit %d: %s", code, stderr)
+		}
+		var missed uint64
+		for _, f := range readRecord(t, warm).Files {
+			if f.Path == file {
+				missed = f.PagesMissed
+			}
+		}
+		if missed*100 <= 512<<20>>12 {
+			break
+		}
+		t.Logf("warm run (try %d): %d pages of %s missed", try, missed, file)
 	}
 	s := readSummary(t, sum)
 
