@@ -518,7 +518,10 @@ func TestJitSyscallsAttach(t *testing.T) {
 	}{
 		{"env python3", []string{"env", "-u", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX=" + prefix, py, "-c", script}, "traced from the start"},
 		{"sh, no framework", []string{"sh", "-c", "sleep 0.2; true"}, ""},
-		{"sh then python3", []string{"sh", "-c", "sleep 0.1; unset PYTHONDONTWRITEBYTECODE; PYTHONPYCACHEPREFIX=" + prefix + " " + py + " -c '" + script + "'"}, "traced from +"},
+		// The imports wait 0.3 s: the probes attach some 10 ms after the
+		// interpreter starts (a framework's cache lookups come much later
+		// than its start-up too).
+		{"sh then python3", []string{"sh", "-c", "sleep 0.1; unset PYTHONDONTWRITEBYTECODE; PYTHONPYCACHEPREFIX=" + prefix + " " + py + " -c 'import time; time.sleep(0.3); " + script + "'"}, "traced from +"},
 	}
 	for _, c := range cases {
 		rec, _ := jitRun(t, Options{Command: c.command, JITSyscalls: JITSyscallsAuto})
