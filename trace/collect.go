@@ -30,13 +30,14 @@ type fileKey struct {
 	ino uint64
 }
 
-// smallFilesKey stands for the small files that were only read from the
-// page cache: the kernel side counts their pages without an entry each
-// (see SMALL_FILE_BYTES in bpf/coldtrace.bpf.c). No file has inode 0.
-var smallFilesKey = fileKey{}
+// smallFiles says whether k stands for the small files that were only
+// read from the page cache: the kernel side counts their pages without an
+// entry each (see SMALL_FILE_BYTES in bpf/coldtrace.bpf.c). No file has
+// inode 0, so the zero key is theirs.
+func (k fileKey) smallFiles() bool { return k == fileKey{} }
 
-// SmallFilesPath names the smallFilesKey row in records.
-const SmallFilesPath = "[small files read from the page cache, under 256 KiB each]"
+// SmallFilesPath names the small files' row in records.
+const SmallFilesPath = "[small files (<256 KiB), cache hits only]"
 
 // threadTimes are one thread's cumulative times, ongoing intervals
 // included up to the poll.
@@ -424,7 +425,7 @@ func (c *collector) poll(now uint64) error {
 		smallPages += n
 	}
 	if smallPages > 0 {
-		fileSample(smallFilesKey, &bpf.ColdtraceFileStats{Accessed: smallPages})
+		fileSample(fileKey{}, &bpf.ColdtraceFileStats{Accessed: smallPages})
 	}
 	if err := c.readLost(); err != nil {
 		return err
@@ -517,7 +518,7 @@ func (c *collector) fill(r *record.Record, pageSize int) {
 }
 
 func (c *collector) pathOf(f *fileAcc) string {
-	if f.key == smallFilesKey {
+	if f.key.smallFiles() {
 		return SmallFilesPath
 	}
 	if fsPath, ok := c.fsPaths[f.key]; ok {
