@@ -134,8 +134,8 @@ func (r *runner) runOnce(w *workload, kind string, index int, stats *progCapture
 			return res, fmt.Errorf("touch memory before %s: %v: %s", w.Name, err, out)
 		}
 	}
-	if len(w.WarmArgs) > 0 {
-		warm := exec.Command(r.work, append([]string{"0"}, w.WarmArgs...)...)
+	if w.WarmFirst {
+		warm := exec.Command(r.work, append([]string{"0"}, w.Args...)...)
 		if out, err := warm.CombinedOutput(); err != nil {
 			return res, fmt.Errorf("warm %s: %v: %s", w.Name, err, out)
 		}

@@ -31,11 +31,11 @@ type workload struct {
 	Cold bool   `json:"cold"`
 	// Args follow the start time on work's command line.
 	Args []string `json:"args"`
-	// WarmArgs, when set, is an untimed run of the helper before every
-	// measured run that brings the workload's files into the page cache:
-	// DAMON pages idle files out between runs, which made some "warm"
-	// runs partly cold (±20% run to run).
-	WarmArgs []string `json:"warm_args,omitempty"`
+	// WarmFirst runs the workload once, untimed, before every measured
+	// run, to bring its files into the page cache: DAMON pages idle files
+	// out between runs, which made some "warm" runs partly cold (±20% run
+	// to run).
+	WarmFirst bool `json:"warm_first,omitempty"`
 	// MinRate, when set, is the switches per second the untraced runs must
 	// reach for the workload to be what it claims.
 	MinRate float64 `json:"min_switch_rate,omitempty"`
@@ -123,7 +123,7 @@ func setup(o options, dir, src string, log func(string, ...any)) (work string, w
 			return "", nil, fmt.Errorf("create small files: %v: %s", err, out)
 		}
 		ws = append(ws, &workload{Name: "smallfiles", Title: fmt.Sprintf("open+read %d small files", sz.smallFiles),
-			Budget: 1.05, NoLoss: true, Args: []string{"smallfiles", tree, n}, WarmArgs: []string{"smallfiles", tree, n}})
+			Budget: 1.05, NoLoss: true, Args: []string{"smallfiles", tree, n}, WarmFirst: true})
 	}
 	if want("forkexec") {
 		truePath, err := exec.LookPath("true")

@@ -152,14 +152,23 @@ static __always_inline __u32 filter_bit(struct file_key *key)
 	return h >> 48; /* FILTER_BITS = 2^16 */
 }
 
-static __always_inline bool maybe_has_entry(struct file_key *key)
+/* The filter word holding key's bit, and the bit's mask in *mask. */
+static __always_inline __u64 *filter_word(struct file_key *key, __u64 *mask)
 {
 	__u32 zero = 0;
 	struct file_filter *f = bpf_map_lookup_elem(&file_filter, &zero);
 	if (!f)
-		return true;
+		return NULL;
 	__u32 b = filter_bit(key);
-	return f->words[(b / 64) & (FILTER_BITS / 64 - 1)] & (1ull << (b % 64));
+	*mask = 1ull << (b % 64);
+	return &f->words[(b / 64) & (FILTER_BITS / 64 - 1)];
+}
+
+static __always_inline bool maybe_has_entry(struct file_key *key)
+{
+	__u64 mask;
+	__u64 *w = filter_word(key, &mask);
+	return !w || (*w & mask);
 }
 
 static __always_inline struct file_stats *file_get(struct file_key *key, bool create)
@@ -172,12 +181,10 @@ static __always_inline struct file_stats *file_get(struct file_key *key, bool cr
 		count_lost(LOST_FILES);
 		return NULL;
 	}
-	__u32 k = 0;
-	struct file_filter *f = bpf_map_lookup_elem(&file_filter, &k);
-	if (f) {
-		__u32 b = filter_bit(key);
-		__sync_fetch_and_or(&f->words[(b / 64) & (FILTER_BITS / 64 - 1)], 1ull << (b % 64));
-	}
+	__u64 mask;
+	__u64 *w = filter_word(key, &mask);
+	if (w)
+		__sync_fetch_and_or(w, mask);
 	return bpf_map_lookup_elem(&files, key);
 }
 

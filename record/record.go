@@ -84,7 +84,7 @@ type Lost struct {
 	Paths       uint64 `json:"paths"`
 	// FillEnds counts fill intervals closed at their last event because
 	// no task work could be scheduled for their return to user space.
-	FillEnds uint64 `json:"fill_ends,omitempty"`
+	FillEnds uint64 `json:"fill_ends"`
 }
 
 // Total is the sum of every lost counter.

@@ -111,9 +111,6 @@ func (e *jitEvidence) start(env *runEnv) error {
 		return nil
 	}
 	e.env = env
-	if env.opts.JITSyscalls == "" {
-		env.opts.JITSyscalls = JITSyscallsAuto
-	}
 	cwd, _ := os.Getwd()
 	col, err := jit.NewCollector(jit.Config{CacheDirs: env.opts.CacheDirs, Cwd: cwd, Proc: procFS{}, LookupUser: lookupUser})
 	if err != nil {
@@ -163,16 +160,14 @@ func (e *jitEvidence) start(env *runEnv) error {
 			e.attach(i, t.lib)
 		}
 	}
-	switch why := syscallsAtStart(env.opts); {
-	case why != "":
+	// Otherwise they attach when a process first uses a framework (see
+	// useSeen): the path-syscall tracepoints cost some 0.2 µs per open or
+	// stat even when nothing reads their events, a tenth of a program that
+	// opens many small files.
+	if why := syscallsAtStart(env.opts); why != "" {
 		if err := e.attachSyscalls(why); err != nil {
 			return err
 		}
-	case env.opts.JITSyscalls == JITSyscallsAuto:
-		// Attached when a process first uses a framework (see fileSeen
-		// and the exec records): the path syscall tracepoints cost some
-		// 0.2 µs per open or stat even when nothing reads their events,
-		// a tenth of a program that opens many small files.
 	}
 	e.flushed = make(chan struct{}, 1)
 	e.done = make(chan struct{})
@@ -277,8 +272,8 @@ func (e *jitEvidence) attachSyscalls(why string) error {
 // useSeen attaches the path-syscall probes when a traced process runs or
 // maps a file of a framework with a kernel cache. Called with e.mu held.
 func (e *jitEvidence) useSeen(pid int32, p string) {
-	if !e.syscallsFrom.IsZero() || e.env.opts.JITSyscalls != JITSyscallsAuto {
-		return
+	if !e.syscallsFrom.IsZero() {
+		return // attached already, --jit-syscalls always included
 	}
 	base := path.Base(p)
 	if !jit.UsesFramework(base) {
