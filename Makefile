@@ -34,10 +34,10 @@ check-generated: generate
 	git diff --exit-code -- bpf/ || (echo "bpf2go outputs are stale: run 'make generate' and commit" >&2; exit 1)
 
 bench: build
-	$(GO) run ./bench -coldtrace $(BIN) -json bin/bench.json $(BENCHFLAGS)
+	$(GO) run ./cmd/bench -coldtrace $(BIN) -json bin/bench.json $(BENCHFLAGS)
 
 bench-smoke: build
-	$(GO) run ./bench -coldtrace $(BIN) -smoke
+	$(GO) run ./cmd/bench -coldtrace $(BIN) -smoke
 
 clean:
 	rm -rf bin

@@ -17,18 +17,14 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 )
 
 // requireTracing skips tests that need to load eBPF programs, saying why.
 func requireTracing(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to load eBPF programs (CI runs the tests as root)")
-	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		t.Skip("kernel has no BTF (/sys/kernel/btf/vmlinux missing)")
-	}
+	testenv.RequireTracing(t)
 }
 
 // coldtrace runs the test binary as coldtrace with args and returns its

@@ -1,7 +1,7 @@
 // Command bench measures what coldtrace costs the commands it traces.
 //
-//	sudo go run ./bench -coldtrace bin/coldtrace [-pairs 5] [-json out.json]
-//	sudo go run ./bench -coldtrace bin/coldtrace -smoke
+//	sudo go run ./cmd/bench -coldtrace bin/coldtrace [-pairs 5] [-json out.json]
+//	sudo go run ./cmd/bench -coldtrace bin/coldtrace -smoke
 //
 // Each workload runs untraced (U) and traced (T, `coldtrace -q --json … --
 // CMD`), interleaved U T U T … U: N pairs and a closing untraced run, so

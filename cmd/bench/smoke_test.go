@@ -20,7 +20,7 @@ func TestSmoke(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "coldtrace")
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	build := exec.Command(gobin, "build", "-o", bin, "../cmd/coldtrace")
+	build := exec.Command(gobin, "build", "-o", bin, "../coldtrace")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build coldtrace: %v\n%s", err, out)
 	}
