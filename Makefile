@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/coldtrace
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: build test test-unit demo generate vmlinux check-generated bench bench-smoke clean
+.PHONY: build test test-unit lint fuzz demo generate vmlinux check-generated bench bench-smoke clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/coldtrace
@@ -14,8 +14,19 @@ test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -p 1 -timeout 20m ./...
 
+# Tests that need neither root nor a kernel to trace: any machine with Go and
+# cgo. -short makes every eBPF and root test skip (internal/testenv).
 test-unit:
 	$(GO) test -count=1 -short ./...
+
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+# gofmt, vet, staticcheck, and go.mod as `go mod tidy` leaves it.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out" >&2; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) mod tidy -diff
 
 # Build coldtrace and trace the bundled cold-start workload.
 demo: build
