@@ -32,13 +32,14 @@ lint:
 demo: build
 	bash testdata/demo/run.sh $(BIN)
 
-# Rebuild the BPF objects with Debian's clang (apt-get install -y clang llvm libbpf-dev).
+# Rebuild the BPF objects (one per sensor, bpf/<sensor>/) with Debian's
+# clang (apt-get install -y clang llvm libbpf-dev).
 generate:
 	$(GO) generate ./bpf/...
 
-# Regenerate bpf/vmlinux.h from the running kernel's BTF.
+# Regenerate bpf/include/vmlinux.h from the running kernel's BTF.
 vmlinux:
-	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/include/vmlinux.h
 
 # Fails when the committed bpf2go outputs differ from what the sources build.
 check-generated: generate

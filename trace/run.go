@@ -2,297 +2,275 @@ package trace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"runtime"
-	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/gpu"
+	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/trace/launch"
+	"github.com/coldtrace/coldtrace/trace/pagecache"
+	"github.com/coldtrace/coldtrace/trace/sched"
+	"github.com/coldtrace/coldtrace/trace/sensor"
 )
-
-// Options configure one traced run.
-type Options struct {
-	Command  []string
-	Interval time.Duration // polling period; 100 ms when zero
-	User     string        // --user; empty means the sudo user or coldtrace's own
-	// Launched is when coldtrace started, so the startup cost covers
-	// flag parsing and probe loading too.
-	Launched time.Time
-	Stdin    *os.File
-	Stdout   *os.File
-	Stderr   *os.File
-	// Notify is told about coldtrace's own decisions (a signal forwarded,
-	// a kill), one line each.
-	Notify  func(string)
-	Version string
-	// OnStart, when set, is called once the command has been released,
-	// with its pid; tests use it to send signals.
-	OnStart func(pid int)
-	// OnSample, when set, sees each sample as it is taken (live progress).
-	OnSample func(s record.Sample)
-
-	// NoGPU skips NVML sampling; GPUInterval is its period (100 ms when
-	// zero).
-	NoGPU       bool
-	GPUInterval time.Duration
-	// CacheDirs are extra kernel-cache directories, "NAME=PATH".
-	CacheDirs []string
-	// JITUprobes are extra compile entry points, "LIB:SYMBOL".
-	JITUprobes []string
-	// JITSyscalls is when the path-syscall probes attach: JITSyscallsAuto
-	// (the default: once a process uses a framework with a kernel cache,
-	// or from the start when the command is one) or JITSyscallsAlways.
-	JITSyscalls string
-}
 
 // Run traces opts.Command to its end and returns the record. The error is
 // non-nil only when tracing itself failed; a command that fails or cannot
 // be started still yields a record with its exit code.
 func Run(ctx context.Context, opts Options) (*record.Record, error) {
+	s, err := start(ctx, opts.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	if err := s.launch(); err != nil {
+		return nil, err
+	}
+	state := s.loop()
+	return s.finish(state), nil
+}
+
+// session is one traced run.
+type session struct {
+	ctx     context.Context
+	opts    Options
+	id      launch.Identity
+	sched   *sched.Sensor
+	sensors []Sensor // load order; sched first
+	child   *launch.Child
+	rec     *record.Record
+	// startMono is when the command was released (CLOCK_MONOTONIC ns).
+	startMono  uint64
+	foreground bool
+	samples    []record.Sample
+	pollErr    error
+}
+
+// start checks the machine and loads every sensor.
+func start(ctx context.Context, opts Options) (*session, error) {
 	if len(opts.Command) == 0 {
 		return nil, fmt.Errorf("%w: no command given", ErrPreflight)
 	}
-	if opts.Interval <= 0 {
-		opts.Interval = 100 * time.Millisecond
-	}
-	if opts.Launched.IsZero() {
-		opts.Launched = time.Now()
-	}
-	if opts.Stdin == nil {
-		opts.Stdin, opts.Stdout, opts.Stderr = os.Stdin, os.Stdout, os.Stderr
-	}
-	notify := opts.Notify
-	if notify == nil {
-		notify = func(string) {}
-	}
-
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
-	id, err := ResolveIdentity(opts.User, os.Getenv)
+	id, err := launch.ResolveIdentity(opts.User, opts.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPreflight, err)
 	}
-	p, err := loadProbes()
-	if err != nil {
+	s := &session{ctx: ctx, opts: opts, id: id}
+	if err := s.load(); err != nil {
+		s.close()
 		return nil, err
 	}
-	defer p.Close()
-	if err := p.attach(); err != nil {
-		return nil, err
-	}
-	mounts, err := readMountTable("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
+	return s, nil
+}
 
-	tracked := newPidSet()
-	var startMono atomic.Uint64
-	env := &runEnv{ctx: ctx, threads: p.objs.Threads, taskStates: p.objs.TaskStates, startMono: startMono.Load, tracked: tracked, opts: &opts}
-	var sources []evidence
-	if !opts.NoGPU {
-		sources = append(sources, &gpuEvidence{})
+// load loads the sensors in dependency order: the scheduler creates the
+// shared maps the others take.
+func (s *session) load() error {
+	sc, err := sched.Load()
+	if err != nil {
+		return err
 	}
-	jitSrc := &jitEvidence{}
-	sources = append(sources, jitSrc)
-	for _, src := range sources {
-		defer src.close()
-		if err := src.start(env); err != nil {
-			return nil, err
+	s.sched = sc
+	s.sensors = append(s.sensors, sc)
+	shared := sc.Shared().Replacements()
+
+	var fileSeen func(int32, string)
+	var j *jit.Sensor
+	if !s.opts.NoJIT {
+		j, err = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, CacheDirs: s.opts.CacheDirs,
+			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls})
+		if errors.Is(err, jit.ErrOption) {
+			return fmt.Errorf("%w: %v", ErrPreflight, err)
 		}
+		if err != nil {
+			return err
+		}
+		fileSeen = j.FileSeen
 	}
-
-	foreground := inForeground()
-	child, err := startGated(opts.Command, id, opts.Stdin, opts.Stdout, opts.Stderr, foreground)
+	pc, err := pagecache.Load(pagecache.Options{Shared: shared, IOWaiting: sc.IOWaiting, FileSeen: fileSeen})
 	if err != nil {
-		return nil, err
+		if j != nil {
+			j.Close()
+		}
+		return err
 	}
-	if foreground {
-		defer reclaimTerminal()
+	// The page cache polls right after the scheduler (it adds the
+	// scheduler's ongoing I/O waits to its files); the JIT sensor finishes
+	// after both (it reads the processes).
+	s.sensors = append(s.sensors, pc)
+	if j != nil {
+		s.sensors = append(s.sensors, j)
 	}
-	pid := child.cmd.Process.Pid
-	tracked.add(int32(pid))
-	if err := p.seed(pid, monotonicNS()); err != nil {
-		child.abort()
-		return nil, err
+	if !s.opts.NoGPU {
+		s.sensors = append(s.sensors, gpu.StartSensor(s.ctx, nvml.New(),
+			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
+	}
+	return nil
+}
+
+// launch starts the command gated, seeds it into the tracked set and
+// releases it.
+func (s *session) launch() error {
+	s.foreground = inForeground()
+	child, err := launch.Start(s.opts.Command, s.id,
+		launch.Stdio{Stdin: s.opts.Stdin, Stdout: s.opts.Stdout, Stderr: s.opts.Stderr}, s.foreground)
+	if err != nil {
+		return err
+	}
+	pid := child.Pid()
+	if err := s.sched.Seed(pid, commName(s.opts.Command[0]), sensor.MonotonicNS()); err != nil {
+		child.Abort()
+		return err
 	}
 	select {
-	case s := <-sigs:
-		child.abort()
-		return nil, fmt.Errorf("interrupted by %v before the command started", s)
+	case sig := <-s.opts.Signals:
+		child.Abort()
+		return fmt.Errorf("interrupted by %v before the command started", sig)
 	default:
 	}
-
-	c := newCollector(p, mounts)
-	c.tracked = tracked
-	c.fileSeen = jitSrc.fileSeen
-	rec := &record.Record{Schema: record.Schema, Version: opts.Version, Command: opts.Command,
-		User: id.User, Host: hostInfo(), IntervalNS: opts.Interval.Nanoseconds()}
-	if !id.Switch {
+	s.child = child
+	rec := &record.Record{Schema: record.Schema, Version: s.opts.Version, Command: s.opts.Command,
+		User: s.id.User, Host: hostInfo(), IntervalNS: s.opts.Interval.Nanoseconds()}
+	if !s.id.Switch {
 		rec.User.UID, rec.User.GID = uint32(os.Getuid()), uint32(os.Getgid())
 	}
-
-	c.startMono = monotonicNS()
-	startMono.Store(c.startMono)
+	s.startMono = sensor.MonotonicNS()
+	for _, sn := range s.sensors {
+		sn.Begin(s.startMono)
+	}
 	rec.Start = time.Now()
-	rec.StartupNS = time.Since(opts.Launched).Nanoseconds()
-	c.proc(int32(pid)).comm = commName(opts.Command[0])
-	if err := child.release(); err != nil {
+	rec.StartupNS = time.Since(s.opts.Launched).Nanoseconds()
+	s.rec = rec
+	if err := child.Release(); err != nil {
 		rec.StartError = err.Error()
 	}
-	if opts.OnStart != nil && rec.StartError == "" {
-		opts.OnStart(pid)
+	if s.opts.OnStart != nil && rec.StartError == "" {
+		s.opts.OnStart(pid)
 	}
+	return nil
+}
 
-	raw := make(chan []byte, 4096)
-	go readEvents(p.events, 50*time.Millisecond, raw)
+// loop polls the sensors every interval and handles signals until the
+// command exits, and returns how it ended.
+func (s *session) loop() *os.ProcessState {
 	waited := make(chan *os.ProcessState, 1)
-	go func() {
-		_ = child.cmd.Wait()
-		waited <- child.cmd.ProcessState
-	}()
-
-	ticker := time.NewTicker(opts.Interval)
+	go func() { waited <- s.child.Wait() }()
+	ticker := time.NewTicker(s.opts.Interval)
 	defer ticker.Stop()
-	var state *os.ProcessState
-	signalsSeen := 0
-	var pollErr error
-loop:
+	ctxDone := s.ctx.Done()
+	signals := 0
 	for {
 		select {
-		case b, ok := <-raw:
-			if ok {
-				c.handleEvent(b)
-			} else {
-				raw = nil
-			}
 		case <-ticker.C:
-			if err := c.poll(monotonicNS()); err != nil && pollErr == nil {
-				pollErr = err
+			s.poll(sensor.MonotonicNS())
+			if s.opts.OnSample != nil && len(s.samples) > 0 {
+				s.opts.OnSample(s.samples[len(s.samples)-1])
 			}
-			if opts.OnSample != nil && len(c.samples) > 0 {
-				opts.OnSample(c.samples[len(c.samples)-1])
+		case sig := <-s.opts.Signals:
+			s.rec.Interrupted = true
+			signals++
+			s.signal(sig, signals)
+		case <-ctxDone:
+			s.rec.Interrupted = true
+			ctxDone = nil
+			if err := s.child.SignalGroup(syscall.SIGTERM); err != nil {
+				s.opts.Notify(err.Error())
 			}
-		case s := <-sigs:
-			rec.Interrupted = true
-			signalsSeen++
-			if signalsSeen >= 3 {
-				notify(fmt.Sprintf("%v received %d times: killing the command", s, signalsSeen))
-				_ = child.cmd.Process.Kill()
-			} else {
-				notify(fmt.Sprintf("%v: passing it to the command (pid %d); the report follows when it exits", s, pid))
-				_ = child.cmd.Process.Signal(s)
-			}
-		case <-ctx.Done():
-			rec.Interrupted = true
-			_ = child.cmd.Process.Signal(syscall.SIGTERM)
-			ctx = context.Background()
-		case state = <-waited:
-			break loop
+		case state := <-waited:
+			return state
 		}
 	}
-	end := monotonicNS()
-	rec.WallNS = int64(end - c.startMono)
-	if err := c.poll(end); err != nil && pollErr == nil {
-		pollErr = err
-	}
-	// Drain what the kernel already queued (the exit events above all).
-	_ = p.events.Flush()
-	if raw != nil {
-		for b := range raw {
-			c.handleEvent(b)
-		}
-	}
+}
 
+// signal passes the first and second signal to the command's process
+// group and kills every tracked process at the third.
+func (s *session) signal(sig os.Signal, n int) {
+	if n >= 3 {
+		s.opts.Notify(fmt.Sprintf("%v received %d times: killing the command and every process it started", sig, n))
+		s.killAll()
+		return
+	}
+	s.opts.Notify(fmt.Sprintf("%v: passing it to the command (pid %d); the report follows when it exits", sig, s.child.Pid()))
+	ssig, ok := sig.(syscall.Signal)
+	if !ok {
+		return
+	}
+	if err := s.child.SignalGroup(ssig); err != nil {
+		s.opts.Notify(err.Error())
+	}
+}
+
+// killAll sends SIGKILL to the command's process group and to every
+// process of the tracked set that is still alive, those that left the
+// group (setsid, a daemon) included.
+func (s *session) killAll() {
+	if err := s.child.SignalGroup(syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		s.opts.Notify(err.Error())
+	}
+	pids, err := s.sched.LivePIDs()
+	if err != nil {
+		s.opts.Notify(fmt.Sprintf("cannot list the tracked processes to kill: %v", err))
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			s.opts.Notify(fmt.Sprintf("kill pid %d: %v", pid, err))
+		}
+	}
+}
+
+// poll takes one sample from every sensor.
+func (s *session) poll(now uint64) {
+	sample := record.Sample{EndNS: sensor.Rel(now, s.startMono)}
+	for _, sn := range s.sensors {
+		if err := sn.Poll(now, &sample); err != nil && s.pollErr == nil {
+			s.pollErr = err
+		}
+	}
+	s.samples = append(s.samples, sample)
+}
+
+// finish takes the last sample and has every sensor fill its part of the
+// record.
+func (s *session) finish(state *os.ProcessState) *record.Record {
+	rec := s.rec
+	end := sensor.MonotonicNS()
+	rec.WallNS = int64(end - s.startMono)
+	s.poll(end)
 	rec.ExitCode, rec.Signal = exitCode(state)
 	if rec.StartError != "" {
 		rec.ExitCode = 127
 	}
-	if root := c.procs[int32(pid)]; root != nil {
-		root.exited, root.end, root.exitCode = true, rec.WallNS, rec.ExitCode
+	s.sched.Exited(s.child.Pid(), rec.WallNS, rec.ExitCode)
+	rec.Samples = s.samples
+	if s.pollErr != nil {
+		rec.Warnings = append(rec.Warnings, s.pollErr.Error())
 	}
-	c.fill(rec, os.Getpagesize())
-	if pollErr != nil {
-		rec.Warnings = append(rec.Warnings, pollErr.Error())
-	}
-	for _, src := range sources {
-		src.finish(rec)
+	for _, sn := range s.sensors {
+		if err := sn.Finish(rec); err != nil {
+			rec.Warnings = append(rec.Warnings, err.Error())
+		}
 	}
 	rec.Self = selfCost(rec.Self)
-	return rec, nil
+	return rec
 }
 
-func exitCode(st *os.ProcessState) (int, string) {
-	if st == nil {
-		return 127, ""
+// close releases every sensor, the last loaded first.
+func (s *session) close() {
+	if s.foreground && s.child != nil {
+		reclaimTerminal()
 	}
-	ws, ok := st.Sys().(syscall.WaitStatus)
-	if !ok {
-		return st.ExitCode(), ""
+	for i := len(s.sensors) - 1; i >= 0; i-- {
+		if err := s.sensors[i].Close(); err != nil {
+			s.opts.Notify(fmt.Sprintf("release probes: %v", err))
+		}
 	}
-	if ws.Signaled() {
-		return 128 + int(ws.Signal()), unix.SignalName(ws.Signal())
-	}
-	return ws.ExitStatus(), ""
-}
-
-func commName(arg0 string) string {
-	if i := strings.LastIndexByte(arg0, '/'); i >= 0 {
-		arg0 = arg0[i+1:]
-	}
-	if len(arg0) > 15 {
-		arg0 = arg0[:15]
-	}
-	return arg0
-}
-
-// inForeground reports whether coldtrace owns the terminal on stdin, so the
-// command can be given it.
-func inForeground() bool {
-	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
-	if err != nil {
-		return false
-	}
-	return pgrp == unix.Getpgrp()
-}
-
-// reclaimTerminal takes the terminal back after the command's process
-// group had it; SIGTTOU would otherwise stop coldtrace.
-func reclaimTerminal() {
-	signal.Ignore(syscall.SIGTTOU)
-	defer signal.Reset(syscall.SIGTTOU)
-	_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp())
-}
-
-func hostInfo() record.Host {
-	h := record.Host{CPUs: runtime.NumCPU(), PageSize: os.Getpagesize()}
-	h.Hostname, _ = os.Hostname()
-	var u unix.Utsname
-	if unix.Uname(&u) == nil {
-		h.Kernel = unix.ByteSliceToString(u.Release[:])
-	}
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) == nil {
-		h.MemBytes = uint64(si.Totalram) * uint64(si.Unit)
-	}
-	return h
-}
-
-func selfCost(s record.SelfCost) record.SelfCost {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
-		s.CPUNS = ru.Utime.Nano() + ru.Stime.Nano()
-		s.MaxRSSBytes = uint64(ru.Maxrss) * 1024
-	}
-	return s
+	s.sensors = nil
 }

@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/coldtrace/coldtrace/trace"
+	"github.com/coldtrace/coldtrace/trace/launch"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -25,8 +25,8 @@ const (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == trace.ShimArg {
-		trace.RunShim()
+	if len(os.Args) > 1 && os.Args[1] == launch.ShimArg {
+		launch.RunShim()
 	}
 	stop := startSelfProfile()
 	code := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, time.Now())

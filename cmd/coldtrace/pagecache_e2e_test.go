@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace"
+	"github.com/coldtrace/coldtrace/trace/pagecache"
 )
 
 // TestSmallCachedFiles reads 300 small files twice: warm, their pages are
@@ -71,7 +71,7 @@ func TestSmallCachedFiles(t *testing.T) {
 		var small uint64
 		own := 0
 		for _, f := range s.Files {
-			if f.Path == trace.SmallFilesPath {
+			if f.Path == pagecache.SmallFilesPath {
 				small = f.PagesAccessed
 			}
 			if filepath.Dir(f.Path) == dir {

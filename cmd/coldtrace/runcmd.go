@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -14,6 +17,10 @@ import (
 	"github.com/coldtrace/coldtrace/report"
 	"github.com/coldtrace/coldtrace/trace"
 )
+
+// beforeOutputs, when set, runs between the command's exit and the
+// writing of the outputs: a test holds coldtrace there to signal it.
+var beforeOutputs func()
 
 type runOptions struct {
 	jsonPath    string
@@ -91,14 +98,23 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		return fail(stderr, exitUsage, err)
 	}
 
+	// Signals are cmd's from here on: during the run they go to the
+	// command (trace.Options.Signals); once it has exited they are caught
+	// and dropped, so writing the outputs is not interrupted.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
 	rec, err := trace.Run(ctx, trace.Options{
 		Command:     o.command,
 		Interval:    o.interval,
 		User:        o.user,
 		Launched:    launched,
 		Version:     version,
+		Signals:     sigs,
 		Notify:      func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
 		NoGPU:       o.noGPU,
+		NoJIT:       os.Getenv("COLDTRACE_NO_JIT") == "1", // README: turns the JIT tracing off
 		GPUInterval: o.gpuEvery,
 		CacheDirs:   o.cacheDirs,
 		JITUprobes:  o.jitUprobes,
@@ -109,6 +125,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	}
 	if rec.StartError != "" {
 		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", rec.StartError)
+	}
+	if beforeOutputs != nil {
+		beforeOutputs()
 	}
 
 	res := attribution.Analyze(rec)
@@ -131,6 +150,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	}
 	if !o.quiet {
 		if err := report.WriteText(stderr, rec, res, report.TextOptions{TopFiles: o.topFiles}); err != nil {
+			fmt.Fprintf(stderr, "coldtrace: error: write the summary: %v\n", err)
 			failed = true
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Op is a file operation seen by the probes.
@@ -18,20 +20,16 @@ const (
 	OpChdir
 )
 
-// Open flags (x86_64 and most architectures).
+// Open flags and errnos, as the kernel passes them (x86-64).
 const (
-	oAccMode   = 0x3
-	oCreat     = 0x40
-	oExcl      = 0x80
-	oTrunc     = 0x200
-	oDirectory = 0x10000
-	oTmpfile   = 0x400000 // __O_TMPFILE, always with O_DIRECTORY
-)
-
-// Errnos the classification looks at.
-const (
-	errENOENT = 2
-	errEEXIST = 17
+	oAccMode   = unix.O_ACCMODE
+	oCreat     = unix.O_CREAT
+	oExcl      = unix.O_EXCL
+	oTrunc     = unix.O_TRUNC
+	oDirectory = unix.O_DIRECTORY
+	oTmpfile   = unix.O_TMPFILE // __O_TMPFILE|O_DIRECTORY, as open(2) requires
+	errENOENT  = int(unix.ENOENT)
+	errEEXIST  = int(unix.EEXIST)
 )
 
 // FileEvent is one path operation of a traced thread, with its paths
@@ -432,17 +430,17 @@ func (cs *cacheState) sortedRoots() []*rootState {
 // SyscallOp maps an x86_64 syscall number to the operation it performs.
 func SyscallOp(nr int32) (Op, bool) {
 	switch nr {
-	case 2, 85, 257, 437: // open, creat, openat, openat2
+	case unix.SYS_OPEN, unix.SYS_CREAT, unix.SYS_OPENAT, unix.SYS_OPENAT2:
 		return OpOpen, true
-	case 4, 6, 21, 262, 269, 332, 439: // stat, lstat, access, newfstatat, faccessat, statx, faccessat2
+	case unix.SYS_STAT, unix.SYS_LSTAT, unix.SYS_ACCESS, unix.SYS_NEWFSTATAT, unix.SYS_FACCESSAT, unix.SYS_STATX, unix.SYS_FACCESSAT2:
 		return OpLookup, true
-	case 83, 258: // mkdir, mkdirat
+	case unix.SYS_MKDIR, unix.SYS_MKDIRAT:
 		return OpMkdir, true
-	case 82, 264, 316: // rename, renameat, renameat2
+	case unix.SYS_RENAME, unix.SYS_RENAMEAT, unix.SYS_RENAMEAT2:
 		return OpRename, true
-	case 87, 263: // unlink, unlinkat
+	case unix.SYS_UNLINK, unix.SYS_UNLINKAT:
 		return OpUnlink, true
-	case 80, 81: // chdir, fchdir
+	case unix.SYS_CHDIR, unix.SYS_FCHDIR:
 		return OpChdir, true
 	}
 	return 0, false

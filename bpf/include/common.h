@@ -1,8 +1,8 @@
 /* Shared by every coldtrace BPF object: the per-thread state whose
  * presence is the tracked set, the per-thread counters, and the lost-event
- * counters. Objects other than coldtrace.bpf.c get the per-thread maps
- * from the core object through map replacement at load time, so there is
- * one tracked set; each object counts its own drops. */
+ * counters. The scheduler object (bpf/sched) creates the per-thread maps;
+ * the other objects get them from it through map replacement at load
+ * time, so there is one tracked set. Each object counts its own drops. */
 #pragma once
 
 #include "vmlinux.h"
@@ -13,26 +13,26 @@
 #define MAX_THREADS 65536
 #define MAX_FILES 65536
 
-/* thread.flags (published, in the threads array) */
-#define TF_ON_CPU       (1u << 0)
-#define TF_OUT_IOWAIT   (1u << 1)
-#define TF_OUT_RUNNABLE (1u << 2)
-#define TF_EXITED       (1u << 6)
-#define TF_DEAD         (1u << 8) /* switched out for the last time: the slot may be reused */
+/* thread.flags (published, in the threads array) and tstate.flags (the
+ * current kernel entry, task storage only). Exported to Go by bpf2go. */
+enum thread_flag {
+	TF_ON_CPU = 1 << 0,
+	TF_OUT_IOWAIT = 1 << 1,
+	TF_OUT_RUNNABLE = 1 << 2,
+	TF_FAULT_TS = 1 << 3,    /* tstate: fault_ts holds the start of the latest file fault */
+	TF_END_PENDING = 1 << 4, /* tstate: a task work will close the fill interval at the return to user */
+	TF_MISSED = 1 << 5,      /* tstate: the current kernel entry fills the page cache: its CPU time is charged */
+	TF_EXITED = 1 << 6,
+	TF_DEAD = 1 << 8, /* switched out for the last time: the slot may be reused */
+};
 
-/* tstate.flags (the current kernel entry, task storage only) */
-#define TF_FAULT_TS     (1u << 3) /* fault_ts holds the start of the latest file fault */
-#define TF_END_PENDING  (1u << 4) /* a task work will close the fill interval at the return to user */
-#define TF_MISSED       (1u << 5) /* the current kernel entry fills the page cache: its CPU time is charged */
-
-/* indices into the lost counters */
+/* Indices into each object's lost counters. Exported to Go by bpf2go. */
 enum lost_kind {
 	LOST_RINGBUF = 0,
 	LOST_FILES = 1,
 	LOST_THREADS = 2,
-	LOST_PATHS = 3,
-	LOST_FILL_END = 4, /* a fill interval closed at its last event, not at the return to user */
-	LOST_MAX = 8,
+	LOST_FILL_END = 3, /* a fill interval closed at its last event, not at the return to user */
+	LOST_KINDS = 4,
 };
 
 struct file_key {
@@ -102,14 +102,22 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LOST_MAX);
+	__uint(max_entries, LOST_KINDS);
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
 
-static __always_inline void count_lost(__u32 kind)
+/* Types only user space reads (ring-buffer records, enums) reach the
+ * object's BTF, and so bpf2go's -type, through one unused pointer each. */
+#define BTF_ANCHOR(type, name) type *_btf_anchor_##name __attribute__((unused))
+
+BTF_ANCHOR(enum thread_flag, thread_flag);
+BTF_ANCHOR(enum lost_kind, lost_kind);
+
+static __always_inline void count_lost(enum lost_kind kind)
 {
-	__u64 *v = bpf_map_lookup_elem(&lost, &kind);
+	__u32 k = kind;
+	__u64 *v = bpf_map_lookup_elem(&lost, &k);
 	if (v)
 		*v += 1;
 }

@@ -1,54 +1,28 @@
 //go:build ignore
 
-/* coldtrace's core probes: page-cache accesses and misses per file, and
- * on/off-CPU time per thread, aggregated in maps that user space polls.
- * Only rare events (fork, exec, exit, the first sight of a file) go
- * through the ring buffer. Tracepoints only: kprobes and fentry are not
+/* coldtrace's page-cache sensor: pages accessed, missed (inserted by a
+ * tracked thread), created and evicted per file, and the CPU time the
+ * kernel entries that filled the cache spent doing it (fill intervals).
+ * Counters are aggregated in the files map, which user space polls; only
+ * the first sight of a file (its path) goes through the ring buffer.
+ *
+ * The per-thread maps and the files map are the scheduler object's
+ * (bpf/sched), given at load time as map replacements: its sched_switch
+ * program stops fill intervals while a thread is off the CPU and charges
+ * I/O waits to files. Tracepoints only: kprobes and fentry are not
  * available on the kernels this was built for. */
 
 #include "common.h"
+#include "files.h"
+#include "syscall64.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+
 #define PATH_DEPTH 20
 #define NAME_LEN 64
-#define FILENAME_LEN 256
-#define ARGS_LEN 256
 /* A fault's insertions follow its filemap_fault within microseconds. */
 #define FAULT_TS_MAX_NS (1000 * 1000)
-
-enum ct_event_type {
-	EV_FORK = 1,
-	EV_EXEC = 2,
-	EV_EXIT = 3,
-	EV_PATH = 4,
-};
-
-struct file_stats {
-	__u64 accessed;
-	__u64 missed;
-	__u64 evicted;
-	__u64 iowait_ns;
-	__u64 miss_cpu_ns;
-	__u64 created; /* pages inserted by writes: new data, not read from disk */
-	__u32 last_tgid;
-	__u32 path_sent;
-};
-
-struct task_event {
-	__u32 type;
-	__u32 pid;
-	__u32 tid;
-	__u32 ppid;
-	__u64 ts;
-	__s32 exit_code;
-	__u32 pad;
-	char comm[16];
-	char filename[FILENAME_LEN];
-	__u32 args_len;
-	__u32 pad2;
-	char args[ARGS_LEN]; /* argv, NUL-separated, read at exec */
-};
 
 /* A file's path inside its filesystem, as names leaf first, each ending
  * in NUL, packed into names[0..len); user space joins them in reverse and
@@ -56,49 +30,20 @@ struct task_event {
  * program importing 20,000 modules does not fill the ring buffer. */
 #define PATH_BUF 2048
 struct path_event {
-	__u32 type;
 	__u32 tgid;
 	__u32 dev;
-	__u32 depth;     /* names filled */
 	__u64 ino;
+	__u32 depth;     /* names filled */
 	__u32 truncated; /* the walk stopped before the filesystem root */
 	__u32 len;       /* bytes of names used */
+	__u32 pad;
 	char names[PATH_BUF + NAME_LEN];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_FILES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct file_key);
-	__type(value, struct file_stats);
-} files SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
-	__type(value, struct task_event); /* names the type for bpf2go */
-} events SEC(".maps");
-
-/* Slots of threads that are gone, pushed by user space once it has read
- * their last counters; fork takes one before growing next_slot. */
-struct {
-	__uint(type, BPF_MAP_TYPE_QUEUE);
-	__uint(max_entries, MAX_THREADS);
-	__type(value, __u32);
-} free_slots SEC(".maps");
-
-/* Fresh slots: CPU c hands out 1 + c, 1 + c + ncpus, ... (slot 0 is the
- * seed's, written by user space), counting in its own element, so no
- * atomic is needed. User space reads the arrays up to the largest. */
-const volatile __u32 ncpus = 1;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} next_slot SEC(".maps");
+} paths SEC(".maps");
 
 /* Files smaller than this that are only read from the page cache get no
  * entry of their own: a hash insertion and a path walk per file cost a
@@ -122,12 +67,12 @@ struct {
 	__type(value, struct path_event);
 } path_scratch SEC(".maps");
 
-/* Waking the reader costs microseconds (an IPI on a VM); a fork storm or
- * a file-heavy start-up sends thousands of events. User space drains the
+/* Waking the reader costs microseconds (an IPI on a VM); a file-heavy
+ * start-up sends thousands of events. User space drains the
  * buffer every 50 ms anyway, so wake it only when the buffer fills up. */
 static __always_inline __u64 wakeup_flags(void)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (1 << 20) ? 0 : BPF_RB_NO_WAKEUP;
+	return bpf_ringbuf_query(&paths, BPF_RB_AVAIL_DATA) > (1 << 20) ? 0 : BPF_RB_NO_WAKEUP;
 }
 
 /* A filter in front of the file table: bit h(key) is set once the key
@@ -188,25 +133,6 @@ static __always_inline struct file_stats *file_get(struct file_key *key, bool cr
 	return bpf_map_lookup_elem(&files, key);
 }
 
-/* Charge the on-CPU time since the mark to page-cache filling. th is
- * s's slot when the caller has it, else NULL. */
-static __always_inline void charge_miss(struct tstate *s, struct thread *th, __u64 now)
-{
-	if (now <= s->mark_ts)
-		return;
-	__u64 d = now - s->mark_ts;
-	s->mark_ts = now;
-	if (!th)
-		th = slot_thread(s);
-	if (th)
-		th->miss_cpu_ns += d;
-	if (s->cur.ino) {
-		struct file_stats *fs = file_get(&s->cur, false);
-		if (fs)
-			__sync_fetch_and_add(&fs->miss_cpu_ns, d);
-	}
-}
-
 /* Fill intervals.
  *
  * A kernel entry (a syscall or a fault) that fills the page cache is
@@ -260,7 +186,11 @@ static __always_inline void open_fill(struct tstate *s, __u64 start, __u64 now)
 		return;
 	__u32 slot = s->slot;
 	struct fill_end *fe = bpf_map_lookup_elem(&fill_ends, &slot);
-	if (fe && bpf_task_work_schedule_resume_impl(bpf_get_current_task_btf(), &fe->tw, &fill_ends,
+	/* bpf_core_type_exists is always true here; its relocation puts the
+	 * whole task_struct into this object's BTF, which the kfunc's argument
+	 * check needs (no program here reads a field of it, so clang would
+	 * emit only a forward declaration). */
+	if (fe && bpf_core_type_exists(struct task_struct) && bpf_task_work_schedule_resume_impl(bpf_get_current_task_btf(), &fe->tw, &fill_ends,
 						      close_fill, NULL) == 0) {
 		s->flags |= TF_END_PENDING;
 		return;
@@ -268,53 +198,6 @@ static __always_inline void open_fill(struct tstate *s, __u64 start, __u64 now)
 	count_lost(LOST_FILL_END);
 	charge_miss(s, NULL, now);
 	s->flags &= ~TF_MISSED;
-}
-
-#define ENOSYS_ 38
-
-/* The syscall task is in, or -1 in a fault: the entry code keeps
- * -ENOSYS in regs->ax until the syscall returns, and its number in
- * orig_ax; a fault's frame holds the interrupted user ax instead. */
-static __always_inline long current_syscall(struct task_struct *task)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if (!regs || (long)regs->ax != -ENOSYS_)
-		return -1;
-	return regs->orig_ax;
-}
-
-/* x86_64 syscalls that write file data: pages they insert into the page
- * cache are new, not read from disk. (The BPF objects are built for
- * amd64 only.) */
-static __always_inline bool writes_files(long id)
-{
-	switch (id) {
-	case 1:   /* write */
-	case 18:  /* pwrite64 */
-	case 20:  /* writev */
-	case 76:  /* truncate */
-	case 77:  /* ftruncate */
-	case 285: /* fallocate */
-	case 296: /* pwritev */
-	case 328: /* pwritev2 */
-		return true;
-	}
-	return false;
-}
-
-/* Syscalls whose I/O waits are not page-cache reads: their iowait is not
- * put on the last file read. */
-static __always_inline bool syncs_files(long id)
-{
-	switch (id) {
-	case 74:  /* fsync */
-	case 75:  /* fdatasync */
-	case 162: /* sync */
-	case 277: /* sync_file_range */
-	case 306: /* syncfs */
-		return true;
-	}
-	return writes_files(id);
 }
 
 /* One step of the dentry walk, run by bpf_loop: the verifier checks the
@@ -371,7 +254,7 @@ static __always_inline void emit_path(struct inode *inode, __u32 dev, __u64 ino,
 	struct path_event *ev = bpf_map_lookup_elem(&path_scratch, &zero);
 	if (!ev)
 		return;
-	ev->type = EV_PATH;
+	ev->pad = 0;
 	ev->tgid = tgid;
 	ev->dev = dev;
 	ev->ino = ino;
@@ -384,7 +267,7 @@ static __always_inline void emit_path(struct inode *inode, __u32 dev, __u64 ino,
 	__u64 size = offsetof(struct path_event, names) + off;
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
-	if (bpf_ringbuf_output(&events, ev, size, wakeup_flags()))
+	if (bpf_ringbuf_output(&paths, ev, size, wakeup_flags()))
 		count_lost(LOST_RINGBUF);
 }
 
@@ -467,17 +350,6 @@ int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long inde
 	return 0;
 }
 
-/* The classic tracepoint's format: it gives what the kernel read from the
- * folio; only evictions come this way (rare, and from any task). */
-struct filemap_folio_args {
-	__u64 common;
-	unsigned long pfn;
-	unsigned long i_ino;
-	unsigned long index;
-	__u32 s_dev;
-	unsigned char order;
-};
-
 /* BTF: the folio gives the inode, so a file that is only written (a new
  * cache entry) gets its path too. */
 SEC("tp_btf/mm_filemap_add_to_page_cache")
@@ -532,8 +404,10 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	return 0;
 }
 
+/* The classic tracepoint: it gives what the kernel read from the folio;
+ * only evictions come this way (rare, and from any task). */
 SEC("tracepoint/filemap/mm_filemap_delete_from_page_cache")
-int on_delete_from_cache(struct filemap_folio_args *ctx)
+int on_delete_from_cache(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 {
 	struct file_key key = {};
 	key.dev = ctx->s_dev;
@@ -541,197 +415,5 @@ int on_delete_from_cache(struct filemap_folio_args *ctx)
 	struct file_stats *fs = bpf_map_lookup_elem(&files, &key);
 	if (fs)
 		__sync_fetch_and_add(&fs->evicted, 1ull << (ctx->order & 31));
-	return 0;
-}
-
-#define TASK_DEAD_ 0x80 /* TASK_DEAD: prev's last switch out */
-
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
-{
-	__u64 now = bpf_ktime_get_ns();
-	struct tstate *s = task_state(prev);
-	struct thread *t = s ? slot_thread(s) : NULL;
-	if (s && t) {
-		if ((t->flags & TF_ON_CPU) && now > t->last_ts)
-			t->cpu_ns += now - t->last_ts;
-		bool iowait = BPF_CORE_READ_BITFIELD(prev, in_iowait);
-		/* A fill interval stops while the thread is off the CPU. */
-		if (s->flags & TF_MISSED)
-			charge_miss(s, t, now);
-		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE);
-		if (iowait) {
-			f |= TF_OUT_IOWAIT;
-			/* The wait is for the last file read, unless the
-			 * thread is syncing or writing. */
-			t->wait_file = s->cur;
-			if (syncs_files(current_syscall(prev))) {
-				t->wait_file.dev = 0;
-				t->wait_file.ino = 0;
-			}
-		} else if (preempt || prev_state == 0) {
-			f |= TF_OUT_RUNNABLE;
-		}
-		t->last_ts = now;
-		t->switches++;
-		/* Written last: once user space sees TF_DEAD it reads the final
-		 * counters and recycles the slot. */
-		asm volatile("" ::: "memory");
-		if (prev_state & TASK_DEAD_)
-			f |= TF_DEAD;
-		t->flags = f;
-	}
-
-	s = task_state(next);
-	t = s ? slot_thread(s) : NULL;
-	if (s && t) {
-		if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts) {
-			__u64 d = now - t->last_ts;
-			if (t->flags & TF_OUT_IOWAIT) {
-				t->iowait_ns += d;
-				if (t->wait_file.ino) {
-					struct file_stats *fs = file_get(&t->wait_file, false);
-					if (fs)
-						__sync_fetch_and_add(&fs->iowait_ns, d);
-				}
-			} else if (t->flags & TF_OUT_RUNNABLE) {
-				t->runq_ns += d;
-			} else {
-				t->other_ns += d;
-			}
-		}
-		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE)) | TF_ON_CPU;
-		t->last_ts = now;
-		s->mark_ts = now;
-	}
-	return 0;
-}
-
-static __always_inline void fill_comm(char *dst, struct task_struct *task)
-{
-	bpf_probe_read_kernel_str(dst, 16, BPF_CORE_READ(task, comm));
-}
-
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
-{
-	if (!task_state(parent))
-		return 0;
-	__u64 now = bpf_ktime_get_ns();
-	__u32 ctid = BPF_CORE_READ(child, pid);
-	__u32 ctgid = BPF_CORE_READ(child, tgid);
-	__u32 slot;
-	if (bpf_map_pop_elem(&free_slots, &slot)) {
-		__u32 zero = 0;
-		__u32 *n = bpf_map_lookup_elem(&next_slot, &zero);
-		if (!n)
-			return 0;
-		slot = 1 + *n * ncpus + bpf_get_smp_processor_id();
-		*n += 1;
-	}
-	struct thread *t = bpf_map_lookup_elem(&threads, &slot);
-	if (!t) {
-		count_lost(LOST_THREADS);
-		return 0;
-	}
-	struct thread nt = {};
-	nt.tid = ctid;
-	nt.tgid = ctgid;
-	nt.flags = TF_OUT_RUNNABLE; /* created runnable, waiting for a CPU */
-	nt.last_ts = now;
-	*t = nt;
-	struct tstate ns = {};
-	ns.slot = slot;
-	ns.tgid = ctgid;
-	if (!bpf_task_storage_get(&task_states, child, &ns, BPF_LOCAL_STORAGE_GET_F_CREATE)) {
-		t->tid = 0;
-		bpf_map_push_elem(&free_slots, &slot, 0);
-		count_lost(LOST_THREADS);
-		return 0;
-	}
-	if (ctgid != BPF_CORE_READ(parent, tgid) || ctid == ctgid) {
-		struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-		if (!ev) {
-			count_lost(LOST_RINGBUF);
-			return 0;
-		}
-		ev->type = EV_FORK;
-		ev->pid = ctgid;
-		ev->tid = ctid;
-		ev->ppid = BPF_CORE_READ(parent, tgid);
-		ev->ts = now;
-		ev->exit_code = 0;
-		ev->pad = 0;
-		fill_comm(ev->comm, child);
-		ev->filename[0] = 0;
-		ev->args_len = 0;
-		bpf_ringbuf_submit(ev, wakeup_flags());
-	}
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
-{
-	/* Task storage follows the task_struct, so a non-leader thread that
-	 * execs (and takes over the leader's pid) keeps its state and slot. */
-	if (!task_state(p))
-		return 0;
-	__u32 tid = BPF_CORE_READ(p, pid);
-	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-	if (!ev) {
-		count_lost(LOST_RINGBUF);
-		return 0;
-	}
-	ev->type = EV_EXEC;
-	ev->pid = BPF_CORE_READ(p, tgid);
-	ev->tid = tid;
-	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
-	ev->ts = bpf_ktime_get_ns();
-	ev->exit_code = 0;
-	ev->pad = 0;
-	fill_comm(ev->comm, p);
-	bpf_probe_read_kernel_str(ev->filename, FILENAME_LEN, BPF_CORE_READ(bprm, filename));
-	/* argv now, from the new image's memory: a short-lived process is gone
-	 * before user space could read /proc/PID/cmdline. */
-	unsigned long start = BPF_CORE_READ(p, mm, arg_start), end = BPF_CORE_READ(p, mm, arg_end);
-	__u64 len = end > start ? end - start : 0;
-	if (len > ARGS_LEN)
-		len = ARGS_LEN;
-	ev->args_len = 0;
-	ev->pad2 = 0;
-	if (len && bpf_probe_read_user(ev->args, len, (void *)start) == 0)
-		ev->args_len = len;
-	bpf_ringbuf_submit(ev, wakeup_flags());
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
-{
-	struct tstate *s = task_state(p);
-	struct thread *t = s ? slot_thread(s) : NULL;
-	if (!t)
-		return 0;
-	__u32 tid = BPF_CORE_READ(p, pid);
-	t->flags |= TF_EXITED;
-	if (!group_dead)
-		return 0;
-	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-	if (!ev) {
-		count_lost(LOST_RINGBUF);
-		return 0;
-	}
-	ev->type = EV_EXIT;
-	ev->pid = BPF_CORE_READ(p, tgid);
-	ev->tid = tid;
-	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
-	ev->ts = bpf_ktime_get_ns();
-	ev->exit_code = BPF_CORE_READ(p, exit_code);
-	ev->pad = 0;
-	fill_comm(ev->comm, p);
-	ev->filename[0] = 0;
-	ev->args_len = 0;
-	bpf_ringbuf_submit(ev, wakeup_flags());
 	return 0;
 }

@@ -13,6 +13,7 @@
  * Tracepoints and uprobes only: kprobes and fentry are not available. */
 
 #include "common.h"
+#include "syscall64.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -21,52 +22,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define ARGS_LEN 1024
 #define ENV_LEN 12288
 
-enum jit_event_type {
+/* The first field of every record: which struct it is. Exported to Go
+ * by bpf2go. */
+enum jit_event_kind {
 	JE_FILE = 1,
 	JE_EXEC = 2,
 	JE_FORK = 3,
 	JE_UPROBE = 4,
-};
-
-/* Syscall numbers, x86_64. */
-#define NR_OPEN 2
-#define NR_STAT 4
-#define NR_LSTAT 6
-#define NR_ACCESS 21
-#define NR_CHDIR 80
-#define NR_FCHDIR 81
-#define NR_RENAME 82
-#define NR_MKDIR 83
-#define NR_CREAT 85
-#define NR_UNLINK 87
-#define NR_OPENAT 257
-#define NR_MKDIRAT 258
-#define NR_NEWFSTATAT 262
-#define NR_UNLINKAT 263
-#define NR_RENAMEAT 264
-#define NR_FACCESSAT 269
-#define NR_RENAMEAT2 316
-#define NR_STATX 332
-#define NR_OPENAT2 437
-#define NR_FACCESSAT2 439
-
-#define AT_FDCWD_ -100
-
-/* Layout shared by every classic syscalls:sys_enter_* / sys_exit_*
- * tracepoint: the common header, the syscall number, then the arguments
- * (or the return value), each widened to 8 bytes. */
-struct sys_enter_ctx {
-	__u64 common;
-	__s32 nr;
-	__u32 pad;
-	__u64 args[6];
-};
-
-struct sys_exit_ctx {
-	__u64 common;
-	__s32 nr;
-	__u32 pad;
-	__s64 ret;
 };
 
 /* A path syscall between its entry and its exit; nr is -1 when none is. */
@@ -80,7 +42,7 @@ struct pending {
  * first path (NUL included) and then len2 bytes of the second (rename);
  * the record is cut after them. */
 struct file_event {
-	__u32 type;
+	__u32 kind;
 	__u32 pid;
 	__u32 tid;
 	__s32 nr;     /* syscall number */
@@ -99,7 +61,7 @@ struct file_event {
 /* A tracked thread exec'd: argv and the environment as the new image
  * sees them (what decides its cache paths). Cut after env_len bytes. */
 struct exec_event {
-	__u32 type;
+	__u32 kind;
 	__u32 pid;
 	__u32 tid;
 	__u32 ppid;
@@ -117,7 +79,7 @@ struct exec_event {
 
 /* A tracked process forked a new process (not a thread). */
 struct fork_event {
-	__u32 type;
+	__u32 kind;
 	__u32 pid;
 	__u32 ppid;
 	__u32 pad;
@@ -126,7 +88,7 @@ struct fork_event {
 
 /* One return from a uprobed function; cookie is the probe's index. */
 struct uprobe_event {
-	__u32 type;
+	__u32 kind;
 	__u32 pid;
 	__u32 tid;
 	__u32 pad;
@@ -150,7 +112,6 @@ struct ucall {
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
-	__type(value, struct file_event); /* names the type for bpf2go */
 } jit_events SEC(".maps");
 
 /* Task storage: no hash of the tid on each of the 36 path-syscall
@@ -183,18 +144,9 @@ struct {
 	__type(value, struct exec_event);
 } exec_scratch SEC(".maps");
 
-/* Only here so bpf2go emits the Go types; never written. */
-struct jit_types {
-	struct fork_event fork;
-	struct uprobe_event uprobe;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct jit_types);
-} jit_types SEC(".maps");
+BTF_ANCHOR(enum jit_event_kind, jit_event_kind);
+BTF_ANCHOR(struct fork_event, fork_event);
+BTF_ANCHOR(struct uprobe_event, uprobe_event);
 
 /* Waking the reader for each record costs more than the record: file
  * events wake it only every WAKE_NS or once WAKE_BYTES are waiting; it
@@ -237,7 +189,7 @@ static __always_inline __u64 thread_cpu(struct thread *t, __u64 now)
 /* A program may read no further into its context than the smallest
  * record of the tracepoints it is attached to, so there is one entry
  * program per argument count. */
-static __always_inline int path_enter(struct sys_enter_ctx *ctx, int nargs)
+static __always_inline int path_enter(struct syscall_trace_enter *ctx, int nargs)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	if (!bpf_task_storage_get(&task_states, task, 0, 0))
@@ -259,28 +211,28 @@ static __always_inline int path_enter(struct sys_enter_ctx *ctx, int nargs)
 }
 
 SEC("tracepoint/syscalls/sys_enter_chdir")
-int on_path_enter1(struct sys_enter_ctx *ctx) { return path_enter(ctx, 1); }
+int on_path_enter1(struct syscall_trace_enter *ctx) { return path_enter(ctx, 1); }
 
 SEC("tracepoint/syscalls/sys_enter_mkdir")
-int on_path_enter2(struct sys_enter_ctx *ctx) { return path_enter(ctx, 2); }
+int on_path_enter2(struct syscall_trace_enter *ctx) { return path_enter(ctx, 2); }
 
 SEC("tracepoint/syscalls/sys_enter_open")
-int on_path_enter3(struct sys_enter_ctx *ctx) { return path_enter(ctx, 3); }
+int on_path_enter3(struct syscall_trace_enter *ctx) { return path_enter(ctx, 3); }
 
 SEC("tracepoint/syscalls/sys_enter_openat")
-int on_path_enter4(struct sys_enter_ctx *ctx) { return path_enter(ctx, 4); }
+int on_path_enter4(struct syscall_trace_enter *ctx) { return path_enter(ctx, 4); }
 
 SEC("tracepoint/syscalls/sys_enter_renameat2")
-int on_path_enter5(struct sys_enter_ctx *ctx) { return path_enter(ctx, 5); }
+int on_path_enter5(struct syscall_trace_enter *ctx) { return path_enter(ctx, 5); }
 
 static __always_inline bool is_stat(__s32 nr)
 {
-	return nr == NR_STAT || nr == NR_LSTAT || nr == NR_NEWFSTATAT || nr == NR_STATX ||
-	       nr == NR_ACCESS || nr == NR_FACCESSAT || nr == NR_FACCESSAT2;
+	return nr == NR_stat || nr == NR_lstat || nr == NR_newfstatat || nr == NR_statx ||
+	       nr == NR_access || nr == NR_faccessat || nr == NR_faccessat2;
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat")
-int on_path_exit(struct sys_exit_ctx *ctx)
+int on_path_exit(struct syscall_trace_exit *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pending *p = bpf_task_storage_get(&pending, task, 0, 0);
@@ -311,66 +263,66 @@ int on_path_exit(struct sys_exit_ctx *ctx)
 	__s32 d1 = AT_FDCWD_, d2 = AT_FDCWD_;
 	__u32 flags = 0, mode = 0;
 	switch (a.nr) {
-	case NR_OPEN:
+	case NR_open:
 		p1 = (const char *)a.args[0];
 		flags = a.args[1];
 		mode = a.args[2];
 		break;
-	case NR_CREAT:
+	case NR_creat:
 		p1 = (const char *)a.args[0];
-		flags = 0x41 | 0x200; /* O_CREAT|O_WRONLY|O_TRUNC */
+		flags = O_CREAT_ | O_WRONLY_ | O_TRUNC_;
 		mode = a.args[1];
 		break;
-	case NR_OPENAT:
+	case NR_openat:
 		d1 = a.args[0];
 		p1 = (const char *)a.args[1];
 		flags = a.args[2];
 		mode = a.args[3];
 		break;
-	case NR_OPENAT2: {
+	case NR_openat2: {
 		d1 = a.args[0];
 		p1 = (const char *)a.args[1];
-		__u64 how[2] = {};
-		bpf_probe_read_user(how, sizeof(how), (void *)a.args[2]);
-		flags = how[0];
-		mode = how[1];
+		struct open_how how = {};
+		bpf_probe_read_user(&how, sizeof(how), (void *)a.args[2]);
+		flags = how.flags;
+		mode = how.mode;
 		break;
 	}
-	case NR_STAT:
-	case NR_LSTAT:
-	case NR_ACCESS:
-	case NR_MKDIR:
-	case NR_UNLINK:
-	case NR_CHDIR:
+	case NR_stat:
+	case NR_lstat:
+	case NR_access:
+	case NR_mkdir:
+	case NR_unlink:
+	case NR_chdir:
 		p1 = (const char *)a.args[0];
 		mode = a.args[1];
 		break;
-	case NR_FCHDIR:
+	case NR_fchdir:
 		d1 = a.args[0];
 		break;
-	case NR_NEWFSTATAT:
-	case NR_STATX:
-	case NR_FACCESSAT:
-	case NR_FACCESSAT2:
-	case NR_MKDIRAT:
-	case NR_UNLINKAT:
+	case NR_newfstatat:
+	case NR_statx:
+	case NR_faccessat:
+	case NR_faccessat2:
+	case NR_mkdirat:
+	case NR_unlinkat:
 		d1 = a.args[0];
 		p1 = (const char *)a.args[1];
 		flags = a.args[2];
-		if (a.nr == NR_NEWFSTATAT || a.nr == NR_FACCESSAT2)
+		if (a.nr == NR_newfstatat || a.nr == NR_faccessat2)
 			flags = a.args[3];
 		break;
-	case NR_RENAME:
+	case NR_rename:
 		p1 = (const char *)a.args[0];
 		p2 = (const char *)a.args[1];
 		break;
-	case NR_RENAMEAT:
-	case NR_RENAMEAT2:
+	case NR_renameat:
+	case NR_renameat2:
 		d1 = a.args[0];
 		p1 = (const char *)a.args[1];
 		d2 = a.args[2];
 		p2 = (const char *)a.args[3];
-		if (a.nr == NR_RENAMEAT2)
+		if (a.nr == NR_renameat2)
 			flags = a.args[4];
 		break;
 	default:
@@ -378,7 +330,7 @@ int on_path_exit(struct sys_exit_ctx *ctx)
 	}
 
 	__u64 now = bpf_ktime_get_ns();
-	ev->type = JE_FILE;
+	ev->kind = JE_FILE;
 	ev->pid = id >> 32;
 	ev->tid = tid;
 	ev->nr = a.nr;
@@ -429,7 +381,7 @@ int BPF_PROG(on_jit_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (!ev)
 		return 0;
 	__u64 ug = bpf_get_current_uid_gid();
-	ev->type = JE_EXEC;
+	ev->kind = JE_EXEC;
 	ev->pid = BPF_CORE_READ(p, tgid);
 	ev->tid = tid;
 	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
@@ -482,7 +434,7 @@ int BPF_PROG(on_jit_fork, struct task_struct *parent, struct task_struct *child)
 		count_lost(LOST_RINGBUF);
 		return 0;
 	}
-	ev->type = JE_FORK;
+	ev->kind = JE_FORK;
 	ev->pid = ctgid;
 	ev->ppid = BPF_CORE_READ(parent, tgid);
 	ev->pad = 0;
@@ -528,7 +480,7 @@ int on_uprobe_return(struct pt_regs *ctx)
 		return 0;
 	}
 	__u64 cpu = thread_cpu(t, now);
-	ev->type = JE_UPROBE;
+	ev->kind = JE_UPROBE;
 	ev->pid = id >> 32;
 	ev->tid = tid;
 	ev->pad = 0;

@@ -1,10 +1,12 @@
-package trace
+package pagecache
 
 import (
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
 func TestParseMountInfo(t *testing.T) {
@@ -84,59 +86,17 @@ func TestFindInProc(t *testing.T) {
 	}
 }
 
-func TestResolveIdentity(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	if os.Geteuid() == 0 {
-		id, err := ResolveIdentity("", env(map[string]string{"SUDO_UID": "65534", "SUDO_GID": "65534"}))
-		if err != nil || !id.Switch || id.UID != 65534 || id.GID != 65534 {
-			t.Errorf("sudo identity %+v, %v", id, err)
-		}
-		if _, err := ResolveIdentity("", env(map[string]string{"SUDO_UID": "x"})); err == nil {
-			t.Errorf("bad SUDO_UID accepted")
-		}
-	}
-	id, err := ResolveIdentity("", env(nil))
-	if err != nil || id.Switch {
-		t.Errorf("no sudo: %+v, %v", id, err)
-	}
-	if _, err := ResolveIdentity("no-such-user-coldtrace", env(nil)); err == nil {
-		t.Errorf("unknown --user accepted")
-	}
-	if id, err := ResolveIdentity("root", env(nil)); err != nil || id.UID != 0 || id.Home == "" {
-		t.Errorf("--user root: %+v, %v", id, err)
-	}
-}
-
-func TestCommandEnv(t *testing.T) {
-	base := []string{"HOME=/root", "PATH=/bin", "USER=root"}
-	id := Identity{Switch: true}
-	id.Name, id.Home = "alice", "/home/alice"
-	got := commandEnv(base, id)
-	want := map[string]bool{"PATH=/bin": true, "HOME=/home/alice": true, "USER=alice": true, "LOGNAME=alice": true}
-	if len(got) != len(want) {
-		t.Fatalf("env %v", got)
-	}
-	for _, kv := range got {
-		if !want[kv] {
-			t.Errorf("unexpected %q in %v", kv, got)
-		}
-	}
-	if got := commandEnv(base, Identity{}); len(got) != 3 {
-		t.Errorf("no switch changed the env: %v", got)
-	}
-}
-
 func TestPathOfFallbacks(t *testing.T) {
 	root := kernelDev(254, 0)
-	c := newCollector(nil, mountTable{root: {{dev: root, root: "/", mountPoint: "/"}}})
-	c.fsPaths[fileKey{root, 12}] = "/srv/model.bin"
+	c := newSensor(nil, mountTable{root: {{dev: root, root: "/", mountPoint: "/"}}}, Options{})
+	c.fsPaths[sensor.FileKey{Dev: root, Ino: 12}] = "/srv/model.bin"
 	cases := []struct {
-		key  fileKey
+		key  sensor.FileKey
 		want string
 	}{
-		{fileKey{root, 12}, "/srv/model.bin"},
-		{fileKey{kernelDev(0, 3), uint64(root)}, "[filesystem metadata of 254:0, mounted on /]"},
-		{fileKey{kernelDev(0, 99), 5}, "[dev 0:99 ino 5]"},
+		{sensor.FileKey{Dev: root, Ino: 12}, "/srv/model.bin"},
+		{sensor.FileKey{Dev: kernelDev(0, 3), Ino: uint64(root)}, "[filesystem metadata of 254:0, mounted on /]"},
+		{sensor.FileKey{Dev: kernelDev(0, 99), Ino: 5}, "[dev 0:99 ino 5]"},
 	}
 	for _, tc := range cases {
 		if got := c.pathOf(&fileAcc{key: tc.key}); got != tc.want {

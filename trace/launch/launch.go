@@ -1,4 +1,4 @@
-package trace
+package launch
 
 import (
 	"encoding/json"
@@ -133,15 +133,22 @@ func commandEnv(base []string, id Identity) []string {
 	return out
 }
 
-// gatedChild is the command, started as a shim that waits on a pipe until
-// the probes are attached.
-type gatedChild struct {
+// Child is the command, started as a shim that waits on a pipe until the
+// probes are attached, in a process group of its own.
+type Child struct {
 	cmd    *exec.Cmd
 	gate   *os.File // write end: one byte releases the shim
 	status *os.File // read end: the shim writes why exec failed
 }
 
-func startGated(command []string, id Identity, stdin, stdout, stderr *os.File, foreground bool) (*gatedChild, error) {
+// Stdio are the command's standard files.
+type Stdio struct {
+	Stdin, Stdout, Stderr *os.File
+}
+
+// Start starts the shim for command as id. With foreground, the command's
+// process group gets the terminal on stdin.
+func Start(command []string, id Identity, stdio Stdio, foreground bool) (*Child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find coldtrace's own executable: %w", err)
@@ -164,8 +171,11 @@ func startGated(command []string, id Identity, stdin, stdout, stderr *os.File, f
 	cmd := exec.Command(self, ShimArg)
 	cmd.Args[0] = command[0]
 	cmd.Env = append(commandEnv(os.Environ(), id), shimSpecEnv+"="+string(specJSON))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
 	cmd.ExtraFiles = []*os.File{gateR, statusW}
+	// A process group of its own: signals coldtrace forwards reach the
+	// command and what it started, not coldtrace.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if foreground {
 		// The command gets the terminal, so Ctrl-C reaches it once, from
 		// the terminal, and not again through coldtrace.
@@ -179,30 +189,52 @@ func startGated(command []string, id Identity, stdin, stdout, stderr *os.File, f
 		statusR.Close()
 		return nil, fmt.Errorf("start %s: %w", self, err)
 	}
-	return &gatedChild{cmd: cmd, gate: gateW, status: statusR}, nil
+	return &Child{cmd: cmd, gate: gateW, status: statusR}, nil
 }
 
-// release lets the shim exec the command and reports an exec failure.
-func (g *gatedChild) release() error {
+// Pid is the command's pid (the shim's, which execs the command).
+func (g *Child) Pid() int { return g.cmd.Process.Pid }
+
+// Release lets the shim exec the command and reports an exec failure.
+func (g *Child) Release() error {
 	_, err := g.gate.Write([]byte{1})
 	g.gate.Close()
 	if err != nil {
 		return fmt.Errorf("release command: %w", err)
 	}
-	msg, _ := io.ReadAll(g.status)
+	msg, err := io.ReadAll(g.status)
 	g.status.Close()
+	if err != nil {
+		return fmt.Errorf("read the command's start status: %w", err)
+	}
 	if len(msg) > 0 {
 		return errors.New(string(msg))
 	}
 	return nil
 }
 
-// abort kills a shim that will never be released.
-func (g *gatedChild) abort() {
+// Abort kills a shim that will never be released.
+func (g *Child) Abort() {
 	g.gate.Close()
 	g.status.Close()
+	// The shim may have died already; either way it is reaped here.
 	_ = g.cmd.Process.Kill()
 	_ = g.cmd.Wait()
+}
+
+// Wait waits for the command to exit. Its error says only that the
+// command failed, which the state tells better.
+func (g *Child) Wait() *os.ProcessState {
+	_ = g.cmd.Wait()
+	return g.cmd.ProcessState
+}
+
+// SignalGroup sends sig to the command's process group.
+func (g *Child) SignalGroup(sig syscall.Signal) error {
+	if err := syscall.Kill(-g.cmd.Process.Pid, sig); err != nil {
+		return fmt.Errorf("signal the command's process group %d: %w", g.cmd.Process.Pid, err)
+	}
+	return nil
 }
 
 // RunShim is the gated child: it waits for the release byte on fd 3, takes

@@ -1,6 +1,7 @@
-package trace
+package jit
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,20 +18,11 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
-	"github.com/coldtrace/coldtrace/bpf"
+	bpfjit "github.com/coldtrace/coldtrace/bpf/jit"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/jit"
-)
-
-// Event types of bpf/jit.bpf.c.
-const (
-	jeFile   = 1
-	jeExec   = 2
-	jeFork   = 3
-	jeUprobe = 4
+	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
 // jitSyscalls are the syscalls whose entry and exit tracepoints feed the
@@ -47,9 +39,6 @@ var jitSyscalls = []struct {
 	{"mkdir", 2}, {"mkdirat", 3}, {"rename", 2}, {"renameat", 4}, {"renameat2", 5},
 	{"chdir", 1}, {"fchdir", 1},
 }
-
-// jitDisabled turns the JIT evidence off (for overhead measurements).
-var jitDisabled = os.Getenv("COLDTRACE_NO_JIT") == "1"
 
 // uprobeTarget is a compile entry point to probe in every library file
 // that matches it, once a traced process opens that file.
@@ -84,58 +73,83 @@ var builtinUprobes = []struct{ lib, symbol string }{
 	{"libcuda", "cuLinkComplete"},
 }
 
-// jitEvidence traces path syscalls, execs and compile entry points of the
-// tracked threads, and fills the record's JIT section.
-type jitEvidence struct {
-	env     *runEnv
-	objs    bpf.JitObjects
-	loaded  bool
-	links   []link.Link
-	rd      *ringbuf.Reader
-	flushed chan struct{}
-	done    chan struct{}
+// Options configure the JIT sensor.
+type Options struct {
+	// Shared are the scheduler object's maps by name (the tracked set).
+	Shared map[string]*ebpf.Map
+	// Command is the traced command: when it runs a framework, the
+	// path-syscall probes attach before it starts.
+	Command []string
+	// CacheDirs are extra kernel-cache directories, "NAME=PATH".
+	CacheDirs []string
+	// Uprobes are extra compile entry points, "LIB:SYMBOL".
+	Uprobes []string
+	// Syscalls is when the path-syscall probes attach: SyscallsAuto (the
+	// default) or SyscallsAlways.
+	Syscalls string
+}
+
+// ErrOption marks an option the sensor cannot use.
+var ErrOption = errors.New("bad JIT option")
+
+// Sensor traces path syscalls, execs and compile entry points of the
+// tracked threads, and fills the record's JIT section. Its ring buffer is
+// read on its own goroutine.
+type Sensor struct {
+	opts      Options
+	startMono uint64
+	objs      bpfjit.JitObjects
+	loaded    bool
+	links     []link.Link
+	ring      *sensor.Ring
 
 	mu sync.Mutex
 	// syscallsFrom is when the path-syscall probes were attached (0: not
 	// yet), and why.
 	syscallsFrom time.Time
 	syscallsWhy  string
-	col          *jit.Collector
+	col          *Collector
 	targets      []*uprobeTarget
 	attached     map[string]bool // "dev:ino:symbol"
 	warnings     []string
 }
 
-func (e *jitEvidence) start(env *runEnv) error {
-	if jitDisabled {
-		return nil
+// Load loads the JIT probes and attaches those needed from the start.
+func Load(opts Options) (*Sensor, error) {
+	e := &Sensor{opts: opts}
+	if err := e.start(); err != nil {
+		e.Close()
+		return nil, err
 	}
-	e.env = env
-	cwd, _ := os.Getwd()
-	col, err := jit.NewCollector(jit.Config{CacheDirs: env.opts.CacheDirs, Cwd: cwd, Proc: procFS{}, LookupUser: lookupUser})
+	return e, nil
+}
+
+func (e *Sensor) start() error {
+	cwd, err := os.Getwd()
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrPreflight, err)
+		return fmt.Errorf("jit: working directory: %w", err)
+	}
+	col, err := NewCollector(Config{CacheDirs: e.opts.CacheDirs, Cwd: cwd, Proc: procFS{}, LookupUser: lookupUser})
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrOption, err)
 	}
 	e.col = col
 	for _, b := range builtinUprobes {
 		e.targets = append(e.targets, &uprobeTarget{name: b.lib + ":" + b.symbol, lib: b.lib, symbol: b.symbol})
 	}
-	for _, v := range env.opts.JITUprobes {
+	for _, v := range e.opts.Uprobes {
 		i := strings.LastIndexByte(v, ':')
 		if i <= 0 || i == len(v)-1 {
-			return fmt.Errorf("%w: --jit-uprobe %q: want LIB:SYMBOL", ErrPreflight, v)
+			return fmt.Errorf("%w: --jit-uprobe %q: want LIB:SYMBOL", ErrOption, v)
 		}
 		e.targets = append(e.targets, &uprobeTarget{name: v, lib: v[:i], symbol: v[i+1:]})
 	}
 	e.attached = map[string]bool{}
 
-	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{"threads": env.threads, "task_states": env.taskStates}}
-	if err := bpf.LoadJitObjects(&e.objs, opts); err != nil {
-		var verr *ebpf.VerifierError
-		if errors.As(err, &verr) {
-			return fmt.Errorf("load JIT probes (verifier rejected them): %+v", verr)
-		}
-		return fmt.Errorf("load JIT probes: %w", err)
+	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
+		bpfjit.JitMapThreads: e.opts.Shared[bpfjit.JitMapThreads], bpfjit.JitMapTaskStates: e.opts.Shared[bpfjit.JitMapTaskStates]}}
+	if err := bpfjit.LoadJitObjects(&e.objs, opts); err != nil {
+		return sensor.LoadError("JIT probes", err)
 	}
 	e.loaded = true
 	for _, p := range []*ebpf.Program{e.objs.OnJitExec, e.objs.OnJitFork} {
@@ -144,10 +158,6 @@ func (e *jitEvidence) start(env *runEnv) error {
 			return fmt.Errorf("attach JIT exec/fork tracepoints: %w", err)
 		}
 		e.links = append(e.links, l)
-	}
-	e.rd, err = ringbuf.NewReader(e.objs.JitEvents)
-	if err != nil {
-		return fmt.Errorf("open JIT ring buffer: %w", err)
 	}
 	// Libraries named by path are probed now: the command may map them
 	// without an open this tracer resolves.
@@ -164,33 +174,47 @@ func (e *jitEvidence) start(env *runEnv) error {
 	// useSeen): the path-syscall tracepoints cost some 0.2 µs per open or
 	// stat even when nothing reads their events, a tenth of a program that
 	// opens many small files.
-	if why := syscallsAtStart(env.opts); why != "" {
+	if why := syscallsAtStart(&e.opts); why != "" {
 		if err := e.attachSyscalls(why); err != nil {
 			return err
 		}
 	}
-	e.flushed = make(chan struct{}, 1)
-	e.done = make(chan struct{})
-	go e.read()
+	// Started last: nothing above needs the lock.
+	// File records do not always wake the reader (see jit.bpf.c): it
+	// polls for them too.
+	if e.ring, err = sensor.StartRing(e.objs.JitEvents, 20*time.Millisecond, e.handleLocked); err != nil {
+		return err
+	}
 	return nil
 }
 
-// When the path-syscall probes attach (Options.JITSyscalls).
+// Begin sets the time the run starts at.
+func (e *Sensor) Begin(startMono uint64) {
+	e.mu.Lock()
+	e.startMono = startMono
+	e.mu.Unlock()
+}
+
+// Poll is part of the session's sensor interface: JIT evidence is not
+// sampled.
+func (e *Sensor) Poll(uint64, *record.Sample) error { return nil }
+
+// When the path-syscall probes attach (Options.Syscalls).
 const (
-	JITSyscallsAuto   = "auto"
-	JITSyscallsAlways = "always"
+	SyscallsAuto   = "auto"
+	SyscallsAlways = "always"
 )
 
 // syscallsAtStart says why the path-syscall probes must be attached before
 // the command starts, or "" when they can wait for a framework to appear.
 func syscallsAtStart(o *Options) string {
-	if o.JITSyscalls == JITSyscallsAlways {
+	if o.Syscalls == SyscallsAlways {
 		return "--jit-syscalls always"
 	}
 	if len(o.CacheDirs) > 0 {
 		return "--cache-dir"
 	}
-	if len(o.JITUprobes) > 0 {
+	if len(o.Uprobes) > 0 {
 		// A library named by --jit-uprobe may be small: its opens, not
 		// the core's page-cache records, say when to probe it.
 		return "--jit-uprobe"
@@ -199,7 +223,7 @@ func syscallsAtStart(o *Options) string {
 		return ""
 	}
 	for _, name := range commandImages(o.Command) {
-		if jit.UsesFramework(path.Base(name)) {
+		if UsesFramework(path.Base(name)) {
 			return "the command runs " + path.Base(name)
 		}
 	}
@@ -241,8 +265,9 @@ func commandImages(argv []string) []string {
 	return out
 }
 
-// attachSyscalls attaches the path-syscall probes, once.
-func (e *jitEvidence) attachSyscalls(why string) error {
+// attachSyscalls attaches the path-syscall probes, once. Called with e.mu
+// held.
+func (e *Sensor) attachSyscalls(why string) error {
 	if !e.syscallsFrom.IsZero() {
 		return nil
 	}
@@ -271,12 +296,12 @@ func (e *jitEvidence) attachSyscalls(why string) error {
 
 // useSeen attaches the path-syscall probes when a traced process runs or
 // maps a file of a framework with a kernel cache. Called with e.mu held.
-func (e *jitEvidence) useSeen(pid int32, p string) {
+func (e *Sensor) useSeen(pid int32, p string) {
 	if !e.syscallsFrom.IsZero() {
 		return // attached already, --jit-syscalls always included
 	}
 	base := path.Base(p)
-	if !jit.UsesFramework(base) {
+	if !UsesFramework(base) {
 		return
 	}
 	if err := e.attachSyscalls(fmt.Sprintf("pid %d used %s", pid, base)); err != nil {
@@ -284,11 +309,11 @@ func (e *jitEvidence) useSeen(pid int32, p string) {
 	}
 }
 
-// fileSeen is told of every file the core probes see a traced process
+// FileSeen is told of every file the core probes see a traced process
 // read or map for the first time: libraries opened before the path
 // syscalls were traced still get their uprobes, and a framework's
 // library brings the path-syscall probes in.
-func (e *jitEvidence) fileSeen(pid int32, p string) {
+func (e *Sensor) FileSeen(pid int32, p string) {
 	if e.col == nil {
 		return
 	}
@@ -300,119 +325,69 @@ func (e *jitEvidence) fileSeen(pid int32, p string) {
 	}
 }
 
-func (e *jitEvidence) read() {
-	defer close(e.done)
-	var rec ringbuf.Record
-	for {
-		// File records do not always wake the reader (see jit.bpf.c):
-		// poll for them too.
-		e.rd.SetDeadline(time.Now().Add(20 * time.Millisecond))
-		err := e.rd.ReadInto(&rec)
-		if err != nil {
-			if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
-				return
-			}
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				continue
-			}
-			if errors.Is(err, ringbuf.ErrFlushed) {
-				select {
-				case e.flushed <- struct{}{}:
-				default:
-				}
-			}
-			continue
-		}
-		e.mu.Lock()
-		e.handle(rec.RawSample)
-		e.mu.Unlock()
-	}
+// handleLocked decodes one record under the lock.
+func (e *Sensor) handleLocked(raw []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.handle(raw)
 }
 
-// Field offsets of the ring-buffer records, from the generated types.
-var (
-	fe bpf.JitFileEvent
-	xe bpf.JitExecEvent
-	ue bpf.JitUprobeEvent
-	ke bpf.JitForkEvent
-
-	fileHdr    = int(unsafe.Offsetof(fe.Path))
-	execEnv    = int(unsafe.Offsetof(xe.Env))
-	execFile   = int(unsafe.Offsetof(xe.Filename))
-	forkBytes  = int(unsafe.Sizeof(ke))
-	uprobeSize = int(unsafe.Sizeof(ue))
-)
-
-func u32(b []byte, off uintptr) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
-func u64(b []byte, off uintptr) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
-
-func cstr(b []byte) string {
-	if i := strings.IndexByte(string(b), 0); i >= 0 {
-		return string(b[:i])
-	}
-	return string(b)
-}
-
-func (e *jitEvidence) handle(b []byte) {
+func (e *Sensor) handle(b []byte) {
 	if len(b) < 4 {
 		return
 	}
-	switch u32(b, 0) {
-	case jeFile:
-		if len(b) < fileHdr {
-			return
-		}
-		op, ok := jit.SyscallOp(int32(u32(b, unsafe.Offsetof(fe.Nr))))
+	switch bpfjit.JitJitEventKind(binary.LittleEndian.Uint32(b)) {
+	case bpfjit.JitJitEventKindJE_FILE:
+		ev, ok := sensor.Decode[bpfjit.JitFileEvent](b, unsafe.Offsetof(bpfjit.JitFileEvent{}.Path))
 		if !ok {
 			return
 		}
-		l1, l2 := int(u32(b, unsafe.Offsetof(fe.Len1))), int(u32(b, unsafe.Offsetof(fe.Len2)))
-		if fileHdr+l1+l2 > len(b) {
+		op, ok := SyscallOp(ev.Nr)
+		if !ok {
 			return
 		}
-		r := jit.RawFile{TS: u64(b, unsafe.Offsetof(fe.Ts)), PID: int32(u32(b, unsafe.Offsetof(fe.Pid))),
-			TID: int32(u32(b, unsafe.Offsetof(fe.Tid))), Op: op, CPUNS: u64(b, unsafe.Offsetof(fe.CpuNs)),
-			Ret: int64(u64(b, unsafe.Offsetof(fe.Ret))), Dfd: int32(u32(b, unsafe.Offsetof(fe.Dfd1))),
-			Dfd2: int32(u32(b, unsafe.Offsetof(fe.Dfd2))), Flags: u32(b, unsafe.Offsetof(fe.Flags)),
-			Path: cstr(b[fileHdr : fileHdr+l1]), Path2: cstr(b[fileHdr+l1 : fileHdr+l1+l2])}
-		ev, ok := e.col.File(r)
-		if ok && op == jit.OpOpen && ev.Errno == 0 && strings.Contains(path.Base(ev.Path), ".so") {
-			e.libraryOpened(ev.Path)
-		}
-	case jeExec:
-		if len(b) < execEnv {
+		l1, l2 := int(ev.Len1), int(ev.Len2)
+		if l1+l2 > len(ev.Path) {
 			return
 		}
-		envLen := int(u32(b, unsafe.Offsetof(xe.EnvLen)))
+		r := RawFile{TS: ev.Ts, PID: int32(ev.Pid), TID: int32(ev.Tid), Op: op, CPUNS: ev.CpuNs,
+			Ret: ev.Ret, Dfd: ev.Dfd1, Dfd2: ev.Dfd2, Flags: ev.Flags,
+			Path: sensor.CString(ev.Path[:l1]), Path2: sensor.CString(ev.Path[l1 : l1+l2])}
+		fe, ok := e.col.File(r)
+		if ok && op == OpOpen && fe.Errno == 0 && strings.Contains(path.Base(fe.Path), ".so") {
+			e.libraryOpened(fe.Path)
+		}
+	case bpfjit.JitJitEventKindJE_EXEC:
+		envAt := unsafe.Offsetof(bpfjit.JitExecEvent{}.Env)
+		ev, ok := sensor.Decode[bpfjit.JitExecEvent](b, envAt)
+		if !ok {
+			return
+		}
 		var env []byte // nil: read /proc instead
-		if u32(b, unsafe.Offsetof(xe.EnvTruncated)) == 0 && execEnv+envLen <= len(b) {
-			env = b[execEnv : execEnv+envLen]
+		if n := int(ev.EnvLen); ev.EnvTruncated == 0 && int(envAt)+n <= len(b) && n <= len(ev.Env) {
+			env = bytes.Clone(sensor.Bytes(ev.Env[:n]))
 		}
-		file := cstr(b[execFile:min(execFile+len(xe.Filename), len(b))])
-		pid := int32(u32(b, unsafe.Offsetof(xe.Pid)))
-		e.col.Exec(pid, u32(b, unsafe.Offsetof(xe.Uid)), file, env)
-		e.useSeen(pid, file)
-	case jeFork:
-		if len(b) < forkBytes {
+		file := sensor.CString(ev.Filename[:])
+		e.col.Exec(int32(ev.Pid), ev.Uid, file, env)
+		e.useSeen(int32(ev.Pid), file)
+	case bpfjit.JitJitEventKindJE_FORK:
+		ev, ok := sensor.Decode[bpfjit.JitForkEvent](b, unsafe.Sizeof(bpfjit.JitForkEvent{}))
+		if !ok {
 			return
 		}
-		e.col.Fork(int32(u32(b, unsafe.Offsetof(ke.Pid))), int32(u32(b, unsafe.Offsetof(ke.Ppid))))
-	case jeUprobe:
-		if len(b) < uprobeSize {
+		e.col.Fork(int32(ev.Pid), int32(ev.Ppid))
+	case bpfjit.JitJitEventKindJE_UPROBE:
+		ev, ok := sensor.Decode[bpfjit.JitUprobeEvent](b, unsafe.Sizeof(bpfjit.JitUprobeEvent{}))
+		if !ok || ev.Cookie >= uint64(len(e.targets)) {
 			return
 		}
-		cookie := u64(b, unsafe.Offsetof(ue.Cookie))
-		if cookie >= uint64(len(e.targets)) {
-			return
-		}
-		e.col.Uprobe(e.targets[cookie].name, int32(u32(b, unsafe.Offsetof(ue.Pid))),
-			u64(b, unsafe.Offsetof(ue.Start)), u64(b, unsafe.Offsetof(ue.End)), u64(b, unsafe.Offsetof(ue.CpuNs)))
+		e.col.Uprobe(e.targets[ev.Cookie].name, int32(ev.Pid), ev.Start, ev.End, ev.CpuNs)
 	}
 }
 
 // libraryOpened probes the compile entry points of a library a traced
 // process opened.
-func (e *jitEvidence) libraryOpened(p string) {
+func (e *Sensor) libraryOpened(p string) {
 	base := path.Base(p)
 	for i, t := range e.targets {
 		if t.matches(base) {
@@ -422,7 +397,7 @@ func (e *jitEvidence) libraryOpened(p string) {
 }
 
 // attach probes target i in the file at p (once per file and symbol).
-func (e *jitEvidence) attach(i int, p string) {
+func (e *Sensor) attach(i int, p string) {
 	t := e.targets[i]
 	var st unix.Stat_t
 	if err := unix.Stat(p, &st); err != nil {
@@ -455,28 +430,23 @@ func (e *jitEvidence) attach(i int, p string) {
 	}
 }
 
-func (e *jitEvidence) finish(rec *record.Record) {
-	if e.rd == nil {
-		return
-	}
-	if err := e.rd.Flush(); err == nil {
-		select {
-		case <-e.flushed:
-		case <-time.After(3 * time.Second):
-			rec.Warnings = append(rec.Warnings, "jit: the JIT ring buffer did not drain in 3 s")
-		}
+// Finish drains the ring buffer and writes the JIT section into rec; it
+// needs rec's processes filled in.
+func (e *Sensor) Finish(rec *record.Record) error {
+	if err := e.ring.Drain(3 * time.Second); err != nil {
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("jit: %v", err))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var probes []jit.ProbeState
+	var probes []ProbeState
 	for _, t := range e.targets {
 		if isBuiltin(t) && t.path == "" && t.err == "" {
 			continue // its library was never opened: nothing to say
 		}
-		probes = append(probes, jit.ProbeState{Name: t.name, Path: t.path, Error: t.err})
+		probes = append(probes, ProbeState{Name: t.name, Path: t.path, Error: t.err})
 	}
-	j, warns := e.col.Result(jit.ResultInput{StartMono: e.env.startMono(), WallNS: rec.WallNS,
-		Processes: rec.Processes, Probes: probes, FS: jit.DefaultFS})
+	j, warns := e.col.Result(ResultInput{StartMono: e.startMono, WallNS: rec.WallNS,
+		Processes: rec.Processes, Probes: probes, FS: DefaultFS})
 	switch {
 	case j == nil:
 	case e.syscallsFrom.IsZero():
@@ -491,10 +461,15 @@ func (e *jitEvidence) finish(rec *record.Record) {
 	rec.Warnings = append(rec.Warnings, e.warnings...)
 	rec.Warnings = append(rec.Warnings, warns...)
 	rec.Self.EventsSeen += e.col.Seen
-	if n := readLostSum(e.objs.Lost, lostRing); n > 0 {
+	n, err := sensor.SumPerCPU(e.objs.Lost, uint32(bpfjit.JitLostKindLOST_RINGBUF))
+	if err != nil {
+		return fmt.Errorf("jit: read lost counters: %w", err)
+	}
+	if n > 0 {
 		rec.Lost.RingBuffer += n
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("jit: %d path/exec events lost (ring buffer full): cache counts are lower bounds", n))
 	}
+	return nil
 }
 
 func isBuiltin(t *uprobeTarget) bool {
@@ -506,32 +481,17 @@ func isBuiltin(t *uprobeTarget) bool {
 	return false
 }
 
-func readLostSum(m *ebpf.Map, idx uint32) uint64 {
-	if m == nil {
-		return 0
-	}
-	var per []uint64
-	if err := m.Lookup(idx, &per); err != nil {
-		return 0
-	}
-	var s uint64
-	for _, v := range per {
-		s += v
-	}
-	return s
-}
-
-func (e *jitEvidence) close() error {
+// Close stops the reader and releases the probes.
+func (e *Sensor) Close() error {
 	var first error
 	keep := func(err error) {
 		if err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
 			first = err
 		}
 	}
-	if e.rd != nil {
-		keep(e.rd.Close())
-		<-e.done
-		e.rd = nil
+	if e.ring != nil {
+		keep(e.ring.Close())
+		e.ring = nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -1,4 +1,4 @@
-package trace
+package jit
 
 import (
 	"os"
@@ -36,9 +36,9 @@ func TestSyscallsAtStart(t *testing.T) {
 		{Options{Command: []string{shell}}, ""},
 		{Options{Command: []string{"cat", "/dev/null"}}, ""},
 		{Options{Command: []string{"no-such-program-here"}}, ""},
-		{Options{Command: []string{"cat"}, JITSyscalls: JITSyscallsAlways}, "always"},
+		{Options{Command: []string{"cat"}, Syscalls: SyscallsAlways}, "always"},
 		{Options{Command: []string{"cat"}, CacheDirs: []string{"x=/tmp"}}, "--cache-dir"},
-		{Options{Command: []string{"cat"}, JITUprobes: []string{"libx:f"}}, "--jit-uprobe"},
+		{Options{Command: []string{"cat"}, Uprobes: []string{"libx:f"}}, "--jit-uprobe"},
 	}
 	for _, c := range cases {
 		got := syscallsAtStart(&c.opts)

@@ -1,0 +1,289 @@
+//go:build ignore
+
+/* coldtrace's scheduler sensor: which threads belong to the run (fork
+ * extends the tracked set), their on- and off-CPU time split into
+ * running, run queue, I/O wait and other waits, and the process events
+ * user space needs to name them (fork, exec with argv, exit). Counters
+ * are aggregated in the threads array, which user space polls; only the
+ * process events go through the ring buffer.
+ *
+ * This object creates the shared maps (task_states, threads, files); the
+ * page-cache and JIT objects take them as map replacements. At a switch
+ * it also does the page cache's share of the accounting that only a
+ * switch can do: a fill interval stops while its thread is off the CPU,
+ * and a block-I/O wait is charged to the file last read. Tracepoints
+ * only: kprobes and fentry are not available on the kernels this was
+ * built for. */
+
+#include "common.h"
+#include "files.h"
+#include "syscall64.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define FILENAME_LEN 256
+#define ARGS_LEN 256
+#define TASK_DEAD_ 0x80 /* TASK_DEAD in prev_state: prev's last switch out */
+
+/* task_event.kind. Exported to Go by bpf2go. */
+enum task_event_kind {
+	EV_FORK = 1,
+	EV_EXEC = 2,
+	EV_EXIT = 3,
+};
+
+struct task_event {
+	__u32 kind;
+	__u32 pid;
+	__u32 tid;
+	__u32 ppid;
+	__u64 ts;
+	__s32 exit_code;
+	__u32 pad;
+	char comm[16];
+	char filename[FILENAME_LEN];
+	__u32 args_len;
+	__u32 pad2;
+	char args[ARGS_LEN]; /* argv, NUL-separated, read at exec */
+};
+
+BTF_ANCHOR(struct task_event, task_event);
+BTF_ANCHOR(enum task_event_kind, task_event_kind);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+/* Slots of threads that are gone, pushed by user space once it has read
+ * their last counters; fork takes one before growing next_slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, MAX_THREADS);
+	__type(value, __u32);
+} free_slots SEC(".maps");
+
+/* Fresh slots: CPU c hands out 1 + c, 1 + c + ncpus, ... (slot 0 is the
+ * seed's, written by user space), counting in its own element, so no
+ * atomic is needed. User space reads the arrays up to the largest. */
+const volatile __u32 ncpus = 1;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} next_slot SEC(".maps");
+
+/* Waking the reader costs microseconds (an IPI on a VM); a fork storm
+ * sends thousands of events. User space drains the buffer every 50 ms
+ * anyway, so wake it only when the buffer fills up. */
+static __always_inline __u64 wakeup_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (1 << 20) ? 0 : BPF_RB_NO_WAKEUP;
+}
+
+/* Syscalls whose I/O waits are not page-cache reads: their iowait is not
+ * put on the last file read. */
+static __always_inline bool syncs_files(long id)
+{
+	switch (id) {
+	case NR_fsync:
+	case NR_fdatasync:
+	case NR_sync:
+	case NR_sync_file_range:
+	case NR_syncfs:
+		return true;
+	}
+	return writes_files(id);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct tstate *s = task_state(prev);
+	struct thread *t = s ? slot_thread(s) : NULL;
+	if (s && t) {
+		if ((t->flags & TF_ON_CPU) && now > t->last_ts)
+			t->cpu_ns += now - t->last_ts;
+		bool iowait = BPF_CORE_READ_BITFIELD(prev, in_iowait);
+		/* A fill interval stops while the thread is off the CPU. */
+		if (s->flags & TF_MISSED)
+			charge_miss(s, t, now);
+		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE);
+		if (iowait) {
+			f |= TF_OUT_IOWAIT;
+			/* The wait is for the last file read, unless the
+			 * thread is syncing or writing. */
+			t->wait_file = s->cur;
+			if (syncs_files(current_syscall(prev))) {
+				t->wait_file.dev = 0;
+				t->wait_file.ino = 0;
+			}
+		} else if (preempt || prev_state == 0) {
+			f |= TF_OUT_RUNNABLE;
+		}
+		t->last_ts = now;
+		t->switches++;
+		/* Written last: once user space sees TF_DEAD it reads the final
+		 * counters and recycles the slot. */
+		asm volatile("" ::: "memory");
+		if (prev_state & TASK_DEAD_)
+			f |= TF_DEAD;
+		t->flags = f;
+	}
+
+	s = task_state(next);
+	t = s ? slot_thread(s) : NULL;
+	if (s && t) {
+		if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts) {
+			__u64 d = now - t->last_ts;
+			if (t->flags & TF_OUT_IOWAIT) {
+				t->iowait_ns += d;
+				if (t->wait_file.ino) {
+					struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
+					if (fs)
+						__sync_fetch_and_add(&fs->iowait_ns, d);
+				}
+			} else if (t->flags & TF_OUT_RUNNABLE) {
+				t->runq_ns += d;
+			} else {
+				t->other_ns += d;
+			}
+		}
+		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE)) | TF_ON_CPU;
+		t->last_ts = now;
+		s->mark_ts = now;
+	}
+	return 0;
+}
+
+static __always_inline void fill_comm(char *dst, struct task_struct *task)
+{
+	bpf_probe_read_kernel_str(dst, 16, BPF_CORE_READ(task, comm));
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (!task_state(parent))
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 ctid = BPF_CORE_READ(child, pid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u32 slot;
+	if (bpf_map_pop_elem(&free_slots, &slot)) {
+		__u32 zero = 0;
+		__u32 *n = bpf_map_lookup_elem(&next_slot, &zero);
+		if (!n)
+			return 0;
+		slot = 1 + *n * ncpus + bpf_get_smp_processor_id();
+		*n += 1;
+	}
+	struct thread *t = bpf_map_lookup_elem(&threads, &slot);
+	if (!t) {
+		count_lost(LOST_THREADS);
+		return 0;
+	}
+	struct thread nt = {};
+	nt.tid = ctid;
+	nt.tgid = ctgid;
+	nt.flags = TF_OUT_RUNNABLE; /* created runnable, waiting for a CPU */
+	nt.last_ts = now;
+	*t = nt;
+	struct tstate ns = {};
+	ns.slot = slot;
+	ns.tgid = ctgid;
+	if (!bpf_task_storage_get(&task_states, child, &ns, BPF_LOCAL_STORAGE_GET_F_CREATE)) {
+		t->tid = 0;
+		bpf_map_push_elem(&free_slots, &slot, 0);
+		count_lost(LOST_THREADS);
+		return 0;
+	}
+	if (ctgid != BPF_CORE_READ(parent, tgid) || ctid == ctgid) {
+		struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+		if (!ev) {
+			count_lost(LOST_RINGBUF);
+			return 0;
+		}
+		ev->kind = EV_FORK;
+		ev->pid = ctgid;
+		ev->tid = ctid;
+		ev->ppid = BPF_CORE_READ(parent, tgid);
+		ev->ts = now;
+		ev->exit_code = 0;
+		ev->pad = 0;
+		fill_comm(ev->comm, child);
+		ev->filename[0] = 0;
+		ev->args_len = 0;
+		bpf_ringbuf_submit(ev, wakeup_flags());
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	/* Task storage follows the task_struct, so a non-leader thread that
+	 * execs (and takes over the leader's pid) keeps its state and slot. */
+	if (!task_state(p))
+		return 0;
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		count_lost(LOST_RINGBUF);
+		return 0;
+	}
+	ev->kind = EV_EXEC;
+	ev->pid = BPF_CORE_READ(p, tgid);
+	ev->tid = tid;
+	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	ev->ts = bpf_ktime_get_ns();
+	ev->exit_code = 0;
+	ev->pad = 0;
+	fill_comm(ev->comm, p);
+	bpf_probe_read_kernel_str(ev->filename, FILENAME_LEN, BPF_CORE_READ(bprm, filename));
+	/* argv now, from the new image's memory: a short-lived process is gone
+	 * before user space could read /proc/PID/cmdline. */
+	unsigned long start = BPF_CORE_READ(p, mm, arg_start), end = BPF_CORE_READ(p, mm, arg_end);
+	__u64 len = end > start ? end - start : 0;
+	if (len > ARGS_LEN)
+		len = ARGS_LEN;
+	ev->args_len = 0;
+	ev->pad2 = 0;
+	if (len && bpf_probe_read_user(ev->args, len, (void *)start) == 0)
+		ev->args_len = len;
+	bpf_ringbuf_submit(ev, wakeup_flags());
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
+{
+	struct tstate *s = task_state(p);
+	struct thread *t = s ? slot_thread(s) : NULL;
+	if (!t)
+		return 0;
+	__u32 tid = BPF_CORE_READ(p, pid);
+	t->flags |= TF_EXITED;
+	if (!group_dead)
+		return 0;
+	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		count_lost(LOST_RINGBUF);
+		return 0;
+	}
+	ev->kind = EV_EXIT;
+	ev->pid = BPF_CORE_READ(p, tgid);
+	ev->tid = tid;
+	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	ev->ts = bpf_ktime_get_ns();
+	ev->exit_code = BPF_CORE_READ(p, exit_code);
+	ev->pad = 0;
+	fill_comm(ev->comm, p);
+	ev->filename[0] = 0;
+	ev->args_len = 0;
+	bpf_ringbuf_submit(ev, wakeup_flags());
+	return 0;
+}

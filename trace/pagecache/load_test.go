@@ -1,0 +1,32 @@
+package pagecache
+
+import (
+	"testing"
+
+	"github.com/coldtrace/coldtrace/internal/testenv"
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/sched"
+	"github.com/coldtrace/coldtrace/trace/sensor"
+)
+
+// TestLoadWithSharedMaps loads the page-cache probes with the scheduler
+// object's maps in place of their own, polls and closes both.
+func TestLoadWithSharedMaps(t *testing.T) {
+	testenv.RequireTracing(t)
+	sc, err := sched.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	s, err := Load(Options{Shared: sc.Shared().Replacements(), IOWaiting: sc.IOWaiting})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sample record.Sample
+	if err := s.Poll(sensor.MonotonicNS(), &sample); err != nil {
+		t.Error(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,77 @@
+package pagecache
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
+	"github.com/coldtrace/coldtrace/trace/sensor"
+)
+
+// probes owns the loaded object and its links.
+type probes struct {
+	objs  bpfpc.PagecacheObjects
+	links []link.Link
+}
+
+// load loads the page-cache object with the scheduler's shared maps in
+// place of its own.
+func load(shared map[string]*ebpf.Map) (*probes, error) {
+	spec, err := bpfpc.LoadPagecache()
+	if err != nil {
+		return nil, fmt.Errorf("load page-cache probes: %w", err)
+	}
+	p := &probes{}
+	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
+		return nil, sensor.LoadError("page-cache probes", err)
+	}
+	return p, nil
+}
+
+func (p *probes) attach() error {
+	o := &p.objs
+	list := []struct {
+		name    string // the BTF tracepoint, or the classic one's event
+		classic bool
+		prog    *ebpf.Program
+	}{
+		{name: "mm_filemap_get_pages", prog: o.OnGetPages},
+		{name: "mm_filemap_map_pages", prog: o.OnMapPages},
+		{name: "mm_filemap_fault", prog: o.OnFilemapFault},
+		{name: "mm_filemap_add_to_page_cache", prog: o.OnAddToCache},
+		{name: "mm_filemap_delete_from_page_cache", classic: true, prog: o.OnDeleteFromCache},
+	}
+	for _, a := range list {
+		var l link.Link
+		var err error
+		if a.classic {
+			l, err = link.Tracepoint("filemap", a.name, a.prog, nil)
+		} else {
+			l, err = link.AttachTracing(link.TracingOptions{Program: a.prog})
+		}
+		if err != nil {
+			return fmt.Errorf("attach tracepoint %s: %w", a.name, err)
+		}
+		p.links = append(p.links, l)
+	}
+	return nil
+}
+
+func (p *probes) close() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
+			first = err
+		}
+	}
+	for i := len(p.links) - 1; i >= 0; i-- {
+		keep(p.links[i].Close())
+	}
+	p.links = nil
+	keep(p.objs.Close())
+	return first
+}

@@ -1,0 +1,280 @@
+package pagecache
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+
+	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/sensor"
+)
+
+// SmallFilesPath names the small files' row in records: files under
+// SMALL_FILE_BYTES (bpf/pagecache) that were only read from the page
+// cache are counted together, without an entry each.
+const SmallFilesPath = "[small files (<256 KiB), cache hits only]"
+
+// smallFiles is their key. No file has inode 0.
+var smallFiles = sensor.FileKey{}
+
+// drainPeriod is how often the reader looks for path records, which are
+// written without a wake-up (see wakeup_flags in pagecache.bpf.c).
+const drainPeriod = 50 * time.Millisecond
+
+type fileTimes struct {
+	accessed, missed, evicted, created uint64
+	io, miss                           int64
+}
+
+type fileAcc struct {
+	id    int
+	key   sensor.FileKey
+	lastP int32 // last process that touched it, for /proc lookups
+	prev  fileTimes
+}
+
+// Options connect the sensor to the rest of the run.
+type Options struct {
+	// Shared are the scheduler object's maps by name (sched.Shared's
+	// Replacements).
+	Shared map[string]*ebpf.Map
+	// IOWaiting returns, at each poll, the I/O wait of ongoing off-CPU
+	// intervals by file (sched.Sensor.IOWaiting, polled first).
+	IOWaiting func() map[sensor.FileKey]int64
+	// FileSeen, when set, is told the path of each file the first time a
+	// traced process reads or maps it. It is called from the reader
+	// goroutine.
+	FileSeen func(pid int32, path string)
+	// MountInfo is the mount table to resolve paths with
+	// (/proc/self/mountinfo when empty).
+	MountInfo string
+}
+
+// Sensor is the loaded page-cache sensor.
+type Sensor struct {
+	p    *probes
+	ring *sensor.Ring
+	opts Options
+
+	mu     sync.Mutex
+	mounts mountTable
+	// mountsReread is set once the mount table was read again at the end.
+	mountsReread bool
+	files        map[sensor.FileKey]*fileAcc
+	fileOrder    []*fileAcc
+	fsPaths      map[sensor.FileKey]string
+	seen         uint64
+
+	fileKeyBuf []bpfpc.PagecacheFileKey
+	fileBuf    []bpfpc.PagecacheFileStats
+}
+
+// Load reads the mount table, loads and attaches the page-cache probes.
+func Load(opts Options) (*Sensor, error) {
+	if opts.MountInfo == "" {
+		opts.MountInfo = "/proc/self/mountinfo"
+	}
+	mounts, err := readMountTable(opts.MountInfo)
+	if err != nil {
+		return nil, err
+	}
+	p, err := load(opts.Shared)
+	if err != nil {
+		return nil, err
+	}
+	s := newSensor(p, mounts, opts)
+	if err := p.attach(); err != nil {
+		p.close()
+		return nil, err
+	}
+	if s.ring, err = sensor.StartRing(p.objs.Paths, drainPeriod, s.handle); err != nil {
+		p.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
+	return &Sensor{p: p, opts: opts, mounts: mounts,
+		files: map[sensor.FileKey]*fileAcc{}, fsPaths: map[sensor.FileKey]string{},
+		fileKeyBuf: make([]bpfpc.PagecacheFileKey, sensor.BatchSize),
+		fileBuf:    make([]bpfpc.PagecacheFileStats, sensor.BatchSize)}
+}
+
+// Begin is part of the session's sensor interface; file counts need no
+// start time.
+func (s *Sensor) Begin(uint64) {}
+
+// handle decodes one path record: the header, then len bytes of
+// NUL-terminated names, leaf first.
+func (s *Sensor) handle(raw []byte) {
+	ev, ok := sensor.Decode[bpfpc.PagecachePathEvent](raw, unsafe.Offsetof(bpfpc.PagecachePathEvent{}.Names))
+	if !ok {
+		return
+	}
+	body := sensor.Bytes(ev.Names[:min(int(ev.Len), len(ev.Names))])
+	names := make([]string, 0, ev.Depth)
+	for len(body) > 0 && len(names) < int(ev.Depth) {
+		name, rest, _ := bytes.Cut(body, []byte{0})
+		names = append(names, string(name))
+		body = rest
+	}
+	truncated := ev.Truncated != 0
+	fsPath := fsPathFromNames(names, truncated)
+	key := sensor.FileKey{Dev: ev.Dev, Ino: ev.Ino}
+	s.mu.Lock()
+	s.seen++
+	s.fsPaths[key] = fsPath
+	p, resolved := s.mounts.resolve(ev.Dev, fsPath)
+	s.mu.Unlock()
+	if s.opts.FileSeen != nil && !truncated && resolved {
+		s.opts.FileSeen(int32(ev.Tgid), p)
+	}
+}
+
+// Poll reads the files' cumulative counters and adds their deltas to
+// sample.
+func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
+	var waiting map[sensor.FileKey]int64
+	if s.opts.IOWaiting != nil {
+		waiting = s.opts.IOWaiting()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fileSample := func(k sensor.FileKey, fs *bpfpc.PagecacheFileStats) {
+		acc := s.files[k]
+		if acc == nil {
+			acc = &fileAcc{id: len(s.fileOrder), key: k}
+			s.files[k] = acc
+			s.fileOrder = append(s.fileOrder, acc)
+		}
+		acc.lastP = int32(fs.LastTgid)
+		cur := fileTimes{accessed: fs.Accessed, missed: fs.Missed, evicted: fs.Evicted, created: fs.Created,
+			io: int64(fs.IowaitNs) + waiting[k], miss: int64(fs.MissCpuNs)}
+		d := record.FileDelta{File: acc.id, PagesAccessed: subU(cur.accessed, acc.prev.accessed),
+			PagesMissed: subU(cur.missed, acc.prev.missed), PagesEvicted: subU(cur.evicted, acc.prev.evicted),
+			IOWaitNS: sub(cur.io, acc.prev.io), MissCPUNS: sub(cur.miss, acc.prev.miss)}
+		acc.prev = fileTimes{max(acc.prev.accessed, cur.accessed), max(acc.prev.missed, cur.missed),
+			max(acc.prev.evicted, cur.evicted), max(acc.prev.created, cur.created), max(acc.prev.io, cur.io), max(acc.prev.miss, cur.miss)}
+		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 {
+			sample.Files = append(sample.Files, d)
+		}
+	}
+	err := sensor.ReadMap(s.p.objs.Files, s.fileKeyBuf, s.fileBuf, func(key bpfpc.PagecacheFileKey, fs *bpfpc.PagecacheFileStats) {
+		fileSample(sensor.FileKey{Dev: key.Dev, Ino: key.Ino}, fs)
+	})
+	if err != nil {
+		return fmt.Errorf("read file table: %w", err)
+	}
+	smallPages, err := sensor.SumPerCPU(s.p.objs.SmallHits, 0)
+	if err != nil {
+		return fmt.Errorf("read small-file hits: %w", err)
+	}
+	if smallPages > 0 {
+		fileSample(smallFiles, &bpfpc.PagecacheFileStats{Accessed: smallPages})
+	}
+	return nil
+}
+
+// Finish drains the path records and writes the files and the page
+// cache's lost counters into rec.
+func (s *Sensor) Finish(rec *record.Record) error {
+	drainErr := s.ring.Drain(3 * time.Second)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fill(rec, rec.Host.PageSize)
+	lost, err := sensor.Lost(s.p.objs.Lost, bpfpc.PagecacheLostKindLOST_RINGBUF, bpfpc.PagecacheLostKindLOST_FILES,
+		bpfpc.PagecacheLostKindLOST_FILL_END)
+	if err != nil {
+		return fmt.Errorf("pagecache: %w", err)
+	}
+	rec.Lost.RingBuffer += lost[bpfpc.PagecacheLostKindLOST_RINGBUF]
+	rec.Lost.FileTable += lost[bpfpc.PagecacheLostKindLOST_FILES]
+	rec.Lost.FillEnds += lost[bpfpc.PagecacheLostKindLOST_FILL_END]
+	rec.Self.EventsSeen += s.seen
+	if drainErr != nil {
+		return fmt.Errorf("pagecache: %w", drainErr)
+	}
+	return nil
+}
+
+// Close stops the reader and releases the probes.
+func (s *Sensor) Close() error {
+	err := s.ring.Close()
+	if cerr := s.p.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (s *Sensor) fill(r *record.Record, pageSize int) {
+	for _, f := range s.fileOrder {
+		rf := record.File{ID: f.id, Dev: f.key.Dev, Ino: f.key.Ino,
+			PagesAccessed: f.prev.accessed, PagesMissed: f.prev.missed, PagesEvicted: f.prev.evicted, PagesCreated: f.prev.created,
+			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss}
+		rf.Path = s.pathOf(f)
+		if size, ok := statMatches(rf.Path, f.key.Dev, f.key.Ino); ok {
+			rf.SizeBytes = size
+		}
+		r.Files = append(r.Files, rf)
+	}
+}
+
+func (s *Sensor) pathOf(f *fileAcc) string {
+	if f.key == smallFiles {
+		return SmallFilesPath
+	}
+	if fsPath, ok := s.fsPaths[f.key]; ok {
+		if p, ok := s.mounts.resolve(f.key.Dev, fsPath); ok {
+			return p
+		}
+		// A filesystem the command mounted during the run: read the mount
+		// table again, once, not once per unresolved file.
+		if !s.mountsReread {
+			s.mountsReread = true
+			if mt, err := readMountTable(s.opts.MountInfo); err == nil {
+				s.mounts = mt
+			}
+			if p, ok := s.mounts.resolve(f.key.Dev, fsPath); ok {
+				return p
+			}
+		}
+	}
+	if f.lastP > 0 {
+		if p := findInProc(f.lastP, f.key.Dev, f.key.Ino); p != "" {
+			return p
+		}
+	}
+	major, minor := devMajorMinor(f.key.Dev)
+	// The page cache of a block device itself (its inode number is its
+	// dev_t) holds filesystem metadata: directories, inodes, the journal.
+	if f.key.Ino < 1<<32 {
+		if ms := s.mounts[uint32(f.key.Ino)]; len(ms) > 0 {
+			bmaj, bmin := devMajorMinor(uint32(f.key.Ino))
+			return fmt.Sprintf("[filesystem metadata of %d:%d, mounted on %s]", bmaj, bmin, ms[0].mountPoint)
+		}
+	}
+	if fsPath, ok := s.fsPaths[f.key]; ok {
+		return fmt.Sprintf("[dev %d:%d]%s", major, minor, fsPath)
+	}
+	return fmt.Sprintf("[dev %d:%d ino %d]", major, minor, f.key.Ino)
+}
+
+func sub(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return 0
+}
+
+func subU(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return 0
+}

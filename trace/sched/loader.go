@@ -1,0 +1,134 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
+	"github.com/coldtrace/coldtrace/trace/sensor"
+)
+
+// Shared are the maps of the scheduler object that the other BPF objects
+// take as map replacements: task storage (present for tracked threads:
+// the tracked set), the per-thread counters by slot, and the per-file
+// counters (the page-cache sensor's, written here at context switches).
+type Shared struct {
+	TaskStates *ebpf.Map
+	Threads    *ebpf.Map
+	Files      *ebpf.Map
+}
+
+// Replacements are the shared maps by their names in the BPF objects, for
+// ebpf.CollectionOptions.MapReplacements.
+func (s Shared) Replacements() map[string]*ebpf.Map {
+	return map[string]*ebpf.Map{
+		bpfsched.SchedMapTaskStates: s.TaskStates,
+		bpfsched.SchedMapThreads:    s.Threads,
+		bpfsched.SchedMapFiles:      s.Files,
+	}
+}
+
+// probes owns the loaded object and its links.
+type probes struct {
+	objs  bpfsched.SchedObjects
+	links []link.Link
+	ncpus int
+}
+
+func load() (*probes, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raise memlock limit: %w", err)
+	}
+	spec, err := bpfsched.LoadSched()
+	if err != nil {
+		return nil, fmt.Errorf("load scheduler probes: %w", err)
+	}
+	ncpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("count CPUs: %w", err)
+	}
+	if err := spec.Variables[bpfsched.SchedVarNcpus].Set(uint32(ncpus)); err != nil {
+		return nil, fmt.Errorf("load scheduler probes: %w", err)
+	}
+	p := &probes{ncpus: ncpus}
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		return nil, sensor.LoadError("scheduler probes", err)
+	}
+	return p, nil
+}
+
+func (p *probes) attach() error {
+	o := &p.objs
+	for _, a := range []struct {
+		name string
+		prog *ebpf.Program
+	}{
+		{"sched_switch", o.OnSwitch},
+		{"sched_process_fork", o.OnFork},
+		{"sched_process_exec", o.OnExec},
+		{"sched_process_exit", o.OnExit},
+	} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: a.prog})
+		if err != nil {
+			return fmt.Errorf("attach tracepoint %s: %w", a.name, err)
+		}
+		p.links = append(p.links, l)
+	}
+	return nil
+}
+
+// seed makes tid the first tracked thread: everything it forks is tracked
+// from then on by the kernel side. Its counters take slot 0 of the thread
+// array; its task storage is written through a pidfd.
+func (p *probes) seed(tid int, nowNS uint64) error {
+	t := bpfsched.SchedThread{Tid: uint32(tid), Tgid: uint32(tid), LastTs: nowNS}
+	if err := p.objs.Threads.Update(uint32(0), &t, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("track pid %d: %w", tid, err)
+	}
+	fd, err := unix.PidfdOpen(tid, 0)
+	if err != nil {
+		return fmt.Errorf("track pid %d: pidfd: %w", tid, err)
+	}
+	defer unix.Close(fd)
+	s := bpfsched.SchedTstate{Slot: 0, Tgid: uint32(tid)}
+	if err := p.objs.TaskStates.Update(uint32(fd), &s, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("track pid %d: task storage: %w", tid, err)
+	}
+	return nil
+}
+
+// slotsInUse is how far into the thread array slots have been handed out.
+func (p *probes) slotsInUse() (int, error) {
+	var per []uint32
+	if err := p.objs.NextSlot.Lookup(uint32(0), &per); err != nil {
+		return 0, err
+	}
+	n := 1
+	for cpu, v := range per {
+		if v > 0 {
+			n = max(n, 1+int(v-1)*p.ncpus+cpu+1)
+		}
+	}
+	return min(n, int(p.objs.Threads.MaxEntries())), nil
+}
+
+func (p *probes) close() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
+			first = err
+		}
+	}
+	for i := len(p.links) - 1; i >= 0; i-- {
+		keep(p.links[i].Close())
+	}
+	p.links = nil
+	keep(p.objs.Close())
+	return first
+}

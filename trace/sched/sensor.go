@@ -1,0 +1,390 @@
+package sched
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/sensor"
+)
+
+// Thread flags and event kinds, from bpf/sched's enums.
+const (
+	tfOnCPU   = uint32(bpfsched.SchedThreadFlagTF_ON_CPU)
+	tfOutIO   = uint32(bpfsched.SchedThreadFlagTF_OUT_IOWAIT)
+	tfOutRunQ = uint32(bpfsched.SchedThreadFlagTF_OUT_RUNNABLE)
+	tfExited  = uint32(bpfsched.SchedThreadFlagTF_EXITED)
+	tfDead    = uint32(bpfsched.SchedThreadFlagTF_DEAD)
+)
+
+// drainPeriod is how often the reader looks for records written without
+// a wake-up (see wakeup_flags in sched.bpf.c).
+const drainPeriod = 50 * time.Millisecond
+
+// threadTimes are one thread's cumulative times, ongoing intervals
+// included up to the poll.
+type threadTimes struct {
+	cpu, io, runq, other, miss int64
+}
+
+type threadAcc struct {
+	tid, pid int32
+	comm     string
+	prev     threadTimes
+	// missOut is the miss time reported so far. Miss time is charged at
+	// syscall exit, on-CPU time at switches and polls, so one interval can
+	// see a miss whose CPU time an earlier poll already reported; capping
+	// the cumulative miss at the cumulative CPU carries it forward
+	// instead of losing it.
+	missOut int64
+}
+
+type procAcc struct {
+	pid, ppid  int32
+	comm, exe  string
+	args       []string
+	start, end int64
+	exitCode   int
+	exited     bool
+}
+
+// Sensor is the loaded scheduler sensor. Its ring buffer is read on its
+// own goroutine; the other methods are called from the run session's.
+type Sensor struct {
+	p       *probes
+	ring    *sensor.Ring
+	tracked *sensor.PIDSet
+
+	mu        sync.Mutex
+	startMono uint64
+	threads   map[uint32]*threadAcc
+	procs     map[int32]*procAcc
+	seen      uint64
+	// waiting is the I/O wait of the ongoing off-CPU intervals at the last
+	// poll, by the file waited for.
+	waiting map[sensor.FileKey]int64
+	// recycleErrs counts dead threads' slots that could not be freed.
+	recycleErrs int
+	recycleErr  error
+
+	tidBuf    []uint32
+	threadBuf []bpfsched.SchedThread
+}
+
+// Load loads and attaches the scheduler probes. Nothing is tracked until
+// Seed.
+func Load() (*Sensor, error) {
+	p, err := load()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sensor{p: p, tracked: sensor.NewPIDSet(), threads: map[uint32]*threadAcc{}, procs: map[int32]*procAcc{},
+		tidBuf: make([]uint32, sensor.BatchSize), threadBuf: make([]bpfsched.SchedThread, sensor.BatchSize)}
+	if err := p.attach(); err != nil {
+		p.close()
+		return nil, err
+	}
+	if s.ring, err = sensor.StartRing(p.objs.Events, drainPeriod, s.handle); err != nil {
+		p.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Shared returns the maps the other BPF objects take as replacements.
+func (s *Sensor) Shared() Shared {
+	o := &s.p.objs
+	return Shared{TaskStates: o.TaskStates, Threads: o.Threads, Files: o.Files}
+}
+
+// Tracked is every process that was part of the run so far.
+func (s *Sensor) Tracked() *sensor.PIDSet { return s.tracked }
+
+// Seed makes pid (the gated command, not yet released) the first tracked
+// thread.
+func (s *Sensor) Seed(pid int, comm string, nowNS uint64) error {
+	if err := s.p.seed(pid, nowNS); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.proc(int32(pid)).comm = comm
+	s.mu.Unlock()
+	return nil
+}
+
+// Begin sets the time the run starts at.
+func (s *Sensor) Begin(startMono uint64) {
+	s.mu.Lock()
+	s.startMono = startMono
+	s.mu.Unlock()
+}
+
+func (s *Sensor) handle(raw []byte) {
+	ev, ok := sensor.Decode[bpfsched.SchedTaskEvent](raw, unsafe.Sizeof(bpfsched.SchedTaskEvent{}))
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen++
+	p := s.proc(int32(ev.Pid))
+	switch bpfsched.SchedTaskEventKind(ev.Kind) {
+	case bpfsched.SchedTaskEventKindEV_FORK:
+		p.ppid = int32(ev.Ppid)
+		p.comm = sensor.CString(ev.Comm[:])
+		p.start = sensor.Rel(ev.Ts, s.startMono)
+	case bpfsched.SchedTaskEventKindEV_EXEC:
+		p.comm = sensor.CString(ev.Comm[:])
+		p.exe = sensor.CString(ev.Filename[:])
+		if p.ppid == 0 {
+			p.ppid = int32(ev.Ppid)
+		}
+		if n := min(int(ev.ArgsLen), len(ev.Args)); n > 0 {
+			p.args = strings.Split(strings.TrimRight(string(sensor.Bytes(ev.Args[:n])), "\x00"), "\x00")
+		}
+	case bpfsched.SchedTaskEventKindEV_EXIT:
+		if p.comm == "" {
+			p.comm = sensor.CString(ev.Comm[:])
+		}
+		p.exited = true
+		p.end = sensor.Rel(ev.Ts, s.startMono)
+		ws := unix.WaitStatus(ev.ExitCode)
+		if ws.Signaled() {
+			p.exitCode = 128 + int(ws.Signal())
+		} else {
+			p.exitCode = ws.ExitStatus()
+		}
+	}
+}
+
+// proc is pid's entry, created (and pid tracked) on first sight. Called
+// with s.mu held.
+func (s *Sensor) proc(pid int32) *procAcc {
+	p := s.procs[pid]
+	if p == nil {
+		p = &procAcc{pid: pid}
+		s.procs[pid] = p
+		s.tracked.Add(pid)
+	}
+	return p
+}
+
+// Poll reads the threads' cumulative counters, adds their deltas to
+// sample, and frees the slots of threads that have exited for good.
+func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	waiting := map[sensor.FileKey]int64{}
+	var dead []uint32 // slots
+	nslots, err := s.p.slotsInUse()
+	if err != nil {
+		return fmt.Errorf("read thread slots: %w", err)
+	}
+	err = sensor.ReadArray(s.p.objs.Threads, nslots, s.tidBuf, s.threadBuf, func(slot uint32, v *bpfsched.SchedThread) {
+		if v.Tid == 0 {
+			return // free
+		}
+		cur := threadTimes{cpu: int64(v.CpuNs), io: int64(v.IowaitNs), runq: int64(v.RunqNs),
+			other: int64(v.OtherNs), miss: int64(v.MissCpuNs)}
+		if v.LastTs != 0 && now > v.LastTs && v.Flags&tfExited == 0 {
+			d := int64(now - v.LastTs)
+			switch {
+			case v.Flags&tfOnCPU != 0:
+				cur.cpu += d
+			case v.Flags&tfOutIO != 0:
+				cur.io += d
+				if v.WaitFile.Ino != 0 {
+					waiting[sensor.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}] += d
+				}
+			case v.Flags&tfOutRunQ != 0:
+				cur.runq += d
+			default:
+				cur.other += d
+			}
+		}
+		acc := s.threads[v.Tid]
+		if acc == nil {
+			acc = &threadAcc{tid: int32(v.Tid), pid: int32(v.Tgid), comm: threadComm(int32(v.Tgid), int32(v.Tid))}
+			s.threads[v.Tid] = acc
+		}
+		d := threadTimes{sub(cur.cpu, acc.prev.cpu), sub(cur.io, acc.prev.io), sub(cur.runq, acc.prev.runq),
+			sub(cur.other, acc.prev.other), 0}
+		acc.prev = maxT(acc.prev, cur)
+		d.miss = sub(min(acc.prev.miss, acc.prev.cpu), acc.missOut)
+		acc.missOut += d.miss
+		if d.cpu > 0 || d.io > 0 || d.miss > 0 || d.runq > 0 {
+			sample.Threads = append(sample.Threads, record.ThreadDelta{TID: acc.tid, PID: acc.pid, CPUNS: d.cpu,
+				IOWaitNS: d.io, MissCPUNS: d.miss, RunQueueNS: d.runq, OtherWaitNS: d.other})
+		}
+		if v.Flags&tfDead != 0 {
+			dead = append(dead, slot)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("read thread table: %w", err)
+	}
+	s.waiting = waiting
+	// A dead thread's counters are final: free its slot for the next fork
+	// (the kernel writes a slot only while its task lives). A slot that
+	// cannot be pushed stays cleared and unused: the table has 65,536.
+	var free bpfsched.SchedThread
+	for _, slot := range dead {
+		err := s.p.objs.Threads.Update(slot, &free, ebpf.UpdateAny)
+		if err == nil {
+			err = s.p.objs.FreeSlots.Update(nil, slot, ebpf.UpdateAny)
+		}
+		if err != nil {
+			s.recycleErrs++
+			if s.recycleErr == nil {
+				s.recycleErr = fmt.Errorf("recycle thread slot %d: %w", slot, err)
+			}
+		}
+	}
+	return nil
+}
+
+// IOWaiting is, from the last poll, the I/O wait of the threads' ongoing
+// off-CPU intervals by the file they wait for: the kernel charges a wait
+// to its file only when the thread runs again.
+func (s *Sensor) IOWaiting() map[sensor.FileKey]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting
+}
+
+// LivePIDs are the tracked processes that still have a thread that has
+// not exited, in the kernel's tracked set: the ones to kill when the user
+// insists, including those that left the command's process group.
+func (s *Sensor) LivePIDs() ([]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nslots, err := s.p.slotsInUse()
+	if err != nil {
+		return nil, fmt.Errorf("read thread slots: %w", err)
+	}
+	seen := map[int]bool{}
+	var pids []int
+	err = sensor.ReadArray(s.p.objs.Threads, nslots, s.tidBuf, s.threadBuf, func(_ uint32, v *bpfsched.SchedThread) {
+		if v.Tid != 0 && v.Flags&tfExited == 0 && !seen[int(v.Tgid)] {
+			seen[int(v.Tgid)] = true
+			pids = append(pids, int(v.Tgid))
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read thread table: %w", err)
+	}
+	return pids, nil
+}
+
+// Exited records how the command's first process ended, as wait(2) told
+// the session (its exit event may carry less).
+func (s *Sensor) Exited(pid int, endNS int64, exitCode int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.procs[int32(pid)]; p != nil {
+		p.exited, p.end, p.exitCode = true, endNS, exitCode
+	}
+}
+
+// Finish drains the ring buffer and writes threads, processes and the
+// scheduler's lost counters into rec.
+func (s *Sensor) Finish(rec *record.Record) error {
+	drainErr := s.ring.Drain(3 * time.Second)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fill(rec)
+	if s.recycleErrs > 0 {
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("sched: %d thread slots could not be recycled (first: %v)", s.recycleErrs, s.recycleErr))
+	}
+	lost, err := sensor.Lost(s.p.objs.Lost, bpfsched.SchedLostKindLOST_RINGBUF, bpfsched.SchedLostKindLOST_THREADS)
+	if err != nil {
+		return fmt.Errorf("sched: %w", err)
+	}
+	rec.Lost.RingBuffer += lost[bpfsched.SchedLostKindLOST_RINGBUF]
+	rec.Lost.ThreadTable += lost[bpfsched.SchedLostKindLOST_THREADS]
+	rec.Self.EventsSeen += s.seen
+	if drainErr != nil {
+		return fmt.Errorf("sched: %w", drainErr)
+	}
+	return nil
+}
+
+// Close stops the reader and releases the probes.
+func (s *Sensor) Close() error {
+	err := s.ring.Close()
+	if cerr := s.p.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (s *Sensor) fill(r *record.Record) {
+	for _, th := range s.threads {
+		if th.comm == "" {
+			if p := s.procs[th.pid]; p != nil {
+				th.comm = p.comm
+			}
+		}
+		r.Threads = append(r.Threads, record.Thread{TID: th.tid, PID: th.pid, Comm: th.comm,
+			CPUNS: th.prev.cpu, OffCPUNS: th.prev.io + th.prev.runq + th.prev.other, IOWaitNS: th.prev.io,
+			RunQueueNS: th.prev.runq, MissCPUNS: min(th.prev.miss, th.prev.cpu)})
+	}
+	sort.Slice(r.Threads, func(i, j int) bool { return r.Threads[i].TID < r.Threads[j].TID })
+
+	byPID := map[int32]*record.Process{}
+	for pid, p := range s.procs {
+		byPID[pid] = &record.Process{PID: pid, PPID: p.ppid, Comm: p.comm, Exe: p.exe, Args: p.args,
+			StartNS: p.start, EndNS: p.end, ExitCode: p.exitCode, Exited: p.exited}
+	}
+	for _, th := range r.Threads {
+		p := byPID[th.PID]
+		if p == nil {
+			p = &record.Process{PID: th.PID, Comm: th.Comm}
+			byPID[th.PID] = p
+		}
+		if p.Comm == "" {
+			p.Comm = th.Comm
+		}
+		p.Threads++
+		p.CPUNS += th.CPUNS
+		p.OffCPUNS += th.OffCPUNS
+		p.IOWaitNS += th.IOWaitNS
+		p.RunQueueNS += th.RunQueueNS
+		p.MissCPUNS += th.MissCPUNS
+	}
+	for _, p := range byPID {
+		r.Processes = append(r.Processes, *p)
+	}
+	sort.Slice(r.Processes, func(i, j int) bool {
+		return r.Processes[i].StartNS < r.Processes[j].StartNS ||
+			r.Processes[i].StartNS == r.Processes[j].StartNS && r.Processes[i].PID < r.Processes[j].PID
+	})
+}
+
+func threadComm(pid, tid int32) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	if err != nil {
+		return "" // gone already: the process table names it
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func sub(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return 0
+}
+
+func maxT(a, b threadTimes) threadTimes {
+	return threadTimes{max(a.cpu, b.cpu), max(a.io, b.io), max(a.runq, b.runq), max(a.other, b.other), max(a.miss, b.miss)}
+}

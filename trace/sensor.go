@@ -1,0 +1,23 @@
+package trace
+
+import "github.com/coldtrace/coldtrace/record"
+
+// Sensor is what every sensor package gives the session: the scheduler
+// (trace/sched), the page cache (trace/pagecache), JIT and kernel caches
+// (trace/jit), GPUs (trace/gpu). Each is loaded and attached by its own
+// package before the command is released; the session then calls:
+type Sensor interface {
+	// Begin once the command is released, with the CLOCK_MONOTONIC time
+	// (ns) the run's times count from.
+	Begin(startMono uint64)
+	// Poll every interval and once after the command exited, in the order
+	// the sensors were loaded: add this sensor's deltas up to now to the
+	// sample.
+	Poll(now uint64, s *record.Sample) error
+	// Finish once, after the last poll, in load order: drain what the
+	// kernel queued and write this sensor's part of the record (the
+	// scheduler's processes come first; later sensors may read them).
+	Finish(rec *record.Record) error
+	// Close releases probes, maps and goroutines; it runs on every path.
+	Close() error
+}
