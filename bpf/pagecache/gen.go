@@ -1,6 +1,3 @@
-// Package pagecache holds the page-cache sensor's BPF object (accesses, misses, fill intervals, paths) and the Go bindings bpf2go generates for it. The
-// generated .o is committed, so building coldtrace needs no clang;
-// `make generate` rebuilds it.
 package pagecache
 
 // Flags: -target amd64 because the programs compare x86-64 syscall numbers

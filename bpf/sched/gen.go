@@ -1,6 +1,3 @@
-// Package sched holds the scheduler sensor's BPF object (threads, fork/exec/exit, context switches) and the Go bindings bpf2go generates for it. The
-// generated .o is committed, so building coldtrace needs no clang;
-// `make generate` rebuilds it.
 package sched
 
 // Flags: -target amd64 because the programs compare x86-64 syscall numbers

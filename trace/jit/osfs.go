@@ -37,6 +37,8 @@ func (o OSFS) Size(p string) (int64, bool) {
 func (o OSFS) walk(root string) (size, files int64, capped bool) {
 	deadline := time.Now().Add(o.MaxTime)
 	errStop := errors.New("stop")
+	// The walk's only error is errStop: an unreadable entry is skipped (a
+	// cache's size is an estimate), so there is nothing to return.
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil

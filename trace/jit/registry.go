@@ -1,12 +1,3 @@
-// Package jit turns the path syscalls, execs and uprobe calls of a traced
-// command into kernel-cache and compile evidence: which cache directories
-// the command used (resolved with each traced process's own environment),
-// their lookups, hits, misses and writes, the compiler subprocesses it ran
-// and the in-process compiles between a miss and its fill.
-//
-// Everything here is pure logic over events and process lists; the BPF
-// side lives in bpf/jit.bpf.c and trace/ext_jit.go. The cache registry is
-// data: one Spec per framework, from ../shared/cache-registry.md.
 package jit
 
 // Spec describes one framework's kernel, JIT or model cache.

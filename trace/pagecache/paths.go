@@ -172,7 +172,9 @@ func findInProc(pid int32, dev uint32, ino uint64) string {
 }
 
 // statMatches reports the size of path when it is still the same inode.
-func statMatches(p string, dev uint32, ino uint64) (int64, bool) {
+// Only the inode number is compared: overlay and similar filesystems
+// report their own st_dev, not the s_dev the kernel side saw.
+func statMatches(p string, ino uint64) (int64, bool) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(p, &st); err != nil {
 		return 0, false
@@ -180,8 +182,5 @@ func statMatches(p string, dev uint32, ino uint64) (int64, bool) {
 	if st.Ino != ino {
 		return 0, false
 	}
-	// Overlay and similar filesystems report their own st_dev; the inode
-	// number match is the useful check there.
-	_ = dev
 	return st.Size, true
 }

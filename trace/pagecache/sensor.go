@@ -218,7 +218,7 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 			PagesAccessed: f.prev.accessed, PagesMissed: f.prev.missed, PagesEvicted: f.prev.evicted, PagesCreated: f.prev.created,
 			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss}
 		rf.Path = s.pathOf(f)
-		if size, ok := statMatches(rf.Path, f.key.Dev, f.key.Ino); ok {
+		if size, ok := statMatches(rf.Path, f.key.Ino); ok {
 			rf.SizeBytes = size
 		}
 		r.Files = append(r.Files, rf)
