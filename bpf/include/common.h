@@ -69,6 +69,13 @@ struct tstate {
 	struct file_key ra_file;
 	__u64 ra_lo;
 	__u64 ra_hi;
+	/* The read in progress (bpf/pagecache: count_read): its file, its
+	 * syscall and arguments, the index of its latest batch, and one past
+	 * the highest page counted for it. */
+	struct file_key rd_file;
+	__u64 rd_sig;
+	__u64 rd_index;
+	__u64 rd_next;
 };
 
 struct thread {

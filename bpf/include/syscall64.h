@@ -6,11 +6,14 @@
  * together. */
 #pragma once
 
+#define NR_read 0
 #define NR_write 1
 #define NR_open 2
 #define NR_stat 4
 #define NR_lstat 6
+#define NR_pread64 17
 #define NR_pwrite64 18
+#define NR_readv 19
 #define NR_writev 20
 #define NR_access 21
 #define NR_fsync 74
@@ -32,9 +35,11 @@
 #define NR_faccessat 269
 #define NR_sync_file_range 277
 #define NR_fallocate 285
+#define NR_preadv 295
 #define NR_pwritev 296
 #define NR_syncfs 306
 #define NR_renameat2 316
+#define NR_preadv2 327
 #define NR_pwritev2 328
 #define NR_statx 332
 #define NR_openat2 437

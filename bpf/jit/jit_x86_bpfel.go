@@ -125,8 +125,17 @@ type JitTstate struct {
 		Pad uint32
 		Ino uint64
 	}
-	RaLo uint64
-	RaHi uint64
+	RaLo   uint64
+	RaHi   uint64
+	RdFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	RdSig   uint64
+	RdIndex uint64
+	RdNext  uint64
 }
 
 type JitUcall struct {

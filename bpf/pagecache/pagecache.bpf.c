@@ -276,9 +276,104 @@ static __always_inline bool same_file(struct file_key *a, struct file_key *b)
 	return a->dev == b->dev && a->ino == b->ino;
 }
 
-/* start: when the entry's fill began if it misses here, or 0 for now. */
+/* Which read the current task is in: the count of read syscalls it has
+ * completed (vfs_read, readv, sendfile, splice and copy_file_range count
+ * theirs at their end), else, on a kernel without I/O accounting, its
+ * syscall and arguments hashed. Batches of one read share it. */
+static __always_inline __u64 read_sig(struct task_struct *task, bool *exact)
+{
+	if (bpf_core_field_exists(task->ioac)) {
+		*exact = true;
+		return BPF_CORE_READ(task, ioac.syscr);
+	}
+	*exact = false;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return 0;
+	return regs->orig_ax ^ (regs->di * 0x9E3779B97F4A7C15ull) ^ (regs->si * 0xC2B2AE3D27D4EB4Full) ^
+	       (regs->dx * 0x165667B19E3779F9ull) ^ (regs->r10 * 0x27D4EB2F165667C5ull);
+}
+
+/* The page the current read started at, or -1 when unknown: the offset
+ * argument of pread and preadv, the file position of read and readv
+ * (which moves only at their return). */
+static __always_inline __s64 read_start(struct task_struct *task, struct address_space *mapping)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs || (long)regs->ax != -ENOSYS_)
+		return -1;
+	__s64 pos = regs->r10;
+	switch (regs->orig_ax) {
+	case NR_pread64:
+	case NR_preadv:
+		return pos >= 0 ? pos >> 12 : -1;
+	case NR_preadv2:
+		if (pos != -1)
+			return pos >= 0 ? pos >> 12 : -1;
+		break;
+	case NR_read:
+	case NR_readv:
+		break;
+	default:
+		return -1;
+	}
+	__u32 fd = regs->di;
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return -1;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return -1;
+	if (BPF_CORE_READ(f, f_mapping) != mapping)
+		return -1;
+	pos = BPF_CORE_READ(f, f_pos);
+	return pos >= 0 ? pos >> 12 : -1;
+}
+
+/* read(2) and its kin (pread, readv, sendfile, splice, copy_file_range)
+ * call filemap_get_pages once per batch of folios, and its tracepoint
+ * gives the read's whole remaining range [lo, hi] each time: summing the
+ * ranges, one 64 MiB read counted 4.9 GiB and a 2,048-page file read by
+ * dd bs=4M counted 34,445 pages. Each page is counted once per read
+ * instead: the first traced batch of a read counts its range, later ones
+ * only what lies past it. A cold batch whose last folio is still being
+ * read returns without the tracepoint, so the first traced batch of a
+ * read may start past the read's start: unless it starts where the
+ * thread's previous read of the file ended, the read's start is looked
+ * up (the fd table walk costs a few probe reads; sequential reads skip
+ * it). Returns the first page to count. */
+static __always_inline __u64 count_read(struct tstate *t, struct address_space *mapping, struct file_key *key,
+					__u64 lo, __u64 hi)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	bool exact;
+	__u64 sig = read_sig(task, &exact);
+	bool same = same_file(&t->rd_file, key);
+	__u64 from = lo;
+	if (same && t->rd_sig == sig && (exact || lo > t->rd_index)) {
+		/* A later batch of the read in progress. */
+		from = t->rd_next;
+		if (hi + 1 > t->rd_next)
+			t->rd_next = hi + 1;
+	} else {
+		if (!same || lo != t->rd_next) {
+			__s64 start = read_start(task, mapping);
+			if (start >= 0 && (__u64)start < lo)
+				from = start;
+		}
+		t->rd_file = *key;
+		t->rd_sig = sig;
+		t->rd_next = hi + 1;
+	}
+	t->rd_index = lo;
+	return from;
+}
+
+/* start: when the entry's fill began if it misses here, or 0 for now.
+ * batched: a read's batch (get_pages), whose range is the read's rest. */
 static __always_inline void on_access(struct tstate *t, struct address_space *mapping, __u64 lo, __u64 hi,
-				      __u64 start)
+				      __u64 start, bool batched)
 {
 	if (hi < lo)
 		return;
@@ -296,16 +391,19 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 			return;
 		hi = npages - 1;
 	}
+	__u64 from = batched ? count_read(t, mapping, &key, lo, hi) : lo;
+	__u64 pages = hi >= from ? hi - from + 1 : 0;
 	bool small = size < SMALL_FILE_BYTES;
 	struct file_stats *fs = small && !maybe_has_entry(&key) ? NULL : file_get(&key, !small);
 	if (!fs) {
 		__u32 zero = 0;
 		__u64 *n = small ? bpf_map_lookup_elem(&small_hits, &zero) : NULL;
 		if (n)
-			*n += hi - lo + 1;
+			*n += pages;
 		return;
 	}
-	__sync_fetch_and_add(&fs->accessed, hi - lo + 1);
+	if (pages)
+		__sync_fetch_and_add(&fs->accessed, pages);
 	fs->last_tgid = t->tgid;
 	if (same_file(&t->ra_file, &key) && hi >= t->ra_lo && lo <= t->ra_hi) {
 		if (hi + 1 > t->ra_lo)
@@ -324,7 +422,7 @@ int BPF_PROG(on_get_pages, struct address_space *mapping, unsigned long index, u
 {
 	struct tstate *t = current_state();
 	if (t)
-		on_access(t, mapping, index, last_index, 0);
+		on_access(t, mapping, index, last_index, 0, true);
 	return 0;
 }
 
@@ -333,7 +431,7 @@ int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long start, u
 {
 	struct tstate *t = current_state();
 	if (t)
-		on_access(t, mapping, start, end, 0);
+		on_access(t, mapping, start, end, 0, false);
 	return 0;
 }
 
@@ -346,7 +444,7 @@ int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long inde
 	/* The start of a fault that may miss: its readahead comes next. */
 	t->fault_ts = bpf_ktime_get_ns();
 	t->flags |= TF_FAULT_TS;
-	on_access(t, mapping, index, index, t->fault_ts);
+	on_access(t, mapping, index, index, t->fault_ts, false);
 	return 0;
 }
 

@@ -95,6 +95,10 @@ type PagecacheTstate struct {
 	RaFile  PagecacheFileKey
 	RaLo    uint64
 	RaHi    uint64
+	RdFile  PagecacheFileKey
+	RdSig   uint64
+	RdIndex uint64
+	RdNext  uint64
 }
 
 // Names of all BPF objects in the ELF.

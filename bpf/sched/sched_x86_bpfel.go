@@ -107,6 +107,10 @@ type SchedTstate struct {
 	RaFile  SchedFileKey
 	RaLo    uint64
 	RaHi    uint64
+	RdFile  SchedFileKey
+	RdSig   uint64
+	RdIndex uint64
+	RdNext  uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -1,0 +1,209 @@
+package pagecache_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/internal/testenv"
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace"
+	"github.com/coldtrace/coldtrace/trace/launch"
+)
+
+// TestMain lets the test binary act as coldtrace's gated shim: trace.Run
+// re-executes its own executable with launch.ShimArg.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == launch.ShimArg {
+		launch.RunShim()
+	}
+	os.Exit(m.Run())
+}
+
+// The file: 32 MiB and a partial last page.
+const (
+	fileBytes = 32<<20 + 1000
+	filePages = (fileBytes + 4095) / 4096
+)
+
+// diskFile writes the test file where its pages can be evicted.
+func diskFile(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.TMPFS_MAGIC {
+		t.Skipf("%s is on tmpfs: its pages cannot be evicted; set TMPDIR to a disk-backed directory", dir)
+	}
+	path := filepath.Join(dir, "data.bin")
+	data := make([]byte, fileBytes)
+	for i := range data {
+		data[i] = byte(i*7 + i>>9)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// resident counts the pages of path in the page cache (mincore).
+func resident(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := unix.Mmap(int(f.Fd()), 0, fileBytes, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, filePages)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
+}
+
+// makeCold evicts path (posix_fadvise DONTNEED) and checks that it went.
+func makeCold(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for try := 0; try < 3; try++ {
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			t.Fatalf("evict %s: %v", path, err)
+		}
+		if resident(t, path) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%d pages of %s stay cached after eviction", resident(t, path), path)
+}
+
+// makeWarm reads path until all of it is cached: DAMON may page out idle
+// file pages on these machines.
+func makeWarm(t *testing.T, path string) {
+	t.Helper()
+	for try := 0; try < 3; try++ {
+		if _, err := os.ReadFile(path); err != nil {
+			t.Fatal(err)
+		}
+		if resident(t, path) == filePages {
+			return
+		}
+	}
+	t.Fatalf("%s does not stay in the page cache (%d of %d pages)", path, resident(t, path), filePages)
+}
+
+func traceFile(t *testing.T, path string, command []string) record.File {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	rec, err := trace.Run(ctx, trace.Options{Command: command, NoGPU: true, NoJIT: true,
+		Stdin: devnull, Stdout: devnull, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatalf("trace %v: %v", command, err)
+	}
+	if rec.ExitCode != 0 {
+		t.Fatalf("%v exited %d", command, rec.ExitCode)
+	}
+	if rec.Lost.Total() != 0 {
+		t.Errorf("lost events: %+v", rec.Lost)
+	}
+	for _, f := range rec.Files {
+		if f.Path == path {
+			return f
+		}
+	}
+	t.Fatalf("%s not among the %d files of the record", path, len(rec.Files))
+	return record.File{}
+}
+
+// TestPagesAccessedOncePerRead: a read's batches report its remaining
+// range each time; each page must be counted once. One whole-file read(),
+// dd with 4 MiB, 1 MiB and 4 KiB reads, of a cold and a warm file: pages
+// accessed equal the file's pages (the last one partial), the hit ratio
+// is 0% cold and 100% warm; a file read twice counts its pages twice.
+func TestPagesAccessedOncePerRead(t *testing.T) {
+	testenv.RequireTracing(t)
+	path := diskFile(t)
+	dd := func(bs string) []string {
+		return []string{"dd", "if=" + path, "of=/dev/null", "bs=" + bs, "status=none"}
+	}
+	type testCase struct {
+		name    string
+		command []string
+		reads   uint64 // times the file is read
+	}
+	cases := []testCase{
+		{"one read()", dd("64M"), 1},
+		{"dd bs=4M", dd("4M"), 1},
+		{"dd bs=1M", dd("1M"), 1},
+		{"dd bs=4k", dd("4k"), 1},
+	}
+	if py, err := exec.LookPath("python3"); err == nil {
+		// Python reads a whole file with one read() of its size + 1.
+		cases = append(cases, testCase{"python open().read()", []string{py, "-c", fmt.Sprintf("open(%q, 'rb').read()", path)}, 1},
+			// pread at growing offsets, 1 MiB at a time.
+			testCase{"python os.pread 1M", []string{py, "-c", fmt.Sprintf("import os\nfd = os.open(%q, os.O_RDONLY)\nfor o in range(0, %d, 1 << 20): os.pread(fd, 1 << 20, o)", path, fileBytes)}, 1},
+			// A second read of the same pages counts them again.
+			testCase{"python read, seek(0), read", []string{py, "-c", fmt.Sprintf("f = open(%q, 'rb'); f.read(); f.seek(0); f.read()", path)}, 2})
+	}
+	for _, c := range cases {
+		for _, cold := range []bool{true, false} {
+			temp := map[bool]string{true: "cold", false: "warm"}[cold]
+			t.Run(c.name+"/"+temp, func(t *testing.T) {
+				if cold {
+					makeCold(t, path)
+				} else {
+					makeWarm(t, path)
+				}
+				f := traceFile(t, path, c.command)
+				hit := 0.0
+				if f.PagesAccessed > 0 {
+					hit = 100 * float64(int64(f.PagesAccessed)-int64(f.PagesMissed)) / float64(f.PagesAccessed)
+				}
+				t.Logf("accessed %d, missed %d (file %d pages, read %d times): hit %.1f%%", f.PagesAccessed, f.PagesMissed, filePages, c.reads, hit)
+				want := c.reads * filePages
+				if f.PagesAccessed < want-c.reads || f.PagesAccessed > want {
+					t.Errorf("pages accessed %d, want %d times the file's %d", f.PagesAccessed, c.reads, filePages)
+				}
+				if cold && (f.PagesMissed < filePages-1 || f.PagesMissed > filePages) {
+					t.Errorf("cold: pages missed %d, want the file's %d (the first read's hit 0%%)", f.PagesMissed, filePages)
+				}
+				if !cold && f.PagesMissed != 0 {
+					t.Errorf("warm: pages missed %d, want 0 (hit 100%%)", f.PagesMissed)
+				}
+			})
+		}
+	}
+}
