@@ -6,14 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
 
-	"github.com/coldtrace/coldtrace/report"
+	"github.com/coldtrace/coldtrace/internal/timelinecheck"
 )
 
 // TestExportsOfRealRuns traces the ground-truth workload cold and warm,
@@ -77,8 +76,8 @@ func TestExportsOfRealRuns(t *testing.T) {
 	if math.Abs(float64(wall-s.WallNS)) > 0.01*float64(s.WallNS) {
 		t.Errorf("profile wall %v, run wall %v", time.Duration(wall), time.Duration(s.WallNS))
 	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.Command(goBin, "tool", "pprof", "-top", prof).CombinedOutput()
+	// go test puts its own GOROOT/bin first in the test's PATH.
+	out, err := exec.Command("go", "tool", "pprof", "-top", prof).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go tool pprof -top: %v\n%s", err, out)
 	}
@@ -93,7 +92,7 @@ func TestExportsOfRealRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.ValidateTimeline(data); err != nil {
+	if err := timelinecheck.Validate(data); err != nil {
 		t.Errorf("timeline: %v", err)
 	}
 
