@@ -42,6 +42,7 @@ func TestVerdictWords(t *testing.T) {
 // word, as they did when the verdict was a string of the result.
 func TestGoldenVerdictWords(t *testing.T) {
 	want := map[string]string{
+		"cat-cold":        "cold start: 88% disk reads (/tmp/ctrec/big.bin not in page cache); a warm rerun should take ~11ms.",
 		"cold-ml":         "cold start: 30% disk reads (/home/dev/models/qwen_image_fp8.safetensors not in page cache), 24% JIT compile (ptxas, triton), 8% downloads (…/hub/models--Qwen--Qwen-Image/blobs/3f2a); a warm rerun should take ~2.3s.",
 		"reader-spinner":  "cold start: 90% disk reads (models/qwen_image_fp8.safetensors and 1 other file not in page cache); a warm rerun should take ~1.0s.",
 		"sleep-read-spin": "cold start: 13% disk reads (data/big.bin not in page cache); a warm rerun should take ~3.0s.",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/coldtrace/coldtrace/attribution/invariants"
 	"github.com/coldtrace/coldtrace/internal/timelinecheck"
 )
 
@@ -55,6 +56,11 @@ func TestExportsOfRealRuns(t *testing.T) {
 		t.Logf("warm run (try %d): %d pages of %s missed", try, missed, file)
 	}
 	s := readSummary(t, sum)
+	for _, path := range []string{cold, warm} {
+		if err := invariants.Err(readRecord(t, path)); err != nil {
+			t.Errorf("%s: %v", filepath.Base(path), err)
+		}
+	}
 
 	// pprof: parses, valid, wall samples sum to the wall time.
 	f, err := os.Open(prof)
