@@ -115,3 +115,26 @@ func TestDiffWarnsAcrossHostsAndCommands(t *testing.T) {
 
 // TestDiffDeltasSum compares every pair of fixtures: each breakdown sums
 // to its wall time, so the deltas sum to the wall difference.
+
+// TestTextEscapesProgramStrings: paths and commands of the traced program
+// reach the terminal escaped, in the tables, the verdict and the warnings.
+func TestTextEscapesProgramStrings(t *testing.T) {
+	a := fixtures.Record(t, "truth-cold")
+	b := fixtures.Record(t, "truth-warm")
+	evil := "/data/\x1b[31mred\nverdict: fake\xff.bin"
+	a.Files[0].Path, b.Files[0].Path = evil, evil
+	a.Command = []string{"sh", "\x1b]0;title\x07"}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, compare.New(a, b, nil, nil), TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.ContainsAny(out, "\x1b\x07") || strings.Contains(out, "\nverdict: fake") || strings.Contains(out, "\xff") {
+		t.Errorf("raw program strings in the diff:\n%q", out)
+	}
+	for _, want := range []string{`red\nverdict: fake\xff.bin was cached`, `\x1b[31mred`, `sh \x1b]0;title\x07`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff lacks the escaped %s:\n%s", want, out)
+		}
+	}
+}
