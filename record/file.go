@@ -200,9 +200,9 @@ func CheckWritable(path string) error {
 	if err != nil {
 		return fmt.Errorf("output %s: cannot write to %s: %w", path, dir, err)
 	}
-	probe.Close()
-	os.Remove(probe.Name())
-	return nil
+	// The probe's own failures would leave a stray file next to the
+	// output: say so rather than drop them.
+	return errors.Join(probe.Close(), os.Remove(probe.Name()))
 }
 
 // WriteFile writes r to path atomically.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/spf13/pflag"
 
+	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/internal/timelinecheck"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/summary"
@@ -21,11 +22,7 @@ const recordFixtureDir = "../../testdata/records"
 
 func readRecordFixture(t *testing.T, name string) *record.Record {
 	t.Helper()
-	r, err := record.ReadFile(filepath.Join(recordFixtureDir, name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return fixtures.Record(t, name)
 }
 
 func checkPprofFile(t *testing.T, path string, wallNS int64) {
