@@ -28,6 +28,15 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) mod tidy -diff
 
+# Fuzz the record decoder and the comparison of two records, FUZZTIME
+# each (go test -fuzz takes one target at a time). Seeds: the recorded runs
+# under testdata/records and each package's testdata/fuzz/<Target>; new
+# inputs go to Go's fuzz cache, a crasher to the package's testdata/fuzz.
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./record
+	$(GO) test -run '^$$' -fuzz '^FuzzCompare$$' -fuzztime $(FUZZTIME) ./attribution/compare
+
 # Build coldtrace and trace the bundled cold-start workload.
 demo: build
 	bash testdata/demo/run.sh $(BIN)

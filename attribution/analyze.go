@@ -34,9 +34,11 @@ type Result struct {
 	// NS sum exactly to WallNS.
 	Breakdown []Row `json:"breakdown"`
 	// Phases are contiguous, in time order, and cover [0, WallNS].
-	Phases  []Phase `json:"phases"`
-	Verdict string  `json:"verdict"`
-	// Cold is set when the avoidable categories reach Options.ColdShare.
+	Phases []Phase `json:"phases"`
+	// Verdict judges the run, as data (report/words says it).
+	Verdict Verdict `json:"verdict"`
+	// Cold is set when the avoidable categories reach Options.ColdShare
+	// (Verdict.Kind is VerdictCold).
 	Cold bool `json:"cold"`
 	// WarmEstimateNS is what a rerun with every cache warm should take:
 	// the wall time less the avoidable categories, less nothing of the CPU
@@ -51,8 +53,8 @@ type Result struct {
 	// breakdown.
 	AfterExitNS int64 `json:"after_exit_thread_ns,omitempty"`
 	// Notes are caveats for the reader: lost events, unobserved time,
-	// an interrupted run.
-	Notes []string `json:"notes,omitempty"`
+	// an interrupted run; as data, like the verdict.
+	Notes []Note `json:"notes,omitempty"`
 	// Slices is the per-interval split the breakdown and phases were built
 	// from, for timeline renderers. It is left out of JSON.
 	Slices []Slice `json:"-"`
@@ -207,7 +209,8 @@ func (a *analyzer) run() *Result {
 	}
 	res.Breakdown = a.breakdown()
 	res.Phases = phases(a.slices, a.minPhase())
-	res.Verdict, res.Cold = verdict(res, a.coldShare())
+	res.Verdict = verdict(res, a.coldShare())
+	res.Cold = res.Verdict.Kind == VerdictCold
 	res.Notes = a.notes(res)
 	return res
 }

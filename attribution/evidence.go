@@ -9,6 +9,10 @@ import (
 	"github.com/coldtrace/coldtrace/record"
 )
 
+// UnidentifiedFile is the path of the FileEvidence (ID -1) that holds the
+// disk time no file delta explained.
+const UnidentifiedFile = "(file not identified)"
+
 // FileEvidence is one file behind disk_read. ID is the record's File.ID,
 // or -1 for disk time no file delta explained.
 type FileEvidence struct {
@@ -42,19 +46,13 @@ type CompilerEvidence struct {
 	CPUNS int64 `json:"cpu_ns,omitempty"`
 }
 
-// CacheEvidence is one kernel/JIT cache directory from the record. NS is
-// the compile time whose JIT windows name the cache as their source.
+// CacheEvidence is one kernel/JIT cache directory from the record, with
+// its statistics as the record has them. NS is the compile time whose JIT
+// windows name the cache as their source.
 type CacheEvidence struct {
-	Name           string  `json:"name"`
-	Root           string  `json:"root"`
-	NS             int64   `json:"ns"`
-	Share          float64 `json:"share"`
-	Lookups        uint64  `json:"lookups"`
-	Hits           uint64  `json:"hits"`
-	Misses         uint64  `json:"misses"`
-	EntriesWritten uint64  `json:"entries_written"`
-	BytesWritten   uint64  `json:"bytes_written"`
-	CompileNS      int64   `json:"compile_ns"`
+	record.Cache
+	NS    int64   `json:"ns"`
+	Share float64 `json:"share"`
 }
 
 // GPUEvidence is one device behind gpu_compute.
@@ -153,18 +151,15 @@ func (a *analyzer) fileInfo(id int, ns, rowNS int64) FileEvidence {
 	fe := FileEvidence{ID: id, NS: ns, Share: share(ns, rowNS)}
 	if id < 0 {
 		fe.ID = -1
-		fe.Path = "(file not identified)"
+		fe.Path = UnidentifiedFile
 		return fe
 	}
-	f := a.file(id)
+	f := a.r.FileByID(id)
 	if f == nil {
 		fe.Path = fmt.Sprintf("(file #%d)", id)
 		return fe
 	}
-	fe.Path = f.Path
-	if fe.Path == "" {
-		fe.Path = fmt.Sprintf("(dev %d:%d inode %d)", f.Dev>>20, f.Dev&(1<<20-1), f.Ino)
-	}
+	fe.Path = f.Name()
 	fe.BytesFromDisk, fe.PagesAccessed, fe.PagesMissed = f.BytesFromDisk, f.PagesAccessed, f.PagesMissed
 	fe.IOWaitNS, fe.MissCPUNS = f.IOWaitNS, f.MissCPUNS
 	if f.PagesAccessed > 0 {
@@ -175,27 +170,13 @@ func (a *analyzer) fileInfo(id int, ns, rowNS int64) FileEvidence {
 	return fe
 }
 
-// file finds a File by ID: at its position when the record keeps the
-// documented layout, else by search.
-func (a *analyzer) file(id int) *record.File {
-	if id >= 0 && id < len(a.r.Files) && a.r.Files[id].ID == id {
-		return &a.r.Files[id]
-	}
-	for i := range a.r.Files {
-		if a.r.Files[i].ID == id {
-			return &a.r.Files[i]
-		}
-	}
-	return nil
-}
-
 func (a *analyzer) procEvidence(t *tally[int32], rowNS int64) []ProcessEvidence {
 	ns := t.allot(rowNS)
 	out := make([]ProcessEvidence, 0, len(t.keys))
 	for i, pid := range t.keys {
 		comm := "?"
 		if p := a.procs[pid]; p != nil {
-			comm = procName(p)
+			comm = p.Name()
 		} else {
 			for _, th := range a.r.Threads {
 				if th.PID == pid && th.Comm != "" {
@@ -276,11 +257,7 @@ func (a *analyzer) cacheEvidence(rowNS int64) []CacheEvidence {
 	out := make([]CacheEvidence, 0, len(a.r.JIT.Caches))
 	for _, c := range a.r.JIT.Caches {
 		n := byName[c.Name]
-		out = append(out, CacheEvidence{
-			Name: c.Name, Root: c.Root, NS: n, Share: share(n, rowNS),
-			Lookups: c.Lookups, Hits: c.Hits, Misses: c.Misses,
-			EntriesWritten: c.EntriesWritten, BytesWritten: c.BytesWritten, CompileNS: c.CompileNS,
-		})
+		out = append(out, CacheEvidence{Cache: c, NS: n, Share: share(n, rowNS)})
 	}
 	slices.SortStableFunc(out, func(x, y CacheEvidence) int {
 		return cmp.Or(cmp.Compare(y.NS, x.NS), cmp.Compare(y.CompileNS, x.CompileNS),

@@ -56,23 +56,13 @@ func findCompilers(r *record.Record, extra []string) map[int32]string {
 		for q != nil && !seen[q.PID] {
 			seen[q.PID] = true
 			if isRoot(q) {
-				out[pid] = procName(p)
+				out[pid] = p.Name()
 				break
 			}
 			q = byPID[q.PPID]
 		}
 	}
 	return out
-}
-
-func procName(p *record.Process) string {
-	if p.Comm != "" {
-		return p.Comm
-	}
-	if p.Exe != "" {
-		return path.Base(p.Exe)
-	}
-	return "?"
 }
 
 // ---- JIT windows ----

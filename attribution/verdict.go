@@ -1,63 +1,99 @@
 package attribution
 
 import (
-	"fmt"
 	"slices"
-	"strings"
+	"strconv"
+
+	"github.com/coldtrace/coldtrace/record"
 )
 
-// verdict words the result in one or two sentences and says whether the
-// run was a cold start: the avoidable categories (disk_read, jit_compile,
-// download) reach coldShare of the wall time.
-func verdict(res *Result, coldShare float64) (string, bool) {
+// VerdictKind says what kind of run the verdict found.
+type VerdictKind string
+
+// The verdict kinds.
+const (
+	// VerdictEmpty: the command exited at once; there is no time to attribute.
+	VerdictEmpty VerdictKind = "empty"
+	// VerdictCold: the avoidable categories reach Options.ColdShare of the wall.
+	VerdictCold VerdictKind = "cold"
+	// VerdictWarm: they do not; a rerun would save little.
+	VerdictWarm VerdictKind = "warm"
+)
+
+// Verdict is the result in one or two sentences, as data: report/words
+// says it in words. For a cold run, Causes are the avoidable rows that
+// cost time, heaviest first. For a warm run, Causes are the largest row
+// and the second when it has at least 10%; Mostly is the main avoidable
+// row when it cost anything.
+type Verdict struct {
+	Kind   VerdictKind `json:"kind"`
+	Causes []Cause     `json:"causes,omitempty"`
+	// AvoidableNS is the time of disk_read, jit_compile and download
+	// together; AvoidableShare is its share of the wall time.
+	AvoidableNS    int64   `json:"avoidable_ns"`
+	AvoidableShare float64 `json:"avoidable_share"`
+	Mostly         *Cause  `json:"mostly,omitempty"`
+	WarmEstimateNS int64   `json:"warm_estimate_ns"`
+}
+
+// Cause is one row the verdict names, with the evidence it names.
+type Cause struct {
+	Category Category `json:"category"`
+	NS       int64    `json:"ns"`
+	Pct      int      `json:"pct"`
+	// Names are the top evidence: the costliest file (disk_read), up to
+	// two compilers (jit_compile), the first download (download).
+	Names []string `json:"names,omitempty"`
+	// OtherFiles counts further files with disk time (disk_read).
+	OtherFiles int `json:"other_files,omitempty"`
+	// Unidentified is set when disk time came from files no delta named
+	// and no named file cost time.
+	Unidentified bool `json:"unidentified,omitempty"`
+}
+
+// verdict judges the result: a cold start when the avoidable categories
+// (disk_read, jit_compile, download) reach coldShare of the wall time.
+func verdict(res *Result, coldShare float64) Verdict {
+	v := Verdict{WarmEstimateNS: res.WarmEstimateNS}
 	if res.WallNS <= 0 {
-		return "empty run: the command exited at once; there is no time to attribute.", false
+		v.Kind = VerdictEmpty
+		return v
 	}
-	var avoid int64
 	var cold, warm []*Row
 	for i := range res.Breakdown {
 		row := &res.Breakdown[i]
 		if row.Category.Avoidable() {
-			avoid += row.NS
+			v.AvoidableNS += row.NS
 			cold = append(cold, row)
 		} else {
 			warm = append(warm, row)
 		}
 	}
+	v.AvoidableShare = share(v.AvoidableNS, res.WallNS)
 	byNS := func(x, y *Row) int { return int(sign(y.NS - x.NS)) }
 	slices.SortStableFunc(cold, byNS)
 	slices.SortStableFunc(warm, byNS)
 
-	if share(avoid, res.WallNS) >= coldShare {
-		var parts []string
+	if v.AvoidableShare >= coldShare {
+		v.Kind = VerdictCold
 		for i, row := range cold {
 			if row.NS == 0 || (i > 0 && row.Pct == 0) {
 				continue
 			}
-			parts = append(parts, pct(row)+" "+row.Category.Label()+detail(row))
+			v.Causes = append(v.Causes, cause(row))
 		}
-		return fmt.Sprintf("cold start: %s; a warm rerun should take ~%s.",
-			strings.Join(parts, ", "), FormatDuration(res.WarmEstimateNS)), true
+		return v
 	}
-
-	parts := []string{pct(warm[0]) + " " + warm[0].Category.Label() + waitHint(warm[0])}
+	v.Kind = VerdictWarm
+	v.Causes = []Cause{cause(warm[0])}
 	if len(warm) > 1 && warm[1].Pct >= 10 {
-		parts = append(parts, pct(warm[1])+" "+warm[1].Category.Label()+waitHint(warm[1]))
+		v.Causes = append(v.Causes, cause(warm[1]))
 	}
-	var tail string
-	if avoid == 0 {
-		tail = "nothing came from disk, a compiler or the network, so a rerun should take about as long."
-	} else {
-		// Name the main avoidable cost even when it is small: "why was
-		// it not slower/faster" still wants the file or compiler.
-		var mostly string
-		if cold[0].NS > 0 {
-			mostly = ", mostly " + cold[0].Category.Label() + detail(cold[0])
-		}
-		tail = fmt.Sprintf("disk reads, compiles and downloads took only %s (%s)%s, so a warm rerun would save little.",
-			pctOf(avoid, res.WallNS), FormatDuration(avoid), mostly)
+	if v.AvoidableNS > 0 && cold[0].NS > 0 {
+		c := cause(cold[0])
+		v.Mostly = &c
 	}
-	return "warm run: " + strings.Join(parts, ", ") + "; " + tail, false
+	return v
 }
 
 func sign(v int64) int64 {
@@ -70,142 +106,124 @@ func sign(v int64) int64 {
 	return 0
 }
 
-func pct(row *Row) string {
-	if row.Pct == 0 && row.NS > 0 {
-		return "<1%"
-	}
-	return fmt.Sprintf("%d%%", row.Pct)
-}
-
-func pctOf(part, whole int64) string {
-	p := share(part, whole) * 100
-	if p > 0 && p < 1 {
-		return "<1%"
-	}
-	return fmt.Sprintf("%.0f%%", p)
-}
-
-func waitHint(row *Row) string {
-	if row.Category == OtherWait {
-		return " (sleep, locks, idle)"
-	}
-	return ""
-}
-
-// detail names the top evidence of an avoidable row, in parentheses.
-func detail(row *Row) string {
+// cause names the top evidence of a row.
+func cause(row *Row) Cause {
+	c := Cause{Category: row.Category, NS: row.NS, Pct: row.Pct}
 	switch row.Category {
 	case DiskRead:
-		var top string
-		others, unknown := 0, false
+		unknown := false
 		for _, f := range row.Files {
 			if f.NS == 0 || f.ID < 0 {
 				unknown = unknown || f.NS > 0
 				continue
 			}
-			if top == "" {
-				top = shortPath(f.Path)
+			if len(c.Names) == 0 {
+				c.Names = []string{f.Path}
 			} else {
-				others++
+				c.OtherFiles++
 			}
 		}
-		switch {
-		case top == "" && unknown:
-			return " (files not identified)"
-		case top == "":
-			return ""
-		case others == 0:
-			return " (" + top + " not in page cache)"
-		case others == 1:
-			return " (" + top + " and 1 other file not in page cache)"
-		}
-		return fmt.Sprintf(" (%s and %d other files not in page cache)", top, others)
+		c.Unidentified = len(c.Names) == 0 && unknown
 	case JITCompile:
-		var names []string
-		for _, c := range row.Compilers {
-			if c.NS > 0 && len(names) < 2 {
-				names = append(names, c.Name)
+		for _, x := range row.Compilers {
+			if x.NS > 0 && len(c.Names) < 2 {
+				c.Names = append(c.Names, x.Name)
 			}
 		}
-		if len(names) == 0 {
-			return ""
-		}
-		return " (" + strings.Join(names, ", ") + ")"
 	case Download:
 		for _, d := range row.Downloads {
 			if d.NS > 0 {
-				return " (" + shortPath(d.Path) + ")"
+				c.Names = []string{d.Path}
+				break
 			}
 		}
 	}
-	return ""
+	return c
 }
 
-// shortPath keeps a path whole up to 48 bytes, else as many of its last
-// elements as fit (at least one) after "…/".
-func shortPath(p string) string {
-	const limit = 48
-	if len(p) <= limit {
-		return p
-	}
-	parts := strings.Split(strings.TrimRight(p, "/"), "/")
-	keep := parts[len(parts)-1]
-	for i := len(parts) - 2; i >= 0 && len(parts[i])+1+len(keep) <= limit-2; i-- {
-		keep = parts[i] + "/" + keep
-	}
-	return "…/" + keep
+// NoteKind names a caveat for the reader of a result.
+type NoteKind string
+
+// The note kinds.
+const (
+	// NoteStartError: the command could not be started (Text says why).
+	NoteStartError NoteKind = "start_error"
+	// NoteInterrupted: coldtrace was stopped before the command ended.
+	NoteInterrupted NoteKind = "interrupted"
+	// NoteKilled: the command died of signal Text (ExitCode).
+	NoteKilled NoteKind = "killed"
+	// NoteLost: events were lost (Lost); the numbers are lower bounds.
+	NoteLost NoteKind = "lost_events"
+	// NoteUnobservedAll: no thread sample covers the run.
+	NoteUnobservedAll NoteKind = "unobserved_all"
+	// NoteUnobservedTail: the last NS after the final sample were not
+	// observed.
+	NoteUnobservedTail NoteKind = "unobserved_tail"
+	// NoteAfterExit: processes ran NS of thread time after the exit.
+	NoteAfterExit NoteKind = "after_exit"
+	// NoteGPUUnavailable: no GPU data (Text says why).
+	NoteGPUUnavailable NoteKind = "gpu_unavailable"
+	// NoteGPUShared: GPU (index) was also used by untraced processes
+	// (Names); RunSharePct is the run's share when known.
+	NoteGPUShared NoteKind = "gpu_shared"
+)
+
+// Note is one caveat, as data; report/words says it.
+type Note struct {
+	Kind        NoteKind     `json:"kind"`
+	NS          int64        `json:"ns,omitempty"`
+	Text        string       `json:"text,omitempty"`
+	ExitCode    int          `json:"exit_code,omitempty"`
+	Lost        *record.Lost `json:"lost,omitempty"`
+	GPU         int          `json:"gpu,omitempty"`
+	Processes   int          `json:"processes,omitempty"`
+	Names       []string     `json:"names,omitempty"`
+	RunSharePct *float64     `json:"run_share_pct,omitempty"`
 }
 
-func (a *analyzer) notes(res *Result) []string {
+func (a *analyzer) notes(res *Result) []Note {
 	r := a.r
-	var out []string
+	var out []Note
 	if r.StartError != "" {
-		out = append(out, "the command could not be started: "+r.StartError)
+		out = append(out, Note{Kind: NoteStartError, Text: r.StartError})
 	}
 	if r.Interrupted {
-		out = append(out, "coldtrace was interrupted before the command ended; the breakdown covers the part that ran")
+		out = append(out, Note{Kind: NoteInterrupted})
 	}
 	if r.Signal != "" {
-		out = append(out, fmt.Sprintf("the command was killed by %s (exit %d)", r.Signal, r.ExitCode))
+		out = append(out, Note{Kind: NoteKilled, Text: r.Signal, ExitCode: r.ExitCode})
 	}
 	if l := r.Lost; l.Total() > 0 {
-		out = append(out, fmt.Sprintf("%d events were lost (ring buffer %d, file table %d, thread table %d, tracked table %d, paths %d, fill ends %d): the numbers are lower bounds",
-			l.Total(), l.RingBuffer, l.FileTable, l.ThreadTable, l.Tracked, l.Paths, l.FillEnds))
+		out = append(out, Note{Kind: NoteLost, Lost: &l})
 	}
 	switch {
 	case res.UnobservedNS > 0 && res.UnobservedNS == res.WallNS:
-		out = append(out, "no thread samples cover the run: its time counts as other wait unless a GPU or download signal covers it")
+		out = append(out, Note{Kind: NoteUnobservedAll, NS: res.UnobservedNS})
 	case res.UnobservedNS > 0:
-		out = append(out, fmt.Sprintf("the last %s after the final sample were not observed and count as other wait", FormatDuration(res.UnobservedNS)))
+		out = append(out, Note{Kind: NoteUnobservedTail, NS: res.UnobservedNS})
 	}
 	if res.AfterExitNS > 0 {
-		out = append(out, fmt.Sprintf("processes kept running after the command exited: %s of thread time after the exit is not in the breakdown", FormatDuration(res.AfterExitNS)))
+		out = append(out, Note{Kind: NoteAfterExit, NS: res.AfterExitNS})
 	}
 	if r.GPU != nil && r.GPU.Unavailable != "" {
-		out = append(out, "GPU: "+r.GPU.Unavailable)
+		out = append(out, Note{Kind: NoteGPUUnavailable, Text: r.GPU.Unavailable})
 	}
 	for _, s := range a.gpuSums {
 		others := r.GPU.InterferenceOn(s.Index)
 		if len(others) == 0 {
 			continue
 		}
-		var names []string
+		n := Note{Kind: NoteGPUShared, GPU: s.Index, Processes: len(others), RunSharePct: s.RunSharePct}
 		for _, x := range others {
-			n := x.Name
-			if n == "" {
-				n = fmt.Sprintf("pid %d", x.PID)
+			name := x.Name
+			if name == "" {
+				name = "pid " + strconv.Itoa(int(x.PID))
 			}
-			if !slices.Contains(names, n) {
-				names = append(names, n)
+			if !slices.Contains(n.Names, name) {
+				n.Names = append(n.Names, name)
 			}
 		}
-		msg := fmt.Sprintf("GPU %d was also used by %d untraced process(es) (%s): ", s.Index, len(others), strings.Join(names, ", "))
-		if s.RunSharePct != nil {
-			msg += fmt.Sprintf("gpu_compute counts the run's share of its work (%.0f%%)", *s.RunSharePct)
-		} else {
-			msg += "the run's share is unknown, so gpu_compute may include their work"
-		}
-		out = append(out, msg)
+		out = append(out, n)
 	}
 	return out
 }

@@ -30,9 +30,24 @@ func Encode(w io.Writer, r *Record) error {
 	return nil
 }
 
+// MaxDecodedBytes bounds a record's size once decompressed: 512 MiB, some
+// five times an hour's record of a busy 40-thread program at the default
+// 100 ms interval. A larger one is refused before it is held in memory, so
+// a small compressed file cannot make report or diff use gigabytes (a
+// 1 MB gzip of a 1 GiB string once took 6.7 GB for 37 s).
+const MaxDecodedBytes = 512 << 20
+
+// ErrTooLarge is returned for a record above the decoding bound.
+var ErrTooLarge = errors.New("record too large")
+
 // Decode reads a record written by Encode; plain (uncompressed) JSON is
-// accepted too, so a record can be edited by hand.
-func Decode(rd io.Reader) (*Record, error) {
+// accepted too, so a record can be edited by hand. The record must be the
+// whole input: anything but white space after it is an error, and so is
+// a record above MaxDecodedBytes once decompressed.
+func Decode(rd io.Reader) (*Record, error) { return DecodeLimit(rd, MaxDecodedBytes) }
+
+// DecodeLimit is Decode with another bound on the decompressed size.
+func DecodeLimit(rd io.Reader, limit int64) (*Record, error) {
 	br := bufio.NewReader(rd)
 	var src io.Reader = br
 	if magic, err := br.Peek(2); err == nil && bytes.Equal(magic, []byte{0x1f, 0x8b}) {
@@ -43,10 +58,17 @@ func Decode(rd io.Reader) (*Record, error) {
 		defer zr.Close()
 		src = zr
 	}
+	lr := &limitReader{r: src, left: limit, limit: limit}
 	var r Record
-	dec := json.NewDecoder(src)
+	dec := json.NewDecoder(lr)
 	if err := dec.Decode(&r); err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("decode record (corrupt or truncated?): %w", err)
+	}
+	if err := onlySpace(io.MultiReader(dec.Buffered(), lr)); err != nil {
+		return nil, err
 	}
 	if r.Schema != Schema {
 		if r.Schema == "" {
@@ -58,6 +80,58 @@ func Decode(rd io.Reader) (*Record, error) {
 		return nil, fmt.Errorf("%w: schema %q, this build reads %q", ErrSchema, r.Schema, Schema)
 	}
 	return &r, nil
+}
+
+// onlySpace reads rd to its end and fails on anything but JSON white
+// space. Reading to the end also makes gzip check its checksum, and
+// garbage after the compressed stream fails there.
+func onlySpace(rd io.Reader) error {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := rd.Read(buf)
+		for _, c := range buf[:n] {
+			if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+				return errors.New("trailing data after the record: a record file holds one record and nothing else")
+			}
+		}
+		switch {
+		case err == io.EOF:
+			return nil
+		case errors.Is(err, ErrTooLarge):
+			return err
+		case err != nil:
+			return fmt.Errorf("trailing data after the record, or a corrupt compressed stream: %w", err)
+		}
+	}
+}
+
+// limitReader fails with ErrTooLarge, rather than ending quietly as
+// io.LimitReader does, once more than limit bytes were read.
+type limitReader struct {
+	r           io.Reader
+	left, limit int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		// One byte more tells a record of exactly limit bytes from a
+		// larger one.
+		var one [1]byte
+		if _, err := io.ReadFull(l.r, one[:]); err != nil {
+			return 0, err
+		}
+		size := fmt.Sprintf("%d bytes", l.limit)
+		if l.limit >= 1<<20 {
+			size = fmt.Sprintf("%d MiB", l.limit>>20)
+		}
+		return 0, fmt.Errorf("%w: above %s decompressed, the most coldtrace reads (README, \"Design\")", ErrTooLarge, size)
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
 }
 
 // ReadFile reads a record from path.
@@ -126,9 +200,9 @@ func CheckWritable(path string) error {
 	if err != nil {
 		return fmt.Errorf("output %s: cannot write to %s: %w", path, dir, err)
 	}
-	probe.Close()
-	os.Remove(probe.Name())
-	return nil
+	// The probe's own failures would leave a stray file next to the
+	// output: say so rather than drop them.
+	return errors.Join(probe.Close(), os.Remove(probe.Name()))
 }
 
 // WriteFile writes r to path atomically.

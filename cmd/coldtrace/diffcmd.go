@@ -7,8 +7,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/coldtrace/coldtrace/attribution/compare"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/report"
+	"github.com/coldtrace/coldtrace/report/diff"
+	"github.com/coldtrace/coldtrace/report/format"
 )
 
 // diffCommand is `coldtrace diff [--json] A B`: two saved records side by
@@ -16,7 +18,7 @@ import (
 func diffCommand(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("coldtrace diff", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the diff as JSON (schema "+report.DiffSchema+")")
+	asJSON := fs.Bool("json", false, "print the diff as JSON (schema "+diff.Schema+")")
 	out := fs.StringP("output", "o", "", "write the diff to `PATH` instead of stdout")
 	top := fs.Int("top", 10, "files listed in the text diff")
 	fs.Usage = func() {
@@ -42,12 +44,12 @@ func diffCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	d := report.NewDiff(a, b, nil, nil)
+	d := compare.New(a, b, nil, nil)
 	render := func(w io.Writer) error {
 		if *asJSON {
-			return report.WriteDiffJSON(w, d)
+			return diff.WriteJSON(w, d)
 		}
-		return report.WriteDiffText(w, d, report.DiffTextOptions{TopFiles: *top})
+		return diff.WriteText(w, d, diff.TextOptions{TopFiles: *top})
 	}
 	if *out == "" || *out == "-" {
 		err = render(stdout)
@@ -61,7 +63,7 @@ func diffCommand(args []string, stdout, stderr io.Writer) int {
 	// stderr too, where a person will see them.
 	if *asJSON || (*out != "" && *out != "-") {
 		for _, w := range d.Warnings {
-			fmt.Fprintf(stderr, "coldtrace: warning: %s\n", w)
+			fmt.Fprintf(stderr, "coldtrace: warning: %s\n", format.Escape(w))
 		}
 	}
 	return 0

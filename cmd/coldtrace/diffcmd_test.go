@@ -90,3 +90,34 @@ func TestDiffCommandErrors(t *testing.T) {
 		t.Errorf("--help: exit %d, %q", code, errb.String())
 	}
 }
+
+// TestDiffSameRecord: one record given twice, or two copies of it, gets a
+// warning on the text and on stderr with --json.
+func TestDiffSameRecord(t *testing.T) {
+	cold := filepath.Join(recordFixtureDir, "truth-cold.json")
+	dup := filepath.Join(t.TempDir(), "copy.json")
+	data, err := os.ReadFile(cold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dup, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{cold, cold}, {cold, dup}} {
+		var out, errb bytes.Buffer
+		if code := diffCommand(args, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		if !strings.Contains(out.String(), "warning: A and B are one record") || !strings.Contains(out.String(), "A and B took about as long") {
+			t.Errorf("%v: text diff:\n%s", args, out.String())
+		}
+		out.Reset()
+		errb.Reset()
+		if code := diffCommand(append([]string{"--json"}, args...), &out, &errb); code != 0 {
+			t.Fatalf("--json %v: exit %d", args, code)
+		}
+		if !strings.Contains(errb.String(), "coldtrace: warning: A and B are one record") {
+			t.Errorf("--json %v: stderr %q", args, errb.String())
+		}
+	}
+}

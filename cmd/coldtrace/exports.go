@@ -11,7 +11,10 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/report"
+	"github.com/coldtrace/coldtrace/report/pprof"
+	"github.com/coldtrace/coldtrace/report/summary"
+	"github.com/coldtrace/coldtrace/report/text"
+	"github.com/coldtrace/coldtrace/report/timeline"
 )
 
 // exportOptions are a run's export flags.
@@ -57,10 +60,10 @@ func writeExports(rec *record.Record, res *attribution.Result, pprofPath, timeli
 	}
 	var errs []error
 	if pprofPath != "" {
-		errs = append(errs, record.WriteFileAtomic(pprofPath, func(w io.Writer) error { return report.WritePprof(w, rec, res) }))
+		errs = append(errs, record.WriteFileAtomic(pprofPath, func(w io.Writer) error { return pprof.Write(w, rec, res) }))
 	}
 	if timelinePath != "" {
-		errs = append(errs, record.WriteFileAtomic(timelinePath, func(w io.Writer) error { return report.WritePerfetto(w, rec, res) }))
+		errs = append(errs, record.WriteFileAtomic(timelinePath, func(w io.Writer) error { return timeline.Write(w, rec, res) }))
 	}
 	return errors.Join(errs...)
 }
@@ -99,13 +102,13 @@ func renderReport(format string, w io.Writer, rec *record.Record, res *attributi
 	}
 	switch format {
 	case "text":
-		return report.WriteText(w, rec, res, report.TextOptions{TopFiles: top})
+		return text.Write(w, rec, res, text.Options{TopFiles: top})
 	case "json":
-		return report.WriteJSON(w, rec, res)
+		return summary.Write(w, rec, res)
 	case "pprof":
-		return report.WritePprof(w, rec, res)
+		return pprof.Write(w, rec, res)
 	case "perfetto":
-		return report.WritePerfetto(w, rec, res)
+		return timeline.Write(w, rec, res)
 	}
 	return fmt.Errorf("%w: unknown format %q (want %s)", errUsage, format, strings.Join(reportFormats, ", "))
 }

@@ -6,14 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
 
-	"github.com/coldtrace/coldtrace/report"
+	"github.com/coldtrace/coldtrace/attribution/invariants"
+	"github.com/coldtrace/coldtrace/internal/timelinecheck"
 )
 
 // TestExportsOfRealRuns traces the ground-truth workload cold and warm,
@@ -56,6 +56,11 @@ func TestExportsOfRealRuns(t *testing.T) {
 		t.Logf("warm run (try %d): %d pages of %s missed", try, missed, file)
 	}
 	s := readSummary(t, sum)
+	for _, path := range []string{cold, warm} {
+		if err := invariants.Err(readRecord(t, path)); err != nil {
+			t.Errorf("%s: %v", filepath.Base(path), err)
+		}
+	}
 
 	// pprof: parses, valid, wall samples sum to the wall time.
 	f, err := os.Open(prof)
@@ -77,8 +82,8 @@ func TestExportsOfRealRuns(t *testing.T) {
 	if math.Abs(float64(wall-s.WallNS)) > 0.01*float64(s.WallNS) {
 		t.Errorf("profile wall %v, run wall %v", time.Duration(wall), time.Duration(s.WallNS))
 	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.Command(goBin, "tool", "pprof", "-top", prof).CombinedOutput()
+	// go test puts its own GOROOT/bin first in the test's PATH.
+	out, err := exec.Command("go", "tool", "pprof", "-top", prof).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go tool pprof -top: %v\n%s", err, out)
 	}
@@ -93,7 +98,7 @@ func TestExportsOfRealRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.ValidateTimeline(data); err != nil {
+	if err := timelinecheck.Validate(data); err != nil {
 		t.Errorf("timeline: %v", err)
 	}
 

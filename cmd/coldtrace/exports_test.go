@@ -12,19 +12,17 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/spf13/pflag"
 
+	"github.com/coldtrace/coldtrace/internal/fixtures"
+	"github.com/coldtrace/coldtrace/internal/timelinecheck"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/report"
+	"github.com/coldtrace/coldtrace/report/summary"
 )
 
 const recordFixtureDir = "../../testdata/records"
 
 func readRecordFixture(t *testing.T, name string) *record.Record {
 	t.Helper()
-	r, err := record.ReadFile(filepath.Join(recordFixtureDir, name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return fixtures.Record(t, name)
 }
 
 func checkPprofFile(t *testing.T, path string, wallNS int64) {
@@ -53,7 +51,7 @@ func checkTimelineFile(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.ValidateTimeline(data); err != nil {
+	if err := timelinecheck.Validate(data); err != nil {
 		t.Errorf("%s: %v", path, err)
 	}
 }
@@ -157,7 +155,7 @@ func TestWriteReportFormats(t *testing.T) {
 			var doc struct {
 				Schema string `json:"schema"`
 			}
-			if err := json.Unmarshal(data, &doc); err != nil || doc.Schema != report.SummarySchema {
+			if err := json.Unmarshal(data, &doc); err != nil || doc.Schema != summary.Schema {
 				t.Errorf("json report: schema %q, %v", doc.Schema, err)
 			}
 		case "pprof":
@@ -171,7 +169,7 @@ func TestWriteReportFormats(t *testing.T) {
 	if err := writeReport("-", "perfetto", &out, rec, nil, 10); err != nil {
 		t.Fatal(err)
 	}
-	if err := report.ValidateTimeline(out.Bytes()); err != nil {
+	if err := timelinecheck.Validate(out.Bytes()); err != nil {
 		t.Error(err)
 	}
 	if err := renderReport("svg", &out, rec, nil, 10); !errors.Is(err, errUsage) {

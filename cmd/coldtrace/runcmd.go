@@ -14,7 +14,8 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/report"
+	"github.com/coldtrace/coldtrace/report/summary"
+	"github.com/coldtrace/coldtrace/report/text"
 	"github.com/coldtrace/coldtrace/trace"
 )
 
@@ -149,7 +150,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		}
 	}
 	if !o.quiet {
-		if err := report.WriteText(stderr, rec, res, report.TextOptions{TopFiles: o.topFiles}); err != nil {
+		if err := text.Write(stderr, rec, res, text.Options{TopFiles: o.topFiles}); err != nil {
 			fmt.Fprintf(stderr, "coldtrace: error: write the summary: %v\n", err)
 			failed = true
 		}
@@ -162,9 +163,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 
 func writeJSON(path string, stdout io.Writer, rec *record.Record, res *attribution.Result) error {
 	if path == "-" {
-		return report.WriteJSON(stdout, rec, res)
+		return summary.Write(stdout, rec, res)
 	}
-	return record.WriteFileAtomic(path, func(w io.Writer) error { return report.WriteJSON(w, rec, res) })
+	return record.WriteFileAtomic(path, func(w io.Writer) error { return summary.Write(w, rec, res) })
 }
 
 func reportCommand(args []string, stdout, stderr io.Writer) int {

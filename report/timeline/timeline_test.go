@@ -1,4 +1,4 @@
-package report
+package timeline
 
 import (
 	"bytes"
@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/internal/fixtures"
+	"github.com/coldtrace/coldtrace/internal/timelinecheck"
 	"github.com/coldtrace/coldtrace/record"
 )
 
-// tlParsed is a timeline read back with times in nanoseconds.
-type tlParsed struct {
+// parsedEvent is a timeline read back with times in nanoseconds.
+type parsedEvent struct {
 	Ph   string
 	Name string
 	Cat  string
@@ -24,7 +26,7 @@ type tlParsed struct {
 	Args map[string]any
 }
 
-func parseTimeline(t *testing.T, data []byte) []tlParsed {
+func parseTimeline(t *testing.T, data []byte) []parsedEvent {
 	t.Helper()
 	var doc struct {
 		TraceEvents []map[string]json.RawMessage `json:"traceEvents"`
@@ -32,9 +34,9 @@ func parseTimeline(t *testing.T, data []byte) []tlParsed {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatalf("timeline is not JSON: %v", err)
 	}
-	var out []tlParsed
+	var out []parsedEvent
 	for i, ev := range doc.TraceEvents {
-		var p tlParsed
+		var p parsedEvent
 		str := func(k string) string {
 			var s string
 			if raw, ok := ev[k]; ok {
@@ -121,7 +123,7 @@ func parseTimeline(t *testing.T, data []byte) []tlParsed {
 // checkTracks checks the timeline's structure on its own terms: per
 // thread track, timestamps never go back and X events nest (no partial
 // overlap); per counter, timestamps never go back.
-func checkTracks(t *testing.T, evs []tlParsed) {
+func checkTracks(t *testing.T, evs []parsedEvent) {
 	t.Helper()
 	type track struct{ pid, tid int64 }
 	last := map[track]int64{}
@@ -156,17 +158,17 @@ func checkTracks(t *testing.T, evs []tlParsed) {
 func writeTimeline(t *testing.T, r *record.Record, res *attribution.Result) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WritePerfetto(&buf, r, res); err != nil {
+	if err := Write(&buf, r, res); err != nil {
 		t.Fatal(err)
 	}
-	if err := ValidateTimeline(buf.Bytes()); err != nil {
+	if err := timelinecheck.Validate(buf.Bytes()); err != nil {
 		t.Fatalf("ValidateTimeline: %v", err)
 	}
 	return buf.Bytes()
 }
 
 func TestPerfettoValid(t *testing.T) {
-	for name, r := range exportFixtures(t) {
+	for name, r := range fixtures.All(t) {
 		t.Run(name, func(t *testing.T) {
 			res := attribution.Analyze(r)
 			evs := parseTimeline(t, writeTimeline(t, r, res))
@@ -207,7 +209,7 @@ func TestPerfettoValid(t *testing.T) {
 			}
 			got := map[[2]int64]int64{}
 			for _, e := range evs {
-				if e.Ph == "X" && e.PID != TimelineRunPID {
+				if e.Ph == "X" && e.PID != RunPID {
 					got[[2]int64{e.PID, e.TID}] += e.Dur
 				}
 			}
@@ -218,9 +220,9 @@ func TestPerfettoValid(t *testing.T) {
 			}
 
 			// Phases tile the run.
-			var phases []tlParsed
+			var phases []parsedEvent
 			for _, e := range evs {
-				if e.Ph == "X" && e.PID == TimelineRunPID && e.TID == tlPhasesTID {
+				if e.Ph == "X" && e.PID == RunPID && e.TID == phasesTID {
 					phases = append(phases, e)
 				}
 			}
@@ -235,7 +237,7 @@ func TestPerfettoValid(t *testing.T) {
 			}
 
 			// The disk counter integrates to the bytes that came from disk.
-			var mbs []tlParsed
+			var mbs []parsedEvent
 			for _, e := range evs {
 				if e.Ph == "C" && e.Name == "disk read" {
 					mbs = append(mbs, e)
@@ -259,7 +261,7 @@ func TestPerfettoValid(t *testing.T) {
 }
 
 func TestPerfettoColdML(t *testing.T) {
-	r, res := exportFixture(t, "cold-ml")
+	r, res := fixture(t, "cold-ml")
 	evs := parseTimeline(t, writeTimeline(t, r, res))
 	counters := map[string]int{}
 	var compiles, ioWaits int
@@ -331,32 +333,9 @@ func TestPerfettoJitter(t *testing.T) {
 	}
 }
 
-func TestValidateTimelineRejects(t *testing.T) {
-	meta := `{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"t"}}`
-	for name, doc := range map[string]string{
-		"not json":        `{"traceEvents": [`,
-		"no events":       `{"displayTimeUnit":"ms"}`,
-		"X without dur":   `[{"name":"a","ph":"X","ts":1,"pid":1,"tid":1}]`,
-		"X without tid":   `[{"name":"a","ph":"X","ts":1,"dur":1,"pid":1}]`,
-		"X without name":  `[{"ph":"X","ts":1,"dur":1,"pid":1,"tid":1}]`,
-		"negative dur":    `[{"name":"a","ph":"X","ts":1,"dur":-1,"pid":1,"tid":1}]`,
-		"partial overlap": `[{"name":"a","ph":"X","ts":0,"dur":10,"pid":1,"tid":1},{"name":"b","ph":"X","ts":5,"dur":10,"pid":1,"tid":1}]`,
-		"back in time":    `[{"name":"a","ph":"X","ts":5,"dur":1,"pid":1,"tid":1},{"name":"b","ph":"X","ts":1,"dur":1,"pid":1,"tid":1}]`,
-		"counter no args": `[{"name":"c","ph":"C","ts":1,"pid":1}]`,
-		"counter string":  `[{"name":"c","ph":"C","ts":1,"pid":1,"args":{"v":"x"}}]`,
-		"counter back":    `[{"name":"c","ph":"C","ts":2,"pid":1,"args":{"v":1}},{"name":"c","ph":"C","ts":1,"pid":1,"args":{"v":1}}]`,
-		"unknown phase":   `[{"name":"a","ph":"Q","ts":1,"pid":1,"tid":1}]`,
-		"unknown meta":    `[{"name":"colour","ph":"M","pid":1,"args":{}}]`,
-		"thread no name":  `[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{}}]`,
-		"E without B":     `[` + meta + `,{"ph":"E","ts":1,"pid":1,"tid":1}]`,
-	} {
-		if err := ValidateTimeline([]byte(doc)); err == nil {
-			t.Errorf("%s: accepted %s", name, doc)
-		}
-	}
-	ok := `[` + meta + `,{"name":"a","ph":"X","ts":0,"dur":10,"pid":1,"tid":1},{"name":"b","ph":"X","ts":2,"dur":8,"pid":1,"tid":1},` +
-		`{"name":"c","ph":"X","ts":10,"dur":1,"pid":1,"tid":1},{"name":"d","ph":"B","ts":12,"pid":1,"tid":1},{"ph":"E","ts":13,"pid":1,"tid":1}]`
-	if err := ValidateTimeline([]byte(ok)); err != nil {
-		t.Errorf("nested slices rejected: %v", err)
-	}
+// fixture is a recorded run and its attribution.
+func fixture(t *testing.T, name string) (*record.Record, *attribution.Result) {
+	t.Helper()
+	r := fixtures.Record(t, name)
+	return r, attribution.Analyze(r)
 }

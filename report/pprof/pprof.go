@@ -1,10 +1,9 @@
-package report
+package pprof
 
 import (
 	"fmt"
 	"io"
 	"math"
-	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -13,17 +12,19 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
+	"github.com/coldtrace/coldtrace/report/words"
 )
 
 // The sample types of the pprof export, in order. Wall time is the
 // default: its values sum to the run's wall time, one stack per breakdown
 // row, subject and process.
 const (
-	PprofWallType  = "wall"      // unit nanoseconds
-	PprofBytesType = "disk_read" // unit bytes: bytes read from disk
+	WallType  = "wall"      // unit nanoseconds
+	BytesType = "disk_read" // unit bytes: bytes read from disk
 )
 
-// WritePprof writes the breakdown of r as a gzipped pprof profile. res is
+// Write writes the breakdown of r as a gzipped pprof profile. res is
 // the attribution of r; nil means attribution.Analyze(r).
 //
 // Stacks run root→leaf category → subject → process: the category is the
@@ -34,8 +35,8 @@ const (
 // wall time and each category's to its row; the disk_read values sum to
 // the record's bytes from disk. Samples carry labels category, comm,
 // file, cache and compiler, and the numeric label pid.
-func WritePprof(w io.Writer, r *record.Record, res *attribution.Result) error {
-	p, err := BuildPprof(r, res)
+func Write(w io.Writer, r *record.Record, res *attribution.Result) error {
+	p, err := Build(r, res)
 	if err != nil {
 		return err
 	}
@@ -45,22 +46,22 @@ func WritePprof(w io.Writer, r *record.Record, res *attribution.Result) error {
 	return nil
 }
 
-// BuildPprof builds the profile WritePprof writes, checked with CheckValid.
-func BuildPprof(r *record.Record, res *attribution.Result) (*profile.Profile, error) {
+// Build builds the profile WritePprof writes, checked with CheckValid.
+func Build(r *record.Record, res *attribution.Result) (*profile.Profile, error) {
 	if r == nil {
 		return nil, fmt.Errorf("pprof: no record")
 	}
 	if res == nil {
 		res = attribution.Analyze(r)
 	}
-	b := newPPBuilder(r, res)
-	pi := newPPProcIndex(r)
+	b := newBuilder(r, res)
+	pi := newProcIndex(r)
 	for i := range res.Breakdown {
 		row := &res.Breakdown[i]
-		subjects := ppSubjects(r, row, pi)
-		procs := ppProcs(row, pi)
+		subjects := rowSubjects(r, row, pi)
+		procs := rowProcs(row, pi)
 		if len(procs) == 0 {
-			procs = ppPriorProcs(subjects, nil, pi)
+			procs = priorProcs(subjects, nil, pi)
 		}
 		b.row(row, subjects, procs)
 	}
@@ -71,46 +72,46 @@ func BuildPprof(r *record.Record, res *attribution.Result) (*profile.Profile, er
 	return b.p, nil
 }
 
-// ppFrame is one stack frame: a pprof Function and its Location.
-type ppFrame struct {
+// frame is one stack frame: a pprof Function and its Location.
+type frame struct {
 	name string
 	file string // Function.Filename, for file subjects
 }
 
-// ppSubject is one piece of evidence under a category.
-type ppSubject struct {
-	frame  ppFrame
+// subject is one piece of evidence under a category.
+type subject struct {
+	frame  frame
 	ns     int64
 	bytes  int64
 	prior  map[int32]float64 // how plausible each pid is under the subject
 	labels map[string]string
 }
 
-// ppProc is one process of a row and its part of the row's time.
-type ppProc struct {
+// proc is one process of a row and its part of the row's time.
+type proc struct {
 	pid  int32
 	comm string
 	ns   int64
 }
 
-type ppBuilder struct {
+type builder struct {
 	p       *profile.Profile
 	mapping *profile.Mapping
-	funcs   map[ppFrame]*profile.Function
-	locs    map[ppFrame]*profile.Location
+	funcs   map[frame]*profile.Function
+	locs    map[frame]*profile.Location
 	samples map[string]*profile.Sample
 	order   []string
 }
 
-func newPPBuilder(r *record.Record, res *attribution.Result) *ppBuilder {
+func newBuilder(r *record.Record, res *attribution.Result) *builder {
 	m := &profile.Mapping{ID: 1, File: "coldtrace", HasFunctions: true, HasFilenames: true}
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{
-			{Type: PprofWallType, Unit: "nanoseconds"},
-			{Type: PprofBytesType, Unit: "bytes"},
+			{Type: WallType, Unit: "nanoseconds"},
+			{Type: BytesType, Unit: "bytes"},
 		},
-		DefaultSampleType: PprofWallType,
-		PeriodType:        &profile.ValueType{Type: PprofWallType, Unit: "nanoseconds"},
+		DefaultSampleType: WallType,
+		PeriodType:        &profile.ValueType{Type: WallType, Unit: "nanoseconds"},
 		Period:            max(r.IntervalNS, 1),
 		DurationNanos:     res.WallNS,
 		Mapping:           []*profile.Mapping{m},
@@ -119,14 +120,14 @@ func newPPBuilder(r *record.Record, res *attribution.Result) *ppBuilder {
 		p.TimeNanos = r.Start.UnixNano()
 	}
 	p.Comments = append(p.Comments,
-		fmt.Sprintf("coldtrace: %s — %s wall, exit %d", strings.Join(r.Command, " "), attribution.FormatDuration(res.WallNS), r.ExitCode),
-		"verdict: "+res.Verdict,
+		fmt.Sprintf("coldtrace: %s — %s wall, exit %d", format.EscapeAll(r.Command), format.Duration(res.WallNS), r.ExitCode),
+		"verdict: "+format.Escape(words.Verdict(res.Verdict)),
 		"attribution rule: "+res.Rule)
-	return &ppBuilder{p: p, mapping: m, funcs: map[ppFrame]*profile.Function{},
-		locs: map[ppFrame]*profile.Location{}, samples: map[string]*profile.Sample{}}
+	return &builder{p: p, mapping: m, funcs: map[frame]*profile.Function{},
+		locs: map[frame]*profile.Location{}, samples: map[string]*profile.Sample{}}
 }
 
-func (b *ppBuilder) location(fr ppFrame) *profile.Location {
+func (b *builder) location(fr frame) *profile.Location {
 	if l := b.locs[fr]; l != nil {
 		return l
 	}
@@ -146,7 +147,7 @@ func (b *ppBuilder) location(fr ppFrame) *profile.Location {
 
 // add files wall and bytes under stack (root→leaf); samples with the same
 // stack and labels merge.
-func (b *ppBuilder) add(stack []ppFrame, labels map[string]string, pid int32, wall, bytes int64) {
+func (b *builder) add(stack []frame, labels map[string]string, pid int32, wall, bytes int64) {
 	if wall == 0 && bytes == 0 {
 		return
 	}
@@ -188,21 +189,21 @@ func (b *ppBuilder) add(stack []ppFrame, labels map[string]string, pid int32, wa
 	b.order = append(b.order, key.String())
 }
 
-func (b *ppBuilder) finish() {
+func (b *builder) finish() {
 	for _, k := range b.order {
 		b.p.Sample = append(b.p.Sample, b.samples[k])
 	}
 }
 
 // row files one breakdown row: its time over subjects and processes.
-func (b *ppBuilder) row(row *attribution.Row, subjects []ppSubject, procs []ppProc) {
-	cat := ppFrame{name: row.Category.Label()}
+func (b *builder) row(row *attribution.Row, subjects []subject, procs []proc) {
+	cat := frame{name: row.Category.Label()}
 	base := map[string]string{"category": string(row.Category)}
-	leaf := func(stack []ppFrame, labels map[string]string, p *ppProc, wall, bytes int64) {
+	leaf := func(stack []frame, labels map[string]string, p *proc, wall, bytes int64) {
 		l := mergeLabels(base, labels)
 		var pid int32
 		if p != nil {
-			stack = append(stack, ppFrame{name: ppProcName(p.pid, p.comm)})
+			stack = append(stack, frame{name: format.ProcessLabel(p.pid, p.comm)})
 			l["comm"] = p.comm
 			pid = p.pid
 		}
@@ -210,13 +211,13 @@ func (b *ppBuilder) row(row *attribution.Row, subjects []ppSubject, procs []ppPr
 	}
 
 	if len(subjects) == 0 {
-		ns := attribution.Apportion(ppProcWeights(procs), row.NS)
+		ns := attribution.Apportion(procWeights(procs), row.NS)
 		var given int64
 		for i := range procs {
-			leaf([]ppFrame{cat}, nil, &procs[i], ns[i], 0)
+			leaf([]frame{cat}, nil, &procs[i], ns[i], 0)
 			given += ns[i]
 		}
-		leaf([]ppFrame{cat}, nil, nil, row.NS-given, 0)
+		leaf([]frame{cat}, nil, nil, row.NS-given, 0)
 		return
 	}
 
@@ -237,12 +238,12 @@ func (b *ppBuilder) row(row *attribution.Row, subjects []ppSubject, procs []ppPr
 		sum = row.NS
 	}
 	if sum < row.NS {
-		leaf([]ppFrame{cat}, nil, nil, row.NS-sum, 0)
+		leaf([]frame{cat}, nil, nil, row.NS-sum, 0)
 	}
 
-	m := ppFit(subjects, procs)
+	m := fit(subjects, procs)
 	for si, s := range subjects {
-		stack := []ppFrame{cat, s.frame}
+		stack := []frame{cat, s.frame}
 		ns := attribution.Apportion(m[si], s.ns)
 		bs := attribution.Apportion(m[si], s.bytes)
 		var gns, gbs int64
@@ -255,13 +256,13 @@ func (b *ppBuilder) row(row *attribution.Row, subjects []ppSubject, procs []ppPr
 	}
 }
 
-// ppFit spreads each subject over the row's processes: the subject's prior
+// fit spreads each subject over the row's processes: the subject's prior
 // (which processes it plausibly belongs to), fitted by iterative
 // proportional fitting so that the processes' totals match the row's
 // process evidence where the two sets of totals agree.
-func ppFit(subjects []ppSubject, procs []ppProc) [][]float64 {
+func fit(subjects []subject, procs []proc) [][]float64 {
 	m := make([][]float64, len(subjects))
-	colW := ppProcWeights(procs)
+	colW := procWeights(procs)
 	var colSum, rowSum float64
 	for _, w := range colW {
 		colSum += w
@@ -316,7 +317,7 @@ func ppFit(subjects []ppSubject, procs []ppProc) [][]float64 {
 	return m
 }
 
-func ppProcWeights(procs []ppProc) []float64 {
+func procWeights(procs []proc) []float64 {
 	w := make([]float64, len(procs))
 	for i, p := range procs {
 		w[i] = float64(max(p.ns, 0))
@@ -324,30 +325,20 @@ func ppProcWeights(procs []ppProc) []float64 {
 	return w
 }
 
-func ppProcName(pid int32, comm string) string {
-	if comm == "" {
-		comm = "?"
-	}
-	return fmt.Sprintf("%s[%d]", comm, pid)
-}
-
-// ppProcIndex looks processes up by pid.
-type ppProcIndex struct {
+// procIndex looks processes up by pid.
+type procIndex struct {
 	byPID map[int32]*record.Process
 	comm  map[int32]string
 }
 
-func newPPProcIndex(r *record.Record) *ppProcIndex {
-	pi := &ppProcIndex{byPID: map[int32]*record.Process{}, comm: map[int32]string{}}
+func newProcIndex(r *record.Record) *procIndex {
+	pi := &procIndex{byPID: map[int32]*record.Process{}, comm: map[int32]string{}}
 	for i := range r.Processes {
 		p := &r.Processes[i]
 		if _, dup := pi.byPID[p.PID]; !dup {
 			pi.byPID[p.PID] = p
-			switch {
-			case p.Comm != "":
-				pi.comm[p.PID] = p.Comm
-			case p.Exe != "":
-				pi.comm[p.PID] = path.Base(p.Exe)
+			if n := p.Name(); n != "?" {
+				pi.comm[p.PID] = n
 			}
 		}
 	}
@@ -359,57 +350,55 @@ func newPPProcIndex(r *record.Record) *ppProcIndex {
 	return pi
 }
 
-func (pi *ppProcIndex) name(pid int32) string {
+func (pi *procIndex) name(pid int32) string {
 	if c, ok := pi.comm[pid]; ok {
 		return c
 	}
 	return "?"
 }
 
-// ppProcs lists the row's processes from its evidence. Rows without
+// procs lists the row's processes from its evidence. Rows without
 // process evidence (GPU, download) take theirs from the subjects' priors
-// (ppPriorProcs).
-func ppProcs(row *attribution.Row, pi *ppProcIndex) []ppProc {
-	out := make([]ppProc, 0, len(row.Processes))
+// (priorProcs).
+func rowProcs(row *attribution.Row, pi *procIndex) []proc {
+	out := make([]proc, 0, len(row.Processes))
 	for _, p := range row.Processes {
 		comm := p.Comm
 		if comm == "" || comm == "?" {
 			comm = pi.name(p.PID)
 		}
-		out = append(out, ppProc{pid: p.PID, comm: comm, ns: p.NS})
+		out = append(out, proc{pid: p.PID, comm: comm, ns: p.NS})
 	}
 	return out
 }
 
-// ppSubjects turns a row's evidence into subjects with priors.
-func ppSubjects(r *record.Record, row *attribution.Row, pi *ppProcIndex) []ppSubject {
+// subjects turns a row's evidence into subjects with priors.
+func rowSubjects(r *record.Record, row *attribution.Row, pi *procIndex) []subject {
 	switch row.Category {
 	case attribution.DiskRead:
-		return ppDiskSubjects(r, row)
+		return diskSubjects(r, row)
 	case attribution.JITCompile:
-		return ppJITSubjects(r, row, pi)
+		return jitSubjects(r, row, pi)
 	case attribution.GPUCompute:
-		return ppGPUSubjects(r, row)
+		return gpuSubjects(r, row)
 	case attribution.Download:
-		return ppDownloadSubjects(r, row)
+		return downloadSubjects(r, row)
 	}
 	return nil
 }
 
-const ppUnknownFile = "(file not identified)"
-
-func ppDiskSubjects(r *record.Record, row *attribution.Row) []ppSubject {
-	prior := ppDiskPriors(r)
-	var out []ppSubject
+func diskSubjects(r *record.Record, row *attribution.Row) []subject {
+	prior := diskPriors(r)
+	var out []subject
 	seen := map[int]bool{}
 	for _, f := range row.Files {
-		s := ppSubject{frame: ppFrame{name: f.Path}, ns: f.NS, bytes: int64(f.BytesFromDisk), prior: prior[f.ID]}
+		s := subject{frame: frame{name: f.Path}, ns: f.NS, bytes: int64(f.BytesFromDisk), prior: prior[f.ID]}
 		if f.ID >= 0 {
 			seen[f.ID] = true
 			s.frame.file = f.Path
 			s.labels = map[string]string{"file": f.Path}
 		} else {
-			s.frame.name = ppUnknownFile
+			s.frame.name = attribution.UnidentifiedFile
 		}
 		out = append(out, s)
 	}
@@ -417,21 +406,18 @@ func ppDiskSubjects(r *record.Record, row *attribution.Row) []ppSubject {
 	for _, f := range r.Files {
 		if f.BytesFromDisk > 0 && !seen[f.ID] {
 			seen[f.ID] = true
-			p := f.Path
-			if p == "" {
-				p = fmt.Sprintf("(dev %d:%d inode %d)", f.Dev>>20, f.Dev&(1<<20-1), f.Ino)
-			}
-			out = append(out, ppSubject{frame: ppFrame{name: p, file: f.Path}, bytes: int64(f.BytesFromDisk),
+			p := f.Name()
+			out = append(out, subject{frame: frame{name: p, file: f.Path}, bytes: int64(f.BytesFromDisk),
 				prior: prior[f.ID], labels: map[string]string{"file": p}})
 		}
 	}
 	return out
 }
 
-// ppDiskPriors joins files and processes within each sample: a file's
+// diskPriors joins files and processes within each sample: a file's
 // disk time in a sample is spread over the processes by their disk time
 // in that sample. File -1 takes the processes' disk time no file explains.
-func ppDiskPriors(r *record.Record) map[int]map[int32]float64 {
+func diskPriors(r *record.Record) map[int]map[int32]float64 {
 	out := map[int]map[int32]float64{}
 	addTo := func(id int, pid int32, v float64) {
 		if v <= 0 {
@@ -478,19 +464,19 @@ func ppDiskPriors(r *record.Record) map[int]map[int32]float64 {
 	return out
 }
 
-func ppJITSubjects(r *record.Record, row *attribution.Row, pi *ppProcIndex) []ppSubject {
+func jitSubjects(r *record.Record, row *attribution.Row, pi *procIndex) []subject {
 	caches := map[string]bool{}
 	if r.JIT != nil {
 		for _, c := range r.JIT.Caches {
 			caches[c.Name] = true
 		}
 	}
-	var out []ppSubject
+	var out []subject
 	for _, c := range row.Compilers {
 		if c.NS == 0 {
 			continue
 		}
-		s := ppSubject{ns: c.NS, prior: map[int32]float64{}, labels: map[string]string{}}
+		s := subject{ns: c.NS, prior: map[int32]float64{}, labels: map[string]string{}}
 		switch c.Kind {
 		case "compiler":
 			s.frame.name = c.Name + " (compiler)"
@@ -532,8 +518,8 @@ func ppJITSubjects(r *record.Record, row *attribution.Row, pi *ppProcIndex) []pp
 	return out
 }
 
-func ppGPUSubjects(r *record.Record, row *attribution.Row) []ppSubject {
-	var out []ppSubject
+func gpuSubjects(r *record.Record, row *attribution.Row) []subject {
+	var out []subject
 	for _, g := range row.GPUs {
 		if g.NS == 0 {
 			continue
@@ -542,7 +528,7 @@ func ppGPUSubjects(r *record.Record, row *attribution.Row) []ppSubject {
 		if g.Name != "" {
 			name += " (" + g.Name + ")"
 		}
-		s := ppSubject{frame: ppFrame{name: name}, ns: g.NS, prior: map[int32]float64{}}
+		s := subject{frame: frame{name: name}, ns: g.NS, prior: map[int32]float64{}}
 		if r.GPU != nil {
 			for _, p := range r.GPU.Processes {
 				if p.Device != g.Index {
@@ -560,13 +546,13 @@ func ppGPUSubjects(r *record.Record, row *attribution.Row) []ppSubject {
 	return out
 }
 
-func ppDownloadSubjects(r *record.Record, row *attribution.Row) []ppSubject {
-	var out []ppSubject
+func downloadSubjects(r *record.Record, row *attribution.Row) []subject {
+	var out []subject
 	for _, d := range row.Downloads {
 		if d.NS == 0 {
 			continue
 		}
-		s := ppSubject{frame: ppFrame{name: d.Path}, ns: d.NS, prior: map[int32]float64{},
+		s := subject{frame: frame{name: d.Path}, ns: d.NS, prior: map[int32]float64{},
 			labels: map[string]string{"file": d.Path}}
 		for _, x := range r.Downloads {
 			p := x.Path
@@ -582,9 +568,9 @@ func ppDownloadSubjects(r *record.Record, row *attribution.Row) []ppSubject {
 	return out
 }
 
-// ppPriorProcs adds to procs (with no time of their own) the pids the
+// priorProcs adds to procs (with no time of their own) the pids the
 // subjects' priors name but procs lacks, in pid order.
-func ppPriorProcs(subjects []ppSubject, procs []ppProc, pi *ppProcIndex) []ppProc {
+func priorProcs(subjects []subject, procs []proc, pi *procIndex) []proc {
 	have := map[int32]bool{}
 	for _, p := range procs {
 		have[p.pid] = true
@@ -600,7 +586,7 @@ func ppPriorProcs(subjects []ppSubject, procs []ppProc, pi *ppProcIndex) []ppPro
 	}
 	slices.Sort(extra)
 	for _, pid := range extra {
-		procs = append(procs, ppProc{pid: pid, comm: pi.name(pid)})
+		procs = append(procs, proc{pid: pid, comm: pi.name(pid)})
 	}
 	return procs
 }

@@ -1,56 +1,26 @@
-package report
+package text
 
 import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
+	"github.com/coldtrace/coldtrace/report/summary"
+	"github.com/coldtrace/coldtrace/report/words"
 )
 
-// TextOptions shape the terminal summary.
-type TextOptions struct {
+// Options shape the terminal summary.
+type Options struct {
 	TopFiles int // files listed; 10 when zero
 }
 
-// Duration formats a duration the way the summary shows it: 61m12s,
-// 8.21s, 340ms.
-func Duration(ns int64) string {
-	d := time.Duration(ns)
-	switch {
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh%02dm%02ds", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d >= time.Second:
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d > 0:
-		return fmt.Sprintf("%dµs", d.Microseconds())
-	}
-	return "0s"
-}
-
-// Bytes formats a byte count in binary units.
-func Bytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// WriteText writes the terminal summary of r; res is its attribution
-// (computed when nil).
-func WriteText(w io.Writer, r *record.Record, res *attribution.Result, opt TextOptions) error {
+// Write writes the terminal summary of r; res is its attribution
+// (computed when nil). Every string that came from the traced program is
+// escaped (format.Escape).
+func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) error {
 	if opt.TopFiles <= 0 {
 		opt.TopFiles = 10
 	}
@@ -62,9 +32,9 @@ func WriteText(w io.Writer, r *record.Record, res *attribution.Result, opt TextO
 	if r.Signal != "" {
 		status = fmt.Sprintf("killed by %s (exit %d)", r.Signal, r.ExitCode)
 	}
-	fmt.Fprintf(&b, "coldtrace: %s — %s wall, %s\n", strings.Join(r.Command, " "), Duration(r.WallNS), status)
+	fmt.Fprintf(&b, "coldtrace: %s — %s wall, %s\n", format.EscapeAll(r.Command), format.Duration(r.WallNS), status)
 	if r.StartError != "" {
-		fmt.Fprintf(&b, "  could not start the command: %s\n", r.StartError)
+		fmt.Fprintf(&b, "  could not start the command: %s\n", format.Escape(r.StartError))
 	}
 	if r.Interrupted {
 		b.WriteString("  (interrupted: the numbers cover the run up to the interruption)\n")
@@ -74,10 +44,9 @@ func WriteText(w io.Writer, r *record.Record, res *attribution.Result, opt TextO
 
 	writeGPU(&b, r)
 
-	var jit strings.Builder
-	if err := WriteJITText(&jit, r); err == nil && jit.Len() > 0 {
+	if jit := jitSection(r); jit != "" {
 		b.WriteString("\n")
-		b.WriteString(jit.String())
+		b.WriteString(jit)
 	}
 
 	var totalIO, totalMiss int64
@@ -88,8 +57,8 @@ func WriteText(w io.Writer, r *record.Record, res *attribution.Result, opt TextO
 		totalDisk += f.BytesFromDisk
 	}
 	fmt.Fprintf(&b, "\n  page cache: %s read from disk, %s blocked on I/O, %s filling the cache (kernel CPU)\n",
-		Bytes(totalDisk), Duration(totalIO), Duration(totalMiss))
-	files := filesByCost(r.Files)
+		format.Bytes(totalDisk), format.Duration(totalIO), format.Duration(totalMiss))
+	files := summary.FilesByCost(r.Files)
 	if len(files) > 0 {
 		fmt.Fprintf(&b, "  %-44s %10s %10s %8s %9s %9s\n", "file", "from disk", "accessed", "hit", "I/O wait", "fill CPU")
 		for i, f := range files {
@@ -97,8 +66,8 @@ func WriteText(w io.Writer, r *record.Record, res *attribution.Result, opt TextO
 				fmt.Fprintf(&b, "  … %d more files (see --json)\n", len(files)-i)
 				break
 			}
-			fmt.Fprintf(&b, "  %-44s %10s %10s %7.1f%% %9s %9s\n", shortPath(f.Path, 44), Bytes(f.BytesFromDisk),
-				Bytes(f.PagesAccessed*uint64(max(r.Host.PageSize, 1))), 100*hitRatio(f), Duration(f.IOWaitNS), Duration(f.MissCPUNS))
+			fmt.Fprintf(&b, "  %-44s %10s %10s %7.1f%% %9s %9s\n", format.Escape(format.Path(f.Name(), 44)), format.Bytes(f.BytesFromDisk),
+				format.Bytes(f.PagesAccessed*uint64(max(r.Host.PageSize, 1))), 100*summary.HitRatio(f), format.Duration(f.IOWaitNS), format.Duration(f.MissCPUNS))
 		}
 	}
 
@@ -110,7 +79,7 @@ func WriteText(w io.Writer, r *record.Record, res *attribution.Result, opt TextO
 				fmt.Fprintf(&b, "  … %d more processes\n", len(r.Processes)-shown)
 				break
 			}
-			fmt.Fprintf(&b, "  %-8d %-16s %9s %9s %9s\n", p.PID, p.Comm, Duration(p.CPUNS), Duration(p.OffCPUNS), Duration(p.IOWaitNS))
+			fmt.Fprintf(&b, "  %-8d %-16s %9s %9s %9s\n", p.PID, format.Escape(p.Name()), format.Duration(p.CPUNS), format.Duration(p.OffCPUNS), format.Duration(p.IOWaitNS))
 			shown++
 		}
 	}
@@ -121,18 +90,12 @@ func WriteText(w io.Writer, r *record.Record, res *attribution.Result, opt TextO
 		b.WriteString("\n  lost events: 0\n")
 	}
 	for _, w := range r.Warnings {
-		fmt.Fprintf(&b, "  warning: %s\n", w)
+		fmt.Fprintf(&b, "  warning: %s\n", format.Escape(w))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func shortPath(p string, n int) string {
-	if len([]rune(p)) <= n {
-		return p
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write summary: %w", err)
 	}
-	r := []rune(p)
-	return "…" + string(r[len(r)-n+1:])
+	return nil
 }
 
 // writeBreakdown writes the ledger: each category's wall time with its
@@ -140,7 +103,7 @@ func shortPath(p string, n int) string {
 func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Result) {
 	b.WriteString("\n")
 	for _, row := range res.Breakdown {
-		fmt.Fprintf(b, "  %-12s %9s %4d%%", row.Category.Label(), Duration(row.NS), row.Pct)
+		fmt.Fprintf(b, "  %-12s %9s %4d%%", row.Category.Label(), format.Duration(row.NS), row.Pct)
 		switch row.Category {
 		case attribution.DiskRead:
 			var disk uint64
@@ -150,13 +113,13 @@ func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Resul
 				acc += f.PagesAccessed
 				miss += f.PagesMissed
 			}
-			fmt.Fprintf(b, "  %s read from disk", Bytes(disk))
+			fmt.Fprintf(b, "  %s read from disk", format.Bytes(disk))
 			if acc > 0 {
 				fmt.Fprintf(b, ", %.0f%% page-cache misses", 100*min(1, float64(miss)/float64(acc)))
 			}
 		case attribution.GPUCompute:
 			if r.GPU != nil && r.GPU.Unavailable != "" {
-				fmt.Fprintf(b, "  %s", r.GPU.Unavailable)
+				fmt.Fprintf(b, "  %s", format.Escape(r.GPU.Unavailable))
 			}
 		}
 		b.WriteString("\n")
@@ -165,31 +128,29 @@ func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Resul
 			if shown == 3 || f.NS*50 < row.NS {
 				break
 			}
-			fmt.Fprintf(b, "      %-40s %10s %4.0f%% miss %9s\n", shortPath(f.Path, 40), Bytes(f.BytesFromDisk), 100*f.MissRatio, Duration(f.NS))
+			fmt.Fprintf(b, "      %-40s %10s %4.0f%% miss %9s\n", format.Escape(format.Path(f.Path, 40)), format.Bytes(f.BytesFromDisk), 100*f.MissRatio, format.Duration(f.NS))
 			shown++
 		}
 		for i, c := range row.Compilers {
 			if i == 3 {
 				break
 			}
-			fmt.Fprintf(b, "      %-40s %10s %9s\n", c.Kind+" "+c.Name, fmt.Sprintf("%d runs", c.Runs), Duration(c.NS))
+			fmt.Fprintf(b, "      %-40s %10s %9s\n", format.Escape(c.Kind+" "+c.Name), fmt.Sprintf("%d runs", c.Runs), format.Duration(c.NS))
 		}
 		for _, g := range row.GPUs {
-			fmt.Fprintf(b, "      GPU %d %-34s mean util %.0f%%, VRAM peak %s\n", g.Index, g.Name, g.Device.UtilMeanPct, Bytes(g.Device.VRAMPeakBytes))
+			fmt.Fprintf(b, "      GPU %d %-34s mean util %.0f%%, VRAM peak %s\n", g.Index, format.Escape(g.Name), g.Device.UtilMeanPct, format.Bytes(g.Device.VRAMPeakBytes))
 		}
 	}
 	if len(res.Phases) > 1 {
 		b.WriteString("\n  phases:")
 		for _, ph := range res.Phases {
-			fmt.Fprintf(b, "  %s %s–%s", ph.Name, Duration(ph.StartNS), Duration(ph.EndNS))
+			fmt.Fprintf(b, "  %s %s–%s", ph.Name, format.Duration(ph.StartNS), format.Duration(ph.EndNS))
 		}
 		b.WriteString("\n")
 	}
-	if res.Verdict != "" {
-		fmt.Fprintf(b, "\n  verdict: %s\n", res.Verdict)
-	}
-	for _, n := range res.Notes {
-		fmt.Fprintf(b, "  note: %s\n", n)
+	fmt.Fprintf(b, "\n  verdict: %s\n", format.Escape(words.Verdict(res.Verdict)))
+	for _, n := range words.Notes(res.Notes) {
+		fmt.Fprintf(b, "  note: %s\n", format.Escape(n))
 	}
 }
 
@@ -210,11 +171,11 @@ func writeGPU(b *strings.Builder, r *record.Record) {
 			share = fmt.Sprintf("run's share %.0f%%", *g.RunSharePct)
 		}
 		fmt.Fprintf(b, "  GPU %d %s: util mean %.0f%% peak %d%%, busy %s; VRAM %s before, %s peak, %s at the end; %s\n",
-			g.Index, g.Name, g.UtilMeanPct, g.UtilPeakPct, Duration(g.BusyNS),
-			Bytes(g.VRAMBeforeBytes), Bytes(g.VRAMPeakBytes), Bytes(g.VRAMEndBytes), share)
+			g.Index, format.Escape(g.Name), g.UtilMeanPct, g.UtilPeakPct, format.Duration(g.BusyNS),
+			format.Bytes(g.VRAMBeforeBytes), format.Bytes(g.VRAMPeakBytes), format.Bytes(g.VRAMEndBytes), share)
 	}
 	for _, x := range r.GPU.Interference {
 		fmt.Fprintf(b, "  WARNING: GPU %d was also used by pid %d (%s), not part of this run: peak %s, mean SM util %.0f%%\n",
-			x.Device, x.PID, x.Name, Bytes(x.MemPeakBytes), x.SMUtilMeanPct)
+			x.Device, x.PID, format.Escape(x.Name), format.Bytes(x.MemPeakBytes), x.SMUtilMeanPct)
 	}
 }

@@ -1,4 +1,4 @@
-package report
+package pprof
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,7 +17,9 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
 )
 
 // collapsed folds a profile into "root;…;leaf" → values, the way
@@ -58,15 +59,15 @@ func frames(s *profile.Sample) []string {
 }
 
 func TestPprofRoundTrip(t *testing.T) {
-	for name, r := range exportFixtures(t) {
+	for name, r := range fixtures.All(t) {
 		t.Run(name, func(t *testing.T) {
 			res := attribution.Analyze(r)
-			built, err := BuildPprof(r, res)
+			built, err := Build(r, res)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			if err := WritePprof(&buf, r, res); err != nil {
+			if err := Write(&buf, r, res); err != nil {
 				t.Fatal(err)
 			}
 			p, err := profile.Parse(&buf)
@@ -88,11 +89,11 @@ func TestPprofRoundTrip(t *testing.T) {
 				}
 			}
 
-			if len(p.SampleType) != 2 || p.SampleType[0].Type != PprofWallType || p.SampleType[0].Unit != "nanoseconds" ||
-				p.SampleType[1].Type != PprofBytesType || p.SampleType[1].Unit != "bytes" {
+			if len(p.SampleType) != 2 || p.SampleType[0].Type != WallType || p.SampleType[0].Unit != "nanoseconds" ||
+				p.SampleType[1].Type != BytesType || p.SampleType[1].Unit != "bytes" {
 				t.Errorf("sample types %v %v", p.SampleType[0], p.SampleType[1])
 			}
-			if p.DefaultSampleType != PprofWallType {
+			if p.DefaultSampleType != WallType {
 				t.Errorf("default sample type %q", p.DefaultSampleType)
 			}
 
@@ -129,7 +130,7 @@ func TestPprofRoundTrip(t *testing.T) {
 				}
 				if cat[0] == string(attribution.DiskRead) && len(fr) > 1 {
 					perFile[fr[1]] += s.Value[0]
-					if f := s.Label["file"]; len(fr) > 1 && fr[1] != ppUnknownFile && (len(f) != 1 || f[0] != fr[1]) {
+					if f := s.Label["file"]; len(fr) > 1 && fr[1] != attribution.UnidentifiedFile && (len(f) != 1 || f[0] != fr[1]) {
 						t.Errorf("disk sample %v has file label %v", fr, f)
 					}
 				}
@@ -173,7 +174,7 @@ func TestPprofRoundTrip(t *testing.T) {
 			}
 			// The fit keeps each process's disk time near its evidence.
 			for _, pe := range diskRow.Processes {
-				got := diskProc[ppProcName(pe.PID, pe.Comm)]
+				got := diskProc[format.ProcessLabel(pe.PID, pe.Comm)]
 				if math.Abs(float64(got-pe.NS)) > max(0.01*float64(diskRow.NS), 1e6) {
 					t.Errorf("process %s[%d]: %d ns of disk time, want about %d", pe.Comm, pe.PID, got, pe.NS)
 				}
@@ -183,8 +184,8 @@ func TestPprofRoundTrip(t *testing.T) {
 }
 
 func TestPprofStacksNameSubjects(t *testing.T) {
-	r, res := exportFixture(t, "cold-ml")
-	p, err := BuildPprof(r, res)
+	r, res := fixture(t, "cold-ml")
+	p, err := Build(r, res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestPprofStacksNameSubjects(t *testing.T) {
 func TestPprofEmptyRecord(t *testing.T) {
 	r := &record.Record{Schema: record.Schema}
 	var buf bytes.Buffer
-	if err := WritePprof(&buf, r, nil); err != nil {
+	if err := Write(&buf, r, nil); err != nil {
 		t.Fatal(err)
 	}
 	p, err := profile.Parse(&buf)
@@ -242,16 +243,17 @@ func parsePprofValue(s string) (time.Duration, error) {
 // TestGoToolPprofTop runs the Go toolchain's pprof on the written profile,
 // as a user would, and finds every category with its time.
 func TestGoToolPprofTop(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		t.Skipf("no go command at %s", goBin)
+	// go test puts its own GOROOT/bin first in the test's PATH.
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command: %v", err)
 	}
 	for _, name := range []string{"cold-ml", "sleep-read-spin", "truth-cold"} {
 		t.Run(name, func(t *testing.T) {
-			r, res := exportFixture(t, name)
+			r, res := fixture(t, name)
 			dir := t.TempDir()
 			path := filepath.Join(dir, name+".pb.gz")
-			if err := record.WriteFileAtomic(path, func(w io.Writer) error { return WritePprof(w, r, res) }); err != nil {
+			if err := record.WriteFileAtomic(path, func(w io.Writer) error { return Write(w, r, res) }); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(goBin, "tool", "pprof", "-top", "-nodefraction=0", "-nodecount=1000", path)
@@ -293,4 +295,11 @@ func TestGoToolPprofTop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fixture is a recorded run and its attribution.
+func fixture(t *testing.T, name string) (*record.Record, *attribution.Result) {
+	t.Helper()
+	r := fixtures.Record(t, name)
+	return r, attribution.Analyze(r)
 }

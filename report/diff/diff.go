@@ -1,0 +1,178 @@
+package diff
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/coldtrace/coldtrace/attribution/compare"
+	"github.com/coldtrace/coldtrace/report/format"
+	"github.com/coldtrace/coldtrace/report/words"
+)
+
+// Schema names the JSON format of `coldtrace diff --json`.
+const Schema = "coldtrace.diff/v1"
+
+// document is the JSON of a diff: the comparison's data with the
+// verdicts said in words, under the keys of v1 (the run verdicts and the
+// diff's verdict are strings there).
+type document struct {
+	Schema string `json:"schema"`
+	*compare.Diff
+	A       run    `json:"a"`
+	B       run    `json:"b"`
+	Verdict string `json:"verdict"`
+}
+
+type run struct {
+	compare.Run
+	Verdict string `json:"verdict"`
+}
+
+// WriteJSON writes d as indented JSON.
+func WriteJSON(w io.Writer, d *compare.Diff) error {
+	doc := document{Schema: Schema, Diff: d, A: run{d.A, words.Verdict(d.A.Verdict)},
+		B: run{d.B, words.Verdict(d.B.Verdict)}, Verdict: words.Comparison(d.Verdict)}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("write diff JSON: %w", err)
+	}
+	return nil
+}
+
+// TextOptions shape the text diff.
+type TextOptions struct {
+	TopFiles int // files listed; 10 when zero
+}
+
+// WriteText writes d for people.
+func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
+	if opt.TopFiles <= 0 {
+		opt.TopFiles = 10
+	}
+	esc := format.Escape
+	var b strings.Builder
+	b.WriteString("coldtrace diff\n")
+	for _, s := range []struct {
+		name string
+		r    compare.Run
+	}{{"A", d.A}, {"B", d.B}} {
+		state := "warm"
+		if s.r.Cold {
+			state = "cold start"
+		}
+		fmt.Fprintf(&b, "  %s: %s — %s wall, exit %d, %s", s.name, cmp.Or(format.EscapeAll(s.r.Command), "?"),
+			format.Duration(s.r.WallNS), s.r.ExitCode, state)
+		if s.r.Host != "" || !s.r.Start.IsZero() {
+			var where []string
+			if s.r.Host != "" {
+				where = append(where, esc(s.r.Host))
+			}
+			if !s.r.Start.IsZero() {
+				where = append(where, s.r.Start.Local().Format("2006-01-02 15:04:05"))
+			}
+			fmt.Fprintf(&b, " (%s)", strings.Join(where, ", "))
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "  %-13s %10s %10s %10s\n", "", "A", "B", "B−A")
+	for _, c := range d.Breakdown {
+		fmt.Fprintf(&b, "  %-13s %10s %10s %10s\n", c.Category.Label(), format.Duration(c.ANS),
+			format.Duration(c.BNS), format.SignedDuration(c.DeltaNS))
+	}
+	fmt.Fprintf(&b, "  %-13s %10s %10s %10s\n", "wall", format.Duration(d.A.WallNS),
+		format.Duration(d.B.WallNS), format.SignedDuration(d.DeltaNS))
+	var tw *tabwriter.Writer
+
+	var files []compare.File
+	for _, f := range d.Files {
+		if f.APagesMissed+f.BPagesMissed > 0 || f.ADiskNS+f.BDiskNS > 0 {
+			files = append(files, f)
+		}
+	}
+	if len(files) > 0 {
+		b.WriteString("\n  files (A → B)\n")
+		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "    path\tpages missed\tfrom disk\tdisk time\t\n")
+		for i, f := range files {
+			if i == opt.TopFiles {
+				fmt.Fprintf(tw, "    … %d more files (see --json)\t\t\t\t\n", len(files)-i)
+				break
+			}
+			fmt.Fprintf(tw, "    %s\t%s → %s\t%s → %s\t%s → %s\t%s\n", esc(format.Path(f.Path, format.PathWidth)),
+				format.Count(f.APagesMissed), format.Count(f.BPagesMissed), format.Bytes(f.ABytesFromDisk), format.Bytes(f.BBytesFromDisk),
+				format.Duration(f.ADiskNS), format.Duration(f.BDiskNS), f.Change)
+		}
+		tw.Flush()
+	}
+	if len(d.Caches) > 0 {
+		b.WriteString("\n  caches (A → B)\n")
+		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "    cache\tmisses\thits\tentries written\tcompile time\t\n")
+		for _, c := range d.Caches {
+			note := ""
+			if c.BecameHits > 0 {
+				note = fmt.Sprintf("%s of A's misses were hits in B", format.Count(c.BecameHits))
+			}
+			fmt.Fprintf(tw, "    %s\t%s → %s\t%s → %s\t%s → %s\t%s → %s\t%s\n", esc(c.Name),
+				format.Count(c.AMisses), format.Count(c.BMisses), format.Count(c.AHits), format.Count(c.BHits),
+				format.Count(c.AEntriesWritten), format.Count(c.BEntriesWritten),
+				format.Duration(c.ACompileNS), format.Duration(c.BCompileNS), note)
+		}
+		tw.Flush()
+	}
+	if len(d.Compilers) > 0 {
+		b.WriteString("\n  compilers (A → B)\n")
+		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "    compiler\truns\tCPU\tcompile time\t\n")
+		for _, c := range d.Compilers {
+			name := esc(c.Name)
+			if c.Kind != "compiler" {
+				name += " (" + strings.ReplaceAll(esc(c.Kind), "_", "-") + ")"
+			}
+			fmt.Fprintf(tw, "    %s\t%d → %d\t%s → %s\t%s → %s\t\n", name, c.ARuns, c.BRuns,
+				format.Duration(c.ACPUNS), format.Duration(c.BCPUNS),
+				format.Duration(c.ANS), format.Duration(c.BNS))
+		}
+		tw.Flush()
+	}
+	if len(d.GPUs) > 0 {
+		b.WriteString("\n  GPUs (A → B)\n")
+		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "    GPU\tmean util\tVRAM peak\tGPU compute\t\n")
+		for _, g := range d.GPUs {
+			name := fmt.Sprintf("%d", g.Index)
+			if g.Name != "" {
+				name += " " + esc(g.Name)
+			}
+			fmt.Fprintf(tw, "    %s\t%.0f%% → %.0f%%\t%s → %s\t%s → %s\t\n", name, g.AUtilMeanPct, g.BUtilMeanPct,
+				format.Bytes(g.AVRAMPeakBytes), format.Bytes(g.BVRAMPeakBytes),
+				format.Duration(g.ANS), format.Duration(g.BNS))
+		}
+		tw.Flush()
+	}
+	if len(d.Downloads) > 0 {
+		b.WriteString("\n  downloads (A → B)\n")
+		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		for _, x := range d.Downloads {
+			fmt.Fprintf(tw, "    %s\t%s → %s\t%s → %s\t\n", esc(format.Path(x.Path, format.PathWidth)),
+				format.Bytes(x.ABytes), format.Bytes(x.BBytes), format.Duration(x.ANS), format.Duration(x.BNS))
+		}
+		tw.Flush()
+	}
+
+	fmt.Fprintf(&b, "\n  verdict: %s\n", esc(words.Comparison(d.Verdict)))
+	for _, warn := range d.Warnings {
+		fmt.Fprintf(&b, "  warning: %s\n", esc(warn))
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write diff: %w", err)
+	}
+	return nil
+}

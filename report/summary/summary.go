@@ -1,0 +1,181 @@
+package summary
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/words"
+)
+
+// Schema names the JSON summary format.
+const Schema = "coldtrace.summary/v1"
+
+// Summary is the JSON document of `--json`. Keys documented in README.md
+// keep their meaning across versions; new keys may be added.
+type Summary struct {
+	Schema     string   `json:"schema"`
+	Command    []string `json:"command"`
+	ExitCode   int      `json:"exit_code"`
+	Signal     string   `json:"signal,omitempty"`
+	StartError string   `json:"start_error,omitempty"`
+	// Interrupted is set when coldtrace itself was stopped before the
+	// command ended on its own: the numbers cover the part that ran.
+	Interrupted bool            `json:"interrupted"`
+	WallNS      int64           `json:"wall_ns"`
+	StartupNS   int64           `json:"startup_ns"`
+	LostEvents  uint64          `json:"lost_events"`
+	Lost        record.Lost     `json:"lost"`
+	User        record.User     `json:"user"`
+	Files       []File          `json:"files"`
+	Processes   []Process       `json:"processes"`
+	Warnings    []string        `json:"warnings,omitempty"`
+	Self        record.SelfCost `json:"coldtrace"`
+
+	// From the attribution engine: all six categories, summing to WallNS.
+	Breakdown       []Row                    `json:"breakdown"`
+	Phases          []attribution.Phase      `json:"phases"`
+	Verdict         string                   `json:"verdict"`
+	Cold            bool                     `json:"cold"`
+	WarmEstimateNS  int64                    `json:"warm_estimate_ns"`
+	Attribution     *Attribution             `json:"attribution"`
+	Caches          []record.Cache           `json:"caches"`
+	Compilers       []record.Compiler        `json:"compilers"`
+	GPUs            []record.GPUSummary      `json:"gpus"`
+	GPUUnavailable  string                   `json:"gpu_unavailable,omitempty"`
+	GPUInterference []record.GPUInterference `json:"gpu_interference"`
+}
+
+// Attribution is the attribution result with its verdict and notes said
+// in words, as v1 has them (strings); VerdictData is the verdict as data.
+type Attribution struct {
+	*attribution.Result
+	Verdict     string              `json:"verdict"`
+	Notes       []string            `json:"notes,omitempty"`
+	VerdictData attribution.Verdict `json:"verdict_data"`
+}
+
+// Row is one category's share of the wall time.
+type Row struct {
+	Category string  `json:"category"`
+	NS       int64   `json:"ns"`
+	Pct      int     `json:"pct"`
+	Share    float64 `json:"share"`
+}
+
+// File is one file's page-cache story.
+type File struct {
+	Path          string  `json:"path"`
+	SizeBytes     int64   `json:"size_bytes"`
+	PagesAccessed uint64  `json:"pages_accessed"`
+	PagesMissed   uint64  `json:"pages_missed"`
+	PagesEvicted  uint64  `json:"pages_evicted"`
+	PagesCreated  uint64  `json:"pages_created"`
+	HitRatio      float64 `json:"hit_ratio"`
+	BytesFromDisk uint64  `json:"bytes_from_disk"`
+	IOWaitNS      int64   `json:"io_wait_ns"`
+	MissCPUNS     int64   `json:"miss_cpu_ns"`
+}
+
+// Process is one process's time.
+type Process struct {
+	PID        int32    `json:"pid"`
+	PPID       int32    `json:"ppid"`
+	Comm       string   `json:"comm"`
+	Args       []string `json:"args,omitempty"`
+	ExitCode   int      `json:"exit_code"`
+	StartNS    int64    `json:"start_ns"`
+	EndNS      int64    `json:"end_ns"`
+	CPUNS      int64    `json:"cpu_ns"`
+	OffCPUNS   int64    `json:"offcpu_ns"`
+	IOWaitNS   int64    `json:"io_wait_ns"`
+	MissCPUNS  int64    `json:"miss_cpu_ns"`
+	RunQueueNS int64    `json:"runqueue_ns"`
+}
+
+// HitRatio is the share of accessed pages that came from the cache. A
+// read that missed is usually also counted as accessed; where misses
+// exceed accesses (readahead beyond what was read) the ratio is 0.
+func HitRatio(f record.File) float64 {
+	if f.PagesAccessed == 0 {
+		if f.PagesMissed == 0 {
+			return 1
+		}
+		return 0
+	}
+	if f.PagesMissed >= f.PagesAccessed {
+		return 0
+	}
+	return 1 - float64(f.PagesMissed)/float64(f.PagesAccessed)
+}
+
+// FilesByCost orders files by what they cost the run: I/O wait plus the
+// kernel time of filling the cache, then bytes from disk.
+func FilesByCost(files []record.File) []record.File {
+	out := append([]record.File(nil), files...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ci, cj := out[i].IOWaitNS+out[i].MissCPUNS, out[j].IOWaitNS+out[j].MissCPUNS
+		if ci != cj {
+			return ci > cj
+		}
+		if out[i].BytesFromDisk != out[j].BytesFromDisk {
+			return out[i].BytesFromDisk > out[j].BytesFromDisk
+		}
+		return out[i].PagesAccessed > out[j].PagesAccessed
+	})
+	return out
+}
+
+// New builds the JSON summary of r; res is its attribution (computed
+// when nil).
+func New(r *record.Record, res *attribution.Result) *Summary {
+	if res == nil {
+		res = attribution.Analyze(r)
+	}
+	s := &Summary{Schema: Schema, Command: r.Command, ExitCode: r.ExitCode, Signal: r.Signal,
+		StartError: r.StartError, Interrupted: r.Interrupted, WallNS: r.WallNS, StartupNS: r.StartupNS, LostEvents: r.Lost.Total(),
+		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self,
+		Files: []File{}, Processes: []Process{}}
+	for _, f := range FilesByCost(r.Files) {
+		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
+			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: HitRatio(f),
+			BytesFromDisk: f.BytesFromDisk, IOWaitNS: f.IOWaitNS, MissCPUNS: f.MissCPUNS})
+	}
+	for _, p := range r.Processes {
+		s.Processes = append(s.Processes, Process{PID: p.PID, PPID: p.PPID, Comm: p.Comm, Args: p.Args,
+			ExitCode: p.ExitCode, StartNS: p.StartNS, EndNS: p.EndNS, CPUNS: p.CPUNS, OffCPUNS: p.OffCPUNS,
+			IOWaitNS: p.IOWaitNS, MissCPUNS: p.MissCPUNS, RunQueueNS: p.RunQueueNS})
+	}
+	for _, row := range res.Breakdown {
+		s.Breakdown = append(s.Breakdown, Row{Category: string(row.Category), NS: row.NS, Pct: row.Pct, Share: row.Share})
+	}
+	s.Verdict = words.Verdict(res.Verdict)
+	s.Phases, s.Cold, s.WarmEstimateNS = res.Phases, res.Cold, res.WarmEstimateNS
+	s.Attribution = &Attribution{Result: res, Verdict: s.Verdict, Notes: words.Notes(res.Notes), VerdictData: res.Verdict}
+	s.Caches, s.Compilers = []record.Cache{}, []record.Compiler{}
+	if r.JIT != nil {
+		s.Caches = append(s.Caches, r.JIT.Caches...)
+		s.Compilers = append(s.Compilers, r.JIT.Compilers...)
+	}
+	s.GPUs = []record.GPUSummary{}
+	s.GPUInterference = []record.GPUInterference{}
+	if r.GPU != nil {
+		s.GPUUnavailable = r.GPU.Unavailable
+		s.GPUs = append(s.GPUs, r.GPU.Summaries()...)
+		s.GPUInterference = append(s.GPUInterference, r.GPU.Interference...)
+	}
+	return s
+}
+
+// Write writes the summary of r as indented JSON.
+func Write(w io.Writer, r *record.Record, res *attribution.Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(New(r, res)); err != nil {
+		return fmt.Errorf("write JSON summary: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package text
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/coldtrace/coldtrace/internal/fixtures"
+	"github.com/coldtrace/coldtrace/record"
+)
+
+func TestTextShowsLedgerGPUAndFiles(t *testing.T) {
+	r := fixtures.Record(t, "cold-ml")
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"disk reads", "JIT compile", "GPU compute", "other wait", "verdict: cold start",
+		"GPU 0", "VRAM", "peak", "qwen_image_fp8.safetensors"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestTextOneDurationFormat: the header and the verdict write the same
+// duration the same way (they once said "8.21s" and "8.2s").
+func TestTextOneDurationFormat(t *testing.T) {
+	r := fixtures.Record(t, "truth-warm")
+	r.WallNS = 8_210_000_000
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "— 8.2s wall") || strings.Contains(out, "8.21s") {
+		t.Errorf("header duration:\n%s", out)
+	}
+}
+
+// TestTextEscapesProgramStrings: names chosen by the traced program cannot
+// reach the terminal raw.
+func TestTextEscapesProgramStrings(t *testing.T) {
+	r := fixtures.Record(t, "truth-cold")
+	evil := "/tmp/\x1b[31mred\nfake: line\xff.bin"
+	r.Files[0].Path = evil
+	r.Command = []string{"sh", "-c", "echo \x1b]0;title\x07"}
+	r.Processes[0].Comm = "x\x1b[2J"
+	r.Warnings = append(r.Warnings, "cannot read "+evil)
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\x07\r") || strings.Contains(out, "\nfake: line") || strings.Contains(out, "\xff") {
+		t.Errorf("raw program strings in the summary:\n%q", out)
+	}
+	for _, want := range []string{`\x1b[31mred\nfake: line\xff.bin`, `echo \x1b]0;title\x07`, `x\x1b[2J`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks the escaped %s:\n%s", want, out)
+		}
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestTextWriteError(t *testing.T) {
+	err := Write(failingWriter{}, fixtures.Record(t, "truth-warm"), nil, Options{})
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("error = %v", err)
+	}
+}
+
+func jitRecord() *record.Record {
+	return &record.Record{JIT: &record.JIT{
+		Caches: []record.Cache{
+			{Name: "triton", Root: "/home/u/.triton/cache", Lookups: 3, Hits: 1, Misses: 2, EntriesWritten: 2,
+				BytesWritten: 27043, CompileNS: 823e6, FS: "tmpfs", Volatile: true, SizeBytes: 54086, Files: 6},
+			{Name: "cuda", Root: "/home/u/.nv/ComputeCache", Disabled: "CUDA_CACHE_DISABLE=1",
+				Notes: []string{"CUDA_CACHE_DISABLE=1: the driver cache is off"}},
+			{Name: "python", Root: "**/__pycache__", Lookups: 50, Hits: 50},
+		},
+		Compilers: []record.Compiler{{Name: "cc", Runs: 1, WallNS: 822e6, CPUNS: 3e6}, {Name: "cc1", Runs: 1, WallNS: 801e6, CPUNS: 801e6}},
+		Uprobes:   []record.JITUprobe{{Name: "libnvrtc:nvrtcCompileProgram", Calls: 3, TotalNS: 300e6, CPUNS: 299e6}},
+	}}
+}
+
+func TestWriteJITText(t *testing.T) {
+	out := jitSection(jitRecord())
+	t.Log("\n" + out)
+	for _, want := range []string{
+		"JIT and kernel caches", "triton", "/home/u/.triton/cache", "26.4 KiB", "823ms",
+		"(every __pycache__ directory)", "on tmpfs (emptied on reboot", "CUDA_CACHE_DISABLE=1: the driver cache is off",
+		"cc1", "801ms", "uprobe libnvrtc:nvrtcCompileProgram: 3 calls, 300ms",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	if s := jitSection(&record.Record{}); s != "" {
+		t.Errorf("no JIT: wrote %q", s)
+	}
+}

@@ -1,0 +1,121 @@
+package words
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/attribution/compare"
+	"github.com/coldtrace/coldtrace/report/format"
+)
+
+// Comparison says the verdict of a comparison of two runs: "B was 3.3s
+// faster (5.5s → 2.2s): 1.8s less disk reads (model.bin was cached), …".
+func Comparison(v compare.Verdict) string {
+	walls := fmt.Sprintf("%s → %s", format.Duration(v.AWallNS), format.Duration(v.BWallNS))
+	if v.Kind == compare.Same {
+		return fmt.Sprintf("A and B took about as long (%s).", walls)
+	}
+	word := "slower"
+	if v.Kind == compare.Faster {
+		word = "faster"
+	}
+	s := fmt.Sprintf("B was %s %s (%s)", format.Duration(abs(v.DeltaNS)), word, walls)
+	if len(v.With) > 0 {
+		s += ": " + changes(v.With)
+	}
+	if len(v.Against) > 0 {
+		s += "; but " + changes(v.Against)
+	}
+	return s + "."
+}
+
+func changes(cs []compare.Change) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		more := "more"
+		if c.Less() {
+			more = "less"
+		}
+		parts[i] = fmt.Sprintf("%s %s %s%s", format.Duration(abs(c.DeltaNS)), more, c.Category.Label(), changeDetail(c))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// changeDetail names the evidence behind a change, in parentheses.
+func changeDetail(c compare.Change) string {
+	less := c.Less()
+	switch c.Category {
+	case attribution.DiskRead:
+		if len(c.Files) > 0 {
+			verb := "not cached"
+			if less {
+				verb = "cached"
+			}
+			return " (" + fileList(c.Files) + " " + wasWere(len(c.Files)) + " " + verb + ")"
+		}
+		if c.ABytesFromDisk != c.BBytesFromDisk {
+			return fmt.Sprintf(" (%s read from disk instead of %s)", format.Bytes(c.BBytesFromDisk), format.Bytes(c.ABytesFromDisk))
+		}
+	case attribution.JITCompile:
+		var parts []string
+		for _, k := range c.Caches {
+			if less {
+				parts = append(parts, fmt.Sprintf("%s %s %s", format.Count(k.Count), k.Name,
+					format.Plural(k.Count, "kernel was a cache hit", "kernels were cache hits")))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s more %s cache %s", format.Count(k.Count), k.Name,
+					format.Plural(k.Count, "miss", "misses")))
+			}
+		}
+		for _, x := range c.Compilers {
+			parts = append(parts, fmt.Sprintf("%s ran %s instead of %s", x.Name, format.Times(x.BRuns), format.Times(x.ARuns)))
+		}
+		if len(parts) > 0 {
+			return " (" + strings.Join(parts, ", ") + ")"
+		}
+	case attribution.Download:
+		if len(c.Downloads) > 0 {
+			if less {
+				return " (" + fileList(c.Downloads) + " " + wasWere(len(c.Downloads)) + " already downloaded)"
+			}
+			return " (" + fileList(c.Downloads) + " " + wasWere(len(c.Downloads)) + " downloaded)"
+		}
+	case attribution.GPUCompute:
+		if c.GPU != nil {
+			return fmt.Sprintf(" (mean utilization %.0f%% → %.0f%%)", c.GPU.AUtilMeanPct, c.GPU.BUtilMeanPct)
+		}
+	}
+	return ""
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func wasWere(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+// fileList names up to two paths (shortened), then a count of the others.
+func fileList(paths []string) string {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = format.Path(p, format.PathWidth)
+	}
+	switch len(names) {
+	case 1:
+		return names[0]
+	case 2:
+		return names[0] + " and " + names[1]
+	case 3:
+		return names[0] + " and 2 other files"
+	}
+	return fmt.Sprintf("%s and %d other files", names[0], len(names)-1)
+}

@@ -1,0 +1,140 @@
+package words
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/report/format"
+)
+
+// Verdict says a run's verdict in one or two sentences.
+func Verdict(v attribution.Verdict) string {
+	switch v.Kind {
+	case attribution.VerdictEmpty:
+		return "empty run: the command exited at once; there is no time to attribute."
+	case attribution.VerdictCold:
+		parts := make([]string, 0, len(v.Causes))
+		for _, c := range v.Causes {
+			parts = append(parts, pct(c)+" "+c.Category.Label()+detail(c))
+		}
+		return fmt.Sprintf("cold start: %s; a warm rerun should take ~%s.",
+			strings.Join(parts, ", "), format.Duration(v.WarmEstimateNS))
+	}
+	var parts []string
+	for _, c := range v.Causes {
+		parts = append(parts, pct(c)+" "+c.Category.Label()+waitHint(c))
+	}
+	var tail string
+	if v.AvoidableNS == 0 {
+		tail = "nothing came from disk, a compiler or the network, so a rerun should take about as long."
+	} else {
+		// Name the main avoidable cost even when it is small: "why was
+		// it not slower/faster" still wants the file or compiler.
+		var mostly string
+		if v.Mostly != nil {
+			mostly = ", mostly " + v.Mostly.Category.Label() + detail(*v.Mostly)
+		}
+		tail = fmt.Sprintf("disk reads, compiles and downloads took only %s (%s)%s, so a warm rerun would save little.",
+			sharePct(v.AvoidableShare), format.Duration(v.AvoidableNS), mostly)
+	}
+	return "warm run: " + strings.Join(parts, ", ") + "; " + tail
+}
+
+func pct(c attribution.Cause) string {
+	if c.Pct == 0 && c.NS > 0 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%d%%", c.Pct)
+}
+
+func sharePct(share float64) string {
+	p := share * 100
+	if p > 0 && p < 1 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", p)
+}
+
+func waitHint(c attribution.Cause) string {
+	if c.Category == attribution.OtherWait {
+		return " (sleep, locks, idle)"
+	}
+	return ""
+}
+
+// detail names a cause's evidence in parentheses.
+func detail(c attribution.Cause) string {
+	switch c.Category {
+	case attribution.DiskRead:
+		switch {
+		case len(c.Names) == 0 && c.Unidentified:
+			return " (files not identified)"
+		case len(c.Names) == 0:
+			return ""
+		}
+		top := format.Path(c.Names[0], format.PathWidth)
+		switch c.OtherFiles {
+		case 0:
+			return " (" + top + " not in page cache)"
+		case 1:
+			return " (" + top + " and 1 other file not in page cache)"
+		}
+		return fmt.Sprintf(" (%s and %d other files not in page cache)", top, c.OtherFiles)
+	case attribution.JITCompile:
+		if len(c.Names) > 0 {
+			return " (" + strings.Join(c.Names, ", ") + ")"
+		}
+	case attribution.Download:
+		if len(c.Names) > 0 {
+			return " (" + format.Path(c.Names[0], format.PathWidth) + ")"
+		}
+	}
+	return ""
+}
+
+// Note says one caveat of a result.
+func Note(n attribution.Note) string {
+	switch n.Kind {
+	case attribution.NoteStartError:
+		return "the command could not be started: " + n.Text
+	case attribution.NoteInterrupted:
+		return "coldtrace was interrupted before the command ended; the breakdown covers the part that ran"
+	case attribution.NoteKilled:
+		return fmt.Sprintf("the command was killed by %s (exit %d)", n.Text, n.ExitCode)
+	case attribution.NoteLost:
+		if n.Lost == nil {
+			return "events were lost: the numbers are lower bounds"
+		}
+		x := *n.Lost
+		return fmt.Sprintf("%d events were lost (ring buffer %d, file table %d, thread table %d, tracked table %d, paths %d, fill ends %d): the numbers are lower bounds",
+			x.Total(), x.RingBuffer, x.FileTable, x.ThreadTable, x.Tracked, x.Paths, x.FillEnds)
+	case attribution.NoteUnobservedAll:
+		return "no thread samples cover the run: its time counts as other wait unless a GPU or download signal covers it"
+	case attribution.NoteUnobservedTail:
+		return fmt.Sprintf("the last %s after the final sample were not observed and count as other wait", format.Duration(n.NS))
+	case attribution.NoteAfterExit:
+		return fmt.Sprintf("processes kept running after the command exited: %s of thread time after the exit is not in the breakdown", format.Duration(n.NS))
+	case attribution.NoteGPUUnavailable:
+		return "GPU: " + n.Text
+	case attribution.NoteGPUShared:
+		msg := fmt.Sprintf("GPU %d was also used by %d untraced process(es) (%s): ", n.GPU, n.Processes, strings.Join(n.Names, ", "))
+		if n.RunSharePct != nil {
+			return msg + fmt.Sprintf("gpu_compute counts the run's share of its work (%.0f%%)", *n.RunSharePct)
+		}
+		return msg + "the run's share is unknown, so gpu_compute may include their work"
+	}
+	return string(n.Kind)
+}
+
+// Notes says each caveat; nil when there are none.
+func Notes(ns []attribution.Note) []string {
+	if len(ns) == 0 {
+		return nil
+	}
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = Note(n)
+	}
+	return out
+}
