@@ -338,3 +338,13 @@ func processUmask() uint32 {
 	}
 	return 0o022
 }
+
+// CommandActor acts with the command's rights: for what the command
+// named (its cache trees, its script), which under --user on a real root
+// login are the rights of that user, not root's.
+func (a Actor) CommandActor() Actor {
+	c := a
+	c.User = a.Command
+	c.switchFiles = a.SwitchCommand && a.Command.UID != 0
+	return c
+}

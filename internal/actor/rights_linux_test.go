@@ -151,6 +151,11 @@ func TestDoChangesOneThread(t *testing.T) {
 	if len(after) != 0 {
 		t.Fatalf("threads %v keep the user's fsuid after Do", after)
 	}
+	// The kernel marks the process not dumpable when a thread's fsuid
+	// changes; Do gives back what it found.
+	if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err != nil || d != 1 {
+		t.Errorf("dumpable %d (%v) after Do, want 1", d, err)
+	}
 }
 
 // TestDoLeavesRootsGoroutinesAlone runs many Do calls while other
@@ -276,5 +281,40 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCommandActorUnderUserFlag(t *testing.T) {
+	testenv.RequireRoot(t)
+	u := testuser.Create(t)
+	a, err := Resolve(u.Name, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.IsRoot() || a.Command.UID != uint32(u.UID) || !a.SwitchCommand {
+		t.Fatalf("--user %s on a root login: acts for %d, command %d", u.Name, a.UID, a.Command.UID)
+	}
+	f := newFixture(t, u)
+	if err := a.Do(func() error { _, err := os.ReadFile(f.rootOnly); return err }); err != nil {
+		t.Errorf("root login reads root's file: %v", err)
+	}
+	c := a.CommandActor()
+	if err := c.Do(func() error { _, err := os.ReadFile(f.rootOnly); return err }); !errors.Is(err, unix.EACCES) {
+		t.Errorf("the command's rights read root's file: err %v, want EACCES", err)
+	}
+}
+
+// BenchmarkDo is the cost of taking and giving back a user's rights.
+func BenchmarkDo(b *testing.B) {
+	testenv.RequireRoot(b)
+	u := testuser.Create(b)
+	a, err := Resolve("", u.SudoEnv(os.Getenv))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := a.Do(func() error { return nil }); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
