@@ -122,6 +122,11 @@ func TestDoReturnsTheWorksError(t *testing.T) {
 // one has the user's fsuid and no capabilities, and afterwards none.
 func TestDoChangesOneThread(t *testing.T) {
 	a, _ := sudoActor(t)
+	// Starting a process with SysProcAttr.Credential (an earlier test)
+	// clears dumpable: the vforked child shares the mm while it setuids.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
 	var userThreads []string
 	err := a.Do(func() error {
 		// Blocking system calls on other goroutines make the runtime start
