@@ -25,6 +25,9 @@ func (a Actor) Open(name string) (*os.File, error) {
 // uids are all theirs (a setuid program they started is not theirs), as
 // the kernel's own ptrace check asks. For attach and mark.
 func (a Actor) MayTrace(pid int) error {
+	if !a.resolved {
+		return ErrUnresolved
+	}
 	if a.IsRoot() {
 		return nil
 	}

@@ -76,7 +76,13 @@ type Actor struct {
 	// switchFiles is true when file work must take User's rights (they are
 	// not the process's own).
 	switchFiles bool
+	// resolved is false in the zero Actor, which must not mean root.
+	resolved bool
 }
+
+// ErrUnresolved is the error of Do on an Actor that Resolve or Self did
+// not make: a forgotten Actor fails rather than acting as root.
+var ErrUnresolved = errors.New("internal error: no actor resolved (who coldtrace acts for is unknown)")
 
 // IsRoot reports whether coldtrace acts with root's rights.
 func (a Actor) IsRoot() bool { return a.UID == 0 }
@@ -116,7 +122,7 @@ func resolve(userFlag string, getenv func(string) string, euid, egid int, db acc
 		if err != nil {
 			self = User{UID: uint32(euid), GID: uint32(egid), Groups: []int{egid}, Home: getenv("HOME")}
 		}
-		return Actor{User: self, Umask: umask, Command: self}, nil
+		return Actor{User: self, Umask: umask, Command: self, resolved: true}, nil
 	}
 	invoker, via, err := invokingUser(getenv, db)
 	if err != nil {
@@ -127,7 +133,7 @@ func resolve(userFlag string, getenv func(string) string, euid, egid int, db acc
 			return Actor{}, fmt.Errorf("%w; under %s the command runs as you (%s)", ErrUserUnderSudo, via, describe(invoker))
 		}
 		return Actor{User: invoker, Via: via, Umask: umask, Command: invoker,
-			SwitchCommand: true, switchFiles: true}, nil
+			SwitchCommand: true, switchFiles: true, resolved: true}, nil
 	}
 	// A real root login, or root itself running sudo: root's rights.
 	root, err := db.byID(0)
@@ -135,7 +141,7 @@ func resolve(userFlag string, getenv func(string) string, euid, egid int, db acc
 		root = User{Name: "root", Groups: []int{0}, Home: "/root"}
 	}
 	root.UID, root.GID = 0, uint32(egid)
-	a := Actor{User: root, Via: via, Umask: umask, Command: root}
+	a := Actor{User: root, Via: via, Umask: umask, Command: root, resolved: true}
 	if userFlag != "" {
 		cmd, err := lookupFlagUser(userFlag, db)
 		if err != nil {

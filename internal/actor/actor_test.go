@@ -181,3 +181,14 @@ func TestProcessUmask(t *testing.T) {
 		t.Errorf("umask %#o has bits outside 0777", m)
 	}
 }
+
+func TestZeroActorIsNotRoot(t *testing.T) {
+	var a Actor
+	ran := false
+	if err := a.Do(func() error { ran = true; return nil }); !errors.Is(err, ErrUnresolved) || ran {
+		t.Errorf("zero Actor: Do ran %v, err %v; want ErrUnresolved and no work", ran, err)
+	}
+	if err := a.MayTrace(1); !errors.Is(err, ErrUnresolved) {
+		t.Errorf("zero Actor: MayTrace err %v", err)
+	}
+}

@@ -17,6 +17,9 @@ import (
 // package comment). Do returns work's error, or why the rights could not
 // be taken or given back.
 func (a Actor) Do(work func() error) error {
+	if !a.resolved {
+		return ErrUnresolved
+	}
 	if !a.switchFiles {
 		return work()
 	}

@@ -250,3 +250,16 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestZeroActorWritesNothing(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "out")
+	if err := Write(actor.Actor{}, p, text("x")); !errors.Is(err, actor.ErrUnresolved) {
+		t.Errorf("Write with no actor: %v", err)
+	}
+	if err := Check(actor.Actor{}, Output{Flag: "-o", Path: p}); !errors.Is(err, actor.ErrUnresolved) {
+		t.Errorf("Check with no actor: %v", err)
+	}
+	if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s written: %v", p, err)
+	}
+}
