@@ -560,3 +560,53 @@ func TestResidencyUsage(t *testing.T) {
 		t.Errorf("status of a missing record: exit %d, %q", code, errb.String())
 	}
 }
+
+// The check on a real record: after a traced cold read, status
+// --from predicts cold once the files are evicted and warm after
+// prefetch, at the disk rate the run saw.
+func TestStatusFromTracedRun(t *testing.T) {
+	testenv.RequireTracing(t)
+	t.Setenv("SUDO_UID", "")
+	dir := diskDir(t)
+	model := filepath.Join(dir, "model.bin")
+	writeModel(t, model, 64*mib)
+	var out, errb bytes.Buffer
+	if code := evictCommand([]string{model}, &out, &errb); code != 0 {
+		t.Fatalf("evict: %d %s", code, errb.String())
+	}
+	rec := filepath.Join(dir, "run.ctrace")
+	cmd := exec.Command(os.Args[0], "run", "-q", "-o", rec, "--", "cat", model)
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	var cerr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &cerr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("traced run: %v\n%s", err, cerr.String())
+	}
+
+	doc := runStatusJSON(t, "--from", rec)
+	if len(doc.Files) == 0 || doc.Files[0].Path != model || doc.Prediction == nil || doc.Prediction.State != "warm" {
+		t.Fatalf("after the traced read: %+v %+v", doc.Files, doc.Prediction)
+	}
+	out.Reset()
+	errb.Reset()
+	if code := evictCommand([]string{"--from", rec}, &out, &errb); code != 0 {
+		t.Fatalf("evict --from: %d %s", code, errb.String())
+	}
+	doc = runStatusJSON(t, "--from", rec)
+	if p := doc.Prediction; p == nil || p.State != "cold" || p.MissingBytes < 64*mib || p.ETANS <= 0 ||
+		!strings.Contains(p.Sentence, "at the disk rate of the recorded run") {
+		t.Errorf("after evict: %+v", p)
+	} else {
+		t.Logf("after evict: %s", p.Sentence)
+	}
+	out.Reset()
+	errb.Reset()
+	if code := prefetchCommand([]string{"--from", rec}, &out, &errb); code != 0 {
+		t.Fatalf("prefetch --from: %d %s", code, errb.String())
+	}
+	if doc = runStatusJSON(t, "--from", rec); doc.Prediction == nil || doc.Prediction.State != "warm" {
+		t.Errorf("after prefetch: %+v", doc.Prediction)
+	} else {
+		t.Logf("after prefetch: %s", doc.Prediction.Sentence)
+	}
+}

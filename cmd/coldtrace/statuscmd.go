@@ -254,6 +254,8 @@ func roughDuration(ns int64) string {
 		return fmt.Sprintf("%d min", int((d+30*time.Second)/time.Minute))
 	case d >= 10*time.Second:
 		return fmt.Sprintf("%d s", int((d+500*time.Millisecond)/time.Second))
+	case d < 100*time.Millisecond:
+		return "under 0.1 s"
 	}
 	return fmt.Sprintf("%.1f s", d.Seconds())
 }
