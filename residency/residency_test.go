@@ -332,3 +332,48 @@ func TestRootFacts(t *testing.T) {
 		t.Errorf("disk root: %+v %v", f, err)
 	}
 }
+
+// Several files at once, each read in full, results in plan order.
+func TestPrefetchSeveralFiles(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := diskDir(t)
+	var paths []string
+	for i := range 5 {
+		p := filepath.Join(dir, "shard"+strconv.Itoa(i))
+		writeFile(t, p, (i+1)*mib)
+		paths = append(paths, p)
+	}
+	if _, probs := Evict(Self{}, []string{dir}); len(probs) != 0 {
+		t.Fatal(probs)
+	}
+	plan, probs := PlanPrefetch(Self{}, paths)
+	if len(probs) != 0 || plan.MissingBytes != 15*mib || plan.TotalBytes != 15*mib {
+		t.Fatalf("plan %+v %v", plan, probs)
+	}
+	calls := 0
+	res := Prefetch(context.Background(), Creds{UID: 0, GID: 0}, plan, Options{Workers: 2, OnProgress: func(Progress) { calls++ }})
+	if res.ReadBytes != 15*mib || calls == 0 {
+		t.Errorf("read %d, %d progress calls", res.ReadBytes, calls)
+	}
+	for i, f := range res.Files {
+		if f.Path != paths[i] || f.ReadBytes != int64(i+1)*mib || f.Err != nil {
+			t.Errorf("file %d: %+v", i, f)
+		}
+	}
+	files, _ := Stat(Self{}, []string{dir})
+	for _, f := range files {
+		if f.Cached != f.Pages {
+			t.Errorf("%s: %d of %d pages cached", f.Path, f.Cached, f.Pages)
+		}
+	}
+	// A cancelled prefetch reads nothing more.
+	if _, probs := Evict(Self{}, paths); len(probs) != 0 {
+		t.Fatal(probs)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res = Prefetch(ctx, Self{}, plan, Options{})
+	if res.ReadBytes != 0 || !errors.Is(res.Files[0].Err, context.Canceled) {
+		t.Errorf("cancelled: %+v", res)
+	}
+}

@@ -610,3 +610,57 @@ func TestStatusFromTracedRun(t *testing.T) {
 		t.Logf("after prefetch: %s", doc.Prediction.Sentence)
 	}
 }
+
+// evict says which pages it could not drop, and who maps them.
+func TestEvictNamesMappers(t *testing.T) {
+	testenv.RequireRoot(t)
+	t.Setenv("SUDO_UID", "")
+	path := filepath.Join(diskDir(t), "mapped.bin")
+	writeModel(t, path, 4*mib)
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	m, err := unix.Mmap(int(fh.Fd()), 0, 4*mib, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	n := 0
+	for i := 0; i < len(m); i += os.Getpagesize() {
+		n += int(m[i])
+	}
+	t.Logf("touched the mapping (%d)", n)
+	var out, errb bytes.Buffer
+	if code := evictCommand([]string{path}, &out, &errb); code != 0 {
+		t.Fatalf("evict: %d %s", code, errb.String())
+	}
+	comm, _ := os.ReadFile("/proc/self/comm")
+	want := fmt.Sprintf("1024 pages kept: 1024 mapped by %s (pid %d)", strings.TrimSpace(string(comm)), os.Getpid())
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("evict output lacks %q:\n%s", want, out.String())
+	}
+}
+
+func TestRecordFileOrder(t *testing.T) {
+	r := &record.Record{
+		Files: []record.File{
+			{ID: 0, Path: "/never-in-samples", PagesMissed: 1},
+			{ID: 1, Path: "/second", PagesMissed: 5},
+			{ID: 2, Path: "/hit-only", PagesAccessed: 9},
+			{ID: 3, Path: "/first", BytesFromDisk: 4096},
+		},
+		Samples: []record.Sample{
+			{EndNS: 1, Files: []record.FileDelta{{File: 3, PagesAccessed: 1}}},
+			{EndNS: 2, Files: []record.FileDelta{{File: 2, PagesAccessed: 1}, {File: 1, PagesMissed: 5}}},
+		},
+	}
+	var got []string
+	for _, f := range filesReadFromDisk(r) {
+		got = append(got, f.Path)
+	}
+	if strings.Join(got, " ") != "/first /second /never-in-samples" {
+		t.Errorf("order %v", got)
+	}
+}

@@ -24,8 +24,10 @@ const exitPartial = 1
 // actor; env and id resolve the registry's cache roots.
 //
 // Until internal/actor lands, invokingUser below is the whole permission
-// model of these commands: under sudo, the user in SUDO_UID/SUDO_GID with
-// their groups and passwd home; otherwise coldtrace's own identity.
+// model of these commands: under sudo, doas or pkexec, the invoking user
+// with their groups and passwd home (residency.Creds switches the
+// filesystem identity of the thread that does the file work); otherwise
+// coldtrace's own identity (residency.Self).
 type actingUser struct {
 	actor residency.Actor
 	env   jit.Env
@@ -44,27 +46,33 @@ func invokingUser() (actingUser, error) {
 			}
 		}
 	}
-	sudoUID := os.Getenv("SUDO_UID")
-	if os.Geteuid() != 0 || sudoUID == "" {
+	invoker, how := invokingID()
+	if os.Geteuid() != 0 || invoker == "" {
 		id := jit.Identity{UID: uint32(os.Getuid()), Cwd: cwd}
 		if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil {
 			id.User, id.Home = u.Username, u.HomeDir
 		}
 		return actingUser{actor: residency.Self{}, env: env, id: id}, nil
 	}
-	u, err := user.LookupId(sudoUID)
+	var u *user.User
+	var err error
+	if how == "DOAS_USER" {
+		u, err = user.Lookup(invoker)
+	} else {
+		u, err = user.LookupId(invoker)
+	}
 	if err != nil {
-		return actingUser{}, fmt.Errorf("SUDO_UID %s: %w", sudoUID, err)
+		return actingUser{}, fmt.Errorf("%s %s: %w", how, invoker, err)
 	}
 	uid, err := strconv.ParseUint(u.Uid, 10, 32)
 	if err != nil {
-		return actingUser{}, fmt.Errorf("SUDO_UID %s: %w", sudoUID, err)
+		return actingUser{}, fmt.Errorf("%s %s: uid %q: %w", how, invoker, u.Uid, err)
 	}
 	gid, err := strconv.ParseUint(u.Gid, 10, 32)
 	if err != nil {
-		return actingUser{}, fmt.Errorf("SUDO_UID %s: gid %q: %w", sudoUID, u.Gid, err)
+		return actingUser{}, fmt.Errorf("%s %s: gid %q: %w", how, invoker, u.Gid, err)
 	}
-	if g := os.Getenv("SUDO_GID"); g != "" {
+	if g := os.Getenv("SUDO_GID"); g != "" && how == "SUDO_UID" {
 		if gid, err = strconv.ParseUint(g, 10, 32); err != nil {
 			return actingUser{}, fmt.Errorf("SUDO_GID %q: %w", g, err)
 		}
@@ -83,6 +91,17 @@ func invokingUser() (actingUser, error) {
 	env["HOME"], env["USER"], env["LOGNAME"] = u.HomeDir, u.Username, u.Username
 	return actingUser{actor: creds, env: env,
 		id: jit.Identity{UID: uint32(uid), User: u.Username, Home: u.HomeDir, Cwd: cwd}}, nil
+}
+
+// invokingID is the user who ran sudo (SUDO_UID), doas (DOAS_USER, a
+// name) or pkexec (PKEXEC_UID), and the variable that said so.
+func invokingID() (id, how string) {
+	for _, v := range []string{"SUDO_UID", "DOAS_USER", "PKEXEC_UID"} {
+		if s := os.Getenv(v); s != "" {
+			return s, v
+		}
+	}
+	return "", ""
 }
 
 // recordInput is what --from RECORD contributes: the files the run read

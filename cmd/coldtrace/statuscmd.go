@@ -132,6 +132,9 @@ func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) 
 	for _, p := range probs {
 		rep.Problems = append(rep.Problems, p.Error())
 	}
+	if rep.Files == nil {
+		rep.Files = []residency.File{} // "files": [] in the JSON, never null
+	}
 	for _, f := range rep.Files {
 		rep.Totals.Files++
 		rep.Totals.SizeBytes += f.Size
