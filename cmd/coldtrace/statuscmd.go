@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,6 +149,9 @@ func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) 
 	roots := jit.Resolve(jit.Registry, who.env, who.id)
 	if in != nil && in.rec.JIT != nil {
 		for _, c := range in.rec.JIT.Caches {
+			if !filepath.IsAbs(c.Root) {
+				continue // an in-tree cache ("**/__pycache__"): no one root to look at
+			}
 			rep.byName[c.Name] = append(rep.byName[c.Name], c.Root)
 			spec := jit.UserSpec(c.Name, c.Root)
 			roots = append(roots, jit.Root{Spec: &spec, Path: c.Root, Via: "record"})
@@ -195,7 +199,10 @@ func predict(t statusTotals, rate float64, what string, caches []kcache.Cache) *
 	p.MissingBytes = known - t.CachedBytes
 	var parts []string
 	switch {
-	case t.Files > 0 && t.UnknownFiles == t.Files:
+	case t.Files == 0:
+		p.State = "warm"
+		parts = append(parts, "no files to read ("+what+": none)")
+	case t.UnknownFiles == t.Files:
 		p.State = "unknown"
 		parts = append(parts, fmt.Sprintf("unknown: this user may not see the page cache of %s (%s)", what, report.Bytes(uint64(t.SizeBytes))))
 	case float64(p.MissingBytes) <= warmShare*float64(known):

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/coldtrace/coldtrace/internal/kcache"
+	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/residency"
 )
 
@@ -33,6 +36,7 @@ func TestPredict(t *testing.T) {
 		"no rate": {statusTotals{Files: 1, SizeBytes: gib}, 0, nil, "cold", "next run: cold: 1.0 GiB of model files not cached"},
 		"unknown": {statusTotals{Files: 2, SizeBytes: gib, UnknownFiles: 2, UnknownBytes: gib}, 0, []kcache.Cache{off}, "unknown",
 			"next run: unknown: this user may not see the page cache of model files (1.0 GiB); Triton cache: disabled (TRITON_ALWAYS_COMPILE=1), everything compiles again"},
+		"nothing read": {statusTotals{}, 0, []kcache.Cache{triton}, "warm", "next run: no files to read (model files: none); Triton cache: 1,180 entries"},
 		"part unknown": {statusTotals{Files: 2, SizeBytes: 2 * gib, CachedBytes: gib, UnknownFiles: 1, UnknownBytes: gib}, 0, nil, "warm",
 			"next run: warm for model files (1.0 of 1.0 GiB cached); 1 file (1.0 GiB) unknown to this user"},
 	} {
@@ -56,5 +60,22 @@ func TestStatusFormatting(t *testing.T) {
 	}
 	if got := shortFilePath("/a/very/long/path/model.safetensors", 20); !strings.HasSuffix(got, "model.safetensors") || len([]rune(got)) != 20 {
 		t.Errorf("shortFilePath: %q", got)
+	}
+}
+
+// A record whose run read nothing from disk and used only an in-tree
+// cache still gets a table and a prediction.
+func TestStatusRecordWithoutFiles(t *testing.T) {
+	t.Setenv("SUDO_UID", "")
+	path := filepath.Join(t.TempDir(), "r.ctrace")
+	rec := &record.Record{Schema: record.Schema, WallNS: 1e9,
+		JIT: &record.JIT{Caches: []record.Cache{{Name: "python", Framework: "Python bytecode", Root: "**/__pycache__"}}}}
+	if err := record.WriteFile(path, rec); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := statusCommand([]string{"--from", path}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "next run: no files to read") || !strings.Contains(out.String(), "kernel caches") {
+		t.Errorf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
 }
