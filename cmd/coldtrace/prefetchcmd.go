@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/report"
+	"github.com/coldtrace/coldtrace/residency"
+)
+
+// prefetchCommand is `coldtrace prefetch [--dry-run] [--force]
+// PATH…|--from RECORD`: read into the page cache exactly what a run
+// needs and is not cached, files in the order the run read them, several
+// at once, after checking that it fits.
+func prefetchCommand(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("coldtrace prefetch", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "", "prefetch the files `RECORD` read from disk, in the order it read them")
+	dryRun := fs.Bool("dry-run", false, "list what would be read, read nothing")
+	force := fs.Bool("force", false, "read even when it does not fit in memory (MemAvailable, the memory cgroup's limit)")
+	workers := fs.Int("jobs", 4, "files read at once")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: coldtrace prefetch [--dry-run] [--force] PATH...|--from RECORD\n\n"+
+			"Reads into the page cache only the ranges of these files (directories recursively) that are not\n"+
+			"cached, several files at once. Refuses when they would not fit, unless --force.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return fail(stderr, exitUsage, fmt.Errorf("%w: %v", errUsage, err))
+	}
+	if *from == "" && fs.NArg() == 0 {
+		return fail(stderr, exitUsage, fmt.Errorf("%w: nothing to prefetch; usage: coldtrace prefetch PATH...|--from RECORD", errUsage))
+	}
+	if *workers < 1 {
+		return fail(stderr, exitUsage, fmt.Errorf("%w: --jobs %d: want at least 1", errUsage, *workers))
+	}
+	who, err := invokingUser()
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	var paths []string
+	var rate float64
+	if *from != "" {
+		in, err := readRecordInput(*from, stderr)
+		if err != nil {
+			return fail(stderr, exitFailure, err)
+		}
+		paths, rate = in.paths(stderr), in.diskRate
+	}
+	paths = append(paths, fs.Args()...)
+	plan, probs := residency.PlanPrefetch(who.actor, paths)
+	printProblems(stderr, probs)
+	partial := 0
+	if len(probs) > 0 {
+		partial = exitPartial
+	}
+
+	mem, err := residency.ReadMemory()
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	fit := mem.Check(plan.MissingBytes)
+	if *dryRun {
+		if err := writePrefetchPlan(stdout, plan, rate, fit, *asJSON); err != nil {
+			return fail(stderr, exitFailure, err)
+		}
+		return partial
+	}
+	if fit != nil && !*force {
+		return fail(stderr, exitFailure, fmt.Errorf("prefetch refused: %v (--force reads anyway)", fit))
+	}
+	if fit != nil {
+		fmt.Fprintf(stderr, "coldtrace: warning: %v; reading anyway (--force)\n", fit)
+	}
+
+	// A signal stops the reads between chunks; what was read stays cached.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, unix.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	opt := residency.Options{Workers: *workers}
+	if isTerminal(stderr) {
+		opt.OnProgress = func(p residency.Progress) { fmt.Fprintf(stderr, "\r\033[K%s", progressLine(p)) }
+	}
+	res := residency.Prefetch(ctx, who.actor, plan, opt)
+	if opt.OnProgress != nil {
+		fmt.Fprint(stderr, "\n")
+	}
+	for _, f := range res.Files {
+		if f.Err != nil {
+			fmt.Fprintf(stderr, "coldtrace: %s: %v\n", f.Path, f.Err)
+			partial = exitPartial
+		}
+	}
+	if *asJSON {
+		type fetched struct {
+			Path      string `json:"path"`
+			ReadBytes int64  `json:"read_bytes"`
+			Error     string `json:"error,omitempty"`
+		}
+		out := struct {
+			Schema     string    `json:"schema"`
+			Files      []fetched `json:"files"`
+			ReadBytes  int64     `json:"read_bytes"`
+			TotalBytes int64     `json:"total_bytes"`
+			ElapsedNS  int64     `json:"elapsed_ns"`
+		}{Schema: "coldtrace.prefetch/v1", ReadBytes: res.ReadBytes, TotalBytes: plan.TotalBytes, ElapsedNS: int64(res.Elapsed)}
+		for _, f := range res.Files {
+			e := fetched{Path: f.Path, ReadBytes: f.ReadBytes}
+			if f.Err != nil {
+				e.Error = f.Err.Error()
+			}
+			out.Files = append(out.Files, e)
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(out)
+	} else {
+		_, err = fmt.Fprintf(stdout, "coldtrace prefetch: read %s of %s (%s; the rest was cached) in %s, %.0f MB/s\n",
+			report.Bytes(uint64(res.ReadBytes)), plural(len(plan.Files), "file"), report.Bytes(uint64(plan.TotalBytes)),
+			report.Duration(int64(res.Elapsed)), float64(res.ReadBytes)/max(res.Elapsed.Seconds(), 1e-9)/1e6)
+	}
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	if ctx.Err() != nil && res.ReadBytes < plan.MissingBytes {
+		return fail(stderr, exitFailure, errors.New("prefetch interrupted"))
+	}
+	return partial
+}
+
+// progressLine is the live line on a terminal.
+func progressLine(p residency.Progress) string {
+	s := fmt.Sprintf("prefetch: %s of %s, %d/%d files, %.0f MB/s", report.Bytes(uint64(p.DoneBytes)), report.Bytes(uint64(p.TotalBytes)),
+		p.FilesDone, p.Files, p.BytesPerSec()/1e6)
+	if eta := p.ETA(); eta > 0 {
+		s += ", ETA " + eta.Round(time.Second).String()
+	}
+	return s
+}
+
+// writePrefetchPlan is --dry-run: what would be read, and whether it fits.
+func writePrefetchPlan(w io.Writer, plan residency.Plan, rate float64, fit error, asJSON bool) error {
+	var etaNS int64
+	if rate > 0 {
+		etaNS = int64(float64(plan.MissingBytes) / rate * 1e9)
+	}
+	if asJSON {
+		out := struct {
+			Schema  string         `json:"schema"`
+			DryRun  bool           `json:"dry_run"`
+			Plan    residency.Plan `json:"plan"`
+			Fits    bool           `json:"fits"`
+			Refusal string         `json:"refusal,omitempty"`
+			Rate    float64        `json:"disk_rate_bytes_per_s,omitempty"`
+			ETANS   int64          `json:"eta_ns,omitempty"`
+		}{Schema: "coldtrace.prefetch/v1", DryRun: true, Plan: plan, Fits: fit == nil, Rate: rate, ETANS: etaNS}
+		if fit != nil {
+			out.Refusal = fit.Error()
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "coldtrace prefetch --dry-run: would read %s of %s (%s)\n", report.Bytes(uint64(plan.MissingBytes)),
+		plural(len(plan.Files), "file"), report.Bytes(uint64(plan.TotalBytes)))
+	for _, f := range plan.Files {
+		switch {
+		case !f.Known:
+			fmt.Fprintf(&b, "  %s: all %s (residency unknown: %s)\n", f.Path, report.Bytes(uint64(f.Size)), f.Unknown)
+		case f.MissingBytes == 0:
+			fmt.Fprintf(&b, "  %s: cached, nothing to read\n", f.Path)
+		default:
+			fmt.Fprintf(&b, "  %s: %s in %d ranges\n", f.Path, report.Bytes(uint64(f.MissingBytes)), len(f.Missing))
+		}
+	}
+	if etaNS > 0 {
+		fmt.Fprintf(&b, "  about %s at the disk rate of the recorded run (%.0f MB/s)\n", roughDuration(etaNS), rate/1e6)
+	}
+	if fit != nil {
+		fmt.Fprintf(&b, "  would refuse: %v (--force reads anyway)\n", fit)
+	} else {
+		b.WriteString("  fits in memory\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// isTerminal reports whether w is a terminal (the progress line is for
+// people, not for logs).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
