@@ -1,0 +1,257 @@
+// Package download is coldtrace's network sensor: it counts, in the
+// kernel, the bytes each TCP connection opened by a traced thread
+// receives, links the files the receiving thread writes meanwhile, and
+// fills the record's downloads with the connections that meet the shared
+// definition (DESIGN.md, "Shared definitions: Download").
+package download
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// Shared are the core object's maps this sensor's programs use, so that
+// there is one tracked set.
+type Shared struct {
+	// TaskStates is the core's task storage: present for tracked threads.
+	TaskStates *ebpf.Map
+	// Threads is the core's per-thread slot array.
+	Threads *ebpf.Map
+}
+
+// Sensor is the loaded network probes and their reader.
+type Sensor struct {
+	objs  bpfdl.DownloadObjects
+	links []link.Link
+	rd    *ringbuf.Reader
+	done  chan struct{}
+
+	mu      sync.Mutex
+	closed  []Conn // connections reported at close
+	readErr error
+}
+
+// Open loads the network probes with the core's tracked set. It attaches
+// nothing: call Start.
+func Open(shared Shared) (*Sensor, error) {
+	if shared.TaskStates == nil || shared.Threads == nil {
+		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
+	}
+	s := &Sensor{}
+	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
+		bpfdl.DownloadMapTaskStates: shared.TaskStates,
+		bpfdl.DownloadMapThreads:    shared.Threads,
+	}}
+	if err := bpfdl.LoadDownloadObjects(&s.objs, opts); err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			return nil, fmt.Errorf("load network probes (verifier rejected them): %+v", verr)
+		}
+		return nil, fmt.Errorf("load network probes: %w", err)
+	}
+	return s, nil
+}
+
+// Programs are the sensor's BPF programs by name, for cost accounting
+// (bpf_stats).
+func (s *Sensor) Programs() map[string]*ebpf.Program {
+	return map[string]*ebpf.Program{
+		bpfdl.DownloadProgOnRecv:       s.objs.OnRecv,
+		bpfdl.DownloadProgOnSockState:  s.objs.OnSockState,
+		bpfdl.DownloadProgOnAddToCache: s.objs.OnAddToCache,
+	}
+}
+
+// Start attaches the probes and starts draining closed connections.
+// Connections opened before Start are not seen.
+func (s *Sensor) Start() error {
+	for name, p := range s.Programs() {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			return fmt.Errorf("attach %s: %w", name, err)
+		}
+		s.links = append(s.links, l)
+	}
+	rd, err := ringbuf.NewReader(s.objs.ClosedConns)
+	if err != nil {
+		return fmt.Errorf("open network ring buffer: %w", err)
+	}
+	s.rd = rd
+	s.done = make(chan struct{})
+	go s.read()
+	return nil
+}
+
+func (s *Sensor) read() {
+	defer close(s.done)
+	var r ringbuf.Record
+	for {
+		if err := s.rd.ReadInto(&r); err != nil {
+			if !errors.Is(err, ringbuf.ErrClosed) && !errors.Is(err, ringbuf.ErrFlushed) {
+				s.mu.Lock()
+				s.readErr = fmt.Errorf("read network ring buffer: %w", err)
+				s.mu.Unlock()
+			}
+			return
+		}
+		var c bpfdl.DownloadConn
+		if len(r.RawSample) < int(unsafe.Sizeof(c)) {
+			continue
+		}
+		c = *(*bpfdl.DownloadConn)(unsafe.Pointer(&r.RawSample[0]))
+		s.mu.Lock()
+		s.closed = append(s.closed, decodeConn(&c))
+		s.mu.Unlock()
+	}
+}
+
+// Finish detaches the probes, gathers every connection and written file,
+// and fills rec.Downloads. It runs after the command exited and the core
+// filled rec.Files (the paths of written files) and rec.Samples.
+// startMono is the monotonic time (ns) the command was released.
+func (s *Sensor) Finish(rec *record.Record, startMono uint64) error {
+	conns, writes, err := s.collect()
+	if err != nil {
+		return err
+	}
+	rec.Downloads = Build(conns, writes, Env{
+		StartMono:  startMono,
+		Locate:     fileLocator(rec.Files),
+		Samples:    rec.Samples,
+		IntervalNS: rec.IntervalNS,
+	})
+	for i := range rec.Downloads {
+		d := &rec.Downloads[i]
+		if d.Path == "" {
+			continue
+		}
+		d.Name = hubName(d.Path)
+		if d.Name == "" {
+			d.Name = filepath.Base(d.Path)
+		}
+	}
+	if w := s.lostWarning(); w != "" {
+		rec.Warnings = append(rec.Warnings, w)
+	}
+	return nil
+}
+
+// collect stops the probes and returns every connection (closed ones from
+// the ring buffer, open ones from the map) and every written file.
+func (s *Sensor) collect() ([]Conn, []Write, error) {
+	if err := s.detach(); err != nil {
+		return nil, nil, err
+	}
+	if s.rd != nil {
+		if err := s.rd.Flush(); err != nil {
+			return nil, nil, fmt.Errorf("flush network ring buffer: %w", err)
+		}
+		<-s.done
+	}
+	s.mu.Lock()
+	conns := append([]Conn(nil), s.closed...)
+	err := s.readErr
+	s.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+
+	var sk uint64
+	var c bpfdl.DownloadConn
+	it := s.objs.Conns.Iterate()
+	for it.Next(&sk, &c) {
+		conns = append(conns, decodeConn(&c))
+	}
+	if err := it.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read network connections: %w", err)
+	}
+
+	var writes []Write
+	var wk bpfdl.DownloadWriteKey
+	var ws bpfdl.DownloadWriteStats
+	page := uint64(os.Getpagesize())
+	wit := s.objs.Writes.Iterate()
+	for wit.Next(&wk, &ws) {
+		writes = append(writes, Write{Sk: wk.Sk, ID: wk.Id, Dev: wk.Dev, Ino: wk.Ino,
+			Bytes: ws.Pages * page, FirstTS: ws.FirstTs, LastTS: ws.LastTs})
+	}
+	if err := wit.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read files written by downloads: %w", err)
+	}
+	return conns, writes, nil
+}
+
+func (s *Sensor) detach() error {
+	var first error
+	for _, l := range s.links {
+		if err := l.Close(); err != nil && first == nil {
+			first = fmt.Errorf("detach network probes: %w", err)
+		}
+	}
+	s.links = nil
+	return first
+}
+
+// lostWarning says what the kernel side could not record, or "".
+func (s *Sensor) lostWarning() string {
+	var n [3]uint64
+	for i := range n {
+		var per []uint64
+		if err := s.objs.Lost.Lookup(uint32(i), &per); err != nil {
+			return fmt.Sprintf("network: lost counters unreadable: %v", err)
+		}
+		for _, v := range per {
+			n[i] += v
+		}
+	}
+	if n[bpfdl.DownloadDlLostDL_RINGBUF]+n[bpfdl.DownloadDlLostDL_CONNS]+n[bpfdl.DownloadDlLostDL_WRITES] == 0 {
+		return ""
+	}
+	return fmt.Sprintf("network: %d closed connections unreported, %d connections untracked (table full), %d written files unlinked: downloads are lower bounds",
+		n[bpfdl.DownloadDlLostDL_RINGBUF], n[bpfdl.DownloadDlLostDL_CONNS], n[bpfdl.DownloadDlLostDL_WRITES])
+}
+
+// Close detaches the probes, closes the reader and then the objects,
+// keeping the first error.
+func (s *Sensor) Close() error {
+	first := s.detach()
+	if s.rd != nil {
+		if err := s.rd.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
+			first = fmt.Errorf("close network ring buffer: %w", err)
+		}
+		<-s.done
+		s.rd = nil
+	}
+	if err := s.objs.Close(); err != nil && first == nil {
+		first = fmt.Errorf("close network probes: %w", err)
+	}
+	return first
+}
+
+func decodeConn(c *bpfdl.DownloadConn) Conn {
+	var addr netip.Addr
+	if c.Family == 2 { // AF_INET
+		addr = netip.AddrFrom4([4]byte(c.Daddr[:4]))
+	} else {
+		addr = netip.AddrFrom16(c.Daddr).Unmap()
+	}
+	return Conn{
+		Sk: c.Sk, ID: c.Id,
+		PID: int32(c.Tgid), TID: int32(c.Tid), RxTID: int32(c.RxTid),
+		Peer:    netip.AddrPortFrom(addr, c.Dport),
+		FirstTS: c.FirstTs, LastTS: c.LastTs,
+		Bytes: c.Bytes, Receives: c.Recvs,
+	}
+}
