@@ -11,6 +11,7 @@ kernel's bpf_ktime_get_ns:
   chatter:URL:N    N small requests on one keep-alive connection
   accept           listen on 127.0.0.1, print the port, take one
                    connection and read it to its end
+  exec:ARG,ARG...  become another program (curl, wget): the last operation
 """
 import http.client
 import json
@@ -88,6 +89,9 @@ def main():
             res = {"bytes": n, "t0": t0, "t1": time.monotonic_ns()}
             c.close()
             srv.close()
+        elif kind == "exec":
+            args = rest.split(",")
+            os.execv(args[0], args)
         else:
             sys.exit("unknown operation " + op)
         res["op"] = kind

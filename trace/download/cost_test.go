@@ -1,0 +1,143 @@
+package download
+
+import (
+	"io"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
+	"github.com/coldtrace/coldtrace/internal/testenv"
+)
+
+// pidfdThread is PIDFD_THREAD (O_EXCL): a pidfd for one thread, not a
+// thread group (Linux 6.9).
+const pidfdThread = unix.O_EXCL
+
+// receive connects to a local server that sends n messages of size
+// bytes, and reads them one receive each, on the calling thread. It
+// returns the bytes read.
+func receive(t *testing.T, n, size int) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		msg := make([]byte, size)
+		ack := make([]byte, 1)
+		for range n {
+			if _, err := c.Write(msg); err != nil {
+				return
+			}
+			// One message in flight, so that each receive returns one.
+			if _, err := c.Read(ack); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, size)
+	got := 0
+	for range n {
+		k, err := io.ReadFull(c, buf)
+		got += k
+		if err != nil {
+			t.Fatalf("receive: %v", err)
+		}
+		if _, err := c.Write(buf[:1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got
+}
+
+// runStats is one program's run count and time so far.
+func runStats(t *testing.T, p *ebpf.Program) (uint64, time.Duration) {
+	st, err := p.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.RunCount, st.Runtime
+}
+
+// TestPerEventCost measures the receive probe on an untracked thread
+// (what every socket read on the machine pays) and on a tracked thread
+// receiving on a connection it opened, and checks the tracked one's
+// bytes. Other tests on the machine add their own receives to the counts:
+// the figures are logged, not asserted.
+func TestPerEventCost(t *testing.T) {
+	testenv.RequireTracing(t)
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		t.Fatalf("enable bpf_stats: %v", err)
+	}
+	defer stats.Close()
+	shared := sharedMaps(t)
+	s, err := Open(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const n, size = 20000, 64
+
+	measure := func(name string, tracked bool) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if tracked {
+			fd, err := unix.PidfdOpen(unix.Gettid(), pidfdThread)
+			if err != nil {
+				t.Skipf("pidfd of a thread: %v", err)
+			}
+			defer unix.Close(fd)
+			st := bpfdl.DownloadTstate{Slot: 1, Tgid: uint32(unix.Getpid())}
+			if err := shared.TaskStates.Update(uint32(fd), &st, ebpf.UpdateAny); err != nil {
+				t.Fatalf("track this thread: %v", err)
+			}
+			defer shared.TaskStates.Delete(uint32(fd))
+		}
+		c0, r0 := runStats(t, s.objs.OnRecv)
+		if got := receive(t, n, size); got != n*size {
+			t.Fatalf("read %d bytes, want %d", got, n*size)
+		}
+		c1, r1 := runStats(t, s.objs.OnRecv)
+		if c1-c0 < n {
+			t.Errorf("%s: on_recv ran %d times for %d receives", name, c1-c0, n)
+		}
+		t.Logf("%s: on_recv %d runs, %.0f ns/run", name, c1-c0, float64((r1-r0).Nanoseconds())/float64(c1-c0))
+	}
+	measure("untracked thread", false)
+	measure("tracked thread, its own connection", true)
+
+	conns, _, err := s.collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []Conn
+	for _, c := range conns {
+		if c.PID == int32(unix.Getpid()) {
+			mine = append(mine, c)
+		}
+	}
+	// The tracked thread opened one connection and received every byte of
+	// it; the untracked one opened none that counts.
+	if len(mine) != 1 || mine[0].Bytes != n*size || mine[0].Receives < n {
+		t.Errorf("connections of this process: %+v", mine)
+	}
+}
