@@ -31,6 +31,9 @@ type Download struct {
 	ConnectNS int64 `json:"connect_ns"`
 	// Receives counts the receive calls (recvmsg, read) that returned data.
 	Receives uint64 `json:"receives"`
+	// BytesSent is what the process sent on the connection (requests, a
+	// TLS handshake).
+	BytesSent uint64 `json:"bytes_sent"`
 	// Files are every file the receiving thread wrote from the start of
 	// the download until shortly after its end, largest first.
 	Files []DownloadFile `json:"files,omitempty"`

@@ -6,7 +6,7 @@
  * into a model cache from RPC chatter.
  *
  * Everything is aggregated here: one hash entry per connection, updated
- * by every receive; a connection reaches the ring buffer once, when it
+ * by every receive and send; a connection reaches the ring buffer once, when it
  * closes (the socket's memory, and so its key, may then be reused).
  * Connections still open at the end are read from the map.
  *
@@ -53,6 +53,8 @@ struct conn {
 	__u64 last_ts;    /* latest byte received */
 	__u64 bytes;
 	__u64 recvs;      /* receive calls that returned data */
+	__u64 sent;       /* bytes sent: a download's requests are tiny */
+	__u64 sends;
 	__u32 rx_threads; /* times the receiving thread changed */
 	__u32 closed;     /* reported at close (ring buffer) */
 };
@@ -208,6 +210,25 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 		r->id = c->id;
 		r->last_ts = now;
 	}
+	return 0;
+}
+
+/* The sending twin: what tells a download (a small request, a large
+ * answer) from a conversation whatever the client's buffer sizes (TLS
+ * reads a record's 5-byte header apart from its body). */
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
+{
+	if (ret <= 0)
+		return 0;
+	if (!current_state())
+		return 0;
+	__u64 key = (__u64)sk;
+	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	if (!c)
+		return 0;
+	__sync_fetch_and_add(&c->sent, ret);
+	__sync_fetch_and_add(&c->sends, 1);
 	return 0;
 }
 

@@ -28,6 +28,8 @@ type DownloadConn struct {
 	LastTs        uint64
 	Bytes         uint64
 	Recvs         uint64
+	Sent          uint64
+	Sends         uint64
 	RxThreads     uint32
 	Closed        uint32
 }
@@ -125,6 +127,7 @@ const (
 	DownloadMapWrites        = "writes"
 	DownloadProgOnAddToCache = "on_add_to_cache"
 	DownloadProgOnRecv       = "on_recv"
+	DownloadProgOnSend       = "on_send"
 	DownloadProgOnSockState  = "on_sock_state"
 	DownloadVarDlLostBtf     = "_dl_lost_btf"
 )
@@ -173,6 +176,7 @@ type DownloadSpecs struct {
 type DownloadProgramSpecs struct {
 	OnAddToCache *ebpf.ProgramSpec `ebpf:"on_add_to_cache"`
 	OnRecv       *ebpf.ProgramSpec `ebpf:"on_recv"`
+	OnSend       *ebpf.ProgramSpec `ebpf:"on_send"`
 	OnSockState  *ebpf.ProgramSpec `ebpf:"on_sock_state"`
 }
 
@@ -250,6 +254,7 @@ type DownloadVariables struct {
 type DownloadPrograms struct {
 	OnAddToCache *ebpf.Program `ebpf:"on_add_to_cache"`
 	OnRecv       *ebpf.Program `ebpf:"on_recv"`
+	OnSend       *ebpf.Program `ebpf:"on_send"`
 	OnSockState  *ebpf.Program `ebpf:"on_sock_state"`
 }
 
@@ -257,6 +262,7 @@ func (p *DownloadPrograms) Close() error {
 	return _DownloadClose(
 		p.OnAddToCache,
 		p.OnRecv,
+		p.OnSend,
 		p.OnSockState,
 	)
 }

@@ -12,21 +12,24 @@ const ms = 1_000_000
 func TestIsDownload(t *testing.T) {
 	peer := netip.MustParseAddrPort("10.0.0.1:443")
 	cases := map[string]struct {
-		bytes, recvs uint64
-		want         bool
+		bytes, recvs, sent uint64
+		want               bool
 	}{
-		"64 MiB in 64 KiB receives":             {64 << 20, 1024, true},
-		"exactly the limits":                    {MinBytes, MinBytes / MinMeanReceive, true},
-		"one byte short":                        {MinBytes - 1, 1, false},
-		"1 MiB":                                 {1 << 20, 16, false},
-		"keep-alive chatter, 6 MiB in 1 KiB":    {6 << 20, 6 << 10, false},
-		"mean just under 16 KiB":                {MinBytes, MinBytes/MinMeanReceive + 1, false},
-		"bytes without a receive (cannot be)":   {MinBytes, 0, false},
-		"a large body in few, large receives":   {1 << 30, 4096, true},
-		"a large body in small (8 KiB) receive": {1 << 30, 1 << 17, false},
+		"64 MiB in 64 KiB receives":                   {64 << 20, 1024, 200, true},
+		"exactly the size and mean limits":            {MinBytes, MinBytes / MinMeanReceive, MinBytes, true},
+		"one byte short":                              {MinBytes - 1, 1, 0, false},
+		"1 MiB":                                       {1 << 20, 16, 100, false},
+		"keep-alive chatter, 6 MiB in 1 KiB answers":  {6 << 20, 6 << 10, (6 << 10) * 80, false},
+		"mean just under 16 KiB, as much sent":        {MinBytes, MinBytes/MinMeanReceive + 1, MinBytes, false},
+		"ping-pong of 8 KiB messages":                 {64 << 20, 8 << 10, 64 << 20, false},
+		"HTTPS: 5-byte record headers, small request": {64 << 20, 8223, 1500, true},
+		"wget: 8 KiB receives":                        {64 << 20, 8321, 150, true},
+		"exactly the asymmetry limit":                 {MinBytes, MinBytes / 1024, MinBytes / MinAsymmetry, true},
+		"just under the asymmetry limit":              {MinBytes, MinBytes / 1024, MinBytes/MinAsymmetry + 1, false},
+		"bytes without a receive (cannot be)":         {MinBytes, 0, 0, false},
 	}
 	for name, tc := range cases {
-		c := Conn{Peer: peer, Bytes: tc.bytes, Receives: tc.recvs}
+		c := Conn{Peer: peer, Bytes: tc.bytes, Receives: tc.recvs, Sent: tc.sent}
 		if got := c.IsDownload(); got != tc.want {
 			t.Errorf("%s: IsDownload = %v, want %v", name, got, tc.want)
 		}

@@ -69,6 +69,7 @@ func Open(shared Shared) (*Sensor, error) {
 func (s *Sensor) Programs() map[string]*ebpf.Program {
 	return map[string]*ebpf.Program{
 		bpfdl.DownloadProgOnRecv:       s.objs.OnRecv,
+		bpfdl.DownloadProgOnSend:       s.objs.OnSend,
 		bpfdl.DownloadProgOnSockState:  s.objs.OnSockState,
 		bpfdl.DownloadProgOnAddToCache: s.objs.OnAddToCache,
 	}
@@ -252,6 +253,6 @@ func decodeConn(c *bpfdl.DownloadConn) Conn {
 		PID: int32(c.Tgid), TID: int32(c.Tid), RxTID: int32(c.RxTid),
 		Peer:    netip.AddrPortFrom(addr, c.Dport),
 		FirstTS: c.FirstTs, LastTS: c.LastTs,
-		Bytes: c.Bytes, Receives: c.Recvs,
+		Bytes: c.Bytes, Receives: c.Recvs, Sent: c.Sent,
 	}
 }

@@ -33,7 +33,7 @@ const (
 	accepted  = 8 << 20
 	chatter   = 6000 // requests of tinyBody: 6 MB in all, over the size limit
 	// Headers of one response: the received bytes may exceed the body by
-	// this much.
+	// this much; over TLS, by 1% (record framing, the handshake).
 	headerSlack = 1024
 )
 
@@ -46,9 +46,24 @@ type clientResult struct {
 	Port  int    `json:"port"`
 }
 
-// serve answers /big (64 MiB in 1 MiB writes, paced over about 0.6 s,
+// serve answers, on 127.0.0.1, /big (64 MiB in 1 MiB writes, paced over about 0.6 s,
 // like a remote hub), /mem, /small and /tiny.
 func serve(t *testing.T) *httptest.Server {
+	srv := httptest.NewUnstartedServer(handler())
+	srv.Start() // 127.0.0.1
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// serveTLS is serve over HTTPS, with a self-signed certificate.
+func serveTLS(t *testing.T) *httptest.Server {
+	srv := httptest.NewUnstartedServer(handler())
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func handler() http.Handler {
 	chunk := make([]byte, 1<<20)
 	for i := range chunk {
 		chunk[i] = byte(i)
@@ -72,9 +87,7 @@ func serve(t *testing.T) *httptest.Server {
 	mux.HandleFunc("/mem", func(w http.ResponseWriter, _ *http.Request) { body(w, memBody, 0) })
 	mux.HandleFunc("/small", func(w http.ResponseWriter, _ *http.Request) { body(w, smallBody, 0) })
 	mux.HandleFunc("/tiny", func(w http.ResponseWriter, _ *http.Request) { body(w, tinyBody, 0) })
-	srv := httptest.NewServer(mux) // 127.0.0.1
-	t.Cleanup(srv.Close)
-	return srv
+	return mux
 }
 
 // sharedMaps stands in for the core object: its tracked set and thread
@@ -134,7 +147,7 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 	}
 	defer stats.Close()
 
-	srv := serve(t)
+	srv, tlsSrv := serve(t), serveTLS(t)
 	// A Hugging Face hub layout: the snapshot's link exists before its
 	// blob, which the client writes under a temporary name.
 	hub := filepath.Join(t.TempDir(), "hub", "models--org--m")
@@ -161,7 +174,7 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 
 	results, pid := runClient(t, shared,
 		"get:"+srv.URL+"/big:"+blob,
-		"mem:"+srv.URL+"/mem",
+		"mem:"+tlsSrv.URL+"/mem",
 		"mem:"+srv.URL+"/small",
 		fmt.Sprintf("chatter:%s/tiny:%d", srv.URL, chatter),
 		"accept")
@@ -175,8 +188,8 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 	}
 	logCost(t, s)
 	for _, d := range rec.Downloads {
-		t.Logf("download: %s %d bytes in %d receives, %.1f MB/s, %s, on CPU %v, waiting %v",
-			d.Peer, d.Bytes, d.Receives, d.MBPerSecond(), d.Path, time.Duration(d.OnCPUNS), time.Duration(d.WaitNS))
+		t.Logf("download: %s %d bytes in %d receives, %d sent, %.1f MB/s, %s, on CPU %v, waiting %v",
+			d.Peer, d.Bytes, d.Receives, d.BytesSent, d.MBPerSecond(), d.Path, time.Duration(d.OnCPUNS), time.Duration(d.WaitNS))
 	}
 	for _, w := range rec.Warnings {
 		t.Errorf("warning: %s", w)
@@ -191,25 +204,29 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 	if r := results.ops["chatter"][0]; r.Bytes != chatter*tinyBody {
 		t.Errorf("chatter carried %d bytes, want %d", r.Bytes, chatter*tinyBody)
 	}
-	// Only the 64 MiB fetch to the cache and the 16 MiB one to memory are
-	// downloads: not the 1 MiB fetch, the keep-alive chatter (6 MB in
-	// small receives), nor the accepted connection.
+	// Only the 64 MiB fetch to the cache and the 16 MiB one over HTTPS to
+	// memory are downloads: not the 1 MiB fetch, the keep-alive chatter
+	// (6 MB in small answers), nor the accepted connection.
 	if len(rec.Downloads) != 2 {
 		t.Fatalf("got %d downloads, want 2: %+v", len(rec.Downloads), rec.Downloads)
 	}
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	want := []struct {
-		res  clientResult
-		body uint64
-		path string
-	}{{results.ops["get"][0], bigBody, blob}, {results.ops["mem"][0], memBody, ""}}
+		res   clientResult
+		body  uint64
+		path  string
+		peer  string
+		slack uint64
+	}{
+		{results.ops["get"][0], bigBody, blob, srv.Listener.Addr().String(), headerSlack},
+		{results.ops["mem"][0], memBody, "", tlsSrv.Listener.Addr().String(), memBody / 100},
+	}
 	for i, w := range want {
 		d := rec.Downloads[i]
-		if d.Peer != fmt.Sprintf("127.0.0.1:%d", port) {
-			t.Errorf("download %d: peer %s, want 127.0.0.1:%d", i, d.Peer, port)
+		if d.Peer != w.peer {
+			t.Errorf("download %d: peer %s, want %s", i, d.Peer, w.peer)
 		}
-		if d.Bytes < w.body || d.Bytes > w.body+headerSlack {
-			t.Errorf("download %d: %d bytes received, want %d plus headers", i, d.Bytes, w.body)
+		if d.Bytes < w.body || d.Bytes > w.body+w.slack {
+			t.Errorf("download %d: %d bytes received, want %d plus at most %d", i, d.Bytes, w.body, w.slack)
 		}
 		if d.PID != int32(pid) || d.TID != int32(pid) {
 			t.Errorf("download %d: pid %d tid %d, want %d", i, d.PID, d.TID, pid)
@@ -329,14 +346,15 @@ func logCost(t *testing.T, s *Sensor) {
 }
 
 // Downloads by the common command-line clients, whose receive sizes are
-// their own. (wget reads in 8 KiB buffers: under the shared definition's
-// 16 KiB mean receive, its fetches are not downloads.)
+// their own: curl reads up to 100 KB at a time, wget 8 KiB (under the
+// 16 KiB mean receive: a download by its asymmetry).
 func TestDownloadsOfCommandLineClients(t *testing.T) {
 	testenv.RequireTracing(t)
 	srv := serve(t)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	clients := map[string]string{
 		"curl": "/usr/bin/curl,-s,-o,%s,%s",
+		"wget": "/usr/bin/wget,-q,-O,%s,%s",
 	}
 	for name, args := range clients {
 		t.Run(name, func(t *testing.T) {
