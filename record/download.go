@@ -42,6 +42,16 @@ type Download struct {
 	// waiting for data (neither I/O wait nor the run queue).
 	OnCPUNS int64 `json:"on_cpu_ns"`
 	WaitNS  int64 `json:"wait_ns"`
+	// Samples are the bytes received per polling interval, for the
+	// timeline's network counter; they sum to Bytes.
+	Samples []DownloadSample `json:"samples,omitempty"`
+}
+
+// DownloadSample is what a download received in (previous EndNS, EndNS];
+// the last one ends at the download's last byte.
+type DownloadSample struct {
+	EndNS int64  `json:"t"`
+	Bytes uint64 `json:"bytes"`
 }
 
 // DownloadFile is one file a download wrote.

@@ -77,16 +77,28 @@ type Env struct {
 	// the receiving thread's time within each download is taken.
 	Samples    []record.Sample
 	IntervalNS int64
+	// Progress is each connection's cumulative bytes as polled, in time
+	// order, by connection.
+	Progress map[ConnKey][]Progress
+}
+
+// ConnKey identifies a connection: its socket's kernel address and its
+// connect time (the address may be reused by a later socket).
+type ConnKey struct{ Sk, ID uint64 }
+
+// Progress is a connection's cumulative bytes received at a poll.
+type Progress struct {
+	TS    uint64
+	Bytes uint64
 }
 
 // Build turns the connections that qualify into the record's downloads,
 // in the order they started, each with the files its receiving thread
 // wrote.
 func Build(conns []Conn, writes []Write, env Env) []record.Download {
-	type connKey struct{ sk, id uint64 }
-	byConn := map[connKey][]Write{}
+	byConn := map[ConnKey][]Write{}
 	for _, w := range writes {
-		k := connKey{w.Sk, w.ID}
+		k := ConnKey{w.Sk, w.ID}
 		byConn[k] = append(byConn[k], w)
 	}
 	var out []record.Download
@@ -105,7 +117,7 @@ func Build(conns []Conn, writes []Write, env Env) []record.Download {
 			Receives:  c.Receives,
 			BytesSent: c.Sent,
 		}
-		for _, w := range byConn[connKey{c.Sk, c.ID}] {
+		for _, w := range byConn[ConnKey{c.Sk, c.ID}] {
 			if w.FirstTS > c.LastTS+writeSlack || w.LastTS < c.FirstTS {
 				continue
 			}
@@ -122,6 +134,7 @@ func Build(conns []Conn, writes []Write, env Env) []record.Download {
 			d.Path = d.Files[0].Path
 		}
 		d.OnCPUNS, d.WaitNS = threadTime(env.Samples, env.IntervalNS, d.TID, d.StartNS, d.EndNS)
+		d.Samples = samples(c, env.Progress[ConnKey{c.Sk, c.ID}], env.StartMono)
 		out = append(out, d)
 	}
 	slices.SortStableFunc(out, func(x, y record.Download) int {
@@ -157,4 +170,23 @@ func threadTime(samples []record.Sample, interval int64, tid int32, start, end i
 		}
 	}
 	return int64(cpu), int64(other)
+}
+
+// samples turns a connection's polled progress into bytes per interval,
+// ending with what arrived after the last poll, at its last byte.
+func samples(c Conn, progress []Progress, start uint64) []record.DownloadSample {
+	var out []record.DownloadSample
+	var seen uint64
+	for _, p := range progress {
+		if p.Bytes > seen && p.Bytes <= c.Bytes {
+			// A poll's clock is read before the map: clamp to the span.
+			ts := max(min(p.TS, c.LastTS), c.FirstTS)
+			out = append(out, record.DownloadSample{EndNS: rel(ts, start), Bytes: p.Bytes - seen})
+			seen = p.Bytes
+		}
+	}
+	if c.Bytes > seen {
+		out = append(out, record.DownloadSample{EndNS: rel(c.LastTS, start), Bytes: c.Bytes - seen})
+	}
+	return out
 }

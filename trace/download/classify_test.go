@@ -2,6 +2,7 @@ package download
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/coldtrace/coldtrace/record"
@@ -68,7 +69,10 @@ func TestBuild(t *testing.T) {
 			{TID: 13, PID: 10, CPUNS: 100 * ms},
 		}})
 	}
-	got := Build([]Conn{reused, big, mem}, writes, Env{StartMono: start, Locate: locate, Samples: samples, IntervalNS: 100 * ms})
+	progress := map[ConnKey][]Progress{
+		{big.Sk, big.ID}: {{start + 600*ms, 10 << 20}, {start + 1600*ms, 40 << 20}, {start + 1700*ms, 40 << 20}},
+	}
+	got := Build([]Conn{reused, big, mem}, writes, Env{StartMono: start, Locate: locate, Samples: samples, IntervalNS: 100 * ms, Progress: progress})
 	if len(got) != 2 {
 		t.Fatalf("got %d downloads, want 2 (the 64 MiB one and the 8 MiB one to memory): %+v", len(got), got)
 	}
@@ -91,6 +95,13 @@ func TestBuild(t *testing.T) {
 	// 2 s of the thread's samples: 20% on CPU, 60% waiting.
 	if d.OnCPUNS != 400*ms || d.WaitNS != 1200*ms {
 		t.Errorf("download thread time: on CPU %d, waiting %d; want 400 ms, 1200 ms", d.OnCPUNS, d.WaitNS)
+	}
+	wantSamples := []record.DownloadSample{{EndNS: 600 * ms, Bytes: 10 << 20}, {EndNS: 1600 * ms, Bytes: 30 << 20}, {EndNS: 2100 * ms, Bytes: 24 << 20}}
+	if !slices.Equal(d.Samples, wantSamples) {
+		t.Errorf("download samples %+v, want %+v", d.Samples, wantSamples)
+	}
+	if want := []record.DownloadSample{{EndNS: 550 * ms, Bytes: 8 << 20}}; !slices.Equal(m.Samples, want) {
+		t.Errorf("unpolled download's samples %+v, want %+v", m.Samples, want)
 	}
 	if r := d.MBPerSecond(); r < 33.5 || r > 33.6 {
 		t.Errorf("rate %.2f MB/s, want 33.55", r)

@@ -38,6 +38,10 @@ type Sensor struct {
 	rd    *ringbuf.Reader
 	done  chan struct{}
 
+	// progress is each open connection's bytes at every poll; only the
+	// session's goroutine (Poll, Finish) touches it.
+	progress map[ConnKey][]Progress
+
 	mu      sync.Mutex
 	closed  []Conn // connections reported at close
 	readErr error
@@ -49,7 +53,7 @@ func Open(shared Shared) (*Sensor, error) {
 	if shared.TaskStates == nil || shared.Threads == nil {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
-	s := &Sensor{}
+	s := &Sensor{progress: map[ConnKey][]Progress{}}
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfdl.DownloadMapTaskStates: shared.TaskStates,
 		bpfdl.DownloadMapThreads:    shared.Threads,
@@ -118,6 +122,31 @@ func (s *Sensor) read() {
 	}
 }
 
+// Poll notes the bytes each open connection has received so far, for the
+// timeline's network counter; the session calls it at each sampling
+// tick, with the monotonic time (ns). A download's samples are only as
+// fine as the polls.
+func (s *Sensor) Poll(nowMono uint64) error {
+	var sk uint64
+	var c bpfdl.DownloadConn
+	it := s.objs.Conns.Iterate()
+	for it.Next(&sk, &c) {
+		if c.Bytes == 0 {
+			continue
+		}
+		k := ConnKey{c.Sk, c.Id}
+		p := s.progress[k]
+		if len(p) > 0 && p[len(p)-1].Bytes == c.Bytes {
+			continue
+		}
+		s.progress[k] = append(p, Progress{TS: nowMono, Bytes: c.Bytes})
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("poll network connections: %w", err)
+	}
+	return nil
+}
+
 // Finish detaches the probes, gathers every connection and written file,
 // and fills rec.Downloads. It runs after the command exited and the core
 // filled rec.Files (the paths of written files) and rec.Samples.
@@ -132,6 +161,7 @@ func (s *Sensor) Finish(rec *record.Record, startMono uint64) error {
 		Locate:     fileLocator(rec.Files),
 		Samples:    rec.Samples,
 		IntervalNS: rec.IntervalNS,
+		Progress:   s.progress,
 	})
 	for i := range rec.Downloads {
 		d := &rec.Downloads[i]

@@ -172,6 +172,23 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	stopPolls, polled := make(chan struct{}), make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				if err := s.Poll(monotonicNS()); err != nil {
+					polled <- err
+					return
+				}
+			case <-stopPolls:
+				polled <- nil
+				return
+			}
+		}
+	}()
 	results, pid := runClient(t, shared,
 		"get:"+srv.URL+"/big:"+blob,
 		"mem:"+tlsSrv.URL+"/mem",
@@ -179,6 +196,10 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 		fmt.Sprintf("chatter:%s/tiny:%d", srv.URL, chatter),
 		"accept")
 
+	close(stopPolls)
+	if err := <-polled; err != nil {
+		t.Fatal(err)
+	}
 	// The core's file table names the blob by the name its pages were
 	// first inserted under.
 	dev, ino := statDev(t, blob)
@@ -245,6 +266,17 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 	// round trip before the first byte.
 	if span, client := d.EndNS-d.StartNS, int64(want[0].res.T1-want[0].res.T0); float64(span) < 0.9*float64(client) {
 		t.Errorf("download span %v, client measured %v: want within 10%%", time.Duration(span), time.Duration(client))
+	}
+	// Polled every 50 ms through about 0.6 s: the timeline sees it arrive.
+	var sum uint64
+	for _, p := range d.Samples {
+		sum += p.Bytes
+		if p.EndNS < d.StartNS || p.EndNS > d.EndNS {
+			t.Errorf("sample at %d outside the download [%d, %d]", p.EndNS, d.StartNS, d.EndNS)
+		}
+	}
+	if sum != d.Bytes || len(d.Samples) < 5 {
+		t.Errorf("%d samples summing to %d bytes, want at least 5 summing to %d", len(d.Samples), sum, d.Bytes)
 	}
 	if d.Name != "model.safetensors" {
 		t.Errorf("download name %q, want the snapshot's model.safetensors", d.Name)
