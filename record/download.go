@@ -15,7 +15,11 @@ type Download struct {
 	// Name is what the destination is known by: for a Hugging Face hub
 	// blob, the snapshot entry that links to it ("model.safetensors");
 	// otherwise Path's last element. Empty when Path is.
-	Name    string `json:"name,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Cache is the record's JIT.Caches entry (its Name) whose root holds
+	// Path, where one does ("huggingface"): its health says whether the
+	// data survives for a rerun.
+	Cache   string `json:"cache,omitempty"`
 	Bytes   uint64 `json:"bytes"`
 	StartNS int64  `json:"start_ns"`
 	EndNS   int64  `json:"end_ns"`

@@ -110,3 +110,19 @@ func hubName(path string) string {
 	}
 	return ""
 }
+
+// cacheOf is the name of the cache whose root holds path (the deepest
+// root, when caches nest), or "".
+func cacheOf(path string, caches []record.Cache) string {
+	var name, root string
+	for _, c := range caches {
+		r := filepath.Clean(c.Root)
+		if c.Root == "" || len(r) <= len(root) {
+			continue
+		}
+		if path == r || strings.HasPrefix(path, r+string(filepath.Separator)) {
+			name, root = c.Name, r
+		}
+	}
+	return name
+}

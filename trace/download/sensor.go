@@ -148,8 +148,9 @@ func (s *Sensor) Poll(nowMono uint64) error {
 }
 
 // Finish detaches the probes, gathers every connection and written file,
-// and fills rec.Downloads. It runs after the command exited and the core
-// filled rec.Files (the paths of written files) and rec.Samples.
+// and fills rec.Downloads. It runs after the command exited, once the core
+// filled rec.Files (the paths of written files) and rec.Samples, and the
+// JIT sensor rec.JIT (the caches destinations are matched with).
 // startMono is the monotonic time (ns) the command was released.
 func (s *Sensor) Finish(rec *record.Record, startMono uint64) error {
 	conns, writes, err := s.collect()
@@ -171,6 +172,9 @@ func (s *Sensor) Finish(rec *record.Record, startMono uint64) error {
 		d.Name = hubName(d.Path)
 		if d.Name == "" {
 			d.Name = filepath.Base(d.Path)
+		}
+		if rec.JIT != nil {
+			d.Cache = cacheOf(d.Path, rec.JIT.Caches)
 		}
 	}
 	if w := s.lostWarning(); w != "" {

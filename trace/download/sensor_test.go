@@ -203,7 +203,8 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 	// The core's file table names the blob by the name its pages were
 	// first inserted under.
 	dev, ino := statDev(t, blob)
-	rec := &record.Record{Files: []record.File{{Dev: dev, Ino: ino, Path: blob + ".incomplete"}}}
+	rec := &record.Record{Files: []record.File{{Dev: dev, Ino: ino, Path: blob + ".incomplete"}},
+		JIT: &record.JIT{Caches: []record.Cache{{Name: "huggingface", Root: filepath.Dir(hub)}}}}
 	if err := s.Finish(rec, results.startMono); err != nil {
 		t.Fatal(err)
 	}
@@ -278,8 +279,8 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 	if sum != d.Bytes || len(d.Samples) < 5 {
 		t.Errorf("%d samples summing to %d bytes, want at least 5 summing to %d", len(d.Samples), sum, d.Bytes)
 	}
-	if d.Name != "model.safetensors" {
-		t.Errorf("download name %q, want the snapshot's model.safetensors", d.Name)
+	if d.Name != "model.safetensors" || d.Cache != "huggingface" {
+		t.Errorf("download name %q in cache %q, want the snapshot's model.safetensors in huggingface", d.Name, d.Cache)
 	}
 	if len(d.Files) != 1 || d.Files[0].WrittenPath != blob+".incomplete" || d.Files[0].Gone {
 		t.Errorf("download files: %+v", d.Files)
