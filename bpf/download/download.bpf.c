@@ -66,7 +66,6 @@ struct rx_slot {
 	__u32 pad;
 	__u64 sk;
 	__u64 id;
-	__u64 last_ts;
 };
 
 /* A file written by a thread whose latest receive was on connection
@@ -176,6 +175,13 @@ int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int
 	return 0;
 }
 
+/* Only TCP sockets can be in conns: a tracked thread's unix sockets and
+ * UDP skip the hash lookup. */
+static __always_inline bool tcp_sock(struct sock *sk)
+{
+	return sk->sk_protocol == IPPROTO_TCP_ && sk->sk_type == 1 /* SOCK_STREAM */;
+}
+
 /* Every recvmsg/read on any socket, in the receiving thread: the first
  * test (task storage, one pointer walk) is all an untracked thread pays. */
 SEC("tp_btf/sock_recv_length")
@@ -184,7 +190,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	if (ret <= 0 || (flags & MSG_PEEK_))
 		return 0;
 	struct tstate *s = current_state();
-	if (!s)
+	if (!s || !tcp_sock(sk))
 		return 0;
 	__u64 key = (__u64)sk;
 	struct conn *c = bpf_map_lookup_elem(&conns, &key);
@@ -204,11 +210,10 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	}
 	__u32 slot = s->slot;
 	struct rx_slot *r = bpf_map_lookup_elem(&rx_slots, &slot);
-	if (r) {
+	if (r && (r->sk != key || r->id != c->id || r->tid != tid)) {
 		r->tid = tid;
 		r->sk = key;
 		r->id = c->id;
-		r->last_ts = now;
 	}
 	return 0;
 }
@@ -221,7 +226,7 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 {
 	if (ret <= 0)
 		return 0;
-	if (!current_state())
+	if (!current_state() || !tcp_sock(sk))
 		return 0;
 	__u64 key = (__u64)sk;
 	struct conn *c = bpf_map_lookup_elem(&conns, &key);

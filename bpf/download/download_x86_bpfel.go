@@ -43,12 +43,11 @@ const (
 )
 
 type DownloadRxSlot struct {
-	_      structs.HostLayout
-	Tid    uint32
-	Pad    uint32
-	Sk     uint64
-	Id     uint64
-	LastTs uint64
+	_   structs.HostLayout
+	Tid uint32
+	Pad uint32
+	Sk  uint64
+	Id  uint64
 }
 
 type DownloadThread struct {
