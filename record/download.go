@@ -29,6 +29,9 @@ type Download struct {
 	// Peer is the remote address and port, "127.0.0.1:8765" or
 	// "[::1]:443".
 	Peer string `json:"peer"`
+	// Host is the name the process looked the peer up by (libc's
+	// getaddrinfo, its latest lookup before connecting), or "".
+	Host string `json:"host,omitempty"`
 	// ConnectNS is when the connection was opened (connect(2)); it may
 	// precede the run's start for a connection opened by an attached
 	// process, and is then negative.

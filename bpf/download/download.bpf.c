@@ -22,6 +22,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define MAX_CONNS 16384
 #define MAX_WRITES 4096
+#define HOST_LEN 64
+#define MAX_ADDRS 8
 
 #define AF_INET_ 2
 #define AF_INET6_ 10
@@ -57,6 +59,7 @@ struct conn {
 	__u64 sends;
 	__u32 rx_threads; /* times the receiving thread changed */
 	__u32 closed;     /* reported at close (ring buffer) */
+	char host[HOST_LEN]; /* the name the peer was looked up by, or "" */
 };
 
 /* The latest connection a thread received on, by thread slot (the
@@ -115,6 +118,153 @@ struct {
 	__type(value, struct conn); /* names the type for bpf2go */
 } closed_conns SEC(".maps");
 
+/* Host names: getaddrinfo(3) in libc, probed at its entry and return in
+ * tracked threads. A process's latest lookup is kept with the addresses
+ * it returned; a connection it then opens to one of them is named by it.
+ * Programs that resolve without libc (Go's own resolver) or through a
+ * libc other than the one probed (a container's) go unnamed. */
+
+struct gai_call {
+	__u64 node; /* const char *, the name */
+	__u64 res;  /* struct addrinfo **, the answer */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tid */
+	__type(value, struct gai_call);
+} gai_calls SEC(".maps");
+
+/* A process's latest lookup: the name, empty when it was an address
+ * given as text, and the addresses (IPv4 in the first 4 bytes). */
+struct lookup {
+	char name[HOST_LEN];
+	__u32 n;
+	__u16 family[MAX_ADDRS];
+	__u8 addr[MAX_ADDRS][16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct lookup);
+} lookups SEC(".maps");
+
+/* Too big for the BPF stack next to the addrinfo being read. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lookup);
+} lookup_scratch SEC(".maps");
+
+/* glibc's struct addrinfo, x86_64. */
+struct addrinfo_ {
+	int ai_flags;
+	int ai_family;
+	int ai_socktype;
+	int ai_protocol;
+	__u32 ai_addrlen;
+	__u32 pad;
+	__u64 ai_addr;
+	__u64 ai_canonname;
+	__u64 ai_next;
+};
+
+/* A numeric "name" (an address given as text) names nothing. */
+static __always_inline bool numeric_host(const char *name)
+{
+	for (int i = 0; i < HOST_LEN; i++) {
+		char c = name[i];
+		if (c == 0)
+			break;
+		if (c == ':')
+			return true;
+		if (c != '.' && (c < '0' || c > '9'))
+			return false;
+	}
+	return true;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(on_getaddrinfo, const char *node, const char *service, const void *hints, void **res)
+{
+	if (!node || !current_state())
+		return 0;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct gai_call c = {.node = (__u64)node, .res = (__u64)res};
+	bpf_map_update_elem(&gai_calls, &tid, &c, BPF_ANY);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(on_getaddrinfo_return, int ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
+	struct gai_call *c = bpf_map_lookup_elem(&gai_calls, &tid);
+	if (!c)
+		return 0;
+	struct gai_call call = *c;
+	bpf_map_delete_elem(&gai_calls, &tid);
+	if (ret != 0)
+		return 0;
+	__u32 zero = 0;
+	struct lookup *l = bpf_map_lookup_elem(&lookup_scratch, &zero);
+	if (!l)
+		return 0;
+	__builtin_memset(l, 0, sizeof(*l));
+	if (bpf_probe_read_user_str(l->name, sizeof(l->name), (void *)call.node) <= 1 || numeric_host(l->name))
+		l->name[0] = 0;
+	__u64 ai = 0;
+	if (bpf_probe_read_user(&ai, sizeof(ai), (void *)call.res))
+		return 0;
+	for (int i = 0; i < MAX_ADDRS && ai; i++) {
+		struct addrinfo_ a;
+		if (bpf_probe_read_user(&a, sizeof(a), (void *)ai))
+			break;
+		ai = a.ai_next;
+		__u32 j = l->n;
+		if (j >= MAX_ADDRS)
+			break;
+		if (a.ai_family == AF_INET_) {
+			if (bpf_probe_read_user(l->addr[j], 4, (void *)(a.ai_addr + 4))) /* sin_addr */
+				continue;
+		} else if (a.ai_family == AF_INET6_) {
+			if (bpf_probe_read_user(l->addr[j], 16, (void *)(a.ai_addr + 8))) /* sin6_addr */
+				continue;
+		} else {
+			continue;
+		}
+		l->family[j] = a.ai_family;
+		l->n = j + 1;
+	}
+	bpf_map_update_elem(&lookups, &tgid, l, BPF_ANY);
+	return 0;
+}
+
+/* Names conn's peer by the process's latest lookup, when that returned
+ * the peer's address. */
+static __always_inline void name_peer(struct conn *c)
+{
+	struct lookup *l = bpf_map_lookup_elem(&lookups, &c->tgid);
+	if (!l || !l->name[0])
+		return;
+	for (int i = 0; i < MAX_ADDRS; i++) {
+		if (i >= l->n)
+			return;
+		if (l->family[i] != c->family)
+			continue;
+		__u64 *a = (__u64 *)l->addr[i], *b = (__u64 *)c->daddr;
+		if (a[0] == b[0] && a[1] == b[1]) {
+			__builtin_memcpy(c->host, l->name, HOST_LEN);
+			return;
+		}
+	}
+}
+
 /* Report a connection that is going away, unless it never received. */
 static __always_inline void report_closed(struct conn *c)
 {
@@ -159,6 +309,7 @@ int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int
 			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_daddr, 4);
 		else
 			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_v6_daddr, 16);
+		name_peer(&c);
 		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
 			count_lost(DL_CONNS);
 		return 0;

@@ -32,6 +32,7 @@ type DownloadConn struct {
 	Sends         uint64
 	RxThreads     uint32
 	Closed        uint32
+	Host          [64]int8
 }
 
 type DownloadDlLost uint32
@@ -41,6 +42,20 @@ const (
 	DownloadDlLostDL_CONNS   DownloadDlLost = 1
 	DownloadDlLostDL_WRITES  DownloadDlLost = 2
 )
+
+type DownloadGaiCall struct {
+	_    structs.HostLayout
+	Node uint64
+	Res  uint64
+}
+
+type DownloadLookup struct {
+	_      structs.HostLayout
+	Name   [64]int8
+	N      uint32
+	Family [8]uint16
+	Addr   [8][16]uint8
+}
 
 type DownloadRxSlot struct {
 	_   structs.HostLayout
@@ -117,18 +132,23 @@ type DownloadWriteStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	DownloadMapClosedConns   = "closed_conns"
-	DownloadMapConns         = "conns"
-	DownloadMapLost          = "lost"
-	DownloadMapRxSlots       = "rx_slots"
-	DownloadMapTaskStates    = "task_states"
-	DownloadMapThreads       = "threads"
-	DownloadMapWrites        = "writes"
-	DownloadProgOnAddToCache = "on_add_to_cache"
-	DownloadProgOnRecv       = "on_recv"
-	DownloadProgOnSend       = "on_send"
-	DownloadProgOnSockState  = "on_sock_state"
-	DownloadVarDlLostBtf     = "_dl_lost_btf"
+	DownloadMapClosedConns          = "closed_conns"
+	DownloadMapConns                = "conns"
+	DownloadMapGaiCalls             = "gai_calls"
+	DownloadMapLookupScratch        = "lookup_scratch"
+	DownloadMapLookups              = "lookups"
+	DownloadMapLost                 = "lost"
+	DownloadMapRxSlots              = "rx_slots"
+	DownloadMapTaskStates           = "task_states"
+	DownloadMapThreads              = "threads"
+	DownloadMapWrites               = "writes"
+	DownloadProgOnAddToCache        = "on_add_to_cache"
+	DownloadProgOnGetaddrinfo       = "on_getaddrinfo"
+	DownloadProgOnGetaddrinfoReturn = "on_getaddrinfo_return"
+	DownloadProgOnRecv              = "on_recv"
+	DownloadProgOnSend              = "on_send"
+	DownloadProgOnSockState         = "on_sock_state"
+	DownloadVarDlLostBtf            = "_dl_lost_btf"
 )
 
 // LoadDownload returns the embedded CollectionSpec for Download.
@@ -173,23 +193,28 @@ type DownloadSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DownloadProgramSpecs struct {
-	OnAddToCache *ebpf.ProgramSpec `ebpf:"on_add_to_cache"`
-	OnRecv       *ebpf.ProgramSpec `ebpf:"on_recv"`
-	OnSend       *ebpf.ProgramSpec `ebpf:"on_send"`
-	OnSockState  *ebpf.ProgramSpec `ebpf:"on_sock_state"`
+	OnAddToCache        *ebpf.ProgramSpec `ebpf:"on_add_to_cache"`
+	OnGetaddrinfo       *ebpf.ProgramSpec `ebpf:"on_getaddrinfo"`
+	OnGetaddrinfoReturn *ebpf.ProgramSpec `ebpf:"on_getaddrinfo_return"`
+	OnRecv              *ebpf.ProgramSpec `ebpf:"on_recv"`
+	OnSend              *ebpf.ProgramSpec `ebpf:"on_send"`
+	OnSockState         *ebpf.ProgramSpec `ebpf:"on_sock_state"`
 }
 
 // DownloadMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DownloadMapSpecs struct {
-	ClosedConns *ebpf.MapSpec `ebpf:"closed_conns"`
-	Conns       *ebpf.MapSpec `ebpf:"conns"`
-	Lost        *ebpf.MapSpec `ebpf:"lost"`
-	RxSlots     *ebpf.MapSpec `ebpf:"rx_slots"`
-	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
-	Threads     *ebpf.MapSpec `ebpf:"threads"`
-	Writes      *ebpf.MapSpec `ebpf:"writes"`
+	ClosedConns   *ebpf.MapSpec `ebpf:"closed_conns"`
+	Conns         *ebpf.MapSpec `ebpf:"conns"`
+	GaiCalls      *ebpf.MapSpec `ebpf:"gai_calls"`
+	LookupScratch *ebpf.MapSpec `ebpf:"lookup_scratch"`
+	Lookups       *ebpf.MapSpec `ebpf:"lookups"`
+	Lost          *ebpf.MapSpec `ebpf:"lost"`
+	RxSlots       *ebpf.MapSpec `ebpf:"rx_slots"`
+	TaskStates    *ebpf.MapSpec `ebpf:"task_states"`
+	Threads       *ebpf.MapSpec `ebpf:"threads"`
+	Writes        *ebpf.MapSpec `ebpf:"writes"`
 }
 
 // DownloadVariableSpecs contains global variables before they are loaded into the kernel.
@@ -219,19 +244,25 @@ func (o *DownloadObjects) Close() error {
 //
 // It can be passed to LoadDownloadObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DownloadMaps struct {
-	ClosedConns *ebpf.Map `ebpf:"closed_conns"`
-	Conns       *ebpf.Map `ebpf:"conns"`
-	Lost        *ebpf.Map `ebpf:"lost"`
-	RxSlots     *ebpf.Map `ebpf:"rx_slots"`
-	TaskStates  *ebpf.Map `ebpf:"task_states"`
-	Threads     *ebpf.Map `ebpf:"threads"`
-	Writes      *ebpf.Map `ebpf:"writes"`
+	ClosedConns   *ebpf.Map `ebpf:"closed_conns"`
+	Conns         *ebpf.Map `ebpf:"conns"`
+	GaiCalls      *ebpf.Map `ebpf:"gai_calls"`
+	LookupScratch *ebpf.Map `ebpf:"lookup_scratch"`
+	Lookups       *ebpf.Map `ebpf:"lookups"`
+	Lost          *ebpf.Map `ebpf:"lost"`
+	RxSlots       *ebpf.Map `ebpf:"rx_slots"`
+	TaskStates    *ebpf.Map `ebpf:"task_states"`
+	Threads       *ebpf.Map `ebpf:"threads"`
+	Writes        *ebpf.Map `ebpf:"writes"`
 }
 
 func (m *DownloadMaps) Close() error {
 	return _DownloadClose(
 		m.ClosedConns,
 		m.Conns,
+		m.GaiCalls,
+		m.LookupScratch,
+		m.Lookups,
 		m.Lost,
 		m.RxSlots,
 		m.TaskStates,
@@ -251,15 +282,19 @@ type DownloadVariables struct {
 //
 // It can be passed to LoadDownloadObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DownloadPrograms struct {
-	OnAddToCache *ebpf.Program `ebpf:"on_add_to_cache"`
-	OnRecv       *ebpf.Program `ebpf:"on_recv"`
-	OnSend       *ebpf.Program `ebpf:"on_send"`
-	OnSockState  *ebpf.Program `ebpf:"on_sock_state"`
+	OnAddToCache        *ebpf.Program `ebpf:"on_add_to_cache"`
+	OnGetaddrinfo       *ebpf.Program `ebpf:"on_getaddrinfo"`
+	OnGetaddrinfoReturn *ebpf.Program `ebpf:"on_getaddrinfo_return"`
+	OnRecv              *ebpf.Program `ebpf:"on_recv"`
+	OnSend              *ebpf.Program `ebpf:"on_send"`
+	OnSockState         *ebpf.Program `ebpf:"on_sock_state"`
 }
 
 func (p *DownloadPrograms) Close() error {
 	return _DownloadClose(
 		p.OnAddToCache,
+		p.OnGetaddrinfo,
+		p.OnGetaddrinfoReturn,
 		p.OnRecv,
 		p.OnSend,
 		p.OnSockState,

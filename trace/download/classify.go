@@ -38,6 +38,9 @@ type Conn struct {
 	PID, TID int32 // the connecting thread
 	RxTID    int32 // the thread of the latest receive
 	Peer     netip.AddrPort
+	// Host is the name the process looked Peer up by just before it
+	// connected, or "".
+	Host     string
 	FirstTS  uint64 // first byte received
 	LastTS   uint64 // latest byte received
 	Bytes    uint64
@@ -113,6 +116,7 @@ func Build(conns []Conn, writes []Write, env Env) []record.Download {
 			PID:       c.PID,
 			TID:       c.RxTID,
 			Peer:      c.Peer.String(),
+			Host:      c.Host,
 			ConnectNS: rel(c.ID, env.StartMono),
 			Receives:  c.Receives,
 			BytesSent: c.Sent,

@@ -39,7 +39,7 @@ func TestIsDownload(t *testing.T) {
 
 func TestBuild(t *testing.T) {
 	const start = 1000 * ms
-	big := Conn{Sk: 1, ID: start - 50*ms, PID: 10, TID: 11, RxTID: 12, Peer: netip.MustParseAddrPort("127.0.0.1:8765"),
+	big := Conn{Sk: 1, ID: start - 50*ms, PID: 10, TID: 11, RxTID: 12, Peer: netip.MustParseAddrPort("127.0.0.1:8765"), Host: "hub.local",
 		FirstTS: start + 100*ms, LastTS: start + 2100*ms, Bytes: 64 << 20, Receives: 1000}
 	// The same socket address reused by a later, small connection.
 	reused := Conn{Sk: 1, ID: start + 3000*ms, PID: 10, TID: 11, RxTID: 11, Peer: netip.MustParseAddrPort("127.0.0.1:8765"),
@@ -83,7 +83,7 @@ func TestBuild(t *testing.T) {
 	if m.OnCPUNS != 500*ms || m.WaitNS != 0 {
 		t.Errorf("download to memory: thread time on CPU %d, waiting %d; want 500 ms, 0", m.OnCPUNS, m.WaitNS)
 	}
-	if d.Peer != "127.0.0.1:8765" || d.Bytes != 64<<20 || d.PID != 10 || d.TID != 12 || d.Receives != 1000 {
+	if d.Peer != "127.0.0.1:8765" || d.Host != "hub.local" || d.Bytes != 64<<20 || d.PID != 10 || d.TID != 12 || d.Receives != 1000 {
 		t.Errorf("download: %+v", d)
 	}
 	if d.StartNS != 100*ms || d.EndNS != 2100*ms || d.ConnectNS != -50*ms {

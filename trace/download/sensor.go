@@ -11,12 +11,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
 	"github.com/coldtrace/coldtrace/record"
@@ -41,6 +43,9 @@ type Sensor struct {
 	// progress is each open connection's bytes at every poll; only the
 	// session's goroutine (Poll, Finish) touches it.
 	progress map[ConnKey][]Progress
+
+	// noResolver says why host names are not probed, or is "".
+	noResolver string
 
 	mu      sync.Mutex
 	closed  []Conn // connections reported at close
@@ -68,9 +73,8 @@ func Open(shared Shared) (*Sensor, error) {
 	return s, nil
 }
 
-// Programs are the sensor's BPF programs by name, for cost accounting
-// (bpf_stats).
-func (s *Sensor) Programs() map[string]*ebpf.Program {
+// tracepoints are the sensor's BTF tracepoint programs by name.
+func (s *Sensor) tracepoints() map[string]*ebpf.Program {
 	return map[string]*ebpf.Program{
 		bpfdl.DownloadProgOnRecv:       s.objs.OnRecv,
 		bpfdl.DownloadProgOnSend:       s.objs.OnSend,
@@ -79,15 +83,36 @@ func (s *Sensor) Programs() map[string]*ebpf.Program {
 	}
 }
 
+// Programs are the sensor's BPF programs by name, for cost accounting
+// (bpf_stats).
+func (s *Sensor) Programs() map[string]*ebpf.Program {
+	p := s.tracepoints()
+	p[bpfdl.DownloadProgOnGetaddrinfo] = s.objs.OnGetaddrinfo
+	p[bpfdl.DownloadProgOnGetaddrinfoReturn] = s.objs.OnGetaddrinfoReturn
+	return p
+}
+
+// libcPaths are where the system's C library may be; the first that
+// exists gets the getaddrinfo probes (links to one file are one inode).
+var libcPaths = []string{
+	"/lib/x86_64-linux-gnu/libc.so.6",
+	"/usr/lib/x86_64-linux-gnu/libc.so.6",
+	"/lib64/libc.so.6",
+	"/usr/lib64/libc.so.6",
+}
+
 // Start attaches the probes and starts draining closed connections.
 // Connections opened before Start are not seen.
 func (s *Sensor) Start() error {
-	for name, p := range s.Programs() {
+	for name, p := range s.tracepoints() {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", name, err)
 		}
 		s.links = append(s.links, l)
+	}
+	if err := s.attachResolver(); err != nil {
+		return err
 	}
 	rd, err := ringbuf.NewReader(s.objs.ClosedConns)
 	if err != nil {
@@ -96,6 +121,34 @@ func (s *Sensor) Start() error {
 	s.rd = rd
 	s.done = make(chan struct{})
 	go s.read()
+	return nil
+}
+
+// attachResolver probes getaddrinfo in the system's libc, so that
+// downloads can carry the host name their peer was looked up by. Without
+// a libc, downloads go unnamed and the record says why.
+func (s *Sensor) attachResolver() error {
+	for _, p := range libcPaths {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		ex, err := link.OpenExecutable(p)
+		if err != nil {
+			return fmt.Errorf("open %s for the getaddrinfo probes: %w", p, err)
+		}
+		in, err := ex.Uprobe("getaddrinfo", s.objs.OnGetaddrinfo, nil)
+		if err != nil {
+			return fmt.Errorf("attach getaddrinfo in %s: %w", p, err)
+		}
+		s.links = append(s.links, in)
+		out, err := ex.Uretprobe("getaddrinfo", s.objs.OnGetaddrinfoReturn, nil)
+		if err != nil {
+			return fmt.Errorf("attach the return of getaddrinfo in %s: %w", p, err)
+		}
+		s.links = append(s.links, out)
+		return nil
+	}
+	s.noResolver = "network: no libc found at " + strings.Join(libcPaths, ", ") + ": downloads carry no host names"
 	return nil
 }
 
@@ -180,7 +233,19 @@ func (s *Sensor) Finish(rec *record.Record, startMono uint64) error {
 	if w := s.lostWarning(); w != "" {
 		rec.Warnings = append(rec.Warnings, w)
 	}
+	if s.noResolver != "" && len(rec.Downloads) > 0 {
+		rec.Warnings = append(rec.Warnings, s.noResolver)
+	}
 	return nil
+}
+
+// peerAddr reads a 16-byte address as the probes store them: IPv4 in the
+// first 4 bytes; an IPv4-mapped IPv6 address reads as IPv4.
+func peerAddr(family uint16, b [16]byte) netip.Addr {
+	if family == unix.AF_INET {
+		return netip.AddrFrom4([4]byte(b[:4]))
+	}
+	return netip.AddrFrom16(b).Unmap()
 }
 
 // collect stops the probes and returns every connection (closed ones from
@@ -276,14 +341,17 @@ func (s *Sensor) Close() error {
 }
 
 func decodeConn(c *bpfdl.DownloadConn) Conn {
-	var addr netip.Addr
-	if c.Family == 2 { // AF_INET
-		addr = netip.AddrFrom4([4]byte(c.Daddr[:4]))
-	} else {
-		addr = netip.AddrFrom16(c.Daddr).Unmap()
+	addr := peerAddr(c.Family, c.Daddr)
+	host := make([]byte, 0, len(c.Host))
+	for _, ch := range c.Host {
+		if ch == 0 {
+			break
+		}
+		host = append(host, byte(ch))
 	}
 	return Conn{
-		Sk: c.Sk, ID: c.Id,
+		Host: string(host),
+		Sk:   c.Sk, ID: c.Id,
 		PID: int32(c.Tgid), TID: int32(c.Tid), RxTID: int32(c.RxTid),
 		Peer:    netip.AddrPortFrom(addr, c.Dport),
 		FirstTS: c.FirstTs, LastTS: c.LastTs,

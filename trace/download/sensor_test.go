@@ -189,8 +189,10 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 			}
 		}
 	}()
+	// The fetch into the cache looks its server up by name.
+	byName := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 	results, pid := runClient(t, shared,
-		"get:"+srv.URL+"/big:"+blob,
+		"get:"+byName+"/big:"+blob,
 		"mem:"+tlsSrv.URL+"/mem",
 		"mem:"+srv.URL+"/small",
 		fmt.Sprintf("chatter:%s/tiny:%d", srv.URL, chatter),
@@ -237,15 +239,16 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 		body  uint64
 		path  string
 		peer  string
+		host  string
 		slack uint64
 	}{
-		{results.ops["get"][0], bigBody, blob, srv.Listener.Addr().String(), headerSlack},
-		{results.ops["mem"][0], memBody, "", tlsSrv.Listener.Addr().String(), memBody / 100},
+		{results.ops["get"][0], bigBody, blob, srv.Listener.Addr().String(), "localhost", headerSlack},
+		{results.ops["mem"][0], memBody, "", tlsSrv.Listener.Addr().String(), "", memBody / 100},
 	}
 	for i, w := range want {
 		d := rec.Downloads[i]
-		if d.Peer != w.peer {
-			t.Errorf("download %d: peer %s, want %s", i, d.Peer, w.peer)
+		if d.Peer != w.peer || d.Host != w.host {
+			t.Errorf("download %d: peer %s (host %q), want %s (host %q)", i, d.Peer, d.Host, w.peer, w.host)
 		}
 		if d.Bytes < w.body || d.Bytes > w.body+w.slack {
 			t.Errorf("download %d: %d bytes received, want %d plus at most %d", i, d.Bytes, w.body, w.slack)
