@@ -200,7 +200,7 @@ int BPF_KPROBE(on_getaddrinfo, const char *node, const char *service, const void
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(on_getaddrinfo_return, int ret)
+int BPF_KRETPROBE(on_gai_return, int ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
@@ -412,7 +412,7 @@ static __always_inline bool writing(struct task_struct *task)
  * connection: when a write put it there (or it lies past the end of the
  * file, which only a write does), the file is linked to that connection. */
 SEC("tp_btf/mm_filemap_add_to_page_cache")
-int BPF_PROG(on_add_to_cache, struct folio *folio)
+int BPF_PROG(on_dl_write, struct folio *folio)
 {
 	struct tstate *s = current_state();
 	if (!s)

@@ -132,23 +132,23 @@ type DownloadWriteStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	DownloadMapClosedConns          = "closed_conns"
-	DownloadMapConns                = "conns"
-	DownloadMapGaiCalls             = "gai_calls"
-	DownloadMapLookupScratch        = "lookup_scratch"
-	DownloadMapLookups              = "lookups"
-	DownloadMapLost                 = "lost"
-	DownloadMapRxSlots              = "rx_slots"
-	DownloadMapTaskStates           = "task_states"
-	DownloadMapThreads              = "threads"
-	DownloadMapWrites               = "writes"
-	DownloadProgOnAddToCache        = "on_add_to_cache"
-	DownloadProgOnGetaddrinfo       = "on_getaddrinfo"
-	DownloadProgOnGetaddrinfoReturn = "on_getaddrinfo_return"
-	DownloadProgOnRecv              = "on_recv"
-	DownloadProgOnSend              = "on_send"
-	DownloadProgOnSockState         = "on_sock_state"
-	DownloadVarDlLostBtf            = "_dl_lost_btf"
+	DownloadMapClosedConns    = "closed_conns"
+	DownloadMapConns          = "conns"
+	DownloadMapGaiCalls       = "gai_calls"
+	DownloadMapLookupScratch  = "lookup_scratch"
+	DownloadMapLookups        = "lookups"
+	DownloadMapLost           = "lost"
+	DownloadMapRxSlots        = "rx_slots"
+	DownloadMapTaskStates     = "task_states"
+	DownloadMapThreads        = "threads"
+	DownloadMapWrites         = "writes"
+	DownloadProgOnDlWrite     = "on_dl_write"
+	DownloadProgOnGaiReturn   = "on_gai_return"
+	DownloadProgOnGetaddrinfo = "on_getaddrinfo"
+	DownloadProgOnRecv        = "on_recv"
+	DownloadProgOnSend        = "on_send"
+	DownloadProgOnSockState   = "on_sock_state"
+	DownloadVarDlLostBtf      = "_dl_lost_btf"
 )
 
 // LoadDownload returns the embedded CollectionSpec for Download.
@@ -193,12 +193,12 @@ type DownloadSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DownloadProgramSpecs struct {
-	OnAddToCache        *ebpf.ProgramSpec `ebpf:"on_add_to_cache"`
-	OnGetaddrinfo       *ebpf.ProgramSpec `ebpf:"on_getaddrinfo"`
-	OnGetaddrinfoReturn *ebpf.ProgramSpec `ebpf:"on_getaddrinfo_return"`
-	OnRecv              *ebpf.ProgramSpec `ebpf:"on_recv"`
-	OnSend              *ebpf.ProgramSpec `ebpf:"on_send"`
-	OnSockState         *ebpf.ProgramSpec `ebpf:"on_sock_state"`
+	OnDlWrite     *ebpf.ProgramSpec `ebpf:"on_dl_write"`
+	OnGaiReturn   *ebpf.ProgramSpec `ebpf:"on_gai_return"`
+	OnGetaddrinfo *ebpf.ProgramSpec `ebpf:"on_getaddrinfo"`
+	OnRecv        *ebpf.ProgramSpec `ebpf:"on_recv"`
+	OnSend        *ebpf.ProgramSpec `ebpf:"on_send"`
+	OnSockState   *ebpf.ProgramSpec `ebpf:"on_sock_state"`
 }
 
 // DownloadMapSpecs contains maps before they are loaded into the kernel.
@@ -282,19 +282,19 @@ type DownloadVariables struct {
 //
 // It can be passed to LoadDownloadObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DownloadPrograms struct {
-	OnAddToCache        *ebpf.Program `ebpf:"on_add_to_cache"`
-	OnGetaddrinfo       *ebpf.Program `ebpf:"on_getaddrinfo"`
-	OnGetaddrinfoReturn *ebpf.Program `ebpf:"on_getaddrinfo_return"`
-	OnRecv              *ebpf.Program `ebpf:"on_recv"`
-	OnSend              *ebpf.Program `ebpf:"on_send"`
-	OnSockState         *ebpf.Program `ebpf:"on_sock_state"`
+	OnDlWrite     *ebpf.Program `ebpf:"on_dl_write"`
+	OnGaiReturn   *ebpf.Program `ebpf:"on_gai_return"`
+	OnGetaddrinfo *ebpf.Program `ebpf:"on_getaddrinfo"`
+	OnRecv        *ebpf.Program `ebpf:"on_recv"`
+	OnSend        *ebpf.Program `ebpf:"on_send"`
+	OnSockState   *ebpf.Program `ebpf:"on_sock_state"`
 }
 
 func (p *DownloadPrograms) Close() error {
 	return _DownloadClose(
-		p.OnAddToCache,
+		p.OnDlWrite,
+		p.OnGaiReturn,
 		p.OnGetaddrinfo,
-		p.OnGetaddrinfoReturn,
 		p.OnRecv,
 		p.OnSend,
 		p.OnSockState,

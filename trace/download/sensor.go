@@ -79,7 +79,7 @@ func (s *Sensor) tracepoints() map[string]*ebpf.Program {
 		bpfdl.DownloadProgOnRecv:       s.objs.OnRecv,
 		bpfdl.DownloadProgOnSend:       s.objs.OnSend,
 		bpfdl.DownloadProgOnSockState:  s.objs.OnSockState,
-		bpfdl.DownloadProgOnAddToCache: s.objs.OnAddToCache,
+		bpfdl.DownloadProgOnDlWrite: s.objs.OnDlWrite,
 	}
 }
 
@@ -88,7 +88,7 @@ func (s *Sensor) tracepoints() map[string]*ebpf.Program {
 func (s *Sensor) Programs() map[string]*ebpf.Program {
 	p := s.tracepoints()
 	p[bpfdl.DownloadProgOnGetaddrinfo] = s.objs.OnGetaddrinfo
-	p[bpfdl.DownloadProgOnGetaddrinfoReturn] = s.objs.OnGetaddrinfoReturn
+	p[bpfdl.DownloadProgOnGaiReturn] = s.objs.OnGaiReturn
 	return p
 }
 
@@ -141,7 +141,7 @@ func (s *Sensor) attachResolver() error {
 			return fmt.Errorf("attach getaddrinfo in %s: %w", p, err)
 		}
 		s.links = append(s.links, in)
-		out, err := ex.Uretprobe("getaddrinfo", s.objs.OnGetaddrinfoReturn, nil)
+		out, err := ex.Uretprobe("getaddrinfo", s.objs.OnGaiReturn, nil)
 		if err != nil {
 			return fmt.Errorf("attach the return of getaddrinfo in %s: %w", p, err)
 		}
