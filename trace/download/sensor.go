@@ -76,10 +76,10 @@ func Open(shared Shared) (*Sensor, error) {
 // tracepoints are the sensor's BTF tracepoint programs by name.
 func (s *Sensor) tracepoints() map[string]*ebpf.Program {
 	return map[string]*ebpf.Program{
-		bpfdl.DownloadProgOnRecv:       s.objs.OnRecv,
-		bpfdl.DownloadProgOnSend:       s.objs.OnSend,
-		bpfdl.DownloadProgOnSockState:  s.objs.OnSockState,
-		bpfdl.DownloadProgOnDlWrite: s.objs.OnDlWrite,
+		bpfdl.DownloadProgOnRecv:      s.objs.OnRecv,
+		bpfdl.DownloadProgOnSend:      s.objs.OnSend,
+		bpfdl.DownloadProgOnSockState: s.objs.OnSockState,
+		bpfdl.DownloadProgOnDlWrite:   s.objs.OnDlWrite,
 	}
 }
 
