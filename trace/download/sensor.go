@@ -49,6 +49,7 @@ type Sensor struct {
 
 	mu      sync.Mutex
 	closed  []Conn // connections reported at close
+	pruned  int    // closed[:pruned] have had their progress pruned
 	readErr error
 }
 
@@ -178,16 +179,24 @@ func (s *Sensor) read() {
 // Poll notes the bytes each open connection has received so far, for the
 // timeline's network counter; the session calls it at each sampling
 // tick, with the monotonic time (ns). A download's samples are only as
-// fine as the polls.
+// fine as the polls. Only connections that are, or may still become,
+// downloads keep their progress, so chatter over a long run costs no
+// memory; one that qualifies late gets its earlier bytes in its first
+// sample.
 func (s *Sensor) Poll(nowMono uint64) error {
 	var sk uint64
-	var c bpfdl.DownloadConn
+	var raw bpfdl.DownloadConn
 	it := s.objs.Conns.Iterate()
-	for it.Next(&sk, &c) {
-		if c.Bytes == 0 {
+	for it.Next(&sk, &raw) {
+		if raw.Bytes == 0 {
 			continue
 		}
-		k := ConnKey{c.Sk, c.Id}
+		c := decodeConn(&raw)
+		k := ConnKey{c.Sk, c.ID}
+		if c.Bytes >= MinBytes && !c.IsDownload() {
+			delete(s.progress, k)
+			continue
+		}
 		p := s.progress[k]
 		if len(p) > 0 && p[len(p)-1].Bytes == c.Bytes {
 			continue
@@ -196,6 +205,15 @@ func (s *Sensor) Poll(nowMono uint64) error {
 	}
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("poll network connections: %w", err)
+	}
+	s.mu.Lock()
+	closed := s.closed[s.pruned:]
+	s.pruned = len(s.closed)
+	s.mu.Unlock()
+	for _, c := range closed {
+		if !c.IsDownload() {
+			delete(s.progress, ConnKey{c.Sk, c.ID})
+		}
 	}
 	return nil
 }
