@@ -47,9 +47,12 @@ type Sensor struct {
 	// noResolver says why host names are not probed, or is "".
 	noResolver string
 
-	mu      sync.Mutex
-	closed  []Conn // connections reported at close
-	pruned  int    // closed[:pruned] have had their progress pruned
+	mu     sync.Mutex
+	closed []Conn // downloads reported at close
+	// dropped are connections that closed without being downloads, whose
+	// progress the next Poll forgets; kept only once Poll is in use.
+	dropped []ConnKey
+	polling bool
 	readErr error
 }
 
@@ -170,8 +173,15 @@ func (s *Sensor) read() {
 			continue
 		}
 		c = *(*bpfdl.DownloadConn)(unsafe.Pointer(&r.RawSample[0]))
+		conn := decodeConn(&c)
 		s.mu.Lock()
-		s.closed = append(s.closed, decodeConn(&c))
+		// Only downloads are kept: a client that opens a connection per
+		// small request would otherwise fill memory over a long run.
+		if conn.IsDownload() {
+			s.closed = append(s.closed, conn)
+		} else if s.polling {
+			s.dropped = append(s.dropped, ConnKey{conn.Sk, conn.ID})
+		}
 		s.mu.Unlock()
 	}
 }
@@ -207,13 +217,11 @@ func (s *Sensor) Poll(nowMono uint64) error {
 		return fmt.Errorf("poll network connections: %w", err)
 	}
 	s.mu.Lock()
-	closed := s.closed[s.pruned:]
-	s.pruned = len(s.closed)
+	dropped := s.dropped
+	s.dropped, s.polling = nil, true
 	s.mu.Unlock()
-	for _, c := range closed {
-		if !c.IsDownload() {
-			delete(s.progress, ConnKey{c.Sk, c.ID})
-		}
+	for _, k := range dropped {
+		delete(s.progress, k)
 	}
 	return nil
 }
