@@ -69,7 +69,13 @@ struct rx_slot {
 	__u32 pad;
 	__u64 sk;
 	__u64 id;
+	__u64 last_ts; /* the latest receive */
 };
+
+/* A file first written this long after the thread's latest receive is
+ * not linked (nor does it take a table entry): "meanwhile", as user space
+ * also reads it. */
+#define WRITE_SLACK_NS (1000ull * 1000 * 1000)
 
 /* A file written by a thread whose latest receive was on connection
  * (sk, id). */
@@ -361,10 +367,13 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	}
 	__u32 slot = s->slot;
 	struct rx_slot *r = bpf_map_lookup_elem(&rx_slots, &slot);
-	if (r && (r->sk != key || r->id != c->id || r->tid != tid)) {
-		r->tid = tid;
-		r->sk = key;
-		r->id = c->id;
+	if (r) {
+		if (r->sk != key || r->id != c->id || r->tid != tid) {
+			r->tid = tid;
+			r->sk = key;
+			r->id = c->id;
+		}
+		r->last_ts = now;
 	}
 	return 0;
 }
@@ -438,6 +447,11 @@ int BPF_PROG(on_dl_write, struct folio *folio)
 	key.ino = inode->i_ino;
 	struct write_stats *w = bpf_map_lookup_elem(&writes, &key);
 	if (!w) {
+		/* A file starts to be linked only near a receive; once linked,
+		 * all of its writing counts (a body kept in memory, written out
+		 * at the end, may take a while). */
+		if (now - r->last_ts > WRITE_SLACK_NS)
+			return 0;
 		struct write_stats nw = {};
 		nw.first_ts = now;
 		nw.tid = (__u32)pid_tgid;

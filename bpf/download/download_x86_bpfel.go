@@ -58,11 +58,12 @@ type DownloadLookup struct {
 }
 
 type DownloadRxSlot struct {
-	_   structs.HostLayout
-	Tid uint32
-	Pad uint32
-	Sk  uint64
-	Id  uint64
+	_      structs.HostLayout
+	Tid    uint32
+	Pad    uint32
+	Sk     uint64
+	Id     uint64
+	LastTs uint64
 }
 
 type DownloadThread struct {

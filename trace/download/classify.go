@@ -26,7 +26,9 @@ const (
 
 // writeSlack is how long after a download's last byte a file written by
 // its receiving thread still belongs to it: a client that buffers the
-// body in memory writes it out right after.
+// body in memory writes it out right after. (The probe does not link
+// writes later than this after the thread's latest receive:
+// WRITE_SLACK_NS.)
 const writeSlack = 1_000_000_000
 
 // Conn is one TCP connection the traced process opened, as the kernel
