@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
@@ -99,6 +101,21 @@ func TestPerEventCost(t *testing.T) {
 	}
 	const n, size = 20000, 64
 
+	// An empty program on the same tracepoint: what bpf_stats itself
+	// adds to each run (two clock reads), to subtract from the figures.
+	empty, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp,
+		AttachTo: "sock_recv_length", License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
+	if err != nil {
+		t.Fatalf("load an empty program: %v", err)
+	}
+	defer empty.Close()
+	emptyLink, err := link.AttachTracing(link.TracingOptions{Program: empty})
+	if err != nil {
+		t.Fatalf("attach an empty program: %v", err)
+	}
+	defer emptyLink.Close()
+
 	measure := func(name string, tracked bool) (runs uint64, total time.Duration) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -115,6 +132,8 @@ func TestPerEventCost(t *testing.T) {
 			defer shared.TaskStates.Delete(uint32(fd))
 		}
 		c0, r0 := runStats(t, s.objs.OnRecv)
+		sc0, sr0 := runStats(t, s.objs.OnSend)
+		ec0, er0 := runStats(t, empty)
 		check := func() {
 			// An open connection is in the table; only the tracked
 			// thread's counts, with every byte it received.
@@ -144,7 +163,11 @@ func TestPerEventCost(t *testing.T) {
 		if c1-c0 < n {
 			t.Errorf("%s: on_recv ran %d times for %d receives", name, c1-c0, n)
 		}
-		t.Logf("%s: on_recv %d runs, %.0f ns/run", name, c1-c0, float64((r1-r0).Nanoseconds())/float64(c1-c0))
+		sc1, sr1 := runStats(t, s.objs.OnSend)
+		ec1, er1 := runStats(t, empty)
+		t.Logf("%s: on_recv %d runs, %.0f ns/run; on_send %d runs, %.0f ns/run; an empty program %.0f ns/run", name,
+			c1-c0, float64((r1-r0).Nanoseconds())/float64(c1-c0), sc1-sc0, float64((sr1-sr0).Nanoseconds())/float64(max(sc1-sc0, 1)),
+			float64((er1-er0).Nanoseconds())/float64(max(ec1-ec0, 1)))
 		return c1 - c0, r1 - r0
 	}
 	baseRuns, baseTime := measure("untracked thread", false)
