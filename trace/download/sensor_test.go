@@ -55,6 +55,20 @@ func serve(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// serve6 is serve on [::1].
+func serve6(t *testing.T) *httptest.Server {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	srv := httptest.NewUnstartedServer(handler())
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // serveTLS is serve over HTTPS, with a self-signed certificate.
 func serveTLS(t *testing.T) *httptest.Server {
 	srv := httptest.NewUnstartedServer(handler())
@@ -147,7 +161,7 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 	}
 	defer stats.Close()
 
-	srv, tlsSrv := serve(t), serveTLS(t)
+	srv, tlsSrv, srv6 := serve(t), serveTLS(t), serve6(t)
 	// A Hugging Face hub layout: the snapshot's link exists before its
 	// blob, which the client writes under a temporary name.
 	hub := filepath.Join(t.TempDir(), "hub", "models--org--m")
@@ -195,6 +209,7 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 		"get:"+byName+"/big:"+blob,
 		"mem:"+tlsSrv.URL+"/mem",
 		"mem:"+srv.URL+"/small",
+		"mem:"+srv6.URL+"/mem",
 		fmt.Sprintf("chatter:%s/tiny:%d", srv.URL, chatter),
 		"accept")
 
@@ -219,7 +234,7 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 		t.Errorf("warning: %s", w)
 	}
 
-	if len(results.ops["get"]) != 1 || len(results.ops["mem"]) != 2 || len(results.ops["chatter"]) != 1 || len(results.ops["accept"]) != 1 {
+	if len(results.ops["get"]) != 1 || len(results.ops["mem"]) != 3 || len(results.ops["chatter"]) != 1 || len(results.ops["accept"]) != 1 {
 		t.Fatalf("client results: %+v", results.ops)
 	}
 	if r := results.ops["accept"][0]; r.Bytes != accepted {
@@ -228,11 +243,12 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 	if r := results.ops["chatter"][0]; r.Bytes != chatter*tinyBody {
 		t.Errorf("chatter carried %d bytes, want %d", r.Bytes, chatter*tinyBody)
 	}
-	// Only the 64 MiB fetch to the cache and the 16 MiB one over HTTPS to
-	// memory are downloads: not the 1 MiB fetch, the keep-alive chatter
-	// (6 MB in small answers), nor the accepted connection.
-	if len(rec.Downloads) != 2 {
-		t.Fatalf("got %d downloads, want 2: %+v", len(rec.Downloads), rec.Downloads)
+	// Only the 64 MiB fetch to the cache and the 16 MiB ones to memory
+	// (over HTTPS, over IPv6) are downloads: not the 1 MiB fetch, the
+	// keep-alive chatter (6 MB in small answers), nor the accepted
+	// connection.
+	if len(rec.Downloads) != 3 {
+		t.Fatalf("got %d downloads, want 3: %+v", len(rec.Downloads), rec.Downloads)
 	}
 	want := []struct {
 		res   clientResult
@@ -244,6 +260,7 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 	}{
 		{results.ops["get"][0], bigBody, blob, srv.Listener.Addr().String(), "localhost", headerSlack},
 		{results.ops["mem"][0], memBody, "", tlsSrv.Listener.Addr().String(), "", memBody / 100},
+		{results.ops["mem"][2], memBody, "", srv6.Listener.Addr().String(), "", headerSlack},
 	}
 	for i, w := range want {
 		d := rec.Downloads[i]
