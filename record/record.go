@@ -194,12 +194,3 @@ type SelfCost struct {
 	EventsSeen   uint64 `json:"events_seen"`
 	BPFRunTimeNS uint64 `json:"bpf_run_time_ns,omitempty"`
 }
-
-// Download is a network fetch into a model cache (filled by a later issue).
-type Download struct {
-	Path    string `json:"path"`
-	Bytes   uint64 `json:"bytes"`
-	StartNS int64  `json:"start_ns"`
-	EndNS   int64  `json:"end_ns"`
-	PID     int32  `json:"pid"`
-}

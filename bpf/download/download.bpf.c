@@ -1,0 +1,473 @@
+//go:build ignore
+
+/* coldtrace's network probes: bytes received per TCP connection that a
+ * tracked thread opened (connect, not accept), and the files the
+ * receiving thread writes meanwhile, so user space can tell a download
+ * into a model cache from RPC chatter.
+ *
+ * Everything is aggregated here: one hash entry per connection, updated
+ * by every receive and send; a connection reaches the ring buffer once, when it
+ * closes (the socket's memory, and so its key, may then be reused).
+ * Connections still open at the end are read from the map.
+ *
+ * The tracked set (task_states) and the thread slots (threads) are the
+ * core object's, given at load time as map replacements; drops are
+ * counted in this object's own lost counters. Tracepoints only: kprobes
+ * and fentry are not available on the kernels this was built for. */
+
+#include "common.h"
+#include <bpf/bpf_endian.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define MAX_CONNS 16384
+#define MAX_WRITES 4096
+#define HOST_LEN 64
+#define MAX_ADDRS 8
+
+#define AF_INET_ 2
+#define AF_INET6_ 10
+#define IPPROTO_TCP_ 6
+#define MSG_PEEK_ 2
+#define ENOSYS_ 38
+
+/* Indices into this object's lost counters. */
+enum dl_lost {
+	DL_RINGBUF = 0, /* a closed connection not reported */
+	DL_CONNS = 1,   /* a connection not tracked: table full */
+	DL_WRITES = 2,  /* a written file not linked: table full */
+};
+
+/* One TCP connection a tracked thread opened. Keyed by the socket's
+ * address; id (the connect time) tells apart connections that reuse a
+ * socket's memory. */
+struct conn {
+	__u64 sk;
+	__u64 id;         /* bpf_ktime_get_ns() at connect */
+	__u32 tgid;       /* process that connected */
+	__u32 tid;        /* thread that connected */
+	__u32 rx_tid;     /* thread of the latest receive */
+	__u16 family;     /* AF_INET or AF_INET6 */
+	__u16 dport;      /* peer port, host order */
+	__u8 daddr[16];   /* peer address, network order; 4 bytes for AF_INET */
+	__u64 established_ts;
+	__u64 first_ts;   /* first byte received */
+	__u64 last_ts;    /* latest byte received */
+	__u64 bytes;
+	__u64 recvs;      /* receive calls that returned data */
+	__u64 sent;       /* bytes sent: a download's requests are tiny */
+	__u64 sends;
+	__u32 rx_threads; /* times the receiving thread changed */
+	__u32 closed;     /* reported at close (ring buffer) */
+	char host[HOST_LEN]; /* the name the peer was looked up by, or "" */
+};
+
+/* The latest connection a thread received on, by thread slot (the
+ * core's): what the page-cache hook links a written file to. */
+struct rx_slot {
+	__u32 tid;
+	__u32 pad;
+	__u64 sk;
+	__u64 id;
+	__u64 last_ts; /* the latest receive */
+};
+
+/* A file first written this long after the thread's latest receive is
+ * not linked (nor does it take a table entry): "meanwhile", as user space
+ * also reads it. */
+#define WRITE_SLACK_NS (1000ull * 1000 * 1000)
+
+/* A file written by a thread whose latest receive was on connection
+ * (sk, id). */
+struct write_key {
+	__u64 sk;
+	__u64 id;
+	__u32 dev; /* super_block s_dev, kernel encoding major<<20|minor */
+	__u32 pad;
+	__u64 ino;
+};
+
+struct write_stats {
+	__u64 pages;    /* pages the writes added to the page cache */
+	__u64 first_ts;
+	__u64 last_ts;
+	__u32 tid;
+	__u32 tgid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_CONNS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct conn);
+} conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct rx_slot);
+} rx_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_WRITES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct write_key);
+	__type(value, struct write_stats);
+} writes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 << 10);
+	__type(value, struct conn); /* names the type for bpf2go */
+} closed_conns SEC(".maps");
+
+/* Host names: getaddrinfo(3) in libc, probed at its entry and return in
+ * tracked threads. A process's latest lookup is kept with the addresses
+ * it returned; a connection it then opens to one of them is named by it.
+ * Programs that resolve without libc (Go's own resolver) or through a
+ * libc other than the one probed (a container's) go unnamed. */
+
+struct gai_call {
+	__u64 node; /* const char *, the name */
+	__u64 res;  /* struct addrinfo **, the answer */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tid */
+	__type(value, struct gai_call);
+} gai_calls SEC(".maps");
+
+/* A process's latest lookup: the name, empty when it was an address
+ * given as text, and the addresses (IPv4 in the first 4 bytes). */
+struct lookup {
+	char name[HOST_LEN];
+	__u32 n;
+	__u16 family[MAX_ADDRS];
+	__u8 addr[MAX_ADDRS][16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct lookup);
+} lookups SEC(".maps");
+
+/* Too big for the BPF stack next to the addrinfo being read. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lookup);
+} lookup_scratch SEC(".maps");
+
+/* glibc's struct addrinfo, x86_64. */
+struct addrinfo_ {
+	int ai_flags;
+	int ai_family;
+	int ai_socktype;
+	int ai_protocol;
+	__u32 ai_addrlen;
+	__u32 pad;
+	__u64 ai_addr;
+	__u64 ai_canonname;
+	__u64 ai_next;
+};
+
+/* A numeric "name" (an address given as text) names nothing. */
+static __always_inline bool numeric_host(const char *name)
+{
+	for (int i = 0; i < HOST_LEN; i++) {
+		char c = name[i];
+		if (c == 0)
+			break;
+		if (c == ':')
+			return true;
+		if (c != '.' && (c < '0' || c > '9'))
+			return false;
+	}
+	return true;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(on_getaddrinfo, const char *node, const char *service, const void *hints, void **res)
+{
+	if (!node || !current_state())
+		return 0;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct gai_call c = {.node = (__u64)node, .res = (__u64)res};
+	bpf_map_update_elem(&gai_calls, &tid, &c, BPF_ANY);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(on_gai_return, int ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
+	struct gai_call *c = bpf_map_lookup_elem(&gai_calls, &tid);
+	if (!c)
+		return 0;
+	struct gai_call call = *c;
+	bpf_map_delete_elem(&gai_calls, &tid);
+	if (ret != 0)
+		return 0;
+	__u32 zero = 0;
+	struct lookup *l = bpf_map_lookup_elem(&lookup_scratch, &zero);
+	if (!l)
+		return 0;
+	__builtin_memset(l, 0, sizeof(*l));
+	if (bpf_probe_read_user_str(l->name, sizeof(l->name), (void *)call.node) <= 1 || numeric_host(l->name))
+		l->name[0] = 0;
+	__u64 ai = 0;
+	if (bpf_probe_read_user(&ai, sizeof(ai), (void *)call.res))
+		return 0;
+	for (int i = 0; i < MAX_ADDRS && ai; i++) {
+		struct addrinfo_ a;
+		if (bpf_probe_read_user(&a, sizeof(a), (void *)ai))
+			break;
+		ai = a.ai_next;
+		__u32 j = l->n;
+		if (j >= MAX_ADDRS)
+			break;
+		if (a.ai_family == AF_INET_) {
+			if (bpf_probe_read_user(l->addr[j], 4, (void *)(a.ai_addr + 4))) /* sin_addr */
+				continue;
+		} else if (a.ai_family == AF_INET6_) {
+			if (bpf_probe_read_user(l->addr[j], 16, (void *)(a.ai_addr + 8))) /* sin6_addr */
+				continue;
+		} else {
+			continue;
+		}
+		l->family[j] = a.ai_family;
+		l->n = j + 1;
+	}
+	bpf_map_update_elem(&lookups, &tgid, l, BPF_ANY);
+	return 0;
+}
+
+/* Names conn's peer by the process's latest lookup, when that returned
+ * the peer's address. */
+static __always_inline void name_peer(struct conn *c)
+{
+	struct lookup *l = bpf_map_lookup_elem(&lookups, &c->tgid);
+	if (!l || !l->name[0])
+		return;
+	for (int i = 0; i < MAX_ADDRS; i++) {
+		if (i >= l->n)
+			return;
+		if (l->family[i] != c->family)
+			continue;
+		__u64 *a = (__u64 *)l->addr[i], *b = (__u64 *)c->daddr;
+		if (a[0] == b[0] && a[1] == b[1]) {
+			__builtin_memcpy(c->host, l->name, HOST_LEN);
+			return;
+		}
+	}
+}
+
+/* Report a connection that is going away, unless it never received. */
+static __always_inline void report_closed(struct conn *c)
+{
+	if (!c->bytes)
+		return;
+	c->closed = 1;
+	/* One event per connection: wake the reader only when it is filling. */
+	__u64 flags = bpf_ringbuf_query(&closed_conns, BPF_RB_AVAIL_DATA) > (64 << 10) ? 0 : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&closed_conns, c, sizeof(*c), flags))
+		count_lost(DL_RINGBUF);
+}
+
+/* inet_sock_set_state: CLOSE -> SYN_SENT runs in the connecting thread
+ * (in connect(2), blocking or not), so the tracked check there is what
+ * keeps accepted connections out: they never pass SYN_SENT. The other
+ * transitions may run in softirq context, in any task. */
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	if (sk->sk_protocol != IPPROTO_TCP_)
+		return 0;
+	__u64 key = (__u64)sk;
+	if (newstate == TCP_SYN_SENT) {
+		struct tstate *s = current_state();
+		if (!s)
+			return 0;
+		__u16 family = sk->__sk_common.skc_family;
+		if (family != AF_INET_ && family != AF_INET6_)
+			return 0;
+		struct conn *old = bpf_map_lookup_elem(&conns, &key);
+		if (old)
+			report_closed(old);
+		__u64 pid_tgid = bpf_get_current_pid_tgid();
+		struct conn c = {};
+		c.sk = key;
+		c.id = bpf_ktime_get_ns();
+		c.tgid = pid_tgid >> 32;
+		c.tid = (__u32)pid_tgid;
+		c.family = family;
+		c.dport = bpf_ntohs(sk->__sk_common.skc_dport);
+		if (family == AF_INET_)
+			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_daddr, 4);
+		else
+			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_v6_daddr, 16);
+		name_peer(&c);
+		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
+			count_lost(DL_CONNS);
+		return 0;
+	}
+	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	if (!c)
+		return 0;
+	if (newstate == TCP_ESTABLISHED && !c->established_ts) {
+		c->established_ts = bpf_ktime_get_ns();
+	} else if (newstate == TCP_CLOSE) {
+		report_closed(c);
+		bpf_map_delete_elem(&conns, &key);
+	}
+	return 0;
+}
+
+/* Only TCP sockets can be in conns: a tracked thread's unix sockets and
+ * UDP skip the hash lookup. */
+static __always_inline bool tcp_sock(struct sock *sk)
+{
+	return sk->sk_protocol == IPPROTO_TCP_ && sk->sk_type == 1 /* SOCK_STREAM */;
+}
+
+/* Every recvmsg/read on any socket, in the receiving thread: the first
+ * test (task storage, one pointer walk) is all an untracked thread pays. */
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
+{
+	if (ret <= 0 || (flags & MSG_PEEK_))
+		return 0;
+	struct tstate *s = current_state();
+	if (!s || !tcp_sock(sk))
+		return 0;
+	__u64 key = (__u64)sk;
+	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	if (!c)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__sync_fetch_and_add(&c->bytes, ret);
+	__sync_fetch_and_add(&c->recvs, 1);
+	if (!c->first_ts)
+		c->first_ts = now;
+	c->last_ts = now;
+	if (c->rx_tid != tid) {
+		if (c->rx_tid)
+			c->rx_threads++;
+		c->rx_tid = tid;
+	}
+	__u32 slot = s->slot;
+	struct rx_slot *r = bpf_map_lookup_elem(&rx_slots, &slot);
+	if (r) {
+		if (r->sk != key || r->id != c->id || r->tid != tid) {
+			r->tid = tid;
+			r->sk = key;
+			r->id = c->id;
+		}
+		r->last_ts = now;
+	}
+	return 0;
+}
+
+/* The sending twin: what tells a download (a small request, a large
+ * answer) from a conversation whatever the client's buffer sizes (TLS
+ * reads a record's 5-byte header apart from its body). */
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
+{
+	if (ret <= 0)
+		return 0;
+	if (!current_state() || !tcp_sock(sk))
+		return 0;
+	__u64 key = (__u64)sk;
+	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	if (!c)
+		return 0;
+	__sync_fetch_and_add(&c->sent, ret);
+	__sync_fetch_and_add(&c->sends, 1);
+	return 0;
+}
+
+/* x86_64 syscalls that write file data (the BPF objects are built for
+ * amd64 only). Kept in step with writes_files in coldtrace.bpf.c; both
+ * belong in a shared header. */
+static __always_inline bool writing(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs || (long)regs->ax != -ENOSYS_)
+		return false;
+	switch (regs->orig_ax) {
+	case 1:   /* write */
+	case 18:  /* pwrite64 */
+	case 20:  /* writev */
+	case 285: /* fallocate */
+	case 296: /* pwritev */
+	case 328: /* pwritev2 */
+		return true;
+	}
+	return false;
+}
+
+/* A folio inserted by a thread that has received on a tracked
+ * connection: when a write put it there (or it lies past the end of the
+ * file, which only a write does), the file is linked to that connection. */
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(on_dl_write, struct folio *folio)
+{
+	struct tstate *s = current_state();
+	if (!s)
+		return 0;
+	__u32 slot = s->slot;
+	struct rx_slot *r = bpf_map_lookup_elem(&rx_slots, &slot);
+	if (!r || !r->sk)
+		return 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (r->tid != (__u32)pid_tgid)
+		return 0; /* the slot's earlier owner received, not this thread */
+	struct inode *inode = folio->mapping->host;
+	if (folio->index < (((__u64)inode->i_size + 4095) >> 12) && !writing(bpf_get_current_task_btf()))
+		return 0;
+	__u32 order = 0;
+	if (folio->flags.f & (1ull << bpf_core_enum_value(enum pageflags, PG_head)))
+		order = folio->_flags_1 & 0xff;
+	__u64 now = bpf_ktime_get_ns();
+	struct write_key key = {};
+	key.sk = r->sk;
+	key.id = r->id;
+	key.dev = inode->i_sb->s_dev;
+	key.ino = inode->i_ino;
+	struct write_stats *w = bpf_map_lookup_elem(&writes, &key);
+	if (!w) {
+		/* A file starts to be linked only near a receive; once linked,
+		 * all of its writing counts (a body kept in memory, written out
+		 * at the end, may take a while). */
+		if (now - r->last_ts > WRITE_SLACK_NS)
+			return 0;
+		struct write_stats nw = {};
+		nw.first_ts = now;
+		nw.tid = (__u32)pid_tgid;
+		nw.tgid = pid_tgid >> 32;
+		if (bpf_map_update_elem(&writes, &key, &nw, BPF_NOEXIST) && !bpf_map_lookup_elem(&writes, &key)) {
+			count_lost(DL_WRITES);
+			return 0;
+		}
+		w = bpf_map_lookup_elem(&writes, &key);
+		if (!w)
+			return 0;
+	}
+	__sync_fetch_and_add(&w->pages, 1ull << (order & 31));
+	w->last_ts = now;
+	return 0;
+}
+
+/* Names the enum for bpf2go (-type dl_lost). */
+const enum dl_lost *_dl_lost_btf __attribute__((unused));

@@ -1,0 +1,90 @@
+package record
+
+// Download is a network fetch: at least 4 MiB received on one TCP
+// connection the traced process opened (not accepted), with a mean
+// receive of at least 16 KiB. Its time runs from its first to its last
+// byte received. Only the peer is recorded: never headers, tokens or
+// query strings.
+type Download struct {
+	// Path is the main destination: the largest file the receiving
+	// thread wrote while the download ran, under its final name when it
+	// was renamed into place (a Hugging Face blob's ".incomplete" temp
+	// name, torch.hub's temporary file). Empty when the data stayed in
+	// memory.
+	Path string `json:"path"`
+	// Name is what the destination is known by: for a Hugging Face hub
+	// blob, the snapshot entry that links to it ("model.safetensors");
+	// otherwise Path's last element. Empty when Path is.
+	Name string `json:"name,omitempty"`
+	// Cache is the record's JIT.Caches entry (its Name) whose root holds
+	// Path, where one does ("huggingface"): its health says whether the
+	// data survives for a rerun.
+	Cache   string `json:"cache,omitempty"`
+	Bytes   uint64 `json:"bytes"`
+	StartNS int64  `json:"start_ns"`
+	EndNS   int64  `json:"end_ns"`
+	PID     int32  `json:"pid"`
+	// TID is the thread that received the last byte.
+	TID int32 `json:"tid"`
+	// Peer is the remote address and port, "127.0.0.1:8765" or
+	// "[::1]:443".
+	Peer string `json:"peer"`
+	// Host is the name the process looked the peer up by (libc's
+	// getaddrinfo, its latest lookup before connecting), or "".
+	Host string `json:"host,omitempty"`
+	// ConnectNS is when the connection was opened (connect(2)); it may
+	// precede the run's start for a connection opened by an attached
+	// process, and is then negative.
+	ConnectNS int64 `json:"connect_ns"`
+	// Receives counts the receive calls (recvmsg, read) that returned data.
+	Receives uint64 `json:"receives"`
+	// BytesSent is what the process sent on the connection (requests, a
+	// TLS handshake).
+	BytesSent uint64 `json:"bytes_sent"`
+	// Files are every file the receiving thread wrote from the start of
+	// the download until shortly after its end, largest first.
+	Files []DownloadFile `json:"files,omitempty"`
+	// OnCPUNS and WaitNS are the receiving thread's time within the
+	// download: on CPU (TLS, hashing, decompression, copying) and off CPU
+	// waiting for data (neither I/O wait nor the run queue).
+	OnCPUNS int64 `json:"on_cpu_ns"`
+	WaitNS  int64 `json:"wait_ns"`
+	// Samples are the bytes received per polling interval, for the
+	// timeline's network counter; they sum to Bytes.
+	Samples []DownloadSample `json:"samples,omitempty"`
+}
+
+// DownloadSample is what a download received in (previous EndNS, EndNS];
+// the last one ends at the download's last byte.
+type DownloadSample struct {
+	EndNS int64  `json:"t"`
+	Bytes uint64 `json:"bytes"`
+}
+
+// DownloadFile is one file a download wrote.
+type DownloadFile struct {
+	Dev uint32 `json:"dev"` // kernel encoding: major<<20 | minor
+	Ino uint64 `json:"ino"`
+	// Path is the file's name at the end of the run when it could be
+	// found (after a rename into place), else the name it was first seen
+	// under.
+	Path string `json:"path"`
+	// WrittenPath is the name it was written under, when that differs
+	// from Path (a temporary name).
+	WrittenPath string `json:"written_path,omitempty"`
+	// BytesWritten counts the pages the writes added to the page cache,
+	// in bytes.
+	BytesWritten uint64 `json:"bytes_written"`
+	// Gone is set when the file no longer existed at the end of the run
+	// (a temporary file deleted before exit).
+	Gone bool `json:"gone,omitempty"`
+}
+
+// MBPerSecond is the download's achieved rate in MB/s (10^6 bytes per
+// second), 0 when its span is empty.
+func (d Download) MBPerSecond() float64 {
+	if d.EndNS <= d.StartNS {
+		return 0
+	}
+	return float64(d.Bytes) / 1e6 / (float64(d.EndNS-d.StartNS) / 1e9)
+}

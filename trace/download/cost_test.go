@@ -1,0 +1,180 @@
+package download
+
+import (
+	"io"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
+	"github.com/coldtrace/coldtrace/internal/testenv"
+)
+
+// pidfdThread is PIDFD_THREAD (O_EXCL): a pidfd for one thread, not a
+// thread group (Linux 6.9).
+const pidfdThread = unix.O_EXCL
+
+// receive connects to a local server that sends n messages of size
+// bytes, and reads them one receive each, on the calling thread. It
+// returns the bytes read; before it closes the connection, it calls
+// check.
+func receive(t *testing.T, n, size int, check func()) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		msg := make([]byte, size)
+		ack := make([]byte, 1)
+		for range n {
+			if _, err := c.Write(msg); err != nil {
+				return
+			}
+			// One message in flight, so that each receive returns one.
+			if _, err := c.Read(ack); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, size)
+	got := 0
+	for range n {
+		k, err := io.ReadFull(c, buf)
+		got += k
+		if err != nil {
+			t.Fatalf("receive: %v", err)
+		}
+		if _, err := c.Write(buf[:1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check()
+	return got
+}
+
+// runStats is one program's run count and time so far.
+func runStats(t *testing.T, p *ebpf.Program) (uint64, time.Duration) {
+	st, err := p.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.RunCount, st.Runtime
+}
+
+// TestPerEventCost measures the receive probe on an untracked thread
+// (what every socket read on the machine pays) and on a tracked thread
+// receiving on a connection it opened, and checks the tracked one's
+// bytes. Other tests on the machine add their own receives to the counts:
+// the figures are logged, not asserted.
+func TestPerEventCost(t *testing.T) {
+	testenv.RequireTracing(t)
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		t.Fatalf("enable bpf_stats: %v", err)
+	}
+	defer stats.Close()
+	shared := sharedMaps(t)
+	s, err := Open(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const n, size = 20000, 64
+
+	// An empty program on the same tracepoint: what bpf_stats itself
+	// adds to each run (two clock reads), to subtract from the figures.
+	empty, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp,
+		AttachTo: "sock_recv_length", License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
+	if err != nil {
+		t.Fatalf("load an empty program: %v", err)
+	}
+	defer empty.Close()
+	emptyLink, err := link.AttachTracing(link.TracingOptions{Program: empty})
+	if err != nil {
+		t.Fatalf("attach an empty program: %v", err)
+	}
+	defer emptyLink.Close()
+
+	measure := func(name string, tracked bool) (runs uint64, total time.Duration) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if tracked {
+			fd, err := unix.PidfdOpen(unix.Gettid(), pidfdThread)
+			if err != nil {
+				t.Skipf("pidfd of a thread: %v", err)
+			}
+			defer unix.Close(fd)
+			st := bpfdl.DownloadTstate{Slot: 1, Tgid: uint32(unix.Getpid())}
+			if err := shared.TaskStates.Update(uint32(fd), &st, ebpf.UpdateAny); err != nil {
+				t.Fatalf("track this thread: %v", err)
+			}
+			defer shared.TaskStates.Delete(uint32(fd))
+		}
+		c0, r0 := runStats(t, s.objs.OnRecv)
+		sc0, sr0 := runStats(t, s.objs.OnSend)
+		ec0, er0 := runStats(t, empty)
+		check := func() {
+			// An open connection is in the table; only the tracked
+			// thread's counts, with every byte it received.
+			var sk uint64
+			var raw bpfdl.DownloadConn
+			var mine []Conn
+			it := s.objs.Conns.Iterate()
+			for it.Next(&sk, &raw) {
+				if c := decodeConn(&raw); c.PID == int32(unix.Getpid()) {
+					mine = append(mine, c)
+				}
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if tracked && (len(mine) != 1 || mine[0].Bytes != n*size || mine[0].Receives != n) {
+				t.Errorf("%s: connections of this process: %+v", name, mine)
+			}
+			if !tracked && len(mine) != 0 {
+				t.Errorf("%s: connections of this process: %+v", name, mine)
+			}
+		}
+		if got := receive(t, n, size, check); got != n*size {
+			t.Fatalf("read %d bytes, want %d", got, n*size)
+		}
+		c1, r1 := runStats(t, s.objs.OnRecv)
+		if c1-c0 < n {
+			t.Errorf("%s: on_recv ran %d times for %d receives", name, c1-c0, n)
+		}
+		sc1, sr1 := runStats(t, s.objs.OnSend)
+		ec1, er1 := runStats(t, empty)
+		t.Logf("%s: on_recv %d runs, %.0f ns/run; on_send %d runs, %.0f ns/run; an empty program %.0f ns/run", name,
+			c1-c0, float64((r1-r0).Nanoseconds())/float64(c1-c0), sc1-sc0, float64((sr1-sr0).Nanoseconds())/float64(max(sc1-sc0, 1)),
+			float64((er1-er0).Nanoseconds())/float64(max(ec1-ec0, 1)))
+		return c1 - c0, r1 - r0
+	}
+	baseRuns, baseTime := measure("untracked thread", false)
+	runs, total := measure("tracked thread, its own connection", true)
+	// The same exchange both times: the extra time is the n tracked
+	// receives' (the server's receives and the empty reads stay untracked).
+	perRun := float64(baseTime.Nanoseconds()) / float64(baseRuns)
+	extra := float64(total.Nanoseconds()) - perRun*float64(runs)
+	t.Logf("a tracked receive on its connection: about %.0f ns", perRun+extra/n)
+}

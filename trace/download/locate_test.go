@@ -1,0 +1,92 @@
+package download
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/coldtrace/coldtrace/record"
+)
+
+func TestCacheOf(t *testing.T) {
+	caches := []record.Cache{
+		{Name: "xdg", Root: "/home/u/.cache"},
+		{Name: "huggingface", Root: "/home/u/.cache/huggingface/hub/"},
+		{Name: "torch", Root: "/home/u/.cache/torch"},
+	}
+	cases := map[string]string{
+		"/home/u/.cache/huggingface/hub/models--a--b/blobs/x": "huggingface",
+		"/home/u/.cache/torchvision/x":                        "xdg",
+		"/home/u/.cache/torch/hub/checkpoints/r.pth":          "torch",
+		"/home/u/model.bin":                                   "",
+	}
+	for path, want := range cases {
+		if got := cacheOf(path, caches); got != want {
+			t.Errorf("cacheOf(%s) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+func TestLocateFollowsARenameInPlace(t *testing.T) {
+	dir := t.TempDir()
+	tmp, final, gone := filepath.Join(dir, "x.incomplete"), filepath.Join(dir, "x"), filepath.Join(dir, "deleted.tmp")
+	for _, p := range []string{tmp, gone, filepath.Join(dir, "other")} {
+		if err := os.WriteFile(p, []byte("data"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := func(p string) (uint32, uint64) {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return kernelDev(&st), st.Ino
+	}
+	dev, ino := id(tmp)
+	gdev, gino := id(gone)
+	if err := os.Rename(tmp, final); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	locate := fileLocator([]record.File{{Dev: dev, Ino: ino, Path: tmp}, {Dev: gdev, Ino: gino, Path: gone}})
+	if p, w, g := locate(dev, ino); p != final || w != tmp || g {
+		t.Errorf("renamed file: %q, written as %q, gone %v", p, w, g)
+	}
+	if p, w, g := locate(gdev, gino); p != gone || w != "" || !g {
+		t.Errorf("deleted file: %q, written as %q, gone %v", p, w, g)
+	}
+	if p, _, _ := locate(dev, ino+1000); p != "" {
+		t.Errorf("unknown file located at %q", p)
+	}
+}
+
+func TestHubName(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "models--org--m")
+	blob := filepath.Join(repo, "blobs", "abc")
+	for _, d := range []string{filepath.Dir(blob), filepath.Join(repo, "snapshots", "rev", "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(blob, []byte("w"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "blobs", "other"), []byte("o"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../blobs/other", filepath.Join(repo, "snapshots", "rev", "sub", "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../blobs/abc", filepath.Join(repo, "snapshots", "rev", "sub", "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	if got := hubName(blob); got != "sub/model.safetensors" {
+		t.Errorf("hubName = %q, want sub/model.safetensors", got)
+	}
+	if got := hubName(filepath.Join(repo, "blobs", "missing")); got != "" {
+		t.Errorf("hubName of a missing blob = %q", got)
+	}
+}

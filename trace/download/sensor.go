@@ -1,0 +1,386 @@
+// Package download is coldtrace's network sensor: it counts, in the
+// kernel, the bytes each TCP connection opened by a traced thread
+// receives, links the files the receiving thread writes meanwhile, and
+// fills the record's downloads with the connections that meet the shared
+// definition (DESIGN.md, "Shared definitions: Download").
+package download
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// Shared are the core object's maps this sensor's programs use, so that
+// there is one tracked set.
+type Shared struct {
+	// TaskStates is the core's task storage: present for tracked threads.
+	TaskStates *ebpf.Map
+	// Threads is the core's per-thread slot array.
+	Threads *ebpf.Map
+}
+
+// Sensor is the loaded network probes and their reader.
+type Sensor struct {
+	objs  bpfdl.DownloadObjects
+	links []link.Link
+	rd    *ringbuf.Reader
+	done  chan struct{}
+
+	// progress is each open connection's bytes at every poll; only the
+	// session's goroutine (Poll, Finish) touches it.
+	progress map[ConnKey][]Progress
+
+	// noResolver says why host names are not probed, or is "".
+	noResolver string
+
+	mu     sync.Mutex
+	closed []Conn // downloads reported at close
+	// dropped are connections that closed without being downloads, whose
+	// progress the next Poll forgets; kept only once Poll is in use.
+	dropped []ConnKey
+	polling bool
+	readErr error
+}
+
+// Open loads the network probes with the core's tracked set. It attaches
+// nothing: call Start.
+func Open(shared Shared) (*Sensor, error) {
+	if shared.TaskStates == nil || shared.Threads == nil {
+		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
+	}
+	s := &Sensor{progress: map[ConnKey][]Progress{}}
+	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
+		bpfdl.DownloadMapTaskStates: shared.TaskStates,
+		bpfdl.DownloadMapThreads:    shared.Threads,
+	}}
+	if err := bpfdl.LoadDownloadObjects(&s.objs, opts); err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			return nil, fmt.Errorf("load network probes (verifier rejected them): %+v", verr)
+		}
+		return nil, fmt.Errorf("load network probes: %w", err)
+	}
+	return s, nil
+}
+
+// tracepoints are the sensor's BTF tracepoint programs by name.
+func (s *Sensor) tracepoints() map[string]*ebpf.Program {
+	return map[string]*ebpf.Program{
+		bpfdl.DownloadProgOnRecv:      s.objs.OnRecv,
+		bpfdl.DownloadProgOnSend:      s.objs.OnSend,
+		bpfdl.DownloadProgOnSockState: s.objs.OnSockState,
+		bpfdl.DownloadProgOnDlWrite:   s.objs.OnDlWrite,
+	}
+}
+
+// Programs are the sensor's BPF programs by name, for cost accounting
+// (bpf_stats).
+func (s *Sensor) Programs() map[string]*ebpf.Program {
+	p := s.tracepoints()
+	p[bpfdl.DownloadProgOnGetaddrinfo] = s.objs.OnGetaddrinfo
+	p[bpfdl.DownloadProgOnGaiReturn] = s.objs.OnGaiReturn
+	return p
+}
+
+// libcPaths are where the system's C library may be; the first that
+// exists gets the getaddrinfo probes (links to one file are one inode).
+var libcPaths = []string{
+	"/lib/x86_64-linux-gnu/libc.so.6",
+	"/usr/lib/x86_64-linux-gnu/libc.so.6",
+	"/lib64/libc.so.6",
+	"/usr/lib64/libc.so.6",
+}
+
+// Start attaches the probes and starts draining closed connections.
+// Connections opened before Start are not seen.
+func (s *Sensor) Start() error {
+	for name, p := range s.tracepoints() {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			return fmt.Errorf("attach %s: %w", name, err)
+		}
+		s.links = append(s.links, l)
+	}
+	if err := s.attachResolver(); err != nil {
+		return err
+	}
+	rd, err := ringbuf.NewReader(s.objs.ClosedConns)
+	if err != nil {
+		return fmt.Errorf("open network ring buffer: %w", err)
+	}
+	s.rd = rd
+	s.done = make(chan struct{})
+	go s.read()
+	return nil
+}
+
+// attachResolver probes getaddrinfo in the system's libc, so that
+// downloads can carry the host name their peer was looked up by. Without
+// a libc, downloads go unnamed and the record says why.
+func (s *Sensor) attachResolver() error {
+	for _, p := range libcPaths {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		ex, err := link.OpenExecutable(p)
+		if err != nil {
+			return fmt.Errorf("open %s for the getaddrinfo probes: %w", p, err)
+		}
+		in, err := ex.Uprobe("getaddrinfo", s.objs.OnGetaddrinfo, nil)
+		if err != nil {
+			return fmt.Errorf("attach getaddrinfo in %s: %w", p, err)
+		}
+		s.links = append(s.links, in)
+		out, err := ex.Uretprobe("getaddrinfo", s.objs.OnGaiReturn, nil)
+		if err != nil {
+			return fmt.Errorf("attach the return of getaddrinfo in %s: %w", p, err)
+		}
+		s.links = append(s.links, out)
+		return nil
+	}
+	s.noResolver = "network: no libc found at " + strings.Join(libcPaths, ", ") + ": downloads carry no host names"
+	return nil
+}
+
+func (s *Sensor) read() {
+	defer close(s.done)
+	var r ringbuf.Record
+	for {
+		if err := s.rd.ReadInto(&r); err != nil {
+			if !errors.Is(err, ringbuf.ErrClosed) && !errors.Is(err, ringbuf.ErrFlushed) {
+				s.mu.Lock()
+				s.readErr = fmt.Errorf("read network ring buffer: %w", err)
+				s.mu.Unlock()
+			}
+			return
+		}
+		var c bpfdl.DownloadConn
+		if len(r.RawSample) < int(unsafe.Sizeof(c)) {
+			continue
+		}
+		c = *(*bpfdl.DownloadConn)(unsafe.Pointer(&r.RawSample[0]))
+		conn := decodeConn(&c)
+		s.mu.Lock()
+		// Only downloads are kept: a client that opens a connection per
+		// small request would otherwise fill memory over a long run.
+		if conn.IsDownload() {
+			s.closed = append(s.closed, conn)
+		} else if s.polling {
+			s.dropped = append(s.dropped, ConnKey{conn.Sk, conn.ID})
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Poll notes the bytes each open connection has received so far, for the
+// timeline's network counter; the session calls it at each sampling
+// tick, with the monotonic time (ns). A download's samples are only as
+// fine as the polls. Only connections that are, or may still become,
+// downloads keep their progress, so chatter over a long run costs no
+// memory; one that qualifies late gets its earlier bytes in its first
+// sample.
+func (s *Sensor) Poll(nowMono uint64) error {
+	var sk uint64
+	var raw bpfdl.DownloadConn
+	it := s.objs.Conns.Iterate()
+	for it.Next(&sk, &raw) {
+		if raw.Bytes == 0 {
+			continue
+		}
+		c := decodeConn(&raw)
+		k := ConnKey{c.Sk, c.ID}
+		if c.Bytes >= MinBytes && !c.IsDownload() {
+			delete(s.progress, k)
+			continue
+		}
+		p := s.progress[k]
+		if len(p) > 0 && p[len(p)-1].Bytes == c.Bytes {
+			continue
+		}
+		s.progress[k] = append(p, Progress{TS: nowMono, Bytes: c.Bytes})
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("poll network connections: %w", err)
+	}
+	s.mu.Lock()
+	dropped := s.dropped
+	s.dropped, s.polling = nil, true
+	s.mu.Unlock()
+	for _, k := range dropped {
+		delete(s.progress, k)
+	}
+	return nil
+}
+
+// Finish detaches the probes, gathers every connection and written file,
+// and fills rec.Downloads. It runs after the command exited, once the core
+// filled rec.Files (the paths of written files) and rec.Samples, and the
+// JIT sensor rec.JIT (the caches destinations are matched with).
+// startMono is the monotonic time (ns) the command was released.
+func (s *Sensor) Finish(rec *record.Record, startMono uint64) error {
+	conns, writes, err := s.collect()
+	if err != nil {
+		return err
+	}
+	rec.Downloads = Build(conns, writes, Env{
+		StartMono:  startMono,
+		Locate:     fileLocator(rec.Files),
+		Samples:    rec.Samples,
+		IntervalNS: rec.IntervalNS,
+		Progress:   s.progress,
+	})
+	for i := range rec.Downloads {
+		d := &rec.Downloads[i]
+		if d.Path == "" {
+			continue
+		}
+		d.Name = hubName(d.Path)
+		if d.Name == "" {
+			d.Name = filepath.Base(d.Path)
+		}
+		if rec.JIT != nil {
+			d.Cache = cacheOf(d.Path, rec.JIT.Caches)
+		}
+	}
+	if w := s.lostWarning(); w != "" {
+		rec.Warnings = append(rec.Warnings, w)
+	}
+	if s.noResolver != "" && len(rec.Downloads) > 0 {
+		rec.Warnings = append(rec.Warnings, s.noResolver)
+	}
+	return nil
+}
+
+// peerAddr reads a 16-byte address as the probes store them: IPv4 in the
+// first 4 bytes; an IPv4-mapped IPv6 address reads as IPv4.
+func peerAddr(family uint16, b [16]byte) netip.Addr {
+	if family == unix.AF_INET {
+		return netip.AddrFrom4([4]byte(b[:4]))
+	}
+	return netip.AddrFrom16(b).Unmap()
+}
+
+// collect stops the probes and returns every connection (closed ones from
+// the ring buffer, open ones from the map) and every written file.
+func (s *Sensor) collect() ([]Conn, []Write, error) {
+	if err := s.detach(); err != nil {
+		return nil, nil, err
+	}
+	if s.rd != nil {
+		if err := s.rd.Flush(); err != nil {
+			return nil, nil, fmt.Errorf("flush network ring buffer: %w", err)
+		}
+		<-s.done
+	}
+	s.mu.Lock()
+	conns := append([]Conn(nil), s.closed...)
+	err := s.readErr
+	s.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+
+	var sk uint64
+	var c bpfdl.DownloadConn
+	it := s.objs.Conns.Iterate()
+	for it.Next(&sk, &c) {
+		conns = append(conns, decodeConn(&c))
+	}
+	if err := it.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read network connections: %w", err)
+	}
+
+	var writes []Write
+	var wk bpfdl.DownloadWriteKey
+	var ws bpfdl.DownloadWriteStats
+	page := uint64(os.Getpagesize())
+	wit := s.objs.Writes.Iterate()
+	for wit.Next(&wk, &ws) {
+		writes = append(writes, Write{Sk: wk.Sk, ID: wk.Id, Dev: wk.Dev, Ino: wk.Ino,
+			Bytes: ws.Pages * page, FirstTS: ws.FirstTs, LastTS: ws.LastTs})
+	}
+	if err := wit.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read files written by downloads: %w", err)
+	}
+	return conns, writes, nil
+}
+
+func (s *Sensor) detach() error {
+	var first error
+	for _, l := range s.links {
+		if err := l.Close(); err != nil && first == nil {
+			first = fmt.Errorf("detach network probes: %w", err)
+		}
+	}
+	s.links = nil
+	return first
+}
+
+// lostWarning says what the kernel side could not record, or "".
+func (s *Sensor) lostWarning() string {
+	var n [3]uint64
+	for i := range n {
+		var per []uint64
+		if err := s.objs.Lost.Lookup(uint32(i), &per); err != nil {
+			return fmt.Sprintf("network: lost counters unreadable: %v", err)
+		}
+		for _, v := range per {
+			n[i] += v
+		}
+	}
+	if n[bpfdl.DownloadDlLostDL_RINGBUF]+n[bpfdl.DownloadDlLostDL_CONNS]+n[bpfdl.DownloadDlLostDL_WRITES] == 0 {
+		return ""
+	}
+	return fmt.Sprintf("network: %d closed connections unreported, %d connections untracked (table full), %d written files unlinked: downloads are lower bounds",
+		n[bpfdl.DownloadDlLostDL_RINGBUF], n[bpfdl.DownloadDlLostDL_CONNS], n[bpfdl.DownloadDlLostDL_WRITES])
+}
+
+// Close detaches the probes, closes the reader and then the objects,
+// keeping the first error.
+func (s *Sensor) Close() error {
+	first := s.detach()
+	if s.rd != nil {
+		if err := s.rd.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
+			first = fmt.Errorf("close network ring buffer: %w", err)
+		}
+		<-s.done
+		s.rd = nil
+	}
+	if err := s.objs.Close(); err != nil && first == nil {
+		first = fmt.Errorf("close network probes: %w", err)
+	}
+	return first
+}
+
+func decodeConn(c *bpfdl.DownloadConn) Conn {
+	addr := peerAddr(c.Family, c.Daddr)
+	host := make([]byte, 0, len(c.Host))
+	for _, ch := range c.Host {
+		if ch == 0 {
+			break
+		}
+		host = append(host, byte(ch))
+	}
+	return Conn{
+		Host: string(host),
+		Sk:   c.Sk, ID: c.Id,
+		PID: int32(c.Tgid), TID: int32(c.Tid), RxTID: int32(c.RxTid),
+		Peer:    netip.AddrPortFrom(addr, c.Dport),
+		FirstTS: c.FirstTs, LastTS: c.LastTs,
+		Bytes: c.Bytes, Receives: c.Recvs, Sent: c.Sent,
+	}
+}
