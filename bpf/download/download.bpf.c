@@ -280,7 +280,7 @@ static __always_inline void report_closed(struct conn *c)
 	/* One event per connection: wake the reader only when it is filling. */
 	__u64 flags = bpf_ringbuf_query(&closed_conns, BPF_RB_AVAIL_DATA) > (64 << 10) ? 0 : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&closed_conns, c, sizeof(*c), flags))
-		count_lost(DL_RINGBUF);
+		count_lost((enum lost_kind)DL_RINGBUF);
 }
 
 /* inet_sock_set_state: CLOSE -> SYN_SENT runs in the connecting thread
@@ -317,7 +317,7 @@ int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int
 			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_v6_daddr, 16);
 		name_peer(&c);
 		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
-			count_lost(DL_CONNS);
+			count_lost((enum lost_kind)DL_CONNS);
 		return 0;
 	}
 	struct conn *c = bpf_map_lookup_elem(&conns, &key);
@@ -457,7 +457,7 @@ int BPF_PROG(on_dl_write, struct folio *folio)
 		nw.tid = (__u32)pid_tgid;
 		nw.tgid = pid_tgid >> 32;
 		if (bpf_map_update_elem(&writes, &key, &nw, BPF_NOEXIST) && !bpf_map_lookup_elem(&writes, &key)) {
-			count_lost(DL_WRITES);
+			count_lost((enum lost_kind)DL_WRITES);
 			return 0;
 		}
 		w = bpf_map_lookup_elem(&writes, &key);

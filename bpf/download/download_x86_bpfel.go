@@ -107,8 +107,17 @@ type DownloadTstate struct {
 		Pad uint32
 		Ino uint64
 	}
-	RaLo uint64
-	RaHi uint64
+	RaLo   uint64
+	RaHi   uint64
+	RdFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	RdSig   uint64
+	RdIndex uint64
+	RdNext  uint64
 }
 
 type DownloadWriteKey struct {
@@ -133,23 +142,25 @@ type DownloadWriteStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	DownloadMapClosedConns    = "closed_conns"
-	DownloadMapConns          = "conns"
-	DownloadMapGaiCalls       = "gai_calls"
-	DownloadMapLookupScratch  = "lookup_scratch"
-	DownloadMapLookups        = "lookups"
-	DownloadMapLost           = "lost"
-	DownloadMapRxSlots        = "rx_slots"
-	DownloadMapTaskStates     = "task_states"
-	DownloadMapThreads        = "threads"
-	DownloadMapWrites         = "writes"
-	DownloadProgOnDlWrite     = "on_dl_write"
-	DownloadProgOnGaiReturn   = "on_gai_return"
-	DownloadProgOnGetaddrinfo = "on_getaddrinfo"
-	DownloadProgOnRecv        = "on_recv"
-	DownloadProgOnSend        = "on_send"
-	DownloadProgOnSockState   = "on_sock_state"
-	DownloadVarDlLostBtf      = "_dl_lost_btf"
+	DownloadMapClosedConns         = "closed_conns"
+	DownloadMapConns               = "conns"
+	DownloadMapGaiCalls            = "gai_calls"
+	DownloadMapLookupScratch       = "lookup_scratch"
+	DownloadMapLookups             = "lookups"
+	DownloadMapLost                = "lost"
+	DownloadMapRxSlots             = "rx_slots"
+	DownloadMapTaskStates          = "task_states"
+	DownloadMapThreads             = "threads"
+	DownloadMapWrites              = "writes"
+	DownloadProgOnDlWrite          = "on_dl_write"
+	DownloadProgOnGaiReturn        = "on_gai_return"
+	DownloadProgOnGetaddrinfo      = "on_getaddrinfo"
+	DownloadProgOnRecv             = "on_recv"
+	DownloadProgOnSend             = "on_send"
+	DownloadProgOnSockState        = "on_sock_state"
+	DownloadVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
+	DownloadVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
+	DownloadVarDlLostBtf           = "_dl_lost_btf"
 )
 
 // LoadDownload returns the embedded CollectionSpec for Download.
@@ -222,7 +233,9 @@ type DownloadMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DownloadVariableSpecs struct {
-	DlLostBtf *ebpf.VariableSpec `ebpf:"_dl_lost_btf"`
+	BtfAnchorLostKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
+	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
+	DlLostBtf           *ebpf.VariableSpec `ebpf:"_dl_lost_btf"`
 }
 
 // DownloadObjects contains all objects after they have been loaded into the kernel.
@@ -276,7 +289,9 @@ func (m *DownloadMaps) Close() error {
 //
 // It can be passed to LoadDownloadObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DownloadVariables struct {
-	DlLostBtf *ebpf.Variable `ebpf:"_dl_lost_btf"`
+	BtfAnchorLostKind   *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
+	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
+	DlLostBtf           *ebpf.Variable `ebpf:"_dl_lost_btf"`
 }
 
 // DownloadPrograms contains all programs after they have been loaded into the kernel.

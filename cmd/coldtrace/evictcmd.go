@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/coldtrace/coldtrace/report"
+	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
 )
 
@@ -81,7 +81,7 @@ func writeEvictText(w io.Writer, done []residency.Evicted) error {
 			unknown++
 		}
 	}
-	fmt.Fprintf(&b, "coldtrace evict: %s (%s), %s dropped from the page cache\n", plural(len(done), "file"), report.Bytes(uint64(size)), report.Bytes(uint64(dropped)))
+	fmt.Fprintf(&b, "coldtrace evict: %s (%s), %s dropped from the page cache\n", plural(len(done), "file"), format.Bytes(uint64(size)), format.Bytes(uint64(dropped)))
 	if unknown > 0 {
 		fmt.Fprintf(&b, "  %s asked to go, but this user may not see how much went\n", plural(unknown, "file"))
 	}
@@ -90,7 +90,7 @@ func writeEvictText(w io.Writer, done []residency.Evicted) error {
 		case !e.Known:
 			fmt.Fprintf(&b, "  %s: dropped, not verified (%s)\n", e.Path, e.Unknown)
 		case e.KeptPages > 0:
-			fmt.Fprintf(&b, "  %s: %s dropped, %d pages kept: %s\n", e.Path, report.Bytes(uint64(e.DroppedBytes)), e.KeptPages, keptWhy(e))
+			fmt.Fprintf(&b, "  %s: %s dropped, %d pages kept: %s\n", e.Path, format.Bytes(uint64(e.DroppedBytes)), e.KeptPages, keptWhy(e))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

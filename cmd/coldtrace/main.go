@@ -44,6 +44,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, launched 
 			return reportCommand(args[1:], stdout, stderr)
 		case "diff":
 			return diffCommand(args[1:], stdout, stderr)
+		case "status":
+			return statusCommand(args[1:], stdout, stderr)
+		case "evict":
+			return evictCommand(args[1:], stdout, stderr)
+		case "prefetch":
+			return prefetchCommand(args[1:], stdout, stderr)
 		case "version", "--version":
 			fmt.Fprintf(stdout, "coldtrace %s\n", version)
 			return 0
@@ -63,6 +69,12 @@ usage:
   coldtrace report [--format text|json|pprof|perfetto] [-o PATH] RECORD
                                                 re-render a saved record (no root needed)
   coldtrace diff [--json] A B                   compare two records (cold first)
+  coldtrace status [--from RECORD] [--json] [PATH...]
+                                                page cache and kernel caches now; predicts the next run
+  coldtrace evict [--json] PATH...|--from RECORD
+                                                drop exactly these files from the page cache
+  coldtrace prefetch [--dry-run] [--force] PATH...|--from RECORD
+                                                read only what is not cached
   coldtrace version
 
 run 'coldtrace run --help', 'coldtrace report --help' or 'coldtrace diff --help' for flags.

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
-	"github.com/coldtrace/coldtrace/report"
+	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
 )
 
@@ -139,8 +139,8 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 		err = enc.Encode(out)
 	} else {
 		_, err = fmt.Fprintf(stdout, "coldtrace prefetch: read %s of %s (%s; the rest was cached) in %s, %.0f MB/s\n",
-			report.Bytes(uint64(res.ReadBytes)), plural(len(plan.Files), "file"), report.Bytes(uint64(plan.TotalBytes)),
-			report.Duration(int64(res.Elapsed)), float64(res.ReadBytes)/max(res.Elapsed.Seconds(), 1e-9)/1e6)
+			format.Bytes(uint64(res.ReadBytes)), plural(len(plan.Files), "file"), format.Bytes(uint64(plan.TotalBytes)),
+			format.Duration(int64(res.Elapsed)), float64(res.ReadBytes)/max(res.Elapsed.Seconds(), 1e-9)/1e6)
 	}
 	if err != nil {
 		return fail(stderr, exitFailure, err)
@@ -153,7 +153,7 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 
 // progressLine is the live line on a terminal.
 func progressLine(p residency.Progress) string {
-	s := fmt.Sprintf("prefetch: %s of %s, %d/%d files, %.0f MB/s", report.Bytes(uint64(p.DoneBytes)), report.Bytes(uint64(p.TotalBytes)),
+	s := fmt.Sprintf("prefetch: %s of %s, %d/%d files, %.0f MB/s", format.Bytes(uint64(p.DoneBytes)), format.Bytes(uint64(p.TotalBytes)),
 		p.FilesDone, p.Files, p.BytesPerSec()/1e6)
 	if eta := p.ETA(); eta > 0 {
 		s += ", ETA " + eta.Round(time.Second).String()
@@ -185,16 +185,16 @@ func writePrefetchPlan(w io.Writer, plan residency.Plan, rate float64, fit error
 		return enc.Encode(out)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "coldtrace prefetch --dry-run: would read %s of %s (%s)\n", report.Bytes(uint64(plan.MissingBytes)),
-		plural(len(plan.Files), "file"), report.Bytes(uint64(plan.TotalBytes)))
+	fmt.Fprintf(&b, "coldtrace prefetch --dry-run: would read %s of %s (%s)\n", format.Bytes(uint64(plan.MissingBytes)),
+		plural(len(plan.Files), "file"), format.Bytes(uint64(plan.TotalBytes)))
 	for _, f := range plan.Files {
 		switch {
 		case !f.Known:
-			fmt.Fprintf(&b, "  %s: all %s (residency unknown: %s)\n", f.Path, report.Bytes(uint64(f.Size)), f.Unknown)
+			fmt.Fprintf(&b, "  %s: all %s (residency unknown: %s)\n", f.Path, format.Bytes(uint64(f.Size)), f.Unknown)
 		case f.MissingBytes == 0:
 			fmt.Fprintf(&b, "  %s: cached, nothing to read\n", f.Path)
 		default:
-			fmt.Fprintf(&b, "  %s: %s in %d ranges\n", f.Path, report.Bytes(uint64(f.MissingBytes)), len(f.Missing))
+			fmt.Fprintf(&b, "  %s: %s in %d ranges\n", f.Path, format.Bytes(uint64(f.MissingBytes)), len(f.Missing))
 		}
 	}
 	if etaNS > 0 {

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/internal/kcache"
-	"github.com/coldtrace/coldtrace/report"
+	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
 	"github.com/coldtrace/coldtrace/trace/jit"
 )
@@ -204,13 +204,13 @@ func predict(t statusTotals, rate float64, what string, caches []kcache.Cache) *
 		parts = append(parts, "no files to read ("+what+": none)")
 	case t.UnknownFiles == t.Files:
 		p.State = "unknown"
-		parts = append(parts, fmt.Sprintf("unknown: this user may not see the page cache of %s (%s)", what, report.Bytes(uint64(t.SizeBytes))))
+		parts = append(parts, fmt.Sprintf("unknown: this user may not see the page cache of %s (%s)", what, format.Bytes(uint64(t.SizeBytes))))
 	case float64(p.MissingBytes) <= warmShare*float64(known):
 		p.State = "warm"
-		parts = append(parts, fmt.Sprintf("warm for %s (%s of %s cached)", what, gib(t.CachedBytes), report.Bytes(uint64(known))))
+		parts = append(parts, fmt.Sprintf("warm for %s (%s of %s cached)", what, gib(t.CachedBytes), format.Bytes(uint64(known))))
 	default:
 		p.State = "cold"
-		s := fmt.Sprintf("cold: %s of %s not cached", report.Bytes(uint64(p.MissingBytes)), what)
+		s := fmt.Sprintf("cold: %s of %s not cached", format.Bytes(uint64(p.MissingBytes)), what)
 		if rate > 0 {
 			p.ETANS = int64(float64(p.MissingBytes) / rate * 1e9)
 			s += fmt.Sprintf(" — about %s at the disk rate of the recorded run (%.0f MB/s)", roughDuration(p.ETANS), rate/1e6)
@@ -218,7 +218,7 @@ func predict(t statusTotals, rate float64, what string, caches []kcache.Cache) *
 		parts = append(parts, s)
 	}
 	if t.UnknownFiles > 0 && p.State != "unknown" {
-		parts = append(parts, fmt.Sprintf("%s (%s) unknown to this user", plural(t.UnknownFiles, "file"), report.Bytes(uint64(t.UnknownBytes))))
+		parts = append(parts, fmt.Sprintf("%s (%s) unknown to this user", plural(t.UnknownFiles, "file"), format.Bytes(uint64(t.UnknownBytes))))
 	}
 	for _, c := range caches {
 		parts = append(parts, cacheOutlook(c))
@@ -230,7 +230,7 @@ func predict(t statusTotals, rate float64, what string, caches []kcache.Cache) *
 // gib writes the cached part in the unit of the whole, so "13.1 of 13.1
 // GiB" reads as a fraction.
 func gib(n int64) string {
-	s := report.Bytes(uint64(n))
+	s := format.Bytes(uint64(n))
 	if i := strings.IndexByte(s, ' '); i > 0 {
 		return s[:i]
 	}
@@ -287,7 +287,7 @@ func writeStatusText(w io.Writer, rep *statusReport, top int) error {
 		if known := t.SizeBytes - t.UnknownBytes; known > 0 {
 			share = fmt.Sprintf("%.0f%% cached", 100*float64(t.CachedBytes)/float64(known))
 		}
-		fmt.Fprintf(&b, "coldtrace status: %s, %s, %s\n\n", plural(t.Files, "file"), report.Bytes(uint64(t.SizeBytes)), share)
+		fmt.Fprintf(&b, "coldtrace status: %s, %s, %s\n\n", plural(t.Files, "file"), format.Bytes(uint64(t.SizeBytes)), share)
 		files := rep.Files
 		if rep.Record == "" {
 			files = append([]residency.File(nil), files...)
@@ -305,7 +305,7 @@ func writeStatusText(w io.Writer, rep *statusReport, top int) error {
 			} else if f.Dirty > 0 {
 				cached += fmt.Sprintf(", %d pages dirty", f.Dirty)
 			}
-			fmt.Fprintf(&b, "  %-60s %10s  %s\n", shortFilePath(f.Path, 60), report.Bytes(uint64(f.Size)), cached)
+			fmt.Fprintf(&b, "  %-60s %10s  %s\n", shortFilePath(f.Path, 60), format.Bytes(uint64(f.Size)), cached)
 		}
 		b.WriteString("\n")
 	} else if rep.Record == "" {
@@ -351,7 +351,7 @@ func writeCacheTable(b *strings.Builder, rep *statusReport) {
 			if c.Capped {
 				at = "at least "
 			}
-			line += fmt.Sprintf("; %s%s, %s, %s", at, plural64(c.Entries, "entry", "entries"), plural64(c.Files, "file", "files"), report.Bytes(uint64(c.SizeBytes)))
+			line += fmt.Sprintf("; %s%s, %s, %s", at, plural64(c.Entries, "entry", "entries"), plural64(c.Files, "file", "files"), format.Bytes(uint64(c.SizeBytes)))
 			if c.Unreadable > 0 {
 				line += fmt.Sprintf(" (%d directories unreadable to this user)", c.Unreadable)
 			}
