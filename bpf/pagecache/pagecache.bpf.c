@@ -284,7 +284,7 @@ static __always_inline __u64 read_sig(struct task_struct *task, bool *exact)
 {
 	if (bpf_core_field_exists(task->ioac)) {
 		*exact = true;
-		return BPF_CORE_READ(task, ioac.syscr);
+		return task->ioac.syscr; /* a BTF pointer: a plain load */
 	}
 	*exact = false;
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
