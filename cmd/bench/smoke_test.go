@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -19,8 +18,8 @@ func TestSmoke(t *testing.T) {
 		t.Skipf("smoke bench skipped: %s", why)
 	}
 	bin := filepath.Join(t.TempDir(), "coldtrace")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	build := exec.Command(gobin, "build", "-o", bin, "../coldtrace")
+	// go test puts its own GOROOT/bin first in the test's PATH.
+	build := exec.Command("go", "build", "-o", bin, "../coldtrace")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build coldtrace: %v\n%s", err, out)
 	}
