@@ -26,26 +26,29 @@ func (c *checkpointOptions) addFlags(fs *pflag.FlagSet) {
 		"kill the command and everything it started if coldtrace dies first (default: the command runs on, untraced)")
 }
 
-// checkpointWriter decides where the run's checkpoints go, creating the
-// state directory when there is no -o, and returns the writer; nil when
-// checkpoints are off.
-func (c checkpointOptions) writer(userFlag, recordPath string, launched time.Time) (*checkpoint.Writer, error) {
+// writer decides where the run's checkpoints go, creating the state
+// directory when there is no -o, and returns the writer; nil when
+// checkpoints are off. Checkpoints are on by default, so a state
+// directory that cannot be used turns them off with a line on stderr
+// rather than refusing the run.
+func (c checkpointOptions) writer(userFlag, recordPath string, launched time.Time, stderr io.Writer) *checkpoint.Writer {
 	if c.every <= 0 {
-		return nil, nil
+		return nil
 	}
 	// Checkpoints are the invoking user's files, as the other outputs are.
 	a, err := actor.Resolve(userFlag, os.Getenv)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		var path string
+		path, err = checkpoint.Path(a, checkpoint.Place{RecordPath: recordPath, PID: os.Getpid(), Start: launched})
+		if err == nil {
+			return checkpoint.NewWriter(a, path)
+		}
 	}
-	path, err := checkpoint.Path(a, checkpoint.Place{RecordPath: recordPath, PID: os.Getpid(), Start: launched})
-	if err != nil {
-		return nil, err
-	}
-	return checkpoint.NewWriter(a, path), nil
+	fmt.Fprintf(stderr, "coldtrace: no checkpoints for this run (%v); use -o PATH to keep them next to the record\n", err)
+	return nil
 }
 
-// write is the trace session's checkpoint function; nil when off.
+// checkpointFunc is the trace session's checkpoint function; nil when off.
 func checkpointFunc(w *checkpoint.Writer) func(*record.Record) error {
 	if w == nil {
 		return nil

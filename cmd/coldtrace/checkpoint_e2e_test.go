@@ -209,3 +209,22 @@ func TestCheckpointRemovedOnFinish(t *testing.T) {
 		t.Errorf("left in %s after a normal finish: %v", state, after)
 	}
 }
+
+// TestCheckpointForeignStateDir: a state directory someone else made
+// first is not used, and the run goes on without checkpoints.
+func TestCheckpointForeignStateDir(t *testing.T) {
+	requireTracing(t)
+	u := testuser.Create(t)
+	state := filepath.Join("/var/tmp", "coldtrace-"+u.Name)
+	if err := os.Mkdir(state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	code, _, errs := coldtrace(t, u.SudoEnviron(nil), "--checkpoint", "100ms", "-q", "--", "sleep", "0.5")
+	if code != 0 || !strings.Contains(errs, "no checkpoints for this run") || !strings.Contains(errs, "belongs to uid 0") {
+		t.Errorf("exit %d, stderr: %s", code, errs)
+	}
+	if left, _ := filepath.Glob(filepath.Join(state, "*")); len(left) != 0 {
+		t.Errorf("written into a directory of root's: %v", left)
+	}
+}

@@ -100,10 +100,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if err := o.exports.check(); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	ckpt, err := o.checkpoints.writer(o.user, o.recordPath, launched)
-	if err != nil {
-		return fail(stderr, exitUsage, err)
-	}
+	ckpt := o.checkpoints.writer(o.user, o.recordPath, launched, stderr)
 
 	// Signals are cmd's from here on: during the run they go to the
 	// command (trace.Options.Signals); once it has exited they are caught
