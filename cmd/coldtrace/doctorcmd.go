@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/pflag"
 
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/trace/doctor"
 )
 
@@ -29,7 +31,8 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, bas
 		fmt.Fprint(stderr, "usage: sudo coldtrace doctor [--dir DIR]\n\nchecks that coldtrace can trace here and counts right; exit 0 when all is well\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
@@ -37,6 +40,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, bas
 	}
 	if fs.NArg() > 0 {
 		return fail(stderr, exitUsage, fmt.Errorf("doctor takes no arguments, got %q", fs.Args()))
+	}
+	if base.Actor, err = actor.Resolve("", os.Getenv); err != nil {
+		return fail(stderr, exitUsage, err)
 	}
 	r := doctor.Run(ctx, base)
 	if err := r.Write(stdout); err != nil {

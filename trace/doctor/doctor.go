@@ -18,6 +18,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/trace"
 	"github.com/coldtrace/coldtrace/trace/gpu"
 )
@@ -62,6 +63,9 @@ type Options struct {
 	Hide []string
 	// NVML is the library to ask about GPUs (nvml.New() when nil).
 	NVML nvml.Interface
+	// Actor is whose rights the test file is made with (internal/actor:
+	// the invoking user under sudo); the traced read runs as that user.
+	Actor actor.Actor
 }
 
 // Report is every check, in the order run.
@@ -113,7 +117,7 @@ func Run(ctx context.Context, opts Options) *Report {
 	}
 	r.add(checkUprobes())
 	r.add(checkNVML(opts.NVML))
-	for _, c := range checkPageCache(ctx, opts.Dir) {
+	for _, c := range checkPageCache(ctx, opts.Actor, opts.Dir) {
 		r.add(c)
 	}
 	return r

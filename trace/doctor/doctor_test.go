@@ -10,6 +10,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/trace/launch"
 )
@@ -76,6 +77,11 @@ func doctorRun(t *testing.T, opts Options) (*Report, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	a, err := actor.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Actor = a
 	r := Run(ctx, opts)
 	var b strings.Builder
 	if err := r.Write(&b); err != nil {

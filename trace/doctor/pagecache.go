@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/residency"
 	"github.com/coldtrace/coldtrace/trace"
@@ -23,14 +24,13 @@ const testFilePages = 2048
 // traces a whole-file read of it, cold then warm: the counted misses must
 // be its page count and then 0, the accessed pages its page count both
 // times.
-func checkPageCache(ctx context.Context, dir string) []Check {
+func checkPageCache(ctx context.Context, a actor.Actor, dir string) (out []Check) {
 	const name = "page-cache counts"
 	lacks := "trustworthy page-cache misses, hit ratios and the verdict"
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return []Check{{Status: Fail, Name: name, Detail: err.Error(), Lacks: lacks}}
 	}
-	var out []Check
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(abs, &sfs); err != nil {
 		return []Check{{Status: Fail, Name: name, Detail: fmt.Sprintf("statfs %s: %v", abs, err), Lacks: lacks}}
@@ -41,15 +41,25 @@ func checkPageCache(ctx context.Context, dir string) []Check {
 			Detail: "tmpfs/ramfs: its files live only in memory, so nothing is read from disk and there are no misses to count; use --dir on a disk filesystem to check the counters"})
 	}
 	pageSize := os.Getpagesize()
-	path, err := writeTestFile(abs, testFilePages*pageSize)
+	// The file is the user's, made where they may make one.
+	var path string
+	err = a.Do(func() error {
+		var err error
+		path, err = writeTestFile(abs, testFilePages*pageSize)
+		return err
+	})
 	if err != nil {
 		return append(out, Check{Status: Fail, Name: name, Detail: err.Error(), Lacks: lacks})
 	}
-	defer os.Remove(path)
+	defer func() {
+		if err := a.Do(func() error { return os.Remove(path) }); err != nil {
+			out = append(out, Check{Status: Note, Name: "remove the test file", Detail: err.Error()})
+		}
+	}()
 
 	// cachestat tells coldtrace status and evict what is cached; it also
 	// proves the eviction here.
-	evicted, probs := residency.Evict(residency.Self{}, []string{path})
+	evicted, probs := residency.Evict(a, []string{path})
 	cold := !inMemory
 	switch {
 	case len(probs) > 0:
@@ -106,7 +116,7 @@ func checkPageCache(ctx context.Context, dir string) []Check {
 func writeTestFile(dir string, size int) (string, error) {
 	f, err := os.CreateTemp(dir, ".coldtrace-doctor-*")
 	if err != nil {
-		return "", fmt.Errorf("create a test file in %s: %w", dir, err)
+		return "", fmt.Errorf("create a test file in %s (--dir names a directory you may write): %w", dir, err)
 	}
 	path := f.Name()
 	err = errors.Join(f.Chmod(0o644), writeAll(f, bytes.Repeat([]byte("coldtrace"), size/9+1)[:size]), f.Sync(), f.Close())
