@@ -32,6 +32,10 @@ type Record struct {
 	// Interrupted is set when coldtrace itself was asked to stop (SIGINT,
 	// SIGTERM, SIGHUP) before the command ended on its own.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Partial is set in a checkpoint: a record written while the run went
+	// on. WallNS then ends at the checkpoint, and the exit code is not
+	// known.
+	Partial *Partial `json:"partial,omitempty"`
 
 	User User `json:"user"`
 	Host Host `json:"host"`
@@ -54,6 +58,14 @@ type Record struct {
 	JIT       *JIT       `json:"jit,omitempty"`
 	GPU       *GPU       `json:"gpu,omitempty"`
 	Downloads []Download `json:"downloads,omitempty"`
+}
+
+// Partial says a record was written during the run, not at its end.
+type Partial struct {
+	// AtNS is when the checkpoint was taken, in ns since Start.
+	AtNS int64 `json:"at_ns"`
+	// Reason says why the record is partial.
+	Reason string `json:"reason"`
 }
 
 // User is who the command ran as.

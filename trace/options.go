@@ -58,6 +58,16 @@ type Options struct {
 	// (the default: once a process uses a framework with a kernel cache,
 	// or from the start when the command is one) or JITSyscallsAlways.
 	JITSyscalls string
+
+	// Checkpoint, when set, is given a record of the run so far, marked
+	// partial, every CheckpointEvery (never when zero), from a goroutine
+	// of its own, one call at a time.
+	Checkpoint      func(*record.Record) error
+	CheckpointEvery time.Duration
+	// KillOnExit kills the command and its process group when coldtrace
+	// dies before the command ends (launch.StartWatch); by default the
+	// command runs on, untraced.
+	KillOnExit bool
 }
 
 func (o Options) withDefaults() Options {

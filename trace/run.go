@@ -49,6 +49,8 @@ type session struct {
 	foreground bool
 	samples    []record.Sample
 	pollErr    error
+	ckpt       *checkpoints
+	watch      *launch.Watch // --kill-on-exit
 }
 
 // start checks the machine and loads every sensor.
@@ -130,6 +132,12 @@ func (s *session) launch() error {
 		child.Abort()
 		return err
 	}
+	if s.opts.KillOnExit {
+		if s.watch, err = launch.StartWatch(pid); err != nil {
+			child.Abort()
+			return err
+		}
+	}
 	select {
 	case sig := <-s.opts.Signals:
 		child.Abort()
@@ -149,6 +157,7 @@ func (s *session) launch() error {
 	rec.Start = time.Now()
 	rec.StartupNS = time.Since(s.opts.Launched).Nanoseconds()
 	s.rec = rec
+	s.ckpt = newCheckpoints(s.opts.Checkpoint, s.opts.CheckpointEvery)
 	if err := child.Release(); err != nil {
 		rec.StartError = err.Error()
 	}
@@ -174,6 +183,8 @@ func (s *session) loop() *os.ProcessState {
 			if s.opts.OnSample != nil && len(s.samples) > 0 {
 				s.opts.OnSample(s.samples[len(s.samples)-1])
 			}
+		case <-s.ckpt.tick():
+			s.checkpoint()
 		case sig := <-s.opts.Signals:
 			s.rec.Interrupted = true
 			signals++
@@ -242,6 +253,9 @@ func (s *session) poll(now uint64) {
 func (s *session) finish(state *os.ProcessState) *record.Record {
 	rec := s.rec
 	end := sensor.MonotonicNS()
+	if err := s.watch.Done(); err != nil {
+		rec.Warnings = append(rec.Warnings, err.Error())
+	}
 	rec.WallNS = int64(end - s.startMono)
 	s.poll(end)
 	rec.ExitCode, rec.Signal = exitCode(state)
@@ -250,6 +264,9 @@ func (s *session) finish(state *os.ProcessState) *record.Record {
 	}
 	s.sched.Exited(s.child.Pid(), rec.WallNS, rec.ExitCode)
 	rec.Samples = s.samples
+	if w := s.ckpt.stop(); w != "" {
+		rec.Warnings = append(rec.Warnings, w)
+	}
 	if s.pollErr != nil {
 		rec.Warnings = append(rec.Warnings, s.pollErr.Error())
 	}
@@ -266,6 +283,9 @@ func (s *session) finish(state *os.ProcessState) *record.Record {
 func (s *session) close() {
 	if s.foreground && s.child != nil {
 		reclaimTerminal()
+	}
+	if err := s.watch.Done(); err != nil {
+		s.opts.Notify(err.Error())
 	}
 	for i := len(s.sensors) - 1; i >= 0; i-- {
 		if err := s.sensors[i].Close(); err != nil {

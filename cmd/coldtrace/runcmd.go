@@ -36,6 +36,7 @@ type runOptions struct {
 	jitUprobes  []string
 	jitSyscalls string
 	exports     exportOptions
+	checkpoints checkpointOptions
 	command     []string
 }
 
@@ -56,6 +57,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringArrayVar(&o.jitUprobes, "jit-uprobe", nil, "time calls of `LIB:SYMBOL` as compiles (repeatable)")
 	fs.StringVar(&o.jitSyscalls, "jit-syscalls", trace.JITSyscallsAuto, "when to trace the path syscalls kernel-cache hits and misses come from: `auto` (once a process uses a framework with a kernel cache, e.g. python, libcuda; from the start when the command is one) or always")
 	o.exports.addFlags(fs)
+	o.checkpoints.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -98,6 +100,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if err := o.exports.check(); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
+	ckpt := o.checkpoints.writer(o.user, o.recordPath, launched, stderr)
 
 	// Signals are cmd's from here on: during the run they go to the
 	// command (trace.Options.Signals); once it has exited they are caught
@@ -120,6 +123,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		CacheDirs:   o.cacheDirs,
 		JITUprobes:  o.jitUprobes,
 		JITSyscalls: o.jitSyscalls,
+
+		Checkpoint:      checkpointFunc(ckpt),
+		CheckpointEvery: o.checkpoints.every,
+		KillOnExit:      o.checkpoints.killOnExit,
 	})
 	if err != nil {
 		return fail(stderr, exitFailure, err)
@@ -155,6 +162,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 			failed = true
 		}
 	}
+	finishCheckpoints(ckpt, failed, stderr)
 	if failed && rec.ExitCode == 0 {
 		return exitFailure
 	}

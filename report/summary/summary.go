@@ -35,6 +35,10 @@ type Summary struct {
 	Warnings    []string        `json:"warnings,omitempty"`
 	Self        record.SelfCost `json:"coldtrace"`
 
+	// Partial is set when the record is a checkpoint written during the
+	// run: the numbers end at Partial.AtNS and ExitCode means nothing.
+	Partial *record.Partial `json:"partial,omitempty"`
+
 	// From the attribution engine: all six categories, summing to WallNS.
 	Breakdown       []Row                    `json:"breakdown"`
 	Phases          []attribution.Phase      `json:"phases"`
@@ -136,7 +140,7 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 		res = attribution.Analyze(r)
 	}
 	s := &Summary{Schema: Schema, Command: r.Command, ExitCode: r.ExitCode, Signal: r.Signal,
-		StartError: r.StartError, Interrupted: r.Interrupted, WallNS: r.WallNS, StartupNS: r.StartupNS, LostEvents: r.Lost.Total(),
+		StartError: r.StartError, Interrupted: r.Interrupted, Partial: r.Partial, WallNS: r.WallNS, StartupNS: r.StartupNS, LostEvents: r.Lost.Total(),
 		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self,
 		Files: []File{}, Processes: []Process{}}
 	for _, f := range FilesByCost(r.Files) {

@@ -84,3 +84,30 @@ func TestSummaryV1Keys(t *testing.T) {
 		t.Error("an interrupted record's summary says interrupted false")
 	}
 }
+
+// TestSummaryPartial: a checkpoint's summary says it is partial, and a
+// finished run's has no partial key.
+func TestSummaryPartial(t *testing.T) {
+	r := fixtures.Record(t, "sleep-read-spin")
+	var b strings.Builder
+	if err := Write(&b, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), `"partial"`) {
+		t.Errorf("a finished run's summary has a partial key")
+	}
+	r.Partial = &record.Partial{AtNS: 5e9, Reason: "checkpoint"}
+	b.Reset()
+	if err := Write(&b, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Partial *record.Partial `json:"partial"`
+	}
+	if err := json.Unmarshal([]byte(b.String()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Partial == nil || doc.Partial.AtNS != 5e9 || doc.Partial.Reason != "checkpoint" {
+		t.Errorf("partial = %+v", doc.Partial)
+	}
+}

@@ -32,9 +32,16 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 	if r.Signal != "" {
 		status = fmt.Sprintf("killed by %s (exit %d)", r.Signal, r.ExitCode)
 	}
+	if r.Partial != nil {
+		status = "exit status unknown"
+	}
 	fmt.Fprintf(&b, "coldtrace: %s — %s wall, %s\n", format.EscapeAll(r.Command), format.Duration(r.WallNS), status)
 	if r.StartError != "" {
 		fmt.Fprintf(&b, "  could not start the command: %s\n", format.Escape(r.StartError))
+	}
+	if r.Partial != nil {
+		fmt.Fprintf(&b, "  PARTIAL record: written at +%s during the run (%s); the numbers cover the run up to then\n",
+			format.Duration(r.Partial.AtNS), format.Escape(r.Partial.Reason))
 	}
 	if r.Interrupted {
 		b.WriteString("  (interrupted: the numbers cover the run up to the interruption)\n")

@@ -103,3 +103,19 @@ func TestWriteJITText(t *testing.T) {
 		t.Errorf("no JIT: wrote %q", s)
 	}
 }
+
+// TestTextPartial: a checkpoint says so in its first lines and claims no
+// exit code.
+func TestTextPartial(t *testing.T) {
+	r := fixtures.Record(t, "cold-ml")
+	r.Partial = &record.Partial{AtNS: 5e9, Reason: "checkpoint every 1s"}
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	head := strings.Join(strings.SplitN(b.String(), "\n", 3)[:2], "\n")
+	if !strings.Contains(head, "PARTIAL record: written at +5.0s") || !strings.Contains(head, "checkpoint every 1s") ||
+		!strings.Contains(head, "exit status unknown") || strings.Contains(head, "exit 0") {
+		t.Errorf("head of a partial record's summary:\n%s", head)
+	}
+}

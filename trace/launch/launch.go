@@ -241,6 +241,9 @@ func (g *Child) SignalGroup(sig syscall.Signal) error {
 // the user's identity, and execs the command. On failure it writes the
 // reason to fd 4 and exits 127. It never returns.
 func RunShim() {
+	if len(os.Args) > 3 && os.Args[2] == watchMode {
+		runWatch()
+	}
 	gate := os.NewFile(3, "gate")
 	status := os.NewFile(4, "status")
 	unix.CloseOnExec(4)

@@ -1,0 +1,80 @@
+package trace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// TestCheckpoints: a run of about a second with checkpoints every 100 ms
+// hands out partial records that grow, each with the sensors' parts, and
+// a final record that is not partial; a failing writer leaves one warning.
+func TestCheckpoints(t *testing.T) {
+	requireTracing(t)
+	data := filepath.Join(t.TempDir(), "data.bin")
+	if err := os.WriteFile(data, bytes.Repeat([]byte("y"), 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []*record.Record
+	write := func(rec *record.Record) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, rec)
+		if len(got) == 2 {
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rec, err := Run(ctx, Options{Command: []string{"sh", "-c", "cat " + data + " >/dev/null; sleep 1"}, NoGPU: true,
+		Checkpoint: write, CheckpointEvery: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Partial != nil {
+		t.Errorf("the final record is marked partial: %+v", rec.Partial)
+	}
+	var warned int
+	for _, w := range rec.Warnings {
+		if strings.Contains(w, "checkpoint:") && strings.Contains(w, "disk full") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("warnings %q: want one about the failed checkpoint", rec.Warnings)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 5 {
+		t.Fatalf("%d checkpoints in a 1 s run every 100 ms", len(got))
+	}
+	var prev int64 = -1
+	for i, c := range got {
+		if c.Partial == nil || c.WallNS != c.Partial.AtNS || c.Partial.AtNS < prev {
+			t.Errorf("checkpoint %d: partial %+v, wall %d, previous at %d", i, c.Partial, c.WallNS, prev)
+		}
+		prev = c.Partial.AtNS
+		if n := len(c.Samples); n > 0 && c.Samples[n-1].EndNS != c.WallNS {
+			t.Errorf("checkpoint %d ends at %d, its last sample at %d", i, c.WallNS, c.Samples[n-1].EndNS)
+		}
+	}
+	last := got[len(got)-1]
+	var read bool
+	for _, f := range last.Files {
+		read = read || f.Path == data && f.PagesAccessed == 512
+	}
+	if !read || len(last.Processes) < 2 || len(last.Threads) < 2 || last.JIT == nil && last.Self.EventsSeen == 0 {
+		t.Errorf("last checkpoint: data read %v, %d processes, %d threads, %d events", read, len(last.Processes), len(last.Threads), last.Self.EventsSeen)
+	}
+	t.Logf("%d checkpoints; last at %v with %d samples", len(got), time.Duration(last.Partial.AtNS), len(last.Samples))
+}

@@ -1,0 +1,135 @@
+package doctor
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
+
+	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/testenv"
+	"github.com/coldtrace/coldtrace/trace/launch"
+)
+
+// TestMain lets the test binary be the gated shim of the traced reads.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == launch.ShimArg {
+		launch.RunShim()
+	}
+	os.Exit(m.Run())
+}
+
+// TestTargets: the attachments come from the sensors' own objects, the
+// path syscalls from the JIT sensor's list.
+func TestTargets(t *testing.T) {
+	seen := map[string]bool{}
+	for _, o := range objects() {
+		spec, err := o.load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range targetsOf(spec, o.pathSyscalls) {
+			seen[tg.String()] = true
+			if tg.group == "syscalls" && tg.optional == (tg.name == "sys_enter_openat" || tg.name == "sys_exit_openat") {
+				t.Errorf("%s optional = %v", tg, tg.optional)
+			}
+		}
+	}
+	for _, want := range []string{"tp_btf sched_switch", "tp_btf mm_filemap_get_pages", "tracepoint filemap:mm_filemap_delete_from_page_cache",
+		"tracepoint syscalls:sys_enter_openat", "tracepoint syscalls:sys_exit_statx", "tp_btf sock_recv_length"} {
+		if !seen[want] {
+			t.Errorf("no check of %s among %v", want, seen)
+		}
+	}
+}
+
+func TestWrite(t *testing.T) {
+	r := &Report{Checks: []Check{{Status: OK, Name: "root"},
+		{Status: Fail, Name: "tp_btf x (page cache)", Detail: "attach: no such tracepoint", Lacks: "page-cache misses"}}}
+	var b strings.Builder
+	if err := r.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"  ok    root\n", "  FAIL  tp_btf x (page cache): attach: no such tracepoint\n", "1 ok, 0 notes, 1 failed",
+		"a report here would lack:\n  page-cache misses (tp_btf x (page cache)): FAIL"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestNVML: present through the library's mock of a DGX H100, absent
+// through the real library on a machine without one.
+func TestNVML(t *testing.T) {
+	if c := checkNVML(dgxh100.New()); c.Status != OK {
+		t.Errorf("mock DGX H100: %+v", c)
+	}
+	if c := checkNVML(nvml.New()); c.Status == Fail {
+		t.Errorf("absent NVML is a failure: %+v", c)
+	}
+}
+
+func doctorRun(t *testing.T, opts Options) (*Report, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a, err := actor.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Actor = a
+	r := Run(ctx, opts)
+	var b strings.Builder
+	if err := r.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return r, b.String()
+}
+
+// TestDoctorPasses: here, everything works and the counts of a cold and
+// a warm whole-file read are exact.
+func TestDoctorPasses(t *testing.T) {
+	testenv.RequireTracing(t)
+	r, out := doctorRun(t, Options{Dir: t.TempDir()})
+	t.Log("\n" + out)
+	if f := r.Failed(); len(f) > 0 {
+		t.Errorf("failed here: %+v", f)
+	}
+	for _, want := range []string{"  ok    tp_btf sched_switch (scheduler)", "  ok    uprobes: a uprobe on coldtrace's own code fired once",
+		"2048 pages missed, 2048 accessed", "warm read of a 2048-page file", ": 0 pages missed, 2048 accessed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// TestDoctorHiddenTracepoint: a tracepoint made unavailable fails the
+// check-up with its name; a hidden optional one is a note.
+func TestDoctorHiddenTracepoint(t *testing.T) {
+	testenv.RequireTracing(t)
+	hide := []string{"mm_filemap_get_pages", "sys_enter_openat", "sys_enter_chdir"}
+	if env := os.Getenv("COLDTRACE_TEST_DOCTOR_HIDE"); env != "" {
+		hide = strings.Split(env, ",")
+	}
+	r, out := doctorRun(t, Options{Dir: t.TempDir(), Hide: hide})
+	t.Log("\n" + out)
+	failed := map[string]bool{}
+	for _, c := range r.Failed() {
+		failed[c.Name] = true
+	}
+	for _, want := range []string{"tp_btf mm_filemap_get_pages (page cache)", "tracepoint syscalls:sys_enter_openat (JIT)"} {
+		if !failed[want] || !strings.Contains(out, "FAIL  "+want) {
+			t.Errorf("hidden %s did not fail loudly: %v", want, failed)
+		}
+	}
+	if len(failed) != 2 || !strings.Contains(out, "  note  tracepoint syscalls:sys_enter_chdir (JIT)") {
+		t.Errorf("want exactly the two required tracepoints failed and chdir noted: %v", failed)
+	}
+	if !strings.Contains(out, "a report here would lack:\n") || !strings.Contains(out, "page-cache misses, hits and disk-read time (tp_btf mm_filemap_get_pages (page cache)): FAIL") {
+		t.Errorf("the report does not say what would be lacking")
+	}
+}

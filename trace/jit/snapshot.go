@@ -1,0 +1,24 @@
+package jit
+
+import "github.com/coldtrace/coldtrace/record"
+
+// Snapshot writes the JIT section of what the reader has handled so far
+// into rec, a checkpoint whose processes are filled in; the run goes on.
+func (e *Sensor) Snapshot(rec *record.Record) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var probes []ProbeState
+	for _, t := range e.targets {
+		if isBuiltin(t) && t.path == "" && t.err == "" {
+			continue
+		}
+		probes = append(probes, ProbeState{Name: t.name, Path: t.path, Error: t.err})
+	}
+	j, warns := e.col.Result(ResultInput{StartMono: e.startMono, WallNS: rec.WallNS,
+		Processes: rec.Processes, Probes: probes, FS: DefaultFS})
+	rec.JIT = j
+	rec.Warnings = append(rec.Warnings, e.warnings...)
+	rec.Warnings = append(rec.Warnings, warns...)
+	rec.Self.EventsSeen += e.col.Seen
+	return nil
+}

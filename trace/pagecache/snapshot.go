@@ -1,0 +1,31 @@
+package pagecache
+
+import (
+	"fmt"
+
+	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/sensor"
+)
+
+// Snapshot writes the files and lost counters as of the last poll into
+// rec, a checkpoint; the run goes on.
+func (s *Sensor) Snapshot(rec *record.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A checkpoint may read the mount table again for a path; the end of
+	// the run must still be allowed to, for mounts made after it.
+	reread := s.mountsReread
+	s.fill(rec, rec.Host.PageSize)
+	s.mountsReread = reread
+	lost, err := sensor.Lost(s.p.objs.Lost, bpfpc.PagecacheLostKindLOST_RINGBUF, bpfpc.PagecacheLostKindLOST_FILES,
+		bpfpc.PagecacheLostKindLOST_FILL_END)
+	if err != nil {
+		return fmt.Errorf("pagecache: %w", err)
+	}
+	rec.Lost.RingBuffer += lost[bpfpc.PagecacheLostKindLOST_RINGBUF]
+	rec.Lost.FileTable += lost[bpfpc.PagecacheLostKindLOST_FILES]
+	rec.Lost.FillEnds += lost[bpfpc.PagecacheLostKindLOST_FILL_END]
+	rec.Self.EventsSeen += s.seen
+	return nil
+}
