@@ -282,14 +282,26 @@ func commandImages(argv []string) []string {
 			}
 		}
 	}
+	// Look with O_PATH first: opening a device for reading can have
+	// effects of its own. The open that reads is non-blocking and checked
+	// again, in case the file was swapped in between.
+	pathFD, err := unix.Open(exe, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return out
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(pathFD, &st)
+	unix.Close(pathFD)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return out // exec refuses it, and the run says so
+	}
 	fd, err := unix.Open(exe, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return out
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return out // exec refuses it, and the run says so
+		return out
 	}
 	buf := make([]byte, 256)
 	n, err := unix.Pread(fd, buf, 0)
