@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -112,6 +113,9 @@ func openJSONFD(fd int) (*os.File, error) {
 	return os.NewFile(uintptr(fd), fmt.Sprintf("fd %d", fd)), nil
 }
 
+// inputLookLimit bounds each look at an input path before the run.
+const inputLookLimit = 3 * time.Second
+
 // warnMissingInputs warns, before the run, about a --cache-dir or a
 // --jit-uprobe library named by path that the command's user cannot see:
 // the run would go on and find nothing there.
@@ -119,7 +123,15 @@ func warnMissingInputs(a actor.Actor, cacheDirs, uprobes []string, warn func(str
 	cwd, _ := os.Getwd()
 	cmdActor := a.CommandActor()
 	look := func(flag, p string) {
-		err := cmdActor.Do(func() error { _, err := os.Stat(p); return err })
+		// A path on a hung network file system must not hold the run.
+		done := make(chan error, 1)
+		go func() { done <- cmdActor.Do(func() error { _, err := os.Stat(p); return err }) }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(inputLookLimit):
+			err = fmt.Errorf("%s did not answer within %v", p, inputLookLimit)
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, os.ErrNotExist):

@@ -169,7 +169,7 @@ func (e *Sensor) start() error {
 		if strings.HasPrefix(t.lib, "/") {
 			// Stat'ed as the command's user: root probes only a library
 			// that user could see.
-			if err := e.opts.Actor.Do(func() error { _, err := os.Stat(t.lib); return err }); err != nil {
+			if err := statWithin(e.opts.Actor, t.lib, imagesDeadline); err != nil {
 				t.err = err.Error()
 				continue
 			}
@@ -240,6 +240,18 @@ func syscallsAtStart(o *Options) string {
 // (a program on a hung network file system): past it the run goes on as
 // if the program used no framework.
 const imagesDeadline = 3 * time.Second
+
+// statWithin stats p with a's rights, giving up after d.
+func statWithin(a actor.Actor, p string, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- a.Do(func() error { _, err := os.Stat(p); return err }) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		return fmt.Errorf("stat %s: no answer within %v", p, d)
+	}
+}
 
 // commandImagesWithin is commandImages with a's rights, given up after d.
 func commandImagesWithin(a actor.Actor, argv []string, d time.Duration) []string {
