@@ -106,8 +106,15 @@ func openJSONFD(fd int) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--json-fd %d: not an open descriptor (open it in the shell, e.g. %d>summary.json): %w", fd, fd, err)
 	}
+	target, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
 	if flags&unix.O_ACCMODE == unix.O_RDONLY {
-		return nil, fmt.Errorf("--json-fd %d: open for reading only", fd)
+		return nil, fmt.Errorf("--json-fd %d: open for reading only (%s)", fd, target)
+	}
+	// A descriptor the shell did not pass may be one the Go runtime made
+	// for itself (epoll, eventfd, pidfd): those are anonymous inodes,
+	// never a place for a summary.
+	if strings.HasPrefix(target, "anon_inode:") {
+		return nil, fmt.Errorf("--json-fd %d: not a file, pipe or socket inherited from the shell (%s)", fd, target)
 	}
 	unix.CloseOnExec(fd)
 	return os.NewFile(uintptr(fd), fmt.Sprintf("fd %d", fd)), nil

@@ -100,6 +100,14 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
+	// Taken first, before coldtrace opens descriptors of its own.
+	var jsonFD *os.File
+	if o.changed["json-fd"] {
+		if jsonFD, err = openJSONFD(o.jsonFD); err != nil {
+			return fail(stderr, exitUsage, err)
+		}
+		defer jsonFD.Close()
+	}
 	// Who coldtrace works for: under sudo the invoking user, whose rights
 	// create the outputs and run the command.
 	a, err := actor.Resolve(o.user, os.Getenv)
@@ -111,13 +119,6 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	stdoutFile, _ := stdout.(*os.File)
 	if err := checkRunOutputs(a, runOutputs(o), stdoutFile, os.Stdout); err != nil {
 		return fail(stderr, exitUsage, err)
-	}
-	var jsonFD *os.File
-	if o.changed["json-fd"] {
-		if jsonFD, err = openJSONFD(o.jsonFD); err != nil {
-			return fail(stderr, exitUsage, err)
-		}
-		defer jsonFD.Close()
 	}
 	warnMissingInputs(a, o.cacheDirs, o.jitUprobes, func(msg string) {
 		fmt.Fprintf(stderr, "coldtrace: warning: %s\n", msg)
