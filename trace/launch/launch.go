@@ -144,6 +144,12 @@ func Start(spec Spec, stdio Stdio, foreground bool) (*Child, error) {
 	c := &Child{cmd: cmd, gate: gateW, status: statusR}
 	err = waitReady(readyR)
 	readyR.Close()
+	if errors.Is(err, errShimExited) {
+		// It said why on the status pipe before exiting.
+		if msg, _ := io.ReadAll(statusR); len(msg) > 0 {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+	}
 	if err != nil {
 		c.Abort()
 		return nil, err
@@ -191,8 +197,10 @@ func waitReady(ready *os.File) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("the command's shim was not ready after %v (is the program on a hung file system?)", readyTimeout)
 	}
-	return fmt.Errorf("the command's shim exited before it was ready: %v", err)
+	return errShimExited
 }
+
+var errShimExited = errors.New("the command's shim exited before it was ready")
 
 // Pid is the command's pid (the shim's, which execs the command).
 func (g *Child) Pid() int { return g.cmd.Process.Pid }

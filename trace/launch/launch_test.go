@@ -78,3 +78,69 @@ func TestFindProgram(t *testing.T) {
 		t.Errorf("a name with a slash is used as is: %q, %v", p, err)
 	}
 }
+
+// startAndWait runs argv through the real shim (this test binary) and
+// returns the start error and exit code.
+func startAndWait(t *testing.T, argv []string) (int, error) {
+	t.Helper()
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	c, err := Start(Spec{Argv: argv, Env: []string{"PATH=/usr/bin:/bin", "CT_ODD=\xff\xfe"}},
+		Stdio{Stdin: devnull, Stdout: devnull, Stderr: os.Stderr}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startErr := c.Release()
+	return c.Wait().ExitCode(), startErr
+}
+
+// TestShimExecsByteForByte: through the shim, argv and environment reach
+// the command unchanged (non-UTF-8, 25,000 arguments), a script without
+// "#!" runs under /bin/sh, and a FIFO with execute bits fails at exec
+// instead of blocking.
+func TestShimExecsByteForByte(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	argv := []string{"sh", "-c", `printf '%s|%s|%s' "$#" "$1" "$CT_ODD" > "$0"`, out, "bad\xff\xfe.txt"}
+	for i := range 25000 {
+		argv = append(argv, strconv.Itoa(i))
+	}
+	if code, err := startAndWait(t, argv); err != nil || code != 0 {
+		t.Fatalf("start error %v, exit %d", err, code)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "25001|bad\xff\xfe.txt|\xff\xfe"; string(got) != want {
+		t.Errorf("the command saw %q, want %q", got, want)
+	}
+
+	script := filepath.Join(dir, "plain")
+	if err := os.WriteFile(script, []byte("echo ran > \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := startAndWait(t, []string{script, out}); err != nil || code != 0 {
+		t.Fatalf("script without #!: start error %v, exit %d", err, code)
+	}
+	if got, _ := os.ReadFile(out); string(got) != "ran\n" {
+		t.Errorf("script without #! wrote %q", got)
+	}
+
+	fifo := filepath.Join(dir, "fc")
+	if err := syscall.Mkfifo(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := startAndWait(t, []string{fifo}); err == nil || code != 127 {
+		t.Errorf("FIFO as the command: start error %v, exit %d; want EACCES and 127", err, code)
+	}
+	if _, err := startAndWait(t, []string{"no-such-program-coldtrace"}); err == nil {
+		t.Errorf("a missing program started")
+	}
+}
