@@ -214,7 +214,7 @@ func TestIssue12SudoIsNotRoot(t *testing.T) {
 		}
 	}
 	out := userDir(t, u)
-	sized := func(env []string) (found bool, size, files int64) {
+	sized := func(env []string) (found, unreadable bool, size, files int64) {
 		t.Helper()
 		recPath := filepath.Join(out, "r.ctrace")
 		os.Remove(recPath)
@@ -228,23 +228,28 @@ func TestIssue12SudoIsNotRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 		if rec.JIT == nil {
-			return false, 0, 0
+			return false, false, 0, 0
 		}
 		for _, c := range rec.JIT.Caches {
 			if c.Root == private {
 				found = true
+				unreadable = unreadable || c.Unreadable
 				size += c.SizeBytes
 				files += c.Files
 			}
 		}
-		return found, size, files
+		return found, unreadable, size, files
 	}
 	// As root (no sudo) the tree is sized: the check below can fail.
-	if found, size, files := sized(nil); !found || size < 5*64<<10 || files != 5 {
-		t.Errorf("as root: cache found %v, %d bytes in %d files; want 5 files of 64 KiB", found, size, files)
+	if found, unreadable, size, files := sized(nil); !found || unreadable || size < 5*64<<10 || files != 5 {
+		t.Errorf("as root: cache found %v (unreadable %v), %d bytes in %d files; want 5 files of 64 KiB", found, unreadable, size, files)
 	}
-	if _, size, files := sized(env); size != 0 || files != 0 {
+	found, unreadable, size, files := sized(env)
+	if size != 0 || files != 0 {
 		t.Errorf("under sudo root sized a tree the user cannot list: %d bytes in %d files", size, files)
+	}
+	if found && !unreadable {
+		t.Errorf("under sudo the record does not say the cache could not be read")
 	}
 }
 
