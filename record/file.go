@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -148,64 +147,17 @@ func ReadFile(path string) (*Record, error) {
 	return r, nil
 }
 
-// WriteFileAtomic writes data produced by write to path through a temporary
-// file in the same directory and a rename, so a reader never sees half a
-// file and an old file survives a failed write.
-func WriteFileAtomic(path string, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+// WriteFile writes r to path, for tests and tools that make records.
+// coldtrace's own outputs go through internal/outfile, which writes with
+// the rights of the user coldtrace acts for and replaces only regular
+// files.
+func WriteFile(path string, r *Record) error {
+	var buf bytes.Buffer
+	if err := Encode(&buf, r); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := write(bw); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
-}
-
-// CheckWritable fails early, before an hour-long run, when path cannot be
-// written: its directory is missing or read-only, or path is a directory.
-// It creates and removes a probe file next to path and leaves an existing
-// file untouched.
-func CheckWritable(path string) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("output %s: is a directory", path)
-	}
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("output %s: %w", path, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("output %s: %s is not a directory", path, dir)
-	}
-	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe*")
-	if err != nil {
-		return fmt.Errorf("output %s: cannot write to %s: %w", path, dir, err)
-	}
-	// The probe's own failures would leave a stray file next to the
-	// output: say so rather than drop them.
-	return errors.Join(probe.Close(), os.Remove(probe.Name()))
-}
-
-// WriteFile writes r to path atomically.
-func WriteFile(path string, r *Record) error {
-	return WriteFileAtomic(path, func(w io.Writer) error { return Encode(w, r) })
 }

@@ -72,41 +72,6 @@ func TestCorruptAndForeign(t *testing.T) {
 	}
 }
 
-func TestWriteAtomicKeepsOldFileOnFailure(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "out.json")
-	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err := WriteFileAtomic(path, func(w io.Writer) error { return errors.New("boom") })
-	if err == nil {
-		t.Fatal("no error from a failing writer")
-	}
-	b, _ := os.ReadFile(path)
-	if string(b) != "old" {
-		t.Errorf("old file replaced by %q", b)
-	}
-	entries, _ := os.ReadDir(filepath.Dir(path))
-	if len(entries) != 1 {
-		t.Errorf("temporary files left behind: %v", entries)
-	}
-}
-
-func TestCheckWritable(t *testing.T) {
-	dir := t.TempDir()
-	if err := CheckWritable(filepath.Join(dir, "x.json")); err != nil {
-		t.Errorf("writable dir: %v", err)
-	}
-	if err := CheckWritable(filepath.Join(dir, "missing", "x.json")); err == nil {
-		t.Errorf("missing directory accepted")
-	}
-	if err := CheckWritable(dir); err == nil {
-		t.Errorf("a directory accepted as output file")
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Errorf("probe files left behind: %v", entries)
-	}
-}
-
 func TestLostTotal(t *testing.T) {
 	if n := (Lost{RingBuffer: 1, FileTable: 2, ThreadTable: 3, Tracked: 4, Paths: 5}).Total(); n != 15 {
 		t.Errorf("total %d", n)

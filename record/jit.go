@@ -51,9 +51,12 @@ type Cache struct {
 	// the run (SizeCapped: the walk stopped early, so SizeBytes is a lower
 	// bound), the size limit set in the environment, and the switch that
 	// disables or bypasses the cache, as "VAR=value".
-	FS         string `json:"fs,omitempty"`
-	Volatile   bool   `json:"volatile,omitempty"`
-	Missing    bool   `json:"missing,omitempty"`
+	FS       string `json:"fs,omitempty"`
+	Volatile bool   `json:"volatile,omitempty"`
+	Missing  bool   `json:"missing,omitempty"`
+	// Unreadable: the command's user may not list the root, so coldtrace
+	// did not size it (SizeBytes and Files are zero, not measured).
+	Unreadable bool   `json:"unreadable,omitempty"`
 	SizeBytes  int64  `json:"size_bytes,omitempty"`
 	Files      int64  `json:"files,omitempty"`
 	SizeCapped bool   `json:"size_capped,omitempty"`

@@ -3,7 +3,6 @@ package residency
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -59,7 +58,7 @@ func Evict(a Actor, paths []string) ([]Evicted, []Problem) {
 }
 
 func evictOne(t target) (Evicted, error) {
-	fh, err := os.Open(t.path)
+	fh, err := openRegular(t.path)
 	if err != nil {
 		return Evicted{}, unwrapPath(err)
 	}

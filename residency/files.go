@@ -144,7 +144,7 @@ func Stat(a Actor, paths []string) ([]File, []Problem) {
 
 // statOne opens t read-only and asks cachestat about it.
 func statOne(t target) (File, error) {
-	fh, err := os.Open(t.path)
+	fh, err := openRegular(t.path)
 	if err != nil {
 		return File{}, unwrapPath(err)
 	}

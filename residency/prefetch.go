@@ -70,7 +70,7 @@ func PlanPrefetch(a Actor, paths []string) (Plan, []Problem) {
 }
 
 func planOne(t target) (Planned, error) {
-	fh, err := os.Open(t.path)
+	fh, err := openRegular(t.path)
 	if err != nil {
 		return Planned{}, unwrapPath(err)
 	}
@@ -300,7 +300,7 @@ func readRanges(ctx context.Context, pf Planned, buf []byte, done *atomic.Int64)
 	if len(pf.Missing) == 0 {
 		return 0, nil
 	}
-	fh, err := os.Open(pf.Path)
+	fh, err := openRegular(pf.Path)
 	if err != nil {
 		return 0, unwrapPath(err)
 	}

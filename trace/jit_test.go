@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -29,6 +30,9 @@ func jitRun(t *testing.T, opts Options) (*record.Record, string) {
 	defer out.Close()
 	opts.NoGPU = true
 	opts.Stdin, opts.Stdout, opts.Stderr = os.Stdin, out, os.Stderr
+	if opts.Actor, err = actor.Self(); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rec, err := Run(ctx, opts)

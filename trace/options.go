@@ -4,6 +4,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/jit"
 )
@@ -19,10 +20,14 @@ const (
 type Options struct {
 	Command  []string
 	Interval time.Duration // polling period; 100 ms when zero
-	User     string        // --user; empty means the sudo user or coldtrace's own
-	// Getenv reads coldtrace's environment for the sudo variables
-	// (os.Getenv when nil).
-	Getenv func(string) string
+	// Actor is for whom coldtrace works (internal/actor): the command
+	// runs as Actor.Command, and what the command names (its program, its
+	// cache trees) is read with the command's rights. Required: the zero
+	// Actor is refused, never taken for root.
+	Actor actor.Actor
+	// Env is the command's environment before its user's HOME, USER and
+	// LOGNAME are set (os.Environ() when nil).
+	Env []string
 	// Launched is when coldtrace started, so the startup cost covers
 	// flag parsing and probe loading too.
 	Launched time.Time
@@ -83,8 +88,8 @@ func (o Options) withDefaults() Options {
 	if o.Notify == nil {
 		o.Notify = func(string) {}
 	}
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
+	if o.Env == nil {
+		o.Env = os.Environ()
 	}
 	return o
 }

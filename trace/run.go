@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/gpu"
 	"github.com/coldtrace/coldtrace/trace/jit"
@@ -39,7 +41,6 @@ func Run(ctx context.Context, opts Options) (*record.Record, error) {
 type session struct {
 	ctx     context.Context
 	opts    Options
-	id      launch.Identity
 	sched   *sched.Sensor
 	sensors []Sensor // load order; sched first
 	child   *launch.Child
@@ -61,11 +62,10 @@ func start(ctx context.Context, opts Options) (*session, error) {
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
-	id, err := launch.ResolveIdentity(opts.User, opts.Getenv)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPreflight, err)
+	if !opts.Actor.Resolved() {
+		return nil, fmt.Errorf("%w: %v", ErrPreflight, actor.ErrUnresolved)
 	}
-	s := &session{ctx: ctx, opts: opts, id: id}
+	s := &session{ctx: ctx, opts: opts}
 	if err := s.load(); err != nil {
 		s.close()
 		return nil, err
@@ -88,7 +88,7 @@ func (s *session) load() error {
 	var j *jit.Sensor
 	if !s.opts.NoJIT {
 		j, err = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, CacheDirs: s.opts.CacheDirs,
-			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls})
+			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor()})
 		if errors.Is(err, jit.ErrOption) {
 			return fmt.Errorf("%w: %v", ErrPreflight, err)
 		}
@@ -122,7 +122,10 @@ func (s *session) load() error {
 // releases it.
 func (s *session) launch() error {
 	s.foreground = inForeground()
-	child, err := launch.Start(s.opts.Command, s.id,
+	a := s.opts.Actor
+	spec := launch.Spec{Argv: s.opts.Command, User: a.Command, SwitchUser: a.SwitchCommand,
+		Env: launch.CommandEnv(s.opts.Env, a.Command, a.SwitchCommand)}
+	child, err := launch.Start(spec,
 		launch.Stdio{Stdin: s.opts.Stdin, Stdout: s.opts.Stdout, Stderr: s.opts.Stderr}, s.foreground)
 	if err != nil {
 		return err
@@ -146,10 +149,8 @@ func (s *session) launch() error {
 	}
 	s.child = child
 	rec := &record.Record{Schema: record.Schema, Version: s.opts.Version, Command: s.opts.Command,
-		User: s.id.User, Host: hostInfo(), IntervalNS: s.opts.Interval.Nanoseconds()}
-	if !s.id.Switch {
-		rec.User.UID, rec.User.GID = uint32(os.Getuid()), uint32(os.Getgid())
-	}
+		User: record.User{UID: a.Command.UID, GID: a.Command.GID, Name: a.Command.Name, Home: a.Command.Home},
+		Host: hostInfo(), IntervalNS: s.opts.Interval.Nanoseconds()}
 	s.startMono = sensor.MonotonicNS()
 	for _, sn := range s.sensors {
 		sn.Begin(s.startMono)
@@ -252,6 +253,7 @@ func (s *session) poll(now uint64) {
 // record.
 func (s *session) finish(state *os.ProcessState) *record.Record {
 	rec := s.rec
+	running := s.stillRunning()
 	end := sensor.MonotonicNS()
 	if err := s.watch.Done(); err != nil {
 		rec.Warnings = append(rec.Warnings, err.Error())
@@ -276,7 +278,49 @@ func (s *session) finish(state *os.ProcessState) *record.Record {
 		}
 	}
 	rec.Self = selfCost(rec.Self)
+	if len(running) > 0 {
+		rec.Warnings = append(rec.Warnings, runningWarning(running, rec.Processes))
+	}
 	return rec
+}
+
+// stillRunning are the tracked processes alive when the command exited:
+// the run ends with the command, so they are not traced further.
+func (s *session) stillRunning() []int {
+	pids, err := s.sched.LivePIDs()
+	if err != nil {
+		s.opts.Notify(fmt.Sprintf("cannot list the processes still running: %v", err))
+		return nil
+	}
+	var alive []int
+	for _, pid := range pids {
+		if pid != s.child.Pid() && syscall.Kill(pid, 0) == nil {
+			alive = append(alive, pid)
+		}
+	}
+	return alive
+}
+
+// runningWarning names the processes still running at exit ("2 processes
+// still running at exit, not traced further: 41 sleep, 42 sleep").
+func runningWarning(pids []int, procs []record.Process) string {
+	comm := map[int]string{}
+	for _, p := range procs {
+		comm[int(p.PID)] = p.Comm
+	}
+	names := make([]string, 0, len(pids))
+	for i, pid := range pids {
+		if i == 10 {
+			names = append(names, fmt.Sprintf("and %d more", len(pids)-i))
+			break
+		}
+		names = append(names, strings.TrimSpace(fmt.Sprintf("%d %s", pid, comm[pid])))
+	}
+	noun := "processes"
+	if len(pids) == 1 {
+		noun = "process"
+	}
+	return fmt.Sprintf("%d %s still running at exit, not traced further: %s", len(pids), noun, strings.Join(names, ", "))
 }
 
 // close releases every sensor, the last loaded first.

@@ -31,18 +31,14 @@ func (c *checkpointOptions) addFlags(fs *pflag.FlagSet) {
 // checkpoints are off. Checkpoints are on by default, so a state
 // directory that cannot be used turns them off with a line on stderr
 // rather than refusing the run.
-func (c checkpointOptions) writer(userFlag, recordPath string, launched time.Time, stderr io.Writer) *checkpoint.Writer {
+func (c checkpointOptions) writer(a actor.Actor, recordPath string, launched time.Time, stderr io.Writer) *checkpoint.Writer {
 	if c.every <= 0 {
 		return nil
 	}
 	// Checkpoints are the invoking user's files, as the other outputs are.
-	a, err := actor.Resolve(userFlag, os.Getenv)
+	path, err := checkpoint.Path(a, checkpoint.Place{RecordPath: recordPath, PID: os.Getpid(), Start: launched})
 	if err == nil {
-		var path string
-		path, err = checkpoint.Path(a, checkpoint.Place{RecordPath: recordPath, PID: os.Getpid(), Start: launched})
-		if err == nil {
-			return checkpoint.NewWriter(a, path)
-		}
+		return checkpoint.NewWriter(a, path)
 	}
 	fmt.Fprintf(stderr, "coldtrace: no checkpoints for this run (%v); use -o PATH to keep them next to the record\n", err)
 	return nil

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/attribution/compare"
-	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/report/diff"
 	"github.com/coldtrace/coldtrace/report/format"
 )
@@ -36,11 +38,26 @@ func diffCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 2 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: diff takes two record files, got %d arguments; usage: coldtrace diff [--json] A B", errUsage, fs.NArg()))
 	}
-	a, err := record.ReadFile(fs.Arg(0))
+	who, err := actor.Resolve("", os.Getenv)
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	textFormat := "text"
+	if *asJSON {
+		textFormat = "json"
+	}
+	if err := checkReportOutput(who, fs.Changed("output"), *out, textFormat, stdout); err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	if sameFile(who, fs.Arg(0), fs.Arg(1)) {
+		fmt.Fprintf(stderr, "coldtrace: warning: %s and %s are one record: every difference is zero\n",
+			format.Escape(fs.Arg(0)), format.Escape(fs.Arg(1)))
+	}
+	a, err := readRecordAs(who, fs.Arg(0))
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	b, err := record.ReadFile(fs.Arg(1))
+	b, err := readRecordAs(who, fs.Arg(1))
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
@@ -51,10 +68,10 @@ func diffCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return diff.WriteText(w, d, diff.TextOptions{TopFiles: *top})
 	}
-	if *out == "" || *out == "-" {
+	if *out == "" || *out == outfile.Stdout {
 		err = render(stdout)
 	} else {
-		err = record.WriteFileAtomic(*out, render)
+		err = outfile.Write(who, *out, render)
 	}
 	if err != nil {
 		return fail(stderr, exitFailure, err)
@@ -67,4 +84,23 @@ func diffCommand(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// sameFile reports whether paths a and b name one file, as the user sees
+// them (a pipe is never the same as another path).
+func sameFile(who actor.Actor, a, b string) bool {
+	var same bool
+	_ = who.Do(func() error {
+		sa, err := os.Stat(a)
+		if err != nil || !sa.Mode().IsRegular() {
+			return err
+		}
+		sb, err := os.Stat(b)
+		if err != nil {
+			return err
+		}
+		same = os.SameFile(sa, sb)
+		return nil
+	})
+	return same
 }

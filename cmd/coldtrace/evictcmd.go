@@ -42,7 +42,7 @@ func evictCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	var paths []string
 	if *from != "" {
-		in, err := readRecordInput(*from, stderr)
+		in, err := readRecordInput(who, *from, stderr)
 		if err != nil {
 			return fail(stderr, exitFailure, err)
 		}

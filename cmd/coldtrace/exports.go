@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/pprof"
 	"github.com/coldtrace/coldtrace/report/summary"
@@ -29,29 +31,18 @@ func (o *exportOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.timelinePath, "timeline", "", "write a timeline (Chrome trace JSON, for ui.perfetto.dev) to `PATH`")
 }
 
-// check fails early, before the run, when an export path cannot be
-// written.
-func (o exportOptions) check() error {
-	for _, p := range []string{o.pprofPath, o.timelinePath} {
-		if p != "" {
-			if err := record.CheckWritable(p); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// write writes the exports that were asked for; res may be nil.
-func (o exportOptions) write(rec *record.Record, res *attribution.Result) error {
-	return writeExports(rec, res, o.pprofPath, o.timelinePath)
+// write writes the exports that were asked for, with a's rights ("-":
+// stdout); res may be nil. runCommand checked the paths before the run
+// (checkRunOutputs).
+func (o exportOptions) write(a actor.Actor, stdout io.Writer, rec *record.Record, res *attribution.Result) error {
+	return writeExports(a, stdout, rec, res, o.pprofPath, o.timelinePath)
 }
 
 // writeExports writes the pprof profile of rec to pprofPath and its
-// timeline to timelinePath, each atomically; an empty path skips that
-// export. res is rec's attribution (nil: computed here). It tries both and
-// returns every error.
-func writeExports(rec *record.Record, res *attribution.Result, pprofPath, timelinePath string) error {
+// timeline to timelinePath, each atomically with a's rights; an empty
+// path skips that export. res is rec's attribution (nil: computed here).
+// It tries both and returns every error.
+func writeExports(a actor.Actor, stdout io.Writer, rec *record.Record, res *attribution.Result, pprofPath, timelinePath string) error {
 	if pprofPath == "" && timelinePath == "" {
 		return nil
 	}
@@ -60,10 +51,10 @@ func writeExports(rec *record.Record, res *attribution.Result, pprofPath, timeli
 	}
 	var errs []error
 	if pprofPath != "" {
-		errs = append(errs, record.WriteFileAtomic(pprofPath, func(w io.Writer) error { return pprof.Write(w, rec, res) }))
+		errs = append(errs, writeStdoutOr(a, pprofPath, stdout, func(w io.Writer) error { return pprof.Write(w, rec, res) }))
 	}
 	if timelinePath != "" {
-		errs = append(errs, record.WriteFileAtomic(timelinePath, func(w io.Writer) error { return timeline.Write(w, rec, res) }))
+		errs = append(errs, writeStdoutOr(a, timelinePath, stdout, func(w io.Writer) error { return timeline.Write(w, rec, res) }))
 	}
 	return errors.Join(errs...)
 }
@@ -113,11 +104,43 @@ func renderReport(format string, w io.Writer, rec *record.Record, res *attributi
 	return fmt.Errorf("%w: unknown format %q (want %s)", errUsage, format, strings.Join(reportFormats, ", "))
 }
 
-// writeReport renders rec in format to path, atomically, or to stdout
-// when path is "" or "-". res may be nil.
-func writeReport(path, format string, stdout io.Writer, rec *record.Record, res *attribution.Result, top int) error {
-	if path == "" || path == "-" {
+// writeReport renders rec in format to path, atomically with a's rights,
+// or to stdout when path is "" or "-". res may be nil.
+func writeReport(a actor.Actor, path, format string, stdout io.Writer, rec *record.Record, res *attribution.Result, top int) error {
+	if path == "" || path == outfile.Stdout {
 		return renderReport(format, stdout, rec, res, top)
 	}
-	return record.WriteFileAtomic(path, func(w io.Writer) error { return renderReport(format, w, rec, res, top) })
+	return outfile.Write(a, path, func(w io.Writer) error { return renderReport(format, w, rec, res, top) })
+}
+
+// checkReportOutput refuses, before any record is read, the -o of report
+// or diff that could not be written: an empty path, a file that is not
+// regular, a place the user may not write; and binary data (pprof) for a
+// terminal.
+func checkReportOutput(a actor.Actor, given bool, path, format string, stdout io.Writer) error {
+	if !given {
+		path = outfile.Stdout
+	}
+	if path == outfile.Stdout {
+		if format == "pprof" && isTerminal(stdout) {
+			return errors.New("the pprof format is binary (gzip) and stdout is a terminal; give -o PATH or redirect stdout")
+		}
+		return nil
+	}
+	return outfile.Check(a, outfile.Output{Flag: "-o", Path: path})
+}
+
+// readRecordAs reads a record file with a's rights (a pipe from the user's
+// shell, as in `report <(...)`, works too).
+func readRecordAs(a actor.Actor, path string) (*record.Record, error) {
+	f, err := a.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := record.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
 }

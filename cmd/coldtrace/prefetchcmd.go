@@ -55,7 +55,7 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 	var paths []string
 	var rate float64
 	if *from != "" {
-		in, err := readRecordInput(*from, stderr)
+		in, err := readRecordInput(who, *from, stderr)
 		if err != nil {
 			return fail(stderr, exitFailure, err)
 		}

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/residency"
 	"github.com/coldtrace/coldtrace/trace/jit"
@@ -19,24 +18,25 @@ import (
 // paths could not be handled and the others were (as ls and du do).
 const exitPartial = 1
 
-// actingUser is who status, evict and prefetch act for: file opens,
-// directory walks, cachestat and /proc/PID/maps reads all go through
-// actor; env and id resolve the registry's cache roots.
-//
-// Until internal/actor lands, invokingUser below is the whole permission
-// model of these commands: under sudo, doas or pkexec, the invoking user
-// with their groups and passwd home (residency.Creds switches the
-// filesystem identity of the thread that does the file work); otherwise
-// coldtrace's own identity (residency.Self).
+// actingUser is who status, evict and prefetch act for
+// (internal/actor: ../shared/DESIGN.md, "Who coldtrace acts for"): file
+// opens, directory walks, cachestat and /proc/PID/maps reads all go
+// through actor; env and id resolve the registry's cache roots.
 type actingUser struct {
-	actor residency.Actor
+	actor actor.Actor
 	env   jit.Env
 	id    jit.Identity
 }
 
-// invokingUser is the user coldtrace acts for (../shared/DESIGN.md, "Who
-// coldtrace acts for").
+// invokingUser is the user coldtrace acts for: under sudo, doas or
+// pkexec the invoking user with their groups and passwd home, otherwise
+// coldtrace's own. A malformed or contradictory variable is an error,
+// never root.
 func invokingUser() (actingUser, error) {
+	a, err := actor.Resolve("", os.Getenv)
+	if err != nil {
+		return actingUser{}, err
+	}
 	cwd, _ := os.Getwd()
 	env := jit.Env{}
 	for _, kv := range os.Environ() {
@@ -46,62 +46,11 @@ func invokingUser() (actingUser, error) {
 			}
 		}
 	}
-	invoker, how := invokingID()
-	if os.Geteuid() != 0 || invoker == "" {
-		id := jit.Identity{UID: uint32(os.Getuid()), Cwd: cwd}
-		if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil {
-			id.User, id.Home = u.Username, u.HomeDir
-		}
-		return actingUser{actor: residency.Self{}, env: env, id: id}, nil
+	if a.Via != "" {
+		// sudo resets HOME and USER to root's: the caches are the user's.
+		env["HOME"], env["USER"], env["LOGNAME"] = a.Home, a.Name, a.Name
 	}
-	var u *user.User
-	var err error
-	if how == "DOAS_USER" {
-		u, err = user.Lookup(invoker)
-	} else {
-		u, err = user.LookupId(invoker)
-	}
-	if err != nil {
-		return actingUser{}, fmt.Errorf("%s %s: %w", how, invoker, err)
-	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return actingUser{}, fmt.Errorf("%s %s: uid %q: %w", how, invoker, u.Uid, err)
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return actingUser{}, fmt.Errorf("%s %s: gid %q: %w", how, invoker, u.Gid, err)
-	}
-	if g := os.Getenv("SUDO_GID"); g != "" && how == "SUDO_UID" {
-		if gid, err = strconv.ParseUint(g, 10, 32); err != nil {
-			return actingUser{}, fmt.Errorf("SUDO_GID %q: %w", g, err)
-		}
-	}
-	creds := residency.Creds{UID: uint32(uid), GID: uint32(gid)}
-	gids, err := u.GroupIds()
-	if err != nil {
-		return actingUser{}, fmt.Errorf("groups of %s: %w", u.Username, err)
-	}
-	for _, g := range gids {
-		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
-			creds.Groups = append(creds.Groups, uint32(n))
-		}
-	}
-	// sudo resets HOME and USER to root's: the caches are the user's.
-	env["HOME"], env["USER"], env["LOGNAME"] = u.HomeDir, u.Username, u.Username
-	return actingUser{actor: creds, env: env,
-		id: jit.Identity{UID: uint32(uid), User: u.Username, Home: u.HomeDir, Cwd: cwd}}, nil
-}
-
-// invokingID is the user who ran sudo (SUDO_UID), doas (DOAS_USER, a
-// name) or pkexec (PKEXEC_UID), and the variable that said so.
-func invokingID() (id, how string) {
-	for _, v := range []string{"SUDO_UID", "DOAS_USER", "PKEXEC_UID"} {
-		if s := os.Getenv(v); s != "" {
-			return s, v
-		}
-	}
-	return "", ""
+	return actingUser{actor: a, env: env, id: jit.Identity{UID: a.UID, User: a.Name, Home: a.Home, Cwd: cwd}}, nil
 }
 
 // recordInput is what --from RECORD contributes: the files the run read
@@ -117,8 +66,8 @@ type recordInput struct {
 
 // readRecordInput reads a record for status, evict and prefetch. A record
 // of another host is used all the same, after a warning.
-func readRecordInput(path string, stderr io.Writer) (*recordInput, error) {
-	r, err := record.ReadFile(path)
+func readRecordInput(who actingUser, path string, stderr io.Writer) (*recordInput, error) {
+	r, err := readRecordAs(who.actor, path)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/summary"
 	"github.com/coldtrace/coldtrace/report/text"
 	"github.com/coldtrace/coldtrace/trace"
@@ -38,6 +40,11 @@ type runOptions struct {
 	exports     exportOptions
 	checkpoints checkpointOptions
 	command     []string
+	// jsonFD is --json-fd: an inherited descriptor for the JSON summary.
+	jsonFD int
+	// changed holds the flags given on the command line, by name: an
+	// output flag given an empty path is an error, not "no output".
+	changed map[string]bool
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
@@ -48,7 +55,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringVar(&o.jsonPath, "json", "", "write the JSON summary to `PATH` ('-' for stdout)")
 	fs.StringVarP(&o.recordPath, "output", "o", "", "write the full run record to `PATH` (for report/diff)")
 	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "timeline sampling period")
-	fs.StringVar(&o.user, "user", "", "run the command as `NAME` (default: the user who ran sudo)")
+	fs.StringVar(&o.user, "user", "", "run the command as `NAME` (real root login only; under sudo the command runs as you)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the summary on stderr")
 	fs.IntVar(&o.topFiles, "top", 10, "files listed in the summary")
 	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
@@ -58,6 +65,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringVar(&o.jitSyscalls, "jit-syscalls", trace.JITSyscallsAuto, "when to trace the path syscalls kernel-cache hits and misses come from: `auto` (once a process uses a framework with a kernel cache, e.g. python, libcuda; from the start when the command is one) or always")
 	o.exports.addFlags(fs)
 	o.checkpoints.addFlags(fs)
+	fs.IntVar(&o.jsonFD, "json-fd", -1, "write the JSON summary to inherited descriptor `N` (e.g. --json-fd 3 3>summary.json)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -69,6 +77,11 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	o.command = fs.Args()
+	o.changed = map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
+	if o.changed["json"] && o.changed["json-fd"] {
+		return o, fmt.Errorf("%w: --json and --json-fd both name the JSON summary; give one", errUsage)
+	}
 	if o.jitSyscalls != trace.JITSyscallsAuto && o.jitSyscalls != trace.JITSyscallsAlways {
 		return o, fmt.Errorf("%w: --jit-syscalls %q: want auto or always", errUsage, o.jitSyscalls)
 	}
@@ -89,18 +102,30 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	// An unwritable output path must fail now, not after an hour's run.
-	for _, p := range []string{o.jsonPath, o.recordPath} {
-		if p != "" && p != "-" {
-			if err := record.CheckWritable(p); err != nil {
-				return fail(stderr, exitUsage, err)
-			}
+	// Taken first, before coldtrace opens descriptors of its own.
+	var jsonFD *os.File
+	if o.changed["json-fd"] {
+		if jsonFD, err = openJSONFD(o.jsonFD); err != nil {
+			return fail(stderr, exitUsage, err)
 		}
+		defer jsonFD.Close()
 	}
-	if err := o.exports.check(); err != nil {
+	// Who coldtrace works for: under sudo the invoking user, whose rights
+	// create the outputs and run the command.
+	a, err := actor.Resolve(o.user, os.Getenv)
+	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	ckpt := o.checkpoints.writer(o.user, o.recordPath, launched, stderr)
+	// An output that cannot be written must fail now, not after an hour's
+	// run.
+	stdoutFile, _ := stdout.(*os.File)
+	if err := checkRunOutputs(a, runOutputs(o), stdoutFile, os.Stdout); err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	warnMissingInputs(a, o.cacheDirs, o.jitUprobes, func(msg string) {
+		fmt.Fprintf(stderr, "coldtrace: warning: %s\n", msg)
+	})
+	ckpt := o.checkpoints.writer(a, o.recordPath, launched, stderr)
 
 	// Signals are cmd's from here on: during the run they go to the
 	// command (trace.Options.Signals); once it has exited they are caught
@@ -112,7 +137,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	rec, err := trace.Run(ctx, trace.Options{
 		Command:     o.command,
 		Interval:    o.interval,
-		User:        o.user,
+		Actor:       a,
 		Launched:    launched,
 		Version:     version,
 		Signals:     sigs,
@@ -132,7 +157,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		return fail(stderr, exitFailure, err)
 	}
 	if rec.StartError != "" {
-		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", rec.StartError)
+		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", format.Escape(rec.StartError))
 	}
 	if beforeOutputs != nil {
 		beforeOutputs()
@@ -140,18 +165,19 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 
 	res := attribution.Analyze(rec)
 	failed := false
-	if o.recordPath != "" {
-		if err := record.WriteFile(o.recordPath, rec); err != nil {
+	if o.changed["output"] {
+		err := writeStdoutOr(a, o.recordPath, stdout, func(w io.Writer) error { return record.Encode(w, rec) })
+		if err != nil {
 			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
 			failed = true
 		}
 	}
-	if err := o.exports.write(rec, res); err != nil {
+	if err := o.exports.write(a, stdout, rec, res); err != nil {
 		fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
 		failed = true
 	}
-	if o.jsonPath != "" {
-		if err := writeJSON(o.jsonPath, stdout, rec, res); err != nil {
+	if o.changed["json"] || jsonFD != nil {
+		if err := writeJSON(a, o.jsonPath, jsonFD, stdout, rec, res); err != nil {
 			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
 			failed = true
 		}
@@ -169,11 +195,16 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	return rec.ExitCode
 }
 
-func writeJSON(path string, stdout io.Writer, rec *record.Record, res *attribution.Result) error {
-	if path == "-" {
-		return summary.Write(stdout, rec, res)
+// writeJSON writes the JSON summary to fd (--json-fd) when it is set,
+// else to path or stdout (--json).
+func writeJSON(a actor.Actor, path string, fd *os.File, stdout io.Writer, rec *record.Record, res *attribution.Result) error {
+	if fd != nil {
+		if err := summary.Write(fd, rec, res); err != nil {
+			return fmt.Errorf("--json-fd %s: %w", fd.Name(), err)
+		}
+		return nil
 	}
-	return record.WriteFileAtomic(path, func(w io.Writer) error { return summary.Write(w, rec, res) })
+	return writeStdoutOr(a, path, stdout, func(w io.Writer) error { return summary.Write(w, rec, res) })
 }
 
 func reportCommand(args []string, stdout, stderr io.Writer) int {
@@ -200,11 +231,18 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	rec, err := record.ReadFile(fs.Arg(0))
+	a, err := actor.Resolve("", os.Getenv)
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	if err := checkReportOutput(a, fs.Changed("output"), *out, f, stdout); err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	rec, err := readRecordAs(a, fs.Arg(0))
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	if err := writeReport(*out, f, stdout, rec, nil, *top); err != nil {
+	if err := writeReport(a, *out, f, stdout, rec, nil, *top); err != nil {
 		return fail(stderr, exitFailure, err)
 	}
 	return 0

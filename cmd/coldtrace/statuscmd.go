@@ -119,7 +119,7 @@ func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) 
 	var all []string
 	if from != "" {
 		var err error
-		if in, err = readRecordInput(from, stderr); err != nil {
+		if in, err = readRecordInput(who, from, stderr); err != nil {
 			return nil, false, err
 		}
 		all = in.paths(stderr)

@@ -84,6 +84,10 @@ type Actor struct {
 // not make: a forgotten Actor fails rather than acting as root.
 var ErrUnresolved = errors.New("internal error: no actor resolved (who coldtrace acts for is unknown)")
 
+// Resolved reports whether Resolve or Self made a: the zero Actor is no
+// one, and code that takes an Actor may refuse it early.
+func (a Actor) Resolved() bool { return a.resolved }
+
 // IsRoot reports whether coldtrace acts with root's rights.
 func (a Actor) IsRoot() bool { return a.UID == 0 }
 

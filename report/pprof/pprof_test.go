@@ -3,7 +3,6 @@ package pprof
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -253,7 +252,11 @@ func TestGoToolPprofTop(t *testing.T) {
 			r, res := fixture(t, name)
 			dir := t.TempDir()
 			path := filepath.Join(dir, name+".pb.gz")
-			if err := record.WriteFileAtomic(path, func(w io.Writer) error { return Write(w, r, res) }); err != nil {
+			var buf bytes.Buffer
+			if err := Write(&buf, r, res); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(goBin, "tool", "pprof", "-top", "-nodefraction=0", "-nodecount=1000", path)

@@ -100,6 +100,9 @@ func cacheHealth(c record.Cache) string {
 		}
 		parts = append(parts, s)
 	}
+	if c.Unreadable {
+		parts = append(parts, "not readable by the command's user: size unknown")
+	}
 	if c.SizeBytes > 0 || c.Files > 0 {
 		s := fmt.Sprintf("%s in %d files", format.Bytes(uint64(c.SizeBytes)), c.Files)
 		if c.SizeCapped {

@@ -37,6 +37,9 @@ type Health struct {
 	Size     int64
 	Files    int64
 	Capped   bool // the walk stopped early: Size is a lower bound
+	// Unreadable: the root could not be listed with the rights it was
+	// looked at with (the command's user); Size and Files say nothing.
+	Unreadable bool
 }
 
 // Config sets up a Collector.
@@ -580,6 +583,7 @@ func (c *Collector) cacheRecord(r *rootState, compileNS int64, fs FS) record.Cac
 			h := fs.Health(r.root.Path)
 			rc.FS, rc.Volatile, rc.Missing = h.FS, h.Volatile, h.Missing
 			rc.SizeBytes, rc.Files, rc.SizeCapped = h.Size, h.Files, h.Capped
+			rc.Unreadable = h.Unreadable
 		}
 	}
 	for _, sw := range r.switches {

@@ -30,17 +30,22 @@ func (o OSFS) Size(p string) (int64, bool) {
 	if !fi.IsDir() {
 		return fi.Size(), true
 	}
-	n, _, _ := o.walk(p)
+	n, _, _, _ := o.walk(p)
 	return n, true
 }
 
-func (o OSFS) walk(root string) (size, files int64, capped bool) {
+// walk totals root's regular files. denied is true when root itself could
+// not be listed: then size and files say nothing about it.
+func (o OSFS) walk(root string) (size, files int64, capped, denied bool) {
 	deadline := time.Now().Add(o.MaxTime)
 	errStop := errors.New("stop")
 	// The walk's only error is errStop: an unreadable entry is skipped (a
 	// cache's size is an estimate), so there is nothing to return.
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if p == root && errors.Is(err, fs.ErrPermission) {
+				denied = true
+			}
 			return nil
 		}
 		if d.Type().IsRegular() {
@@ -55,7 +60,7 @@ func (o OSFS) walk(root string) (size, files int64, capped bool) {
 		}
 		return nil
 	})
-	return size, files, capped
+	return size, files, capped, denied
 }
 
 // Health describes root: its filesystem (or its nearest existing
@@ -76,7 +81,7 @@ func (o OSFS) Health(root string) Health {
 		p = filepath.Dir(p)
 	}
 	if !h.Missing {
-		h.Size, h.Files, h.Capped = o.walk(root)
+		h.Size, h.Files, h.Capped, h.Unreadable = o.walk(root)
 	}
 	return h
 }

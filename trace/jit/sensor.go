@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -21,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	bpfjit "github.com/coldtrace/coldtrace/bpf/jit"
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/sensor"
 )
@@ -87,6 +87,10 @@ type Options struct {
 	// Syscalls is when the path-syscall probes attach: SyscallsAuto (the
 	// default) or SyscallsAlways.
 	Syscalls string
+	// Actor has the command's rights (actor.Actor.CommandActor): the
+	// command's program and the cache trees are read with them, never
+	// with root's. The zero Actor reads nothing.
+	Actor actor.Actor
 }
 
 // ErrOption marks an option the sensor cannot use.
@@ -163,7 +167,9 @@ func (e *Sensor) start() error {
 	// without an open this tracer resolves.
 	for i, t := range e.targets {
 		if strings.HasPrefix(t.lib, "/") {
-			if _, err := os.Stat(t.lib); err != nil {
+			// Stat'ed as the command's user: root probes only a library
+			// that user could see.
+			if err := statWithin(e.opts.Actor, t.lib, imagesDeadline); err != nil {
 				t.err = err.Error()
 				continue
 			}
@@ -222,7 +228,7 @@ func syscallsAtStart(o *Options) string {
 	if len(o.Command) == 0 {
 		return ""
 	}
-	for _, name := range commandImages(o.Command) {
+	for _, name := range commandImagesWithin(o.Actor, o.Command, imagesDeadline) {
 		if UsesFramework(path.Base(name)) {
 			return "the command runs " + path.Base(name)
 		}
@@ -230,8 +236,45 @@ func syscallsAtStart(o *Options) string {
 	return ""
 }
 
+// imagesDeadline bounds the look at the command's program before the run
+// (a program on a hung network file system): past it the run goes on as
+// if the program used no framework.
+const imagesDeadline = 3 * time.Second
+
+// statWithin stats p with a's rights, giving up after d.
+func statWithin(a actor.Actor, p string, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- a.Do(func() error { _, err := os.Stat(p); return err }) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		return fmt.Errorf("stat %s: no answer within %v", p, d)
+	}
+}
+
+// commandImagesWithin is commandImages with a's rights, given up after d.
+func commandImagesWithin(a actor.Actor, argv []string, d time.Duration) []string {
+	done := make(chan []string, 1)
+	go func() {
+		var out []string
+		if err := a.Do(func() error { out = commandImages(argv); return nil }); err != nil {
+			out = nil
+		}
+		done <- out
+	}()
+	select {
+	case out := <-done:
+		return out
+	case <-time.After(d):
+		return nil
+	}
+}
+
 // commandImages are the program the command runs and, for a script, its
-// interpreter ("#!/usr/bin/env python3" gives env and python3).
+// interpreter ("#!/usr/bin/env python3" gives env and python3). It never
+// blocks on the file: a FIFO, device or socket with execute bits is opened
+// without waiting for a writer and not read.
 func commandImages(argv []string) []string {
 	exe, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -251,13 +294,32 @@ func commandImages(argv []string) []string {
 			}
 		}
 	}
-	f, err := os.Open(exe)
+	// Look with O_PATH first: opening a device for reading can have
+	// effects of its own. The open that reads is non-blocking and checked
+	// again, in case the file was swapped in between.
+	pathFD, err := unix.Open(exe, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return out
 	}
-	defer f.Close()
+	var st unix.Stat_t
+	err = unix.Fstat(pathFD, &st)
+	unix.Close(pathFD)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return out // exec refuses it, and the run says so
+	}
+	fd, err := unix.Open(exe, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return out
+	}
+	defer unix.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return out
+	}
 	buf := make([]byte, 256)
-	n, _ := io.ReadFull(f, buf)
+	n, err := unix.Pread(fd, buf, 0)
+	if err != nil || n < 0 {
+		return out
+	}
 	line, _, _ := strings.Cut(string(buf[:n]), "\n")
 	if rest, ok := strings.CutPrefix(line, "#!"); ok {
 		out = append(out, strings.Fields(rest)...)
@@ -430,6 +492,25 @@ func (e *Sensor) attach(i int, p string) {
 	}
 }
 
+// rightsFS sizes cache trees with the command's rights: a tree its user
+// cannot list is not listed or sized by root into a record.
+type rightsFS struct {
+	fs FS
+	a  actor.Actor
+}
+
+func (r rightsFS) Size(p string) (n int64, ok bool) {
+	_ = r.a.Do(func() error { n, ok = r.fs.Size(p); return nil })
+	return n, ok
+}
+
+func (r rightsFS) Health(p string) (h Health) {
+	if err := r.a.Do(func() error { h = r.fs.Health(p); return nil }); err != nil {
+		h.Missing = true
+	}
+	return h
+}
+
 // Finish drains the ring buffer and writes the JIT section into rec; it
 // needs rec's processes filled in.
 func (e *Sensor) Finish(rec *record.Record) error {
@@ -446,7 +527,7 @@ func (e *Sensor) Finish(rec *record.Record) error {
 		probes = append(probes, ProbeState{Name: t.name, Path: t.path, Error: t.err})
 	}
 	j, warns := e.col.Result(ResultInput{StartMono: e.startMono, WallNS: rec.WallNS,
-		Processes: rec.Processes, Probes: probes, FS: DefaultFS})
+		Processes: rec.Processes, Probes: probes, FS: rightsFS{fs: DefaultFS, a: e.opts.Actor}})
 	switch {
 	case j == nil:
 	case e.syscallsFrom.IsZero():

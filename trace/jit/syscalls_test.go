@@ -6,6 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/internal/actor"
 )
 
 // TestSyscallsAtStart checks which commands get the path-syscall probes
@@ -40,10 +45,44 @@ func TestSyscallsAtStart(t *testing.T) {
 		{Options{Command: []string{"cat"}, CacheDirs: []string{"x=/tmp"}}, "--cache-dir"},
 		{Options{Command: []string{"cat"}, Uprobes: []string{"libx:f"}}, "--jit-uprobe"},
 	}
+	self, err := actor.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range cases {
+		c.opts.Actor = self
 		got := syscallsAtStart(&c.opts)
 		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
 			t.Errorf("%v: %q, want %q", c.opts.Command, got, c.want)
 		}
+	}
+}
+
+// TestCommandImagesFIFO: a FIFO with execute bits as the command is not
+// opened for reading (that would wait for a writer forever, issue 12
+// item 6); the look returns at once with the path alone.
+func TestCommandImagesFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fc")
+	if err := unix.Mkfifo(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := actor.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got := commandImagesWithin(self, []string{fifo}, time.Minute)
+	if len(got) != 1 || got[0] != fifo {
+		t.Errorf("images of a FIFO: %q", got)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("looking at a FIFO took %v", d)
+	}
+	// Without an Actor nothing is read.
+	if got := commandImagesWithin(actor.Actor{}, []string{fifo}, time.Minute); len(got) != 0 {
+		t.Errorf("zero actor read %q", got)
 	}
 }

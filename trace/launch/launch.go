@@ -1,122 +1,53 @@
 package launch
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/user"
-	"strconv"
+	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/internal/actor"
 )
 
 // ShimArg is argv[1] of coldtrace re-executed as the gated shim. main
 // checks for it before anything else and calls RunShim.
 const ShimArg = "__coldtrace_shim"
 
-const shimSpecEnv = "COLDTRACE_SHIM_SPEC"
+// The shim's descriptors, as Start passes them (ExtraFiles start at 3).
+const (
+	fdGate   = 3 // read: one byte releases the shim
+	fdStatus = 4 // write, close-on-exec: why the command could not start
+	fdSpec   = 5 // read: the encoded Spec
+	fdReady  = 6 // write: one byte once the shim waits on the gate
+)
 
-// shimSpec tells the shim who to become; it travels in the environment and
-// is removed before the command is executed.
-type shimSpec struct {
-	SetUser bool     `json:"set_user"`
-	UID     int      `json:"uid"`
-	GID     int      `json:"gid"`
-	Groups  []int    `json:"groups"`
-	Command []string `json:"command"`
+// readyTimeout bounds the wait for the shim to start and find the
+// program: a program path on a hung network file system must not hold
+// coldtrace, and root, forever.
+const readyTimeout = 15 * time.Second
+
+func init() {
+	// The shim's main goroutine stays on the main thread, the one whose
+	// pid coldtrace seeds and which execs the command.
+	if len(os.Args) > 1 && os.Args[1] == ShimArg {
+		runtime.LockOSThread()
+	}
 }
 
-// Identity is who the command runs as.
-type Identity struct {
-	Switch bool // false: run as coldtrace's own user
-	record.User
-	Groups []int
-}
-
-// ResolveIdentity decides who the command runs as: --user NAME when given,
-// else the user who invoked sudo (SUDO_UID/SUDO_GID), else coldtrace's
-// own user. Running as root under sudo would make the command read and
-// fill /root's caches instead of the user's.
-func ResolveIdentity(name string, getenv func(string) string) (Identity, error) {
-	if name != "" {
-		u, err := user.Lookup(name)
-		if err != nil {
-			if _, numErr := strconv.Atoi(name); numErr == nil {
-				u, err = user.LookupId(name)
-			}
-		}
-		if err != nil {
-			return Identity{}, fmt.Errorf("--user %s: %w", name, err)
-		}
-		return identityOf(u, -1)
-	}
-	if os.Geteuid() == 0 && getenv("SUDO_UID") != "" {
-		uid, err := strconv.Atoi(getenv("SUDO_UID"))
-		if err != nil {
-			return Identity{}, fmt.Errorf("SUDO_UID=%q is not a number", getenv("SUDO_UID"))
-		}
-		gid := -1
-		if s := getenv("SUDO_GID"); s != "" {
-			if gid, err = strconv.Atoi(s); err != nil {
-				return Identity{}, fmt.Errorf("SUDO_GID=%q is not a number", s)
-			}
-		}
-		u, err := user.LookupId(strconv.Itoa(uid))
-		if err != nil {
-			// A uid without a passwd entry still runs; it keeps HOME.
-			if gid < 0 {
-				gid = uid
-			}
-			return Identity{Switch: true, User: record.User{UID: uint32(uid), GID: uint32(gid),
-				Name: getenv("SUDO_USER"), Home: getenv("HOME")}, Groups: []int{gid}}, nil
-		}
-		return identityOf(u, gid)
-	}
-	u, err := user.Current()
-	if err != nil {
-		return Identity{User: record.User{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Home: getenv("HOME")}}, nil
-	}
-	id, err := identityOf(u, -1)
-	id.Switch = false
-	return id, err
-}
-
-func identityOf(u *user.User, gid int) (Identity, error) {
-	uid, err := strconv.Atoi(u.Uid)
-	if err != nil {
-		return Identity{}, fmt.Errorf("user %s: uid %q: %w", u.Username, u.Uid, err)
-	}
-	if gid < 0 {
-		if gid, err = strconv.Atoi(u.Gid); err != nil {
-			return Identity{}, fmt.Errorf("user %s: gid %q: %w", u.Username, u.Gid, err)
-		}
-	}
-	groups := []int{gid}
-	if ids, err := u.GroupIds(); err == nil {
-		for _, s := range ids {
-			if g, err := strconv.Atoi(s); err == nil && g != gid {
-				groups = append(groups, g)
-			}
-		}
-	}
-	return Identity{Switch: true, User: record.User{UID: uint32(uid), GID: uint32(gid), Name: u.Username, Home: u.HomeDir},
-		Groups: groups}, nil
-}
-
-// commandEnv is coldtrace's environment with the identity's HOME, USER and
-// LOGNAME, as sudo -H would give the user.
-func commandEnv(base []string, id Identity) []string {
-	if !id.Switch {
+// CommandEnv is base with u's HOME, USER and LOGNAME, as sudo -H would
+// give the user, when the command switches to u; base otherwise.
+func CommandEnv(base []string, u actor.User, switchUser bool) []string {
+	if !switchUser {
 		return base
 	}
-	set := map[string]string{"HOME": id.Home, "USER": id.Name, "LOGNAME": id.Name}
+	set := map[string]string{"HOME": u.Home, "USER": u.Name, "LOGNAME": u.Name}
 	out := make([]string, 0, len(base)+3)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
@@ -146,33 +77,52 @@ type Stdio struct {
 	Stdin, Stdout, Stderr *os.File
 }
 
-// Start starts the shim for command as id. With foreground, the command's
-// process group gets the terminal on stdin.
-func Start(command []string, id Identity, stdio Stdio, foreground bool) (*Child, error) {
+// Start starts the shim for spec and returns once the shim is ready: it
+// has taken the command's user, found the program and waits on the gate,
+// so that from here on the shim itself starts no thread and reads no
+// page before the exec. With foreground, the command's process group
+// gets the terminal on stdin.
+func Start(spec Spec, stdio Stdio, foreground bool) (*Child, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("start the command: empty argv")
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find coldtrace's own executable: %w", err)
 	}
-	spec := shimSpec{SetUser: id.Switch, UID: int(id.UID), GID: int(id.GID), Groups: id.Groups, Command: command}
-	specJSON, err := json.Marshal(spec)
+	specFile, err := specMemfd(spec)
 	if err != nil {
-		return nil, fmt.Errorf("encode shim spec: %w", err)
+		return nil, err
 	}
-	gateR, gateW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("gate pipe: %w", err)
+	defer specFile.Close()
+	var pipes [3][2]*os.File // gate, status, ready: read and write ends
+	closeAll := func() {
+		for _, p := range pipes {
+			for _, f := range p {
+				if f != nil {
+					f.Close()
+				}
+			}
+		}
 	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		gateR.Close()
-		gateW.Close()
-		return nil, fmt.Errorf("status pipe: %w", err)
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("shim pipe: %w", err)
+		}
+		pipes[i] = [2]*os.File{r, w}
 	}
-	cmd := exec.Command(self, ShimArg)
-	cmd.Args[0] = command[0]
-	cmd.Env = append(commandEnv(os.Environ(), id), shimSpecEnv+"="+string(specJSON))
+	gateR, gateW := pipes[0][0], pipes[0][1]
+	statusR, statusW := pipes[1][0], pipes[1][1]
+	readyR, readyW := pipes[2][0], pipes[2][1]
+
+	// The shim's own argv and environment are small: what the command
+	// gets travels in the spec, so only the command's exec meets the
+	// kernel's limits.
+	cmd := &exec.Cmd{Path: self, Args: []string{shimName(spec.Argv[0]), ShimArg}, Env: []string{}}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
-	cmd.ExtraFiles = []*os.File{gateR, statusW}
+	cmd.ExtraFiles = []*os.File{gateR, statusW, specFile, readyW}
 	// A process group of its own: signals coldtrace forwards reach the
 	// command and what it started, not coldtrace.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -184,13 +134,73 @@ func Start(command []string, id Identity, stdio Stdio, foreground bool) (*Child,
 	err = cmd.Start()
 	gateR.Close()
 	statusW.Close()
+	readyW.Close()
 	if err != nil {
 		gateW.Close()
 		statusR.Close()
+		readyR.Close()
 		return nil, fmt.Errorf("start %s: %w", self, err)
 	}
-	return &Child{cmd: cmd, gate: gateW, status: statusR}, nil
+	c := &Child{cmd: cmd, gate: gateW, status: statusR}
+	err = waitReady(readyR)
+	readyR.Close()
+	if errors.Is(err, errShimExited) {
+		// It said why on the status pipe before exiting.
+		if msg, _ := io.ReadAll(statusR); len(msg) > 0 {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+	}
+	if err != nil {
+		c.Abort()
+		return nil, err
+	}
+	return c, nil
 }
+
+// shimName is the shim's argv[0]: the command's name, so that ps shows
+// what is about to run, cut to a size that cannot fail the shim's exec.
+func shimName(arg0 string) string {
+	if len(arg0) > 4096 {
+		return arg0[:4096]
+	}
+	return arg0
+}
+
+// specMemfd is spec in an anonymous memory file the shim reads from
+// fdSpec: no size limit, and nothing on disk.
+func specMemfd(spec Spec) (*os.File, error) {
+	fd, err := unix.MemfdCreate("coldtrace-shim-spec", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("shim spec: memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "coldtrace-shim-spec")
+	if _, err := f.Write(spec.encode()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("shim spec: write: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("shim spec: rewind: %w", err)
+	}
+	return f, nil
+}
+
+func waitReady(ready *os.File) error {
+	if err := ready.SetReadDeadline(time.Now().Add(readyTimeout)); err != nil {
+		return fmt.Errorf("wait for the shim: %w", err)
+	}
+	var b [1]byte
+	n, err := ready.Read(b[:])
+	if n == 1 {
+		return nil
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("the command's shim was not ready after %v (is the program on a hung file system?)", readyTimeout)
+	}
+	return errShimExited
+}
+
+var errShimExited = errors.New("the command's shim exited before it was ready")
 
 // Pid is the command's pid (the shim's, which execs the command).
 func (g *Child) Pid() int { return g.cmd.Process.Pid }
@@ -237,53 +247,125 @@ func (g *Child) SignalGroup(sig syscall.Signal) error {
 	return nil
 }
 
-// RunShim is the gated child: it waits for the release byte on fd 3, takes
-// the user's identity, and execs the command. On failure it writes the
-// reason to fd 4 and exits 127. It never returns.
+// RunShim is the gated child. It reads its spec, takes the command's user
+// and finds the program, says it is ready, waits for the release byte and
+// execs the command; it does all it can before the gate so that what
+// runs after it is the command alone. A failure is written to the status
+// pipe after the release (the run then records why the command could not
+// start) and the shim exits 127. It never returns.
 func RunShim() {
 	if len(os.Args) > 3 && os.Args[2] == watchMode {
 		runWatch()
 	}
-	gate := os.NewFile(3, "gate")
-	status := os.NewFile(4, "status")
-	unix.CloseOnExec(4)
-	fail := func(format string, a ...any) {
-		fmt.Fprintf(status, format, a...)
+	status := os.NewFile(fdStatus, "status")
+	unix.CloseOnExec(fdStatus)
+	unix.CloseOnExec(fdSpec)
+	specFile := os.NewFile(fdSpec, "spec")
+	raw, err := io.ReadAll(specFile)
+	specFile.Close()
+	if err != nil {
+		fmt.Fprintf(status, "coldtrace shim: read spec: %v", err)
 		os.Exit(127)
 	}
-	var spec shimSpec
-	if err := json.Unmarshal([]byte(os.Getenv(shimSpecEnv)), &spec); err != nil || len(spec.Command) == 0 {
-		fail("coldtrace shim: bad spec: %v", err)
+	spec, err := decodeSpec(raw)
+	if err != nil {
+		fmt.Fprintf(status, "coldtrace shim: bad spec: %v", err)
+		os.Exit(127)
 	}
-	os.Unsetenv(shimSpecEnv)
+	var why string
+	path := ""
+	if spec.SwitchUser {
+		why = becomeUser(spec.User)
+	}
+	if why == "" {
+		if path, err = findProgram(spec.Argv[0], spec.Env); err != nil {
+			why = fmt.Sprintf("%s: %v", spec.Argv[0], err)
+		}
+	}
+	ready := os.NewFile(fdReady, "ready")
+	_, _ = ready.Write([]byte{1})
+	ready.Close()
+	gate := os.NewFile(fdGate, "gate")
 	var b [1]byte
 	if n, _ := gate.Read(b[:]); n != 1 {
 		os.Exit(127) // coldtrace gave up before releasing us
 	}
 	gate.Close()
-	if spec.SetUser {
-		if err := syscall.Setgroups(spec.Groups); err != nil {
-			fail("set groups %v: %v", spec.Groups, err)
-		}
-		if err := syscall.Setgid(spec.GID); err != nil {
-			fail("set gid %d: %v", spec.GID, err)
-		}
-		if err := syscall.Setuid(spec.UID); err != nil {
-			fail("set uid %d: %v", spec.UID, err)
+	if why == "" {
+		why = execProgram(path, spec.Argv, spec.Env)
+	}
+	fmt.Fprint(status, why)
+	os.Exit(127)
+}
+
+// becomeUser changes every thread of the shim to u; it returns why not.
+func becomeUser(u actor.User) string {
+	groups := u.Groups
+	if len(groups) == 0 {
+		groups = []int{int(u.GID)}
+	}
+	if err := syscall.Setgroups(groups); err != nil {
+		return fmt.Sprintf("set groups %v: %v", groups, err)
+	}
+	if err := syscall.Setgid(int(u.GID)); err != nil {
+		return fmt.Sprintf("set gid %d: %v", u.GID, err)
+	}
+	if err := syscall.Setuid(int(u.UID)); err != nil {
+		return fmt.Sprintf("set uid %d: %v", u.UID, err)
+	}
+	return ""
+}
+
+// execProgram execs path as execvp(3) does: a file the kernel does not
+// recognize as a program (a script without "#!") is run by /bin/sh. It
+// returns why the exec failed.
+func execProgram(path string, argv, env []string) string {
+	err := syscall.Exec(path, argv, env)
+	if errors.Is(err, syscall.ENOEXEC) {
+		err = syscall.Exec("/bin/sh", append([]string{"/bin/sh", path}, argv[1:]...), env)
+	}
+	return fmt.Sprintf("%s: %v", argv[0], err)
+}
+
+// defaultPath is glibc's search path when PATH is unset.
+const defaultPath = "/bin:/usr/bin"
+
+// findProgram resolves name in env's PATH as execvp does: a name with a
+// slash is used as is (exec reports what is wrong with it); otherwise the
+// first executable non-directory, an empty entry meaning ".".
+func findProgram(name string, env []string) (string, error) {
+	if name == "" {
+		return "", syscall.ENOENT
+	}
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	search := defaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			search = v
 		}
 	}
-	path, err := exec.LookPath(spec.Command[0])
-	if err != nil {
-		if errors.Is(err, exec.ErrDot) {
-			path, err = spec.Command[0], nil
-		} else {
-			var ee *exec.Error
-			if errors.As(err, &ee) {
-				err = ee.Err
+	var firstErr error = syscall.ENOENT
+	for _, dir := range strings.Split(search, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + name
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			continue
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			continue
+		}
+		if err := unix.Access(p, unix.X_OK); err != nil {
+			if firstErr == syscall.ENOENT {
+				firstErr = err
 			}
-			fail("%s: %v", spec.Command[0], err)
+			continue
 		}
+		return p, nil
 	}
-	err = syscall.Exec(path, spec.Command, os.Environ())
-	fail("%s: %v", spec.Command[0], err)
+	return "", firstErr
 }

@@ -2,37 +2,19 @@ package launch
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
 	"testing"
-)
 
-func TestResolveIdentity(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	if os.Geteuid() == 0 {
-		id, err := ResolveIdentity("", env(map[string]string{"SUDO_UID": "65534", "SUDO_GID": "65534"}))
-		if err != nil || !id.Switch || id.UID != 65534 || id.GID != 65534 {
-			t.Errorf("sudo identity %+v, %v", id, err)
-		}
-		if _, err := ResolveIdentity("", env(map[string]string{"SUDO_UID": "x"})); err == nil {
-			t.Errorf("bad SUDO_UID accepted")
-		}
-	}
-	id, err := ResolveIdentity("", env(nil))
-	if err != nil || id.Switch {
-		t.Errorf("no sudo: %+v, %v", id, err)
-	}
-	if _, err := ResolveIdentity("no-such-user-coldtrace", env(nil)); err == nil {
-		t.Errorf("unknown --user accepted")
-	}
-	if id, err := ResolveIdentity("root", env(nil)); err != nil || id.UID != 0 || id.Home == "" {
-		t.Errorf("--user root: %+v, %v", id, err)
-	}
-}
+	"github.com/coldtrace/coldtrace/internal/actor"
+)
 
 func TestCommandEnv(t *testing.T) {
 	base := []string{"HOME=/root", "PATH=/bin", "USER=root"}
-	id := Identity{Switch: true}
-	id.Name, id.Home = "alice", "/home/alice"
-	got := commandEnv(base, id)
+	u := actor.User{Name: "alice", Home: "/home/alice"}
+	got := CommandEnv(base, u, true)
 	want := map[string]bool{"PATH=/bin": true, "HOME=/home/alice": true, "USER=alice": true, "LOGNAME=alice": true}
 	if len(got) != len(want) {
 		t.Fatalf("env %v", got)
@@ -42,7 +24,123 @@ func TestCommandEnv(t *testing.T) {
 			t.Errorf("unexpected %q in %v", kv, got)
 		}
 	}
-	if got := commandEnv(base, Identity{}); len(got) != 3 {
+	if got := CommandEnv(base, u, false); len(got) != 3 {
 		t.Errorf("no switch changed the env: %v", got)
+	}
+}
+
+// TestSpecBytes: argv and environment survive the trip to the shim byte
+// for byte, whatever their size or encoding.
+func TestSpecBytes(t *testing.T) {
+	argv := []string{"cat", "bad\xff\xfe.txt", "", "a\x01b"}
+	for i := range 25000 {
+		argv = append(argv, strconv.Itoa(i))
+	}
+	in := Spec{Argv: argv, Env: []string{"X=\xff", "EMPTY="}, SwitchUser: true,
+		User: actor.User{UID: 4294967294, GID: 7, Groups: []int{7, 8}}}
+	out, err := decodeSpec(in.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(in.Argv, out.Argv) || !slices.Equal(in.Env, out.Env) || !slices.Equal(in.User.Groups, out.User.Groups) ||
+		out.User.UID != in.User.UID || out.User.GID != 7 || !out.SwitchUser {
+		t.Errorf("spec changed on the way: %+v", out.User)
+	}
+	enc := in.encode()
+	for _, cut := range []int{0, 5, len(enc) / 2, len(enc) - 1} {
+		if _, err := decodeSpec(enc[:cut]); err == nil {
+			t.Errorf("truncated spec (%d of %d bytes) accepted", cut, len(enc))
+		}
+	}
+}
+
+func TestFindProgram(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "prog")
+	if err := os.WriteFile(exe, []byte("echo hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "noexec"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=/nonexistent:" + dir}
+	if p, err := findProgram("prog", env); err != nil || p != exe {
+		t.Errorf("findProgram(prog) = %q, %v", p, err)
+	}
+	if _, err := findProgram("missing-coldtrace-prog", env); err != syscall.ENOENT {
+		t.Errorf("missing program: %v, want ENOENT", err)
+	}
+	// No execute bit at all: EACCES, for root too.
+	if _, err := findProgram("noexec", env); err != syscall.EACCES {
+		t.Errorf("non-executable program: %v, want EACCES", err)
+	}
+	if p, err := findProgram("./x/y", nil); err != nil || p != "./x/y" {
+		t.Errorf("a name with a slash is used as is: %q, %v", p, err)
+	}
+}
+
+// startAndWait runs argv through the real shim (this test binary) and
+// returns the start error and exit code.
+func startAndWait(t *testing.T, argv []string) (int, error) {
+	t.Helper()
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	c, err := Start(Spec{Argv: argv, Env: []string{"PATH=/usr/bin:/bin", "CT_ODD=\xff\xfe"}},
+		Stdio{Stdin: devnull, Stdout: devnull, Stderr: os.Stderr}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startErr := c.Release()
+	return c.Wait().ExitCode(), startErr
+}
+
+// TestShimExecsByteForByte: through the shim, argv and environment reach
+// the command unchanged (non-UTF-8, 25,000 arguments), a script without
+// "#!" runs under /bin/sh, and a FIFO with execute bits fails at exec
+// instead of blocking.
+func TestShimExecsByteForByte(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	argv := []string{"sh", "-c", `printf '%s|%s|%s' "$#" "$1" "$CT_ODD" > "$0"`, out, "bad\xff\xfe.txt"}
+	for i := range 25000 {
+		argv = append(argv, strconv.Itoa(i))
+	}
+	if code, err := startAndWait(t, argv); err != nil || code != 0 {
+		t.Fatalf("start error %v, exit %d", err, code)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "25001|bad\xff\xfe.txt|\xff\xfe"; string(got) != want {
+		t.Errorf("the command saw %q, want %q", got, want)
+	}
+
+	script := filepath.Join(dir, "plain")
+	if err := os.WriteFile(script, []byte("echo ran > \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := startAndWait(t, []string{script, out}); err != nil || code != 0 {
+		t.Fatalf("script without #!: start error %v, exit %d", err, code)
+	}
+	if got, _ := os.ReadFile(out); string(got) != "ran\n" {
+		t.Errorf("script without #! wrote %q", got)
+	}
+
+	fifo := filepath.Join(dir, "fc")
+	if err := syscall.Mkfifo(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := startAndWait(t, []string{fifo}); err == nil || code != 127 {
+		t.Errorf("FIFO as the command: start error %v, exit %d; want EACCES and 127", err, code)
+	}
+	if _, err := startAndWait(t, []string{"no-such-program-coldtrace"}); err == nil {
+		t.Errorf("a missing program started")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace"
@@ -128,7 +129,11 @@ func traceFile(t *testing.T, path string, command []string) record.File {
 		t.Fatal(err)
 	}
 	defer devnull.Close()
-	rec, err := trace.Run(ctx, trace.Options{Command: command, NoGPU: true, NoJIT: true,
+	self, err := actor.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := trace.Run(ctx, trace.Options{Command: command, NoGPU: true, NoJIT: true, Actor: self,
 		Stdin: devnull, Stdout: devnull, Stderr: os.Stderr})
 	if err != nil {
 		t.Fatalf("trace %v: %v", command, err)
