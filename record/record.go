@@ -32,6 +32,9 @@ type Record struct {
 	// Interrupted is set when coldtrace itself was asked to stop (SIGINT,
 	// SIGTERM, SIGHUP) before the command ended on its own.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// MadeCold is set when coldtrace made the run cold on purpose (run
+	// --cold) and says how.
+	MadeCold *MadeCold `json:"made_cold,omitempty"`
 
 	User User `json:"user"`
 	Host Host `json:"host"`

@@ -43,6 +43,10 @@ type Options struct {
 	// OnSample, when set, sees each sample as it is taken (live progress).
 	OnSample func(s record.Sample)
 
+	// Env is the command's environment; nil means coldtrace's own. HOME,
+	// USER and LOGNAME are set for the user it runs as either way.
+	Env []string
+
 	// NoGPU skips NVML sampling; GPUInterval is its period (100 ms when
 	// zero).
 	NoGPU       bool

@@ -120,7 +120,7 @@ func (s *session) load() error {
 // releases it.
 func (s *session) launch() error {
 	s.foreground = inForeground()
-	child, err := launch.Start(s.opts.Command, s.id,
+	child, err := launch.Start(s.opts.Command, s.opts.Env, s.id,
 		launch.Stdio{Stdin: s.opts.Stdin, Stdout: s.opts.Stdout, Stderr: s.opts.Stderr}, s.foreground)
 	if err != nil {
 		return err

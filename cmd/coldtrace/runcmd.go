@@ -36,6 +36,7 @@ type runOptions struct {
 	jitUprobes  []string
 	jitSyscalls string
 	exports     exportOptions
+	cold        coldOptions
 	command     []string
 }
 
@@ -56,6 +57,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringArrayVar(&o.jitUprobes, "jit-uprobe", nil, "time calls of `LIB:SYMBOL` as compiles (repeatable)")
 	fs.StringVar(&o.jitSyscalls, "jit-syscalls", trace.JITSyscallsAuto, "when to trace the path syscalls kernel-cache hits and misses come from: `auto` (once a process uses a framework with a kernel cache, e.g. python, libcuda; from the start when the command is one) or always")
 	o.exports.addFlags(fs)
+	o.cold.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -69,6 +71,9 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	o.command = fs.Args()
 	if o.jitSyscalls != trace.JITSyscallsAuto && o.jitSyscalls != trace.JITSyscallsAlways {
 		return o, fmt.Errorf("%w: --jit-syscalls %q: want auto or always", errUsage, o.jitSyscalls)
+	}
+	if err := o.cold.check(o.command); err != nil {
+		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if len(o.command) == 0 {
 		return o, fmt.Errorf("%w: no command given; usage: sudo coldtrace [flags] -- COMMAND [ARGS...]", errUsage)
@@ -106,11 +111,18 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
+	cold, err := o.cold.prepare(o.user, stderr)
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	defer cold.cleanup(stderr)
+
 	rec, err := trace.Run(ctx, trace.Options{
 		Command:     o.command,
 		Interval:    o.interval,
 		User:        o.user,
 		Launched:    launched,
+		Env:         cold.environ(),
 		Version:     version,
 		Signals:     sigs,
 		Notify:      func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
@@ -127,6 +139,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if rec.StartError != "" {
 		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", rec.StartError)
 	}
+	rec.MadeCold = cold.record()
 	if beforeOutputs != nil {
 		beforeOutputs()
 	}

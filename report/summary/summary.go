@@ -34,6 +34,9 @@ type Summary struct {
 	Processes   []Process       `json:"processes"`
 	Warnings    []string        `json:"warnings,omitempty"`
 	Self        record.SelfCost `json:"coldtrace"`
+	// MadeCold says how coldtrace made the run cold on purpose (run
+	// --cold); null for a run left as it was.
+	MadeCold *record.MadeCold `json:"made_cold"`
 
 	// From the attribution engine: all six categories, summing to WallNS.
 	Breakdown       []Row                    `json:"breakdown"`
@@ -137,7 +140,7 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 	}
 	s := &Summary{Schema: Schema, Command: r.Command, ExitCode: r.ExitCode, Signal: r.Signal,
 		StartError: r.StartError, Interrupted: r.Interrupted, WallNS: r.WallNS, StartupNS: r.StartupNS, LostEvents: r.Lost.Total(),
-		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self,
+		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self, MadeCold: r.MadeCold,
 		Files: []File{}, Processes: []Process{}}
 	for _, f := range FilesByCost(r.Files) {
 		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,

@@ -146,9 +146,11 @@ type Stdio struct {
 	Stdin, Stdout, Stderr *os.File
 }
 
-// Start starts the shim for command as id. With foreground, the command's
-// process group gets the terminal on stdin.
-func Start(command []string, id Identity, stdio Stdio, foreground bool) (*Child, error) {
+// Start starts the shim for command as id, with environment env
+// (coldtrace's own when nil; HOME, USER and LOGNAME are id's either way).
+// With foreground, the command's process group gets the terminal on
+// stdin.
+func Start(command, env []string, id Identity, stdio Stdio, foreground bool) (*Child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find coldtrace's own executable: %w", err)
@@ -170,7 +172,10 @@ func Start(command []string, id Identity, stdio Stdio, foreground bool) (*Child,
 	}
 	cmd := exec.Command(self, ShimArg)
 	cmd.Args[0] = command[0]
-	cmd.Env = append(commandEnv(os.Environ(), id), shimSpecEnv+"="+string(specJSON))
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(commandEnv(env, id), shimSpecEnv+"="+string(specJSON))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
 	cmd.ExtraFiles = []*os.File{gateR, statusW}
 	// A process group of its own: signals coldtrace forwards reach the
