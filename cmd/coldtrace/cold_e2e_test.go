@@ -250,6 +250,14 @@ func TestRunColdDemo(t *testing.T) {
 		t.Errorf("the record does not say it was made cold: %v %+v", err, rec)
 	}
 
+	// status --from the cold record looks at the user's cache, not at
+	// the fresh one the cold run used (removed, and used by no later run).
+	for _, c := range runStatusJSON(t, "--from", out("cold.ctrace")).Caches {
+		if madeColdDir(rec.MadeCold, c.Root) {
+			t.Errorf("status --from a --cold record surveys its fresh cache %s", c.Root)
+		}
+	}
+
 	// The next plain run is warm: the user's cache was kept.
 	code, stdout, stderr = coldtrace(t, []string{"TRITON_CACHE_DIR=" + real}, "-q", "-o", out("warm.ctrace"), "--json", out("warm.json"), "--", py, demo, model)
 	if code != 0 || !strings.Contains(stdout, "cache hit") {
@@ -419,5 +427,53 @@ func TestRunColdRecordOfAnotherHost(t *testing.T) {
 	}
 	if n := residentPages(t, model); n > 8*mib/4096/10 {
 		t.Errorf("%d pages of the record's file still cached", n)
+	}
+}
+
+// TestRunColdEnvironment: what the command sees under --cold with every
+// class: each variable points at an empty directory of its own under one
+// fresh root, a variable the user had set is replaced (not duplicated),
+// and HF_HOME, which holds the login token, is left as it was.
+func TestRunColdEnvironment(t *testing.T) {
+	requireTracing(t)
+	t.Setenv("SUDO_UID", "")
+	dir := t.TempDir()
+	script := `for v in TRITON_CACHE_DIR NUMBA_CACHE_DIR PYTHONPYCACHEPREFIX HF_HUB_CACHE TORCH_HOME HF_HOME; do
+  eval d=\$$v; n=$(ls -A "$d" 2>/dev/null | wc -l); echo "$v=$d $n"; done
+env | grep -c '^TRITON_CACHE_DIR='`
+	code, stdout, stderr := coldtrace(t, []string{"TRITON_CACHE_DIR=" + dir, "HF_HOME=" + dir + "/hf"},
+		"-q", "--cold=jit,pycache,downloads", "--json", filepath.Join(dir, "s.json"), "--", "sh", "-c", script)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	m := readColdSummary(t, filepath.Join(dir, "s.json")).MadeCold
+	if m == nil || len(m.CacheDirs) == 0 {
+		t.Fatalf("made_cold %+v", m)
+	}
+	root := filepath.Dir(m.CacheDirs[0].Dir)
+	seen := map[string]string{}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	for _, line := range lines[:len(lines)-1] {
+		v, rest, _ := strings.Cut(line, "=")
+		d, n, _ := strings.Cut(rest, " ")
+		if v == "HF_HOME" {
+			if d != dir+"/hf" {
+				t.Errorf("HF_HOME=%s under --cold, want the user's %s/hf", d, dir)
+			}
+			continue
+		}
+		if filepath.Dir(d) != root || n != "0" {
+			t.Errorf("%s=%s with %s entries, want an empty directory in %s", v, d, n, root)
+		}
+		if other, dup := seen[d]; dup {
+			t.Errorf("%s and %s share %s", v, other, d)
+		}
+		seen[d] = v
+	}
+	if last := lines[len(lines)-1]; last != "1" {
+		t.Errorf("TRITON_CACHE_DIR is set %s times in the command's environment", last)
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("the fresh root %s is still there (%v)", root, err)
 	}
 }

@@ -253,3 +253,17 @@ func (r *coldRun) remove(stderr io.Writer) {
 	}
 	r.root = ""
 }
+
+// madeColdDir reports whether root is one of the fresh caches --cold gave
+// a recorded run, or a path inside one.
+func madeColdDir(m *record.MadeCold, root string) bool {
+	if m == nil {
+		return false
+	}
+	for _, d := range m.CacheDirs {
+		if root == d.Dir || strings.HasPrefix(root, d.Dir+"/") {
+			return true
+		}
+	}
+	return false
+}
