@@ -236,6 +236,9 @@ func TestRunColdDemo(t *testing.T) {
 		t.Errorf("cold Triton cache %+v, want %d misses and %d entries written as on an empty cache (%+v), no hits",
 			got, refTriton.misses, refTriton.written, refTriton)
 	}
+	t.Logf("Triton: empty cache %d misses, %d written, compile %v, cc %d runs; --cold %d misses, %d written, compile %v, cc %d runs; evicted %d bytes",
+		refTriton.misses, refTriton.written, time.Duration(refTriton.compileNS), ref.compilerRuns("cc"),
+		got.misses, got.written, time.Duration(got.compileNS), cold.compilerRuns("cc"), cold.MadeCold.EvictedBytes)
 	if r, want := cold.compilerRuns("cc"), ref.compilerRuns("cc"); r != want || r == 0 {
 		t.Errorf("cc ran %d times under --cold, %d times on an empty cache", r, want)
 	}
@@ -264,6 +267,7 @@ func TestRunColdDemo(t *testing.T) {
 		t.Fatalf("plain run after --cold: exit %d, %q\n%s", code, stdout, stderr)
 	}
 	warm := readColdSummary(t, out("warm.json"))
+	t.Logf("plain run after --cold: Triton %+v, cc %d runs", warm.cache("triton", real), warm.compilerRuns("cc"))
 	if w := warm.cache("triton", real); !w.found || w.hits == 0 || w.misses != 0 || warm.compilerRuns("cc") != 0 || warm.MadeCold != nil {
 		t.Errorf("plain run after --cold: Triton %+v, cc runs %d, made_cold %+v; want hits only", w, warm.compilerRuns("cc"), warm.MadeCold)
 	}
@@ -365,6 +369,8 @@ func TestRunColdNumba(t *testing.T) {
 	root := filepath.Dir(numbaDir)
 	t.Cleanup(func() { os.RemoveAll(root) })
 	got := cold.cache("numba", numbaDir)
+	t.Logf("Numba: empty cache %d misses, %d written, compile %v; --cold %d misses, %d written, compile %v",
+		ref.misses, ref.written, time.Duration(ref.compileNS), got.misses, got.written, time.Duration(got.compileNS))
 	if !got.found || got.hits != 0 || got.misses != ref.misses || got.written != ref.written || got.compileNS <= 0 {
 		t.Errorf("cold Numba cache %+v, want %d misses and %d entries written as on an empty cache, no hits", got, ref.misses, ref.written)
 	}
@@ -395,6 +401,7 @@ func TestRunColdNumba(t *testing.T) {
 	}
 
 	run(nil, "-q", "--json", out("warm.json"), "--", py, prog)
+	t.Logf("plain run after --cold: Numba %+v", readColdSummary(t, out("warm.json")).cache("numba", ""))
 	if w := readColdSummary(t, out("warm.json")).cache("numba", ""); !w.found || w.hits == 0 || w.misses != 0 {
 		t.Errorf("plain run after --cold: Numba %+v, want hits only", w)
 	}
