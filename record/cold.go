@@ -27,7 +27,8 @@ type MadeCold struct {
 	CacheDirs []ColdCacheDir  `json:"cache_dirs,omitempty"`
 	Untouched []ColdUntouched `json:"untouched,omitempty"`
 	// KeptDirs is set when the fresh directories were left in place
-	// (--keep-cold-caches); otherwise they were removed after the run.
+	// (--keep-cold-caches, or removing them failed); otherwise they were
+	// removed after the run.
 	KeptDirs bool `json:"kept_dirs,omitempty"`
 }
 

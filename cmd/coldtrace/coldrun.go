@@ -235,21 +235,25 @@ func (r *coldRun) record() *record.MadeCold {
 }
 
 // cleanup removes the fresh caches, with the command's user's rights,
-// unless --keep-cold-caches.
+// unless --keep-cold-caches. It runs once: later calls do nothing.
 func (r *coldRun) cleanup(stderr io.Writer) {
 	if r == nil || r.root == "" {
 		return
 	}
 	if r.keep {
 		fmt.Fprintf(stderr, "coldtrace: the cold run's caches are kept in %s\n", r.root)
+		r.root = ""
 		return
 	}
 	r.remove(stderr)
 }
 
+// remove deletes the fresh root; where that fails, the record says the
+// directories stayed.
 func (r *coldRun) remove(stderr io.Writer) {
 	if err := r.owner.Do(func() error { return os.RemoveAll(r.root) }); err != nil {
 		fmt.Fprintf(stderr, "coldtrace: warning: the cold run's caches stay in %s: %v\n", r.root, err)
+		r.made.KeptDirs = true
 	}
 	r.root = ""
 }

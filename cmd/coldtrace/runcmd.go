@@ -139,6 +139,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if rec.StartError != "" {
 		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", rec.StartError)
 	}
+	cold.cleanup(stderr) // before the outputs, so the record says whether the caches stayed
 	rec.MadeCold = cold.record()
 	if beforeOutputs != nil {
 		beforeOutputs()
