@@ -484,3 +484,36 @@ env | grep -c '^TRITON_CACHE_DIR='`
 		t.Errorf("the fresh root %s is still there (%v)", root, err)
 	}
 }
+
+// TestRunColdNotRootChangesNothing: --cold of a run that cannot be traced
+// fails before it evicts or creates anything, even where the user could
+// have evicted the file (their own).
+func TestRunColdNotRootChangesNothing(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := diskDir(t)
+	exe := executableByAll(t)
+	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "nobodys.bin")
+	writeModel(t, file, 4*mib)
+	if err := os.Chown(file, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	warmUp(t, file)
+	cmd := exec.Command(exe, "--cold", "--evict", file, "--", "true")
+	cmd.Env = append(os.Environ(), asMainEnv+"=1", "SUDO_UID=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	got, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFailure || !strings.Contains(string(got), "needs root") {
+		t.Fatalf("--cold as nobody: %v\n%s", err, got)
+	}
+	if strings.Contains(string(got), "cold run") {
+		t.Errorf("--cold as nobody did something before failing:\n%s", got)
+	}
+	if n, want := residentPages(t, file), 4*mib/os.Getpagesize(); n != want {
+		t.Errorf("%d of %d pages cached after a refused --cold", n, want)
+	}
+}
