@@ -112,9 +112,10 @@ func (c *coldOptions) prepare(userFlag string, stderr io.Writer) (*coldRun, erro
 			return nil, err
 		}
 	}
-	environ := os.Environ()
-	if err := r.createCaches(c.classes, environ); err != nil {
-		return nil, err
+	if len(c.classes) > 1 || !c.has(kcache.PageCache) {
+		if err := r.createCaches(c.classes, os.Environ()); err != nil {
+			return nil, err
+		}
 	}
 	fmt.Fprintf(stderr, "coldtrace: %s\n", r.describe())
 	return r, nil
