@@ -103,7 +103,7 @@ func (c *coldOptions) prepare(userFlag string, stderr io.Writer) (*coldRun, erro
 	if err != nil {
 		return nil, err
 	}
-	r := &coldRun{made: &record.MadeCold{KeptDirs: c.keep}, owner: a.CommandActor(), keep: c.keep}
+	r := &coldRun{made: &record.MadeCold{}, owner: a.CommandActor(), keep: c.keep}
 	for _, cl := range c.classes {
 		r.made.Classes = append(r.made.Classes, string(cl))
 	}
@@ -186,6 +186,7 @@ func (r *coldRun) createCaches(classes []kcache.Class, environ []string) error {
 		r.made.Untouched = append(r.made.Untouched, record.ColdUntouched{Cache: u.Cache, Reason: u.Reason})
 	}
 	r.env = plan.Apply(environ)
+	r.made.KeptDirs = r.keep
 	return nil
 }
 
