@@ -36,6 +36,9 @@ type Record struct {
 	// on. WallNS then ends at the checkpoint, and the exit code is not
 	// known.
 	Partial *Partial `json:"partial,omitempty"`
+	// MadeCold is set when coldtrace made the run cold on purpose (run
+	// --cold) and says how.
+	MadeCold *MadeCold `json:"made_cold,omitempty"`
 
 	User User `json:"user"`
 	Host Host `json:"host"`

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/coldtrace/coldtrace/internal/fstype"
 )
 
 // Survival says whether a cache directory outlives the machine's reboot
@@ -59,24 +59,15 @@ func (f FSFacts) Sentence() string {
 // survives.
 func RootFacts(root string, rules TmpfilesRules) (FSFacts, error) {
 	var f FSFacts
-	p := filepath.Clean(root)
-	for {
-		var st unix.Statfs_t
-		err := unix.Statfs(p, &st)
-		if err == nil {
-			f.FS = fsName(int64(st.Type))
-			break
-		}
-		if p == "/" || p == "." {
-			return f, fmt.Errorf("statfs %s: %w", root, err)
-		}
-		f.Missing = true
-		p = filepath.Dir(p)
+	magic, missing, err := fstype.Of(filepath.Clean(root))
+	if err != nil {
+		return f, err
 	}
-	switch f.FS {
-	case "tmpfs", "ramfs":
+	f.FS, f.Missing = fstype.Name(magic), missing
+	switch {
+	case fstype.Volatile(magic):
 		f.Survival = LostAtReboot
-	case "overlay":
+	case f.FS == "overlay":
 		f.Survival = ContainerLayer
 	default:
 		f.Survival = Persistent
@@ -88,32 +79,6 @@ func RootFacts(root string, rules TmpfilesRules) (FSFacts, error) {
 		}
 	}
 	return f, nil
-}
-
-func fsName(t int64) string {
-	switch t {
-	case unix.TMPFS_MAGIC:
-		return "tmpfs"
-	case unix.RAMFS_MAGIC:
-		return "ramfs"
-	case unix.OVERLAYFS_SUPER_MAGIC:
-		return "overlay"
-	case unix.EXT4_SUPER_MAGIC:
-		return "ext4"
-	case unix.XFS_SUPER_MAGIC:
-		return "xfs"
-	case unix.BTRFS_SUPER_MAGIC:
-		return "btrfs"
-	case unix.NFS_SUPER_MAGIC:
-		return "nfs"
-	case unix.FUSE_SUPER_MAGIC:
-		return "fuse"
-	case unix.SQUASHFS_MAGIC:
-		return "squashfs"
-	case 0x2fc12fc1:
-		return "zfs"
-	}
-	return fmt.Sprintf("0x%x", t)
 }
 
 // DefaultTmpfilesDirs are systemd-tmpfiles' configuration directories,

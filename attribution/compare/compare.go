@@ -48,6 +48,9 @@ type Run struct {
 	LostEvents    uint64    `json:"lost_events"`
 	// Verdict is the run's own verdict.
 	Verdict attribution.Verdict `json:"verdict"`
+	// MadeCold is set when coldtrace made the run cold on purpose (run
+	// --cold).
+	MadeCold *record.MadeCold `json:"made_cold,omitempty"`
 }
 
 // Row is one breakdown row on both sides.
@@ -185,7 +188,8 @@ func New(a, b *record.Record, ra, rb *attribution.Result) *Diff {
 
 func run(r *record.Record, res *attribution.Result) Run {
 	out := Run{Command: r.Command, Host: r.Host.Hostname, Kernel: r.Host.Kernel, Start: r.Start,
-		WallNS: res.WallNS, ExitCode: r.ExitCode, Cold: res.Cold, LostEvents: r.Lost.Total(), Verdict: res.Verdict}
+		WallNS: res.WallNS, ExitCode: r.ExitCode, Cold: res.Cold, LostEvents: r.Lost.Total(), Verdict: res.Verdict,
+		MadeCold: r.MadeCold}
 	if out.Command == nil {
 		out.Command = []string{}
 	}
@@ -468,6 +472,12 @@ func warnings(a, b *record.Record) []string {
 		if s.r.Interrupted {
 			out = append(out, fmt.Sprintf("%s was interrupted before the command ended", s.name))
 		}
+	}
+	if b.MadeCold != nil && a.MadeCold == nil {
+		out = append(out, "B was made cold on purpose (--cold) and A was not: put the cold run first")
+	}
+	if a.MadeCold != nil && b.MadeCold != nil {
+		out = append(out, "A and B were both made cold on purpose (--cold): neither shows the warm run")
 	}
 	if !a.Start.IsZero() && !b.Start.IsZero() && b.Start.Before(a.Start) {
 		out = append(out, "B was recorded before A; put the earlier (cold) run first")

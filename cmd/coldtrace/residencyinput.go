@@ -99,7 +99,10 @@ func filesReadFromDisk(r *record.Record) []record.File {
 	}
 	var out []record.File
 	for _, f := range r.Files {
-		if f.PagesMissed > 0 || f.BytesFromDisk > 0 {
+		// Rows that are no file ("[filesystem metadata of 254:0 …]",
+		// small files together) have nothing to evict or read, and files
+		// in a --cold run's fresh caches went with them.
+		if (f.PagesMissed > 0 || f.BytesFromDisk > 0) && !strings.HasPrefix(f.Path, "[") && !madeColdDir(r.MadeCold, f.Path) {
 			out = append(out, f)
 		}
 	}

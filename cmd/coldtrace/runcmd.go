@@ -39,6 +39,7 @@ type runOptions struct {
 	jitSyscalls string
 	exports     exportOptions
 	checkpoints checkpointOptions
+	cold        coldOptions
 	command     []string
 	// jsonFD is --json-fd: an inherited descriptor for the JSON summary.
 	jsonFD int
@@ -66,6 +67,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	o.exports.addFlags(fs)
 	o.checkpoints.addFlags(fs)
 	fs.IntVar(&o.jsonFD, "json-fd", -1, "write the JSON summary to inherited descriptor `N` (e.g. --json-fd 3 3>summary.json)")
+	o.cold.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -84,6 +86,9 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	}
 	if o.jitSyscalls != trace.JITSyscallsAuto && o.jitSyscalls != trace.JITSyscallsAlways {
 		return o, fmt.Errorf("%w: --jit-syscalls %q: want auto or always", errUsage, o.jitSyscalls)
+	}
+	if err := o.cold.check(o.command); err != nil {
+		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if len(o.command) == 0 {
 		return o, fmt.Errorf("%w: no command given; usage: sudo coldtrace [flags] -- COMMAND [ARGS...]", errUsage)
@@ -134,11 +139,18 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
+	cold, err := o.cold.prepare(o.user, stderr)
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	defer cold.cleanup(stderr)
+
 	rec, err := trace.Run(ctx, trace.Options{
 		Command:     o.command,
 		Interval:    o.interval,
 		Actor:       a,
 		Launched:    launched,
+		Env:         cold.environ(),
 		Version:     version,
 		Signals:     sigs,
 		Notify:      func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
@@ -159,6 +171,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if rec.StartError != "" {
 		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", format.Escape(rec.StartError))
 	}
+	cold.cleanup(stderr) // before the outputs, so the record says whether the caches stayed
+	rec.MadeCold = cold.record()
 	if beforeOutputs != nil {
 		beforeOutputs()
 	}

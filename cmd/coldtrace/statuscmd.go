@@ -152,6 +152,9 @@ func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) 
 			if !filepath.IsAbs(c.Root) {
 				continue // an in-tree cache ("**/__pycache__"): no one root to look at
 			}
+			if madeColdDir(in.rec.MadeCold, c.Root) {
+				continue // a --cold run's fresh cache: removed, and no run after it uses it
+			}
 			rep.byName[c.Name] = append(rep.byName[c.Name], c.Root)
 			spec := jit.UserSpec(c.Name, c.Root)
 			roots = append(roots, jit.Root{Spec: &spec, Path: c.Root, Via: "record"})

@@ -91,17 +91,21 @@ func Plan(specs []jit.Spec, env jit.Env, classes []Class, tmpRoot string) ColdPl
 		if !containsClass(classes, ClassOf(s)) {
 			continue
 		}
-		variable, hasDefault := "", false
+		variable, hasDefault, spared := "", false, ""
 		for _, tmpl := range s.Paths {
-			if v, ok := leadingVar(tmpl); ok {
-				if variable == "" {
-					variable = v
-				}
-			} else {
+			v, ok := leadingVar(tmpl)
+			switch {
+			case !ok:
 				hasDefault = true
+			case holdsMore[v] != "":
+				spared = v
+			case variable == "":
+				variable = v
 			}
 		}
 		switch {
+		case variable == "" && spared != "":
+			p.Untouched = append(p.Untouched, Untouched{s.Name, "$" + spared + " moves it but " + holdsMore[spared]})
 		case variable == "":
 			p.Untouched = append(p.Untouched, Untouched{s.Name, "no environment variable moves it (" + s.Source + ")"})
 		case !hasDefault && !anySet(s.Paths, env):
@@ -110,7 +114,35 @@ func Plan(specs []jit.Spec, env jit.Env, classes []Class, tmpRoot string) ColdPl
 			p.Overrides = append(p.Overrides, Override{Cache: s.Name, Env: variable, Dir: filepath.Join(tmpRoot, s.Name)})
 		}
 	}
+	if containsClass(classes, Downloads) && !p.sets(torchHub.Env) {
+		p.Overrides = append(p.Overrides, Override{Cache: torchHub.Cache, Env: torchHub.Env, Dir: filepath.Join(tmpRoot, torchHub.Cache)})
+	}
 	return p
+}
+
+// holdsMore are variables that move a cache but also hold what a cold
+// run must keep: setting them would log the user out or lose settings.
+var holdsMore = map[string]string{
+	"HF_HOME":        "it also holds the Hugging Face login token",
+	"HOME":           "it is the user's home",
+	"XDG_CACHE_HOME": "it moves every cache of every program",
+}
+
+// torchHub is torch.hub's download directory ($TORCH_HOME/hub, default
+// ~/.cache/torch/hub: torch/hub.py, _get_torch_home): weights fetched by
+// torch.hub.load and torchvision's pretrained models. The registry
+// describes no such cache (its misses are downloads the download sensor
+// sees), so the downloads class moves it by itself.
+var torchHub = Override{Cache: "torch_hub", Env: "TORCH_HOME"}
+
+// sets reports whether the plan sets variable.
+func (p ColdPlan) sets(variable string) bool {
+	for _, o := range p.Overrides {
+		if o.Env == variable {
+			return true
+		}
+	}
+	return false
 }
 
 // Environ is the plan as VAR=value lines. Use Apply to put them in an

@@ -68,9 +68,26 @@ func TestPlanPointsEveryCacheAtFreshDirs(t *testing.T) {
 	for _, o := range p.Overrides {
 		got[o.Env] = o.Dir
 	}
-	for _, v := range []string{"PYTHONPYCACHEPREFIX", "HF_HUB_CACHE", "JAX_COMPILATION_CACHE_DIR"} {
+	for _, v := range []string{"PYTHONPYCACHEPREFIX", "HF_HUB_CACHE", "TORCH_HOME", "JAX_COMPILATION_CACHE_DIR"} {
 		if !strings.HasPrefix(got[v], tmp+"/") {
 			t.Errorf("%s = %q with pycache,downloads", v, got[v])
+		}
+	}
+	// HF_HOME holds the login token: never moved, even where it is the
+	// only variable that would move a cache.
+	for _, v := range []string{"HF_HOME", "HOME", "XDG_CACHE_HOME"} {
+		if _, ok := got[v]; ok {
+			t.Errorf("the plan sets %s", v)
+		}
+	}
+	hfOnly := []jit.Spec{{Name: "hf_like", Paths: []string{"$HF_HOME/hub", "~/.cache/huggingface/hub"}}}
+	p = Plan(hfOnly, env, []Class{Downloads}, tmp)
+	if len(p.Untouched) != 1 || !strings.Contains(p.Untouched[0].Reason, "login token") {
+		t.Errorf("a cache only $HF_HOME moves: untouched %v", p.Untouched)
+	}
+	for _, o := range p.Overrides {
+		if o.Env != "TORCH_HOME" {
+			t.Errorf("a cache only $HF_HOME moves: override %v", o)
 		}
 	}
 }

@@ -78,6 +78,9 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 			fmt.Fprintf(&b, " (%s)", strings.Join(where, ", "))
 		}
 		b.WriteString("\n")
+		if how := words.MadeCold(s.r.MadeCold); how != "" {
+			fmt.Fprintf(&b, "     %s\n", esc(how))
+		}
 	}
 
 	b.WriteString("\n")

@@ -138,3 +138,34 @@ func TestTextEscapesProgramStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffSaysMadeCold: the diff says which side was made cold on
+// purpose, and warns when it is B.
+func TestDiffSaysMadeCold(t *testing.T) {
+	a := fixtures.Record(t, "truth-cold")
+	b := fixtures.Record(t, "truth-warm")
+	a.MadeCold = &record.MadeCold{Classes: []string{"page-cache", "jit"}, EvictedFiles: 1, EvictedBytes: 4096}
+	d := compare.New(a, b, nil, nil)
+	var buf bytes.Buffer
+	if err := WriteText(&buf, d, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "\n     made cold on purpose (--cold=page-cache,jit): 1 file evicted") {
+		t.Errorf("text does not say A was made cold:\n%s", out)
+	}
+	if strings.Contains(strings.Join(d.Warnings, "\n"), "--cold") {
+		t.Errorf("a cold A warns: %q", d.Warnings)
+	}
+	buf.Reset()
+	if err := WriteJSON(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"made_cold"`) {
+		t.Errorf("JSON lacks made_cold:\n%s", buf.String())
+	}
+	d = compare.New(b, a, nil, nil)
+	if !strings.Contains(strings.Join(d.Warnings, "\n"), "B was made cold on purpose (--cold) and A was not") {
+		t.Errorf("B cold, A not: warnings %q", d.Warnings)
+	}
+}

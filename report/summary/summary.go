@@ -34,6 +34,9 @@ type Summary struct {
 	Processes   []Process       `json:"processes"`
 	Warnings    []string        `json:"warnings,omitempty"`
 	Self        record.SelfCost `json:"coldtrace"`
+	// MadeCold says how coldtrace made the run cold on purpose (run
+	// --cold); null for a run left as it was.
+	MadeCold *record.MadeCold `json:"made_cold"`
 
 	// Partial is set when the record is a checkpoint written during the
 	// run: the numbers end at Partial.AtNS and ExitCode means nothing.
@@ -141,7 +144,7 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 	}
 	s := &Summary{Schema: Schema, Command: r.Command, ExitCode: r.ExitCode, Signal: r.Signal,
 		StartError: r.StartError, Interrupted: r.Interrupted, Partial: r.Partial, WallNS: r.WallNS, StartupNS: r.StartupNS, LostEvents: r.Lost.Total(),
-		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self,
+		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self, MadeCold: r.MadeCold,
 		Files: []File{}, Processes: []Process{}}
 	for _, f := range FilesByCost(r.Files) {
 		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,

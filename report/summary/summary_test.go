@@ -111,3 +111,32 @@ func TestSummaryPartial(t *testing.T) {
 		t.Errorf("partial = %+v", doc.Partial)
 	}
 }
+
+func TestSummaryMadeCold(t *testing.T) {
+	r := fixtures.Record(t, "truth-cold")
+	var b strings.Builder
+	if err := Write(&b, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := doc["made_cold"]; !ok || v != nil {
+		t.Errorf("plain run: made_cold = %v (present %v), want null", v, ok)
+	}
+	r.MadeCold = &record.MadeCold{Classes: []string{"jit"}, CacheDirs: []record.ColdCacheDir{{Cache: "triton", Env: "TRITON_CACHE_DIR", Dir: "/d"}}}
+	b.Reset()
+	if err := Write(&b, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	var cold struct {
+		MadeCold *record.MadeCold `json:"made_cold"`
+	}
+	if err := json.Unmarshal([]byte(b.String()), &cold); err != nil {
+		t.Fatal(err)
+	}
+	if cold.MadeCold == nil || cold.MadeCold.Classes[0] != "jit" || cold.MadeCold.CacheDirs[0].Env != "TRITON_CACHE_DIR" {
+		t.Errorf("made_cold = %+v", cold.MadeCold)
+	}
+}

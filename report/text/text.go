@@ -46,6 +46,9 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 	if r.Interrupted {
 		b.WriteString("  (interrupted: the numbers cover the run up to the interruption)\n")
 	}
+	if s := words.MadeCold(r.MadeCold); s != "" {
+		fmt.Fprintf(&b, "  %s\n", format.Escape(s))
+	}
 
 	writeBreakdown(&b, r, res)
 

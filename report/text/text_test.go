@@ -119,3 +119,27 @@ func TestTextPartial(t *testing.T) {
 		t.Errorf("head of a partial record's summary:\n%s", head)
 	}
 }
+
+// TestTextSaysMadeCold: a run made cold on purpose says so under its
+// header, escaped (the classes come from the record).
+func TestTextSaysMadeCold(t *testing.T) {
+	r := fixtures.Record(t, "truth-cold")
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "made cold") {
+		t.Errorf("a plain run says made cold:\n%s", b.String())
+	}
+	r.MadeCold = &record.MadeCold{Classes: []string{"page-cache", "jit\x1b[2J"}, EvictedFiles: 1, EvictedBytes: 1 << 20,
+		CacheDirs: []record.ColdCacheDir{{Cache: "triton", Env: "TRITON_CACHE_DIR", Dir: "/var/tmp/coldtrace-cold-1/triton"}}}
+	b.Reset()
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[1], "made cold on purpose (--cold=page-cache,jit") ||
+		!strings.Contains(lines[1], "1 file evicted, 1.0 MiB dropped") || strings.Contains(b.String(), "\x1b") {
+		t.Errorf("made-cold line:\n%s", b.String())
+	}
+}

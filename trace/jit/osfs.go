@@ -2,13 +2,12 @@ package jit
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/coldtrace/coldtrace/internal/fstype"
 )
 
 // OSFS is FS on the live system. A walk stops after MaxFiles files or
@@ -67,53 +66,13 @@ func (o OSFS) walk(root string) (size, files int64, capped, denied bool) {
 // ancestor's, when it is missing) and its size.
 func (o OSFS) Health(root string) Health {
 	var h Health
-	p := root
-	for {
-		var st unix.Statfs_t
-		if err := unix.Statfs(p, &st); err == nil {
-			h.FS, h.Volatile = FSName(int64(st.Type))
-			break
-		}
-		if p == "/" || p == "." || p == "" {
-			break
-		}
+	if magic, missing, err := fstype.Of(root); err == nil {
+		h.FS, h.Volatile, h.Missing = fstype.Name(magic), fstype.Volatile(magic), missing
+	} else {
 		h.Missing = true
-		p = filepath.Dir(p)
 	}
 	if !h.Missing {
 		h.Size, h.Files, h.Capped, h.Unreadable = o.walk(root)
 	}
 	return h
-}
-
-// FSName names a statfs f_type, and says whether that filesystem is lost
-// on reboot.
-func FSName(t int64) (string, bool) {
-	switch t {
-	case unix.TMPFS_MAGIC:
-		return "tmpfs", true
-	case unix.RAMFS_MAGIC:
-		return "ramfs", true
-	case unix.EXT4_SUPER_MAGIC:
-		return "ext4", false
-	case unix.XFS_SUPER_MAGIC:
-		return "xfs", false
-	case unix.BTRFS_SUPER_MAGIC:
-		return "btrfs", false
-	case unix.OVERLAYFS_SUPER_MAGIC:
-		return "overlayfs", false
-	case unix.NFS_SUPER_MAGIC:
-		return "nfs", false
-	case unix.FUSE_SUPER_MAGIC:
-		return "fuse", false
-	case unix.SQUASHFS_MAGIC:
-		return "squashfs", false
-	case 0x2fc12fc1:
-		return "zfs", false
-	case unix.V9FS_MAGIC:
-		return "9p", false
-	case unix.CIFS_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC:
-		return "cifs", false
-	}
-	return fmt.Sprintf("0x%x", t), false
 }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/coldtrace/coldtrace/internal/kcache"
+	"github.com/coldtrace/coldtrace/record"
+)
+
+func TestColdFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		classes []kcache.Class
+		err     string
+	}{
+		{args: []string{"--", "true"}},
+		{args: []string{"--cold", "--", "true"}, classes: kcache.DefaultClasses},
+		{args: []string{"--cold=jit,pycache", "--", "true"}, classes: []kcache.Class{kcache.JIT, kcache.Pycache}},
+		{args: []string{"--cold", "--evict", "/m", "--evict", "/n", "--from", "r", "--keep-cold-caches", "--", "true"}, classes: kcache.DefaultClasses},
+		{args: []string{"--cold=gpu", "--", "true"}, err: `"gpu"`},
+		{args: []string{"--evict", "/m", "--", "true"}, err: "go with --cold"},
+		{args: []string{"--keep-cold-caches", "--", "true"}, err: "go with --cold"},
+		{args: []string{"--cold=jit", "--from", "r", "--", "true"}, err: "add page-cache"},
+		// A bare --cold takes no separate value: a class list as the next
+		// word is a mistake, not a command.
+		{args: []string{"--cold", "jit", "--", "true"}, err: "--cold=jit"},
+		{args: []string{"--cold", "python3", "x.py"}, classes: kcache.DefaultClasses},
+	} {
+		o, err := parseRunFlags(tc.args, io.Discard)
+		if tc.err != "" {
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want a usage error with %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		if strings.Join(classNames(o.cold.classes), ",") != strings.Join(classNames(tc.classes), ",") {
+			t.Errorf("%q: classes %v, want %v", tc.args, o.cold.classes, tc.classes)
+		}
+	}
+	o, _ := parseRunFlags([]string{"--cold", "--evict", "/m", "--evict", "/n", "--from", "r", "--keep-cold-caches", "--", "true"}, io.Discard)
+	if len(o.cold.evict) != 2 || o.cold.from != "r" || !o.cold.keep {
+		t.Errorf("cold options %+v", o.cold)
+	}
+}
+
+func classNames(cs []kcache.Class) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+func TestMadeColdDir(t *testing.T) {
+	m := &record.MadeCold{CacheDirs: []record.ColdCacheDir{{Cache: "triton", Env: "TRITON_CACHE_DIR", Dir: "/var/tmp/coldtrace-cold-1/triton"}}}
+	for path, want := range map[string]bool{
+		"/var/tmp/coldtrace-cold-1/triton":        true,
+		"/var/tmp/coldtrace-cold-1/triton/K/k.so": true,
+		"/var/tmp/coldtrace-cold-1/triton2/k.so":  false,
+		"/home/u/.triton/cache/K/k.so":            false,
+	} {
+		if got := madeColdDir(m, path); got != want {
+			t.Errorf("madeColdDir(%s) = %v", path, got)
+		}
+	}
+	if madeColdDir(nil, "/x") {
+		t.Error("a record not made cold has fresh caches")
+	}
+	r := &record.Record{MadeCold: m, Files: []record.File{
+		{ID: 0, Path: "/var/tmp/coldtrace-cold-1/triton/K/k.so", PagesMissed: 3},
+		{ID: 1, Path: "/data/model.bin", PagesMissed: 9},
+		{ID: 2, Path: "[filesystem metadata of 254:0, mounted on /]", PagesMissed: 2},
+	}}
+	if got := filesReadFromDisk(r); len(got) != 1 || got[0].Path != "/data/model.bin" {
+		t.Errorf("files read from disk %+v: want the model only (no fresh cache, no metadata row)", got)
+	}
+}
