@@ -79,7 +79,7 @@ func checkPageCache(ctx context.Context, a actor.Actor, dir string) (out []Check
 			evicted[0].Before.Cached, evicted[0].After.Cached)})
 	}
 
-	first, err := tracedRead(ctx, path)
+	first, err := tracedRead(ctx, a, path)
 	if errors.Is(err, errNotSeen) && inMemory {
 		// shmem reads its pages without the filemap tracepoints.
 		return append(out, Check{Status: Note, Name: name + " on " + abs,
@@ -89,7 +89,7 @@ func checkPageCache(ctx context.Context, a actor.Actor, dir string) (out []Check
 	if err != nil {
 		return append(out, Check{Status: Fail, Name: name, Detail: err.Error(), Lacks: lacks})
 	}
-	second, err := tracedRead(ctx, path)
+	second, err := tracedRead(ctx, a, path)
 	if err != nil {
 		return append(out, Check{Status: Fail, Name: name, Detail: err.Error(), Lacks: lacks})
 	}
@@ -134,13 +134,13 @@ func writeAll(f *os.File, b []byte) error {
 
 // tracedRead traces cat reading path whole and returns the record's entry
 // for the file.
-func tracedRead(ctx context.Context, path string) (record.File, error) {
+func tracedRead(ctx context.Context, a actor.Actor, path string) (record.File, error) {
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return record.File{}, err
 	}
 	defer null.Close()
-	rec, err := trace.Run(ctx, trace.Options{Command: []string{"cat", path}, NoGPU: true,
+	rec, err := trace.Run(ctx, trace.Options{Command: []string{"cat", path}, Actor: a, NoGPU: true,
 		Stdin: null, Stdout: null, Stderr: null})
 	if err != nil {
 		return record.File{}, fmt.Errorf("trace cat %s: %w", path, err)
