@@ -16,6 +16,7 @@
  * and fentry are not available on the kernels this was built for. */
 
 #include "common.h"
+#include "syscall64.h"
 #include <bpf/bpf_endian.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -29,13 +30,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define AF_INET6_ 10
 #define IPPROTO_TCP_ 6
 #define MSG_PEEK_ 2
-#define ENOSYS_ 38
 
-/* Indices into this object's lost counters. */
+/* What this object could not record, counted in its own per-CPU array
+ * (net_lost): the shared lost_kind indexes the core's kinds of loss,
+ * which are not these. Exported to Go by bpf2go (-type dl_lost). */
 enum dl_lost {
 	DL_RINGBUF = 0, /* a closed connection not reported */
 	DL_CONNS = 1,   /* a connection not tracked: table full */
 	DL_WRITES = 2,  /* a written file not linked: table full */
+	DL_KINDS = 3,
 };
 
 /* One TCP connection a tracked thread opened. Keyed by the socket's
@@ -117,6 +120,21 @@ struct {
 	__type(key, struct write_key);
 	__type(value, struct write_stats);
 } writes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DL_KINDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} net_lost SEC(".maps");
+
+static __always_inline void count_net_lost(enum dl_lost kind)
+{
+	__u32 k = kind;
+	__u64 *v = bpf_map_lookup_elem(&net_lost, &k);
+	if (v)
+		*v += 1;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -280,7 +298,7 @@ static __always_inline void report_closed(struct conn *c)
 	/* One event per connection: wake the reader only when it is filling. */
 	__u64 flags = bpf_ringbuf_query(&closed_conns, BPF_RB_AVAIL_DATA) > (64 << 10) ? 0 : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&closed_conns, c, sizeof(*c), flags))
-		count_lost((enum lost_kind)DL_RINGBUF);
+		count_net_lost(DL_RINGBUF);
 }
 
 /* inet_sock_set_state: CLOSE -> SYN_SENT runs in the connecting thread
@@ -317,7 +335,7 @@ int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int
 			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_v6_daddr, 16);
 		name_peer(&c);
 		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
-			count_lost((enum lost_kind)DL_CONNS);
+			count_net_lost(DL_CONNS);
 		return 0;
 	}
 	struct conn *c = bpf_map_lookup_elem(&conns, &key);
@@ -397,21 +415,21 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
-/* x86_64 syscalls that write file data (the BPF objects are built for
- * amd64 only). Kept in step with writes_files in coldtrace.bpf.c; both
- * belong in a shared header. */
+/* Whether task is in a syscall that writes file data. The same list as
+ * files.h's writes_files, which comes with the page-cache object's file
+ * map; the numbers come from the shared syscall64.h. */
 static __always_inline bool writing(struct task_struct *task)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs || (long)regs->ax != -ENOSYS_)
 		return false;
 	switch (regs->orig_ax) {
-	case 1:   /* write */
-	case 18:  /* pwrite64 */
-	case 20:  /* writev */
-	case 285: /* fallocate */
-	case 296: /* pwritev */
-	case 328: /* pwritev2 */
+	case NR_write:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_fallocate:
+	case NR_pwritev:
+	case NR_pwritev2:
 		return true;
 	}
 	return false;
@@ -457,7 +475,7 @@ int BPF_PROG(on_dl_write, struct folio *folio)
 		nw.tid = (__u32)pid_tgid;
 		nw.tgid = pid_tgid >> 32;
 		if (bpf_map_update_elem(&writes, &key, &nw, BPF_NOEXIST) && !bpf_map_lookup_elem(&writes, &key)) {
-			count_lost((enum lost_kind)DL_WRITES);
+			count_net_lost(DL_WRITES);
 			return 0;
 		}
 		w = bpf_map_lookup_elem(&writes, &key);
@@ -469,5 +487,4 @@ int BPF_PROG(on_dl_write, struct folio *folio)
 	return 0;
 }
 
-/* Names the enum for bpf2go (-type dl_lost). */
-const enum dl_lost *_dl_lost_btf __attribute__((unused));
+BTF_ANCHOR(enum dl_lost, dl_lost);

@@ -41,6 +41,7 @@ const (
 	DownloadDlLostDL_RINGBUF DownloadDlLost = 0
 	DownloadDlLostDL_CONNS   DownloadDlLost = 1
 	DownloadDlLostDL_WRITES  DownloadDlLost = 2
+	DownloadDlLostDL_KINDS   DownloadDlLost = 3
 )
 
 type DownloadGaiCall struct {
@@ -148,6 +149,7 @@ const (
 	DownloadMapLookupScratch       = "lookup_scratch"
 	DownloadMapLookups             = "lookups"
 	DownloadMapLost                = "lost"
+	DownloadMapNetLost             = "net_lost"
 	DownloadMapRxSlots             = "rx_slots"
 	DownloadMapTaskStates          = "task_states"
 	DownloadMapThreads             = "threads"
@@ -158,9 +160,9 @@ const (
 	DownloadProgOnRecv             = "on_recv"
 	DownloadProgOnSend             = "on_send"
 	DownloadProgOnSockState        = "on_sock_state"
+	DownloadVarBtfAnchorDlLost     = "_btf_anchor_dl_lost"
 	DownloadVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	DownloadVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
-	DownloadVarDlLostBtf           = "_dl_lost_btf"
 )
 
 // LoadDownload returns the embedded CollectionSpec for Download.
@@ -223,6 +225,7 @@ type DownloadMapSpecs struct {
 	LookupScratch *ebpf.MapSpec `ebpf:"lookup_scratch"`
 	Lookups       *ebpf.MapSpec `ebpf:"lookups"`
 	Lost          *ebpf.MapSpec `ebpf:"lost"`
+	NetLost       *ebpf.MapSpec `ebpf:"net_lost"`
 	RxSlots       *ebpf.MapSpec `ebpf:"rx_slots"`
 	TaskStates    *ebpf.MapSpec `ebpf:"task_states"`
 	Threads       *ebpf.MapSpec `ebpf:"threads"`
@@ -233,9 +236,9 @@ type DownloadMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DownloadVariableSpecs struct {
+	BtfAnchorDlLost     *ebpf.VariableSpec `ebpf:"_btf_anchor_dl_lost"`
 	BtfAnchorLostKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
-	DlLostBtf           *ebpf.VariableSpec `ebpf:"_dl_lost_btf"`
 }
 
 // DownloadObjects contains all objects after they have been loaded into the kernel.
@@ -264,6 +267,7 @@ type DownloadMaps struct {
 	LookupScratch *ebpf.Map `ebpf:"lookup_scratch"`
 	Lookups       *ebpf.Map `ebpf:"lookups"`
 	Lost          *ebpf.Map `ebpf:"lost"`
+	NetLost       *ebpf.Map `ebpf:"net_lost"`
 	RxSlots       *ebpf.Map `ebpf:"rx_slots"`
 	TaskStates    *ebpf.Map `ebpf:"task_states"`
 	Threads       *ebpf.Map `ebpf:"threads"`
@@ -278,6 +282,7 @@ func (m *DownloadMaps) Close() error {
 		m.LookupScratch,
 		m.Lookups,
 		m.Lost,
+		m.NetLost,
 		m.RxSlots,
 		m.TaskStates,
 		m.Threads,
@@ -289,9 +294,9 @@ func (m *DownloadMaps) Close() error {
 //
 // It can be passed to LoadDownloadObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DownloadVariables struct {
+	BtfAnchorDlLost     *ebpf.Variable `ebpf:"_btf_anchor_dl_lost"`
 	BtfAnchorLostKind   *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
-	DlLostBtf           *ebpf.Variable `ebpf:"_dl_lost_btf"`
 }
 
 // DownloadPrograms contains all programs after they have been loaded into the kernel.

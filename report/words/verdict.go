@@ -107,8 +107,12 @@ func Note(n attribution.Note) string {
 			return "events were lost: the numbers are lower bounds"
 		}
 		x := *n.Lost
-		return fmt.Sprintf("%d events were lost (ring buffer %d, file table %d, thread table %d, tracked table %d, paths %d, fill ends %d): the numbers are lower bounds",
+		msg := fmt.Sprintf("%d events were lost (ring buffer %d, file table %d, thread table %d, tracked table %d, paths %d, fill ends %d",
 			x.Total(), x.RingBuffer, x.FileTable, x.ThreadTable, x.Tracked, x.Paths, x.FillEnds)
+		if x.Network > 0 {
+			msg += fmt.Sprintf(", network %d", x.Network)
+		}
+		return msg + "): the numbers are lower bounds"
 	case attribution.NoteUnobservedAll:
 		return "no thread samples cover the run: its time counts as other wait unless a GPU or download signal covers it"
 	case attribution.NoteUnobservedTail:

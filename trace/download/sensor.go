@@ -22,6 +22,7 @@ import (
 
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
 // Shared are the core object's maps this sensor's programs use, so that
@@ -46,6 +47,10 @@ type Sensor struct {
 
 	// noResolver says why host names are not probed, or is "".
 	noResolver string
+
+	// startMono is when the command was released (Begin): record times
+	// count from it.
+	startMono uint64
 
 	mu     sync.Mutex
 	closed []Conn // downloads reported at close
@@ -186,14 +191,19 @@ func (s *Sensor) read() {
 	}
 }
 
+// Begin notes when the command was released (CLOCK_MONOTONIC ns): the
+// record's download times count from it.
+func (s *Sensor) Begin(startMono uint64) { s.startMono = startMono }
+
 // Poll notes the bytes each open connection has received so far, for the
 // timeline's network counter; the session calls it at each sampling
-// tick, with the monotonic time (ns). A download's samples are only as
+// tick, with the monotonic time (ns). The thread sample is the
+// scheduler's: downloads have nothing to add to it. A download's samples are only as
 // fine as the polls. Only connections that are, or may still become,
 // downloads keep their progress, so chatter over a long run costs no
 // memory; one that qualifies late gets its earlier bytes in its first
 // sample.
-func (s *Sensor) Poll(nowMono uint64) error {
+func (s *Sensor) Poll(nowMono uint64, _ *record.Sample) error {
 	var sk uint64
 	var raw bpfdl.DownloadConn
 	it := s.objs.Conns.Iterate()
@@ -230,14 +240,13 @@ func (s *Sensor) Poll(nowMono uint64) error {
 // and fills rec.Downloads. It runs after the command exited, once the core
 // filled rec.Files (the paths of written files) and rec.Samples, and the
 // JIT sensor rec.JIT (the caches destinations are matched with).
-// startMono is the monotonic time (ns) the command was released.
-func (s *Sensor) Finish(rec *record.Record, startMono uint64) error {
+func (s *Sensor) Finish(rec *record.Record) error {
 	conns, writes, err := s.collect()
 	if err != nil {
 		return err
 	}
 	rec.Downloads = Build(conns, writes, Env{
-		StartMono:  startMono,
+		StartMono:  s.startMono,
 		Locate:     fileLocator(rec.Files),
 		Samples:    rec.Samples,
 		IntervalNS: rec.IntervalNS,
@@ -256,8 +265,8 @@ func (s *Sensor) Finish(rec *record.Record, startMono uint64) error {
 			d.Cache = cacheOf(d.Path, rec.JIT.Caches)
 		}
 	}
-	if w := s.lostWarning(); w != "" {
-		rec.Warnings = append(rec.Warnings, w)
+	if err := s.lost(rec); err != nil {
+		return err
 	}
 	if s.noResolver != "" && len(rec.Downloads) > 0 {
 		rec.Warnings = append(rec.Warnings, s.noResolver)
@@ -330,23 +339,22 @@ func (s *Sensor) detach() error {
 	return first
 }
 
-// lostWarning says what the kernel side could not record, or "".
-func (s *Sensor) lostWarning() string {
-	var n [3]uint64
-	for i := range n {
-		var per []uint64
-		if err := s.objs.Lost.Lookup(uint32(i), &per); err != nil {
-			return fmt.Sprintf("network: lost counters unreadable: %v", err)
-		}
-		for _, v := range per {
-			n[i] += v
-		}
+// lost adds what the kernel side could not record to rec: its count to
+// rec.Lost.Network, and a warning that says what was lost.
+func (s *Sensor) lost(rec *record.Record) error {
+	n, err := sensor.Lost(s.objs.NetLost, bpfdl.DownloadDlLostDL_RINGBUF, bpfdl.DownloadDlLostDL_CONNS, bpfdl.DownloadDlLostDL_WRITES)
+	if err != nil {
+		return fmt.Errorf("network: %w", err)
 	}
-	if n[bpfdl.DownloadDlLostDL_RINGBUF]+n[bpfdl.DownloadDlLostDL_CONNS]+n[bpfdl.DownloadDlLostDL_WRITES] == 0 {
-		return ""
+	ring, conns, writes := n[bpfdl.DownloadDlLostDL_RINGBUF], n[bpfdl.DownloadDlLostDL_CONNS], n[bpfdl.DownloadDlLostDL_WRITES]
+	if ring+conns+writes == 0 {
+		return nil
 	}
-	return fmt.Sprintf("network: %d closed connections unreported, %d connections untracked (table full), %d written files unlinked: downloads are lower bounds",
-		n[bpfdl.DownloadDlLostDL_RINGBUF], n[bpfdl.DownloadDlLostDL_CONNS], n[bpfdl.DownloadDlLostDL_WRITES])
+	rec.Lost.Network += ring + conns + writes
+	rec.Warnings = append(rec.Warnings, fmt.Sprintf(
+		"network: %d closed connections unreported, %d connections untracked (table full), %d written files unlinked: downloads are lower bounds",
+		ring, conns, writes))
+	return nil
 }
 
 // Close detaches the probes, closes the reader and then the objects,
