@@ -1,6 +1,7 @@
 package words
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -86,11 +87,43 @@ func detail(c attribution.Cause) string {
 			return " (" + strings.Join(c.Names, ", ") + ")"
 		}
 	case attribution.Download:
+		if c.Download != nil {
+			return " (" + Download(*c.Download) + ")"
+		}
 		if len(c.Names) > 0 {
 			return " (" + format.Path(c.Names[0], format.PathWidth) + ")"
 		}
 	}
 	return ""
+}
+
+// Download says what a download was and whether a warm rerun repeats it:
+// "model.safetensors, 64.0 MiB from 127.0.0.1:8765 at 40 MB/s, into the
+// huggingface cache: kept for the next run". The peer is named by its host
+// name when the process looked it up.
+func Download(d attribution.DownloadEvidence) string {
+	from := cmp.Or(d.Host, d.Peer)
+	what := fmt.Sprintf("%s from %s at %.0f MB/s", format.Bytes(d.Bytes), from, d.MBPerS)
+	if d.Fate != attribution.FateMemory {
+		what = format.Path(d.Name, format.PathWidth) + ", " + what
+	}
+	if d.Count > 1 {
+		what += fmt.Sprintf(" (%d downloads)", d.Count)
+	}
+	cache := "the " + d.Cache + " cache"
+	switch d.Fate {
+	case attribution.FateKept:
+		return what + ", into " + cache + ": kept for the next run"
+	case attribution.FateMemory:
+		return what + ", kept in memory: a rerun downloads it again"
+	case attribution.FateDeleted:
+		return what + ", into a file deleted before the exit: a rerun downloads it again"
+	case attribution.FateVolatile:
+		return what + ", into " + cache + " on " + d.CacheFS + ", lost at reboot: a rerun after a reboot downloads it again"
+	case attribution.FateContainer:
+		return what + ", into " + cache + " in a container's writable layer, lost with the container: a rerun in a new container downloads it again"
+	}
+	return what + ", outside any known cache: a rerun may download it again"
 }
 
 // Note says one caveat of a result.
