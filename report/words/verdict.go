@@ -126,6 +126,24 @@ func Download(d attribution.DownloadEvidence) string {
 	return what + ", outside any known cache: a rerun may download it again"
 }
 
+// Fate says in a few words what the next run does about a download that
+// landed in cache (a cache name, or "").
+func Fate(f attribution.Fate, cache string) string {
+	switch f {
+	case attribution.FateKept:
+		return "kept (" + cache + " cache)"
+	case attribution.FateMemory:
+		return "fetched again (kept in memory)"
+	case attribution.FateDeleted:
+		return "fetched again (file deleted)"
+	case attribution.FateVolatile:
+		return "fetched again after a reboot (" + cache + " cache on tmpfs)"
+	case attribution.FateContainer:
+		return "fetched again in a new container (" + cache + " cache in the container layer)"
+	}
+	return "maybe fetched again (not in a known cache)"
+}
+
 // Note says one caveat of a result.
 func Note(n attribution.Note) string {
 	switch n.Kind {

@@ -63,7 +63,7 @@ func TestComparisonDetails(t *testing.T) {
 		With: []compare.Change{
 			{Category: attribution.DiskRead, DeltaNS: 1e9, ABytesFromDisk: 1 << 20, BBytesFromDisk: 1 << 30},
 			{Category: attribution.JITCompile, DeltaNS: 600e6, Compilers: []compare.RunsChange{{Name: "ptxas", ARuns: 1, BRuns: 40}}},
-			{Category: attribution.Download, DeltaNS: 300e6, Downloads: []string{"/a", "/b", "/c", "/d"}},
+			{Category: attribution.Download, DeltaNS: 300e6, Downloads: []compare.DownloadChange{{Name: "/a"}, {Name: "/b"}, {Name: "/c"}, {Name: "/d"}}},
 		},
 		Against: []compare.Change{{Category: attribution.GPUCompute, DeltaNS: -300e6, GPU: &compare.UtilChange{AUtilMeanPct: 90, BUtilMeanPct: 40}}},
 	}
@@ -75,8 +75,9 @@ func TestComparisonDetails(t *testing.T) {
 	}
 	less := compare.Verdict{Kind: compare.Faster, AWallNS: 3e9, BWallNS: 1e9, DeltaNS: -2e9, With: []compare.Change{
 		{Category: attribution.JITCompile, DeltaNS: -1e9, Caches: []compare.CacheChange{{Name: "triton", Count: 1}, {Name: "inductor", Count: 1204}}},
-		{Category: attribution.Download, DeltaNS: -1e9, Downloads: []string{"/x"}}}}
-	const lessWant = "B was 2.0s faster (3.0s → 1.0s): 1.0s less JIT compile (1 triton kernel was a cache hit, 1,204 inductor kernels were cache hits), 1.0s less downloads (/x was already downloaded)."
+		{Category: attribution.Download, DeltaNS: -1e9, Downloads: []compare.DownloadChange{{Name: "model.safetensors", Bytes: 64 << 20, NS: 19e8, Cache: "huggingface"}}}}}
+	const lessWant = "B was 2.0s faster (3.0s → 1.0s): 1.0s less JIT compile (1 triton kernel was a cache hit, 1,204 inductor kernels were cache hits), " +
+		"1.0s less downloads (B did not download model.safetensors, 64.0 MiB in 1.9s: it was in the huggingface cache)."
 	if got := Comparison(less); got != lessWant {
 		t.Errorf("comparison\n%q, want\n%q", got, lessWant)
 	}
