@@ -24,7 +24,7 @@ import (
 // also asks for MinMeanAsymmetry times more received than sent, which a
 // conversation that answers in kind never reaches.
 const (
-	MinBytes         = 4 << 20
+	MinBytes         = record.DownloadMinBytes
 	MinMeanReceive   = 16 << 10
 	MinAsymmetry     = 64
 	MinMeanAsymmetry = 4
