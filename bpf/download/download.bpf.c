@@ -92,6 +92,7 @@ struct write_key {
 
 struct write_stats {
 	__u64 pages;    /* pages the writes added to the page cache */
+	__u64 bytes;    /* bytes written to a tmpfs file (no page-cache insertions) */
 	__u64 first_ts;
 	__u64 last_ts;
 	__u32 tid;
@@ -435,6 +436,55 @@ static __always_inline bool writing(struct task_struct *task)
 	return false;
 }
 
+/* The connection the current thread received on last, when this thread
+ * (not the slot's earlier owner) did. */
+static __always_inline struct rx_slot *current_rx(struct tstate *s, __u32 tid)
+{
+	__u32 slot = s->slot;
+	struct rx_slot *r = bpf_map_lookup_elem(&rx_slots, &slot);
+	if (!r || !r->sk || r->tid != tid)
+		return NULL;
+	return r;
+}
+
+/* Counts pages (the page cache's insertions) or bytes (tmpfs writes) that
+ * the current thread wrote to inode, against the connection it received
+ * on last. */
+static __always_inline void link_write(struct rx_slot *r, struct inode *inode, __u64 pages, __u64 bytes)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns();
+	struct write_key key = {};
+	key.sk = r->sk;
+	key.id = r->id;
+	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	struct write_stats *w = bpf_map_lookup_elem(&writes, &key);
+	if (!w) {
+		/* A file starts to be linked only near a receive; once linked,
+		 * all of its writing counts (a body kept in memory, written out
+		 * at the end, may take a while). */
+		if (now - r->last_ts > WRITE_SLACK_NS)
+			return;
+		struct write_stats nw = {};
+		nw.first_ts = now;
+		nw.tid = (__u32)pid_tgid;
+		nw.tgid = pid_tgid >> 32;
+		if (bpf_map_update_elem(&writes, &key, &nw, BPF_NOEXIST) && !bpf_map_lookup_elem(&writes, &key)) {
+			count_net_lost(DL_WRITES);
+			return;
+		}
+		w = bpf_map_lookup_elem(&writes, &key);
+		if (!w)
+			return;
+	}
+	if (pages)
+		__sync_fetch_and_add(&w->pages, pages);
+	if (bytes)
+		__sync_fetch_and_add(&w->bytes, bytes);
+	w->last_ts = now;
+}
+
 /* A folio inserted by a thread that has received on a tracked
  * connection: when a write put it there (or it lies past the end of the
  * file, which only a write does), the file is linked to that connection. */
@@ -444,47 +494,63 @@ int BPF_PROG(on_dl_write, struct folio *folio)
 	struct tstate *s = current_state();
 	if (!s)
 		return 0;
-	__u32 slot = s->slot;
-	struct rx_slot *r = bpf_map_lookup_elem(&rx_slots, &slot);
-	if (!r || !r->sk)
+	struct rx_slot *r = current_rx(s, (__u32)bpf_get_current_pid_tgid());
+	if (!r)
 		return 0;
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	if (r->tid != (__u32)pid_tgid)
-		return 0; /* the slot's earlier owner received, not this thread */
 	struct inode *inode = folio->mapping->host;
 	if (folio->index < (((__u64)inode->i_size + 4095) >> 12) && !writing(bpf_get_current_task_btf()))
 		return 0;
 	__u32 order = 0;
 	if (folio->flags.f & (1ull << bpf_core_enum_value(enum pageflags, PG_head)))
 		order = folio->_flags_1 & 0xff;
-	__u64 now = bpf_ktime_get_ns();
-	struct write_key key = {};
-	key.sk = r->sk;
-	key.id = r->id;
-	key.dev = inode->i_sb->s_dev;
-	key.ino = inode->i_ino;
-	struct write_stats *w = bpf_map_lookup_elem(&writes, &key);
-	if (!w) {
-		/* A file starts to be linked only near a receive; once linked,
-		 * all of its writing counts (a body kept in memory, written out
-		 * at the end, may take a while). */
-		if (now - r->last_ts > WRITE_SLACK_NS)
-			return 0;
-		struct write_stats nw = {};
-		nw.first_ts = now;
-		nw.tid = (__u32)pid_tgid;
-		nw.tgid = pid_tgid >> 32;
-		if (bpf_map_update_elem(&writes, &key, &nw, BPF_NOEXIST) && !bpf_map_lookup_elem(&writes, &key)) {
-			count_net_lost(DL_WRITES);
-			return 0;
-		}
-		w = bpf_map_lookup_elem(&writes, &key);
-		if (!w)
-			return 0;
-	}
-	__sync_fetch_and_add(&w->pages, 1ull << (order & 31));
-	w->last_ts = now;
+	link_write(r, inode, 1ull << (order & 31), 0);
 	return 0;
+}
+
+#define TMPFS_MAGIC_ 0x01021994
+#define S_IFMT_ 00170000
+#define S_IFREG_ 0100000
+
+/* tmpfs (shmem) fills its pages without the page cache's insertion
+ * tracepoint, so a download into a cache on tmpfs is linked at its
+ * write(2) and pwrite64(2) calls instead: the fd's file, when it is a
+ * regular tmpfs file, gets the bytes asked for. Other filesystems are
+ * left to on_dl_write. (writev goes unseen here: Python, curl and wget
+ * write with write(2).) */
+static __always_inline int tmpfs_write(unsigned long fd, unsigned long count)
+{
+	struct tstate *s = current_state();
+	if (!s || !count)
+		return 0;
+	struct rx_slot *r = current_rx(s, (__u32)bpf_get_current_pid_tgid());
+	if (!r)
+		return 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	if (!inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT_) != S_IFREG_ ||
+	    BPF_CORE_READ(inode, i_sb, s_magic) != TMPFS_MAGIC_)
+		return 0;
+	link_write(r, inode, 0, count);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_write")
+int on_tmpfs_write(struct syscall_trace_enter *ctx)
+{
+	return tmpfs_write(ctx->args[0], ctx->args[2]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_pwrite64")
+int on_tmpfs_pwrite(struct syscall_trace_enter *ctx)
+{
+	return tmpfs_write(ctx->args[0], ctx->args[2]);
 }
 
 BTF_ANCHOR(enum dl_lost, dl_lost);

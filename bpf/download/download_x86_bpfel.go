@@ -133,6 +133,7 @@ type DownloadWriteKey struct {
 type DownloadWriteStats struct {
 	_       structs.HostLayout
 	Pages   uint64
+	Bytes   uint64
 	FirstTs uint64
 	LastTs  uint64
 	Tid     uint32
@@ -160,6 +161,8 @@ const (
 	DownloadProgOnRecv             = "on_recv"
 	DownloadProgOnSend             = "on_send"
 	DownloadProgOnSockState        = "on_sock_state"
+	DownloadProgOnTmpfsPwrite      = "on_tmpfs_pwrite"
+	DownloadProgOnTmpfsWrite       = "on_tmpfs_write"
 	DownloadVarBtfAnchorDlLost     = "_btf_anchor_dl_lost"
 	DownloadVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	DownloadVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
@@ -213,6 +216,8 @@ type DownloadProgramSpecs struct {
 	OnRecv        *ebpf.ProgramSpec `ebpf:"on_recv"`
 	OnSend        *ebpf.ProgramSpec `ebpf:"on_send"`
 	OnSockState   *ebpf.ProgramSpec `ebpf:"on_sock_state"`
+	OnTmpfsPwrite *ebpf.ProgramSpec `ebpf:"on_tmpfs_pwrite"`
+	OnTmpfsWrite  *ebpf.ProgramSpec `ebpf:"on_tmpfs_write"`
 }
 
 // DownloadMapSpecs contains maps before they are loaded into the kernel.
@@ -309,6 +314,8 @@ type DownloadPrograms struct {
 	OnRecv        *ebpf.Program `ebpf:"on_recv"`
 	OnSend        *ebpf.Program `ebpf:"on_send"`
 	OnSockState   *ebpf.Program `ebpf:"on_sock_state"`
+	OnTmpfsPwrite *ebpf.Program `ebpf:"on_tmpfs_pwrite"`
+	OnTmpfsWrite  *ebpf.Program `ebpf:"on_tmpfs_write"`
 }
 
 func (p *DownloadPrograms) Close() error {
@@ -319,6 +326,8 @@ func (p *DownloadPrograms) Close() error {
 		p.OnRecv,
 		p.OnSend,
 		p.OnSockState,
+		p.OnTmpfsPwrite,
+		p.OnTmpfsWrite,
 	)
 }
 

@@ -44,6 +44,12 @@ type Sensor struct {
 	// progress is each open connection's bytes at every poll; only the
 	// session's goroutine (Poll, Finish) touches it.
 	progress map[ConnKey][]Progress
+	// openNames are written files named from their writer's file
+	// descriptors while the run went on, and tries counts the polls that
+	// looked for a file in vain (a file closed before any poll saw it
+	// open is given up after maxNameTries).
+	openNames map[FileKey]string
+	tries     map[FileKey]int
 
 	// noResolver says why host names are not probed, or is "".
 	noResolver string
@@ -67,7 +73,7 @@ func Open(shared Shared) (*Sensor, error) {
 	if shared.TaskStates == nil || shared.Threads == nil {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
-	s := &Sensor{progress: map[ConnKey][]Progress{}}
+	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}}
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfdl.DownloadMapTaskStates: shared.TaskStates,
 		bpfdl.DownloadMapThreads:    shared.Threads,
@@ -92,10 +98,21 @@ func (s *Sensor) tracepoints() map[string]*ebpf.Program {
 	}
 }
 
+// syscallTracepoints are the sensor's classic syscall tracepoint programs
+// by the syscall they follow.
+func (s *Sensor) syscallTracepoints() map[string]*ebpf.Program {
+	return map[string]*ebpf.Program{
+		"sys_enter_write":    s.objs.OnTmpfsWrite,
+		"sys_enter_pwrite64": s.objs.OnTmpfsPwrite,
+	}
+}
+
 // Programs are the sensor's BPF programs by name, for cost accounting
 // (bpf_stats).
 func (s *Sensor) Programs() map[string]*ebpf.Program {
 	p := s.tracepoints()
+	p[bpfdl.DownloadProgOnTmpfsWrite] = s.objs.OnTmpfsWrite
+	p[bpfdl.DownloadProgOnTmpfsPwrite] = s.objs.OnTmpfsPwrite
 	p[bpfdl.DownloadProgOnGetaddrinfo] = s.objs.OnGetaddrinfo
 	p[bpfdl.DownloadProgOnGaiReturn] = s.objs.OnGaiReturn
 	return p
@@ -117,6 +134,13 @@ func (s *Sensor) Start() error {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", name, err)
+		}
+		s.links = append(s.links, l)
+	}
+	for name, p := range s.syscallTracepoints() {
+		l, err := link.Tracepoint("syscalls", name, p, nil)
+		if err != nil {
+			return fmt.Errorf("attach syscalls:%s: %w", name, err)
 		}
 		s.links = append(s.links, l)
 	}
@@ -226,12 +250,44 @@ func (s *Sensor) Poll(nowMono uint64, _ *record.Sample) error {
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("poll network connections: %w", err)
 	}
+	if err := s.nameWrites(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	dropped := s.dropped
 	s.dropped, s.polling = nil, true
 	s.mu.Unlock()
 	for _, k := range dropped {
 		delete(s.progress, k)
+	}
+	return nil
+}
+
+// maxNameTries is how many polls look for a written file among its
+// writer's file descriptors before giving up on it.
+const maxNameTries = 5
+
+// nameWrites names the written files that are open in their writer now:
+// a file on tmpfs is in no page-cache table, and once closed, renamed
+// into place and the writer gone, nothing else would name it.
+func (s *Sensor) nameWrites() error {
+	var wk bpfdl.DownloadWriteKey
+	var ws bpfdl.DownloadWriteStats
+	it := s.objs.Writes.Iterate()
+	for it.Next(&wk, &ws) {
+		k := FileKey{Dev: wk.Dev, Ino: wk.Ino}
+		if _, named := s.openNames[k]; named || s.tries[k] >= maxNameTries {
+			continue
+		}
+		if p := openPath(ws.Tgid, k); p != "" {
+			s.openNames[k] = p
+			delete(s.tries, k)
+		} else {
+			s.tries[k]++
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("poll files written by downloads: %w", err)
 	}
 	return nil
 }
@@ -247,7 +303,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	}
 	rec.Downloads = Build(conns, writes, Env{
 		StartMono:  s.startMono,
-		Locate:     fileLocator(rec.Files),
+		Locate:     fileLocator(rec.Files, s.openNames),
 		Samples:    rec.Samples,
 		IntervalNS: rec.IntervalNS,
 		Progress:   s.progress,
@@ -320,7 +376,7 @@ func (s *Sensor) collect() ([]Conn, []Write, error) {
 	wit := s.objs.Writes.Iterate()
 	for wit.Next(&wk, &ws) {
 		writes = append(writes, Write{Sk: wk.Sk, ID: wk.Id, Dev: wk.Dev, Ino: wk.Ino,
-			Bytes: ws.Pages * page, FirstTS: ws.FirstTs, LastTS: ws.LastTs})
+			Bytes: ws.Pages*page + ws.Bytes, FirstTS: ws.FirstTs, LastTS: ws.LastTs})
 	}
 	if err := wit.Err(); err != nil {
 		return nil, nil, fmt.Errorf("read files written by downloads: %w", err)
