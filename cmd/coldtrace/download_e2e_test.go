@@ -208,8 +208,10 @@ func TestHubDownloadOnTmpfs(t *testing.T) {
 	if diff := dl - clientNS; diff < -clientNS/10 || diff > clientNS/10 {
 		t.Errorf("downloads %v, the client measured %v: want within 10%%", time.Duration(dl), time.Duration(clientNS))
 	}
-	if len(run.rec.Downloads) != 1 || run.rec.Downloads[0].Cache != "huggingface" {
-		t.Fatalf("downloads %+v, want one into the huggingface cache", run.rec.Downloads)
+	blob := filepath.Join(home, ".cache/huggingface/hub/models--org--m/blobs/abc123")
+	if len(run.rec.Downloads) != 1 || run.rec.Downloads[0].Cache != "huggingface" || run.rec.Downloads[0].Path != blob ||
+		run.rec.Downloads[0].Name != "model.safetensors" {
+		t.Fatalf("downloads %+v, want one into %s in the huggingface cache", run.rec.Downloads, blob)
 	}
 	if f, _ := attribution.FateOf(run.rec, run.rec.Downloads[0]); f != attribution.FateVolatile {
 		t.Errorf("fate %q, want %q", f, attribution.FateVolatile)
