@@ -289,3 +289,73 @@ func fsType(t *testing.T, path string) int64 {
 	}
 	return int64(st.Type)
 }
+
+// TestDownloadShapes: downloads made in the other ways clients make them
+// come out as downloads within 10% of the client's own timing (for two
+// at once, of the union of their spans): two threads at once, an asyncio
+// client waiting in epoll_wait, and a child process (curl).
+func TestDownloadShapes(t *testing.T) {
+	requireTracing(t)
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("needs /usr/bin/python3")
+	}
+	script, err := filepath.Abs("../../testdata/workloads/fetchmany.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := hubServer(t)
+	cases := map[string]struct {
+		args      []string
+		downloads int
+		needs     string
+	}{
+		"two threads": {[]string{"threads", srv.URL + "/a", srv.URL + "/b"}, 2, ""},
+		"asyncio":     {[]string{"asyncio", srv.URL + "/model"}, 1, ""},
+		"curl child":  {[]string{"child", "/usr/bin/curl", "-s", "-o", filepath.Join(t.TempDir(), "model.bin"), srv.URL + "/model"}, 1, "/usr/bin/curl"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.needs != "" {
+				if _, err := os.Stat(tc.needs); err != nil {
+					t.Skipf("needs %s", tc.needs)
+				}
+			}
+			out := filepath.Join(t.TempDir(), "run.rec")
+			code, stdout, stderr := coldtrace(t, nil, append([]string{"-q", "-o", out, "--", python, script}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
+			}
+			var lo, hi int64
+			for i, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+				var r fetchResult
+				if err := json.Unmarshal([]byte(line), &r); err != nil {
+					t.Fatalf("client said %q: %v", line, err)
+				}
+				if i == 0 || r.T0 < lo {
+					lo = r.T0
+				}
+				hi = max(hi, r.T1)
+			}
+			rec := readRecord(t, out)
+			if err := invariants.Err(rec); err != nil {
+				t.Error(err)
+			}
+			res := attribution.Analyze(rec)
+			dl, other := categoryNS(res, attribution.Download), categoryNS(res, attribution.OtherWait)
+			t.Logf("client: %v; coldtrace: downloads %v, other wait %v, wall %v, %d downloads", time.Duration(hi-lo),
+				time.Duration(dl), time.Duration(other), time.Duration(rec.WallNS), len(rec.Downloads))
+			if len(rec.Downloads) != tc.downloads {
+				t.Errorf("%d downloads, want %d: %+v", len(rec.Downloads), tc.downloads, rec.Downloads)
+			}
+			if diff := dl - (hi - lo); diff < -(hi-lo)/10 || diff > (hi-lo)/10 {
+				t.Errorf("downloads %v, the client measured %v: want within 10%%", time.Duration(dl), time.Duration(hi-lo))
+			}
+			for _, d := range rec.Downloads {
+				if d.Bytes < hubBody || d.Bytes > hubBody+hubBody/100 {
+					t.Errorf("download from %s: %d bytes, want %d within 1%%", d.Peer, d.Bytes, hubBody)
+				}
+			}
+		})
+	}
+}
