@@ -240,11 +240,12 @@ func (s *Sensor) Begin(startMono uint64) { s.startMono = startMono }
 // Poll notes the bytes each open connection has received so far, for the
 // timeline's network counter; the session calls it at each sampling
 // tick, with the monotonic time (ns). The thread sample is the
-// scheduler's: downloads have nothing to add to it. A download's samples are only as
-// fine as the polls. Only connections that are, or may still become,
-// downloads keep their progress, so chatter over a long run costs no
-// memory; one that qualifies late gets its earlier bytes in its first
-// sample.
+// scheduler's: downloads add nothing to it. A download's samples are
+// only as fine as the polls. Only connections that are, or may still
+// become, downloads keep their progress, so chatter over a long run
+// costs no memory; one that qualifies late gets its earlier bytes in its
+// first sample. Poll also attaches the tmpfs write probes once a
+// connection received tmpfsHookBytes, and names the files being written.
 func (s *Sensor) Poll(nowMono uint64, _ *record.Sample) error {
 	var sk uint64
 	var raw bpfdl.DownloadConn
