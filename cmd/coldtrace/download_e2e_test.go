@@ -308,11 +308,13 @@ func TestDownloadShapes(t *testing.T) {
 	cases := map[string]struct {
 		args      []string
 		downloads int
+		fate      attribution.Fate // what a rerun does: fetch again
 		needs     string
 	}{
-		"two threads": {[]string{"threads", srv.URL + "/a", srv.URL + "/b"}, 2, ""},
-		"asyncio":     {[]string{"asyncio", srv.URL + "/model"}, 1, ""},
-		"curl child":  {[]string{"child", "/usr/bin/curl", "-s", "-o", filepath.Join(t.TempDir(), "model.bin"), srv.URL + "/model"}, 1, "/usr/bin/curl"},
+		"two threads": {[]string{"threads", srv.URL + "/a", srv.URL + "/b"}, 2, attribution.FateMemory, ""},
+		"asyncio":     {[]string{"asyncio", srv.URL + "/model"}, 1, attribution.FateMemory, ""},
+		"curl child": {[]string{"child", "/usr/bin/curl", "-s", "-o", filepath.Join(t.TempDir(), "model.bin"), srv.URL + "/model"},
+			1, attribution.FateNoCache, "/usr/bin/curl"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -355,6 +357,13 @@ func TestDownloadShapes(t *testing.T) {
 				if d.Bytes < hubBody || d.Bytes > hubBody+hubBody/100 {
 					t.Errorf("download from %s: %d bytes, want %d within 1%%", d.Peer, d.Bytes, hubBody)
 				}
+				if f, _ := attribution.FateOf(rec, d); f != tc.fate {
+					t.Errorf("download from %s into %q: fate %q, want %q", d.Peer, d.Path, f, tc.fate)
+				}
+			}
+			// Nothing of it landed in a cache: the estimate keeps it.
+			if res.WarmEstimateNS < dl {
+				t.Errorf("warm estimate %v leaves out a %v download a rerun repeats", time.Duration(res.WarmEstimateNS), time.Duration(dl))
 			}
 		})
 	}
