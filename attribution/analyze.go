@@ -150,6 +150,10 @@ type analyzer struct {
 	dls      []dlSpan
 	dlUnion  []span
 	dlCursor int
+	// dlKept is the union of the downloads a warm rerun would not repeat
+	// (Persistence), with its own cursor.
+	dlKept       []span
+	dlKeptCursor int
 
 	// Run-wide evidence, in wall ns.
 	files                         tally[int]
@@ -187,7 +191,7 @@ func newAnalyzer(r *record.Record, o Options) *analyzer {
 	a.windows = buildWindows(r, a.wall)
 	a.gpuSums = r.GPU.Summaries()
 	a.gpus = buildGPU(r.GPU, a.gpuSums, a.wall)
-	a.dls, a.dlUnion = buildDownloads(r, a.wall)
+	a.dls, a.dlUnion, a.dlKept = buildDownloads(r, a.wall)
 	return a
 }
 
@@ -343,7 +347,8 @@ func (a *analyzer) attribute(rs rawSlice) {
 	if sig[iDisk] > fileSum+0.5 {
 		a.sFiles.add(-1, sig[iDisk]-fileSum)
 	}
-	sig[iDownload] = a.downloadIn(rs.start, rs.end)
+	var dlKept float64
+	sig[iDownload], dlKept = a.downloadIn(rs.start, rs.end)
 	sig[iGPU] = a.gpuIn(rs.start, rs.end)
 
 	var split Split
@@ -356,8 +361,14 @@ func (a *analyzer) attribute(rs rawSlice) {
 	split[iOther] = rem
 
 	// A warm rerun skips the avoidable time but still does the CPU and
-	// GPU work that the rule pushed out of this slice.
-	avoid := split[iDisk] + split[iJIT] + split[iDownload]
+	// GPU work that the rule pushed out of this slice. It downloads again
+	// what did not land in a persistent cache: of the slice's download
+	// time, only the share during which a kept download was in flight is
+	// avoided.
+	avoid := split[iDisk] + split[iJIT]
+	if sig[iDownload] > 0 {
+		avoid += int64(math.Round(float64(split[iDownload]) * min(dlKept/sig[iDownload], 1)))
+	}
 	demand := min(d, int64(math.Round(max(sig[iGPU], sig[iCPU]))))
 	pushed := max(0, demand-split[iGPU]-split[iCPU])
 	a.warm += d - avoid + min(avoid, pushed)

@@ -123,8 +123,12 @@ var analyzeCases = []analyzeCase{
 			if c := jit.Compilers; len(c) != 2 || c[0].Name != "ptxas" || c[0].NS != 950*ms || c[0].Runs != 5 || c[1].Name != "triton" {
 				t.Errorf("compilers = %+v", c)
 			}
-			if c := jit.Caches; len(c) != 2 || c[0].Name != "triton" || c[0].NS != 500*ms || c[1].NS != 0 {
+			if c := jit.Caches; len(c) != 3 || c[0].Name != "triton" || c[0].NS != 500*ms || c[1].NS != 0 {
 				t.Errorf("caches = %+v", c)
+			}
+			if d := res.Verdict.Causes[2].Download; d == nil || d.Name != "transformer/diffusion_pytorch_model.safetensors" ||
+				d.Fate != FateKept || d.Host != "huggingface.co" || d.Bytes != 300<<20 {
+				t.Errorf("the verdict's download = %+v", d)
 			}
 			if g := res.Row(GPUCompute).GPUs; len(g) != 1 || g[0].Device.VRAMPeakBytes != 22<<30 || g[0].Device.UtilPeakPct != 100 || g[0].BusyNS != 1800*ms {
 				t.Errorf("gpus = %+v", g)
@@ -350,28 +354,81 @@ var analyzeCases = []analyzeCase{
 		notes:   []string{"GPU 0 was also used by 1 untraced process(es) (other-job): gpu_compute counts the run's share of its work (50%)"},
 	},
 	{
-		// Two downloads overlap over 300–400 ms; nobody is on CPU.
+		// Two downloads into a persistent cache overlap over 300–400 ms;
+		// nobody is on CPU.
 		name: "downloads",
 		record: func(t *testing.T) *record.Record {
 			r := newRec(800).every(0, 800, []th{{tid: 1, pid: 1, otherWait: 100}})
+			r.JIT = &record.JIT{Caches: []record.Cache{hubCache("ext4", false)}}
 			r.Downloads = []record.Download{
-				{Path: "hub/models--a/blobs/1", Bytes: 3 << 20, StartNS: 100 * ms, EndNS: 400 * ms, PID: 1},
-				{Path: "hub/models--a/blobs/2", Bytes: 1 << 20, StartNS: 300 * ms, EndNS: 600 * ms, PID: 1},
+				{Path: "hub/models--a/blobs/1", Name: "model.safetensors", Cache: "huggingface", Peer: "127.0.0.1:8765",
+					Bytes: 3 << 20, StartNS: 100 * ms, EndNS: 400 * ms, PID: 1},
+				{Path: "hub/models--a/blobs/2", Cache: "huggingface", Peer: "127.0.0.1:8765",
+					Bytes: 1 << 20, StartNS: 300 * ms, EndNS: 600 * ms, PID: 1},
 			}
 			return r.Record
 		},
 		want: split{dl: 500, other: 300},
 		// The first 100 ms of waiting are too short for a phase.
-		phases:  []phaseWant{{0, 600, Download}, {600, 800, OtherWait}},
-		warmMS:  300,
-		cold:    true,
-		verdict: []string{"cold start: 63% downloads (hub/models--a/blobs/1); a warm rerun should take ~300ms."},
+		phases: []phaseWant{{0, 600, Download}, {600, 800, OtherWait}},
+		warmMS: 300,
+		cold:   true,
+		verdict: []string{"cold start: 63% downloads (model.safetensors, 3.0 MiB from 127.0.0.1:8765 at 10 MB/s, " +
+			"into the huggingface cache: kept for the next run); a warm rerun should take ~300ms."},
 		check: func(t *testing.T, res *Result) {
 			d := res.Row(Download).Downloads
 			if len(d) != 2 || d[0].NS != 250*ms || d[1].NS != 250*ms || d[0].Bytes != 3<<20 {
 				t.Errorf("downloads = %+v", d)
 			}
+			if d[0].Name != "model.safetensors" || d[1].Name != "2" || d[0].Fate != FateKept || d[0].SpanNS != 300*ms {
+				t.Errorf("download evidence = %+v", d)
+			}
 		},
+	},
+	{
+		// The same downloads, the second kept in memory: a warm rerun
+		// fetches it again, so only the time the first alone was in
+		// flight (100–300 ms) and the overlap leave the estimate.
+		name: "a download kept in memory is repeated",
+		record: func(t *testing.T) *record.Record {
+			r := newRec(800).every(0, 800, []th{{tid: 1, pid: 1, otherWait: 100}})
+			r.JIT = &record.JIT{Caches: []record.Cache{hubCache("ext4", false)}}
+			r.Downloads = []record.Download{
+				{Path: "hub/models--a/blobs/1", Name: "model.safetensors", Cache: "huggingface", Peer: "127.0.0.1:8765",
+					Bytes: 3 << 20, StartNS: 100 * ms, EndNS: 400 * ms, PID: 1},
+				{Peer: "10.0.0.1:443", Host: "hub.example", Bytes: 1 << 20, StartNS: 300 * ms, EndNS: 600 * ms, PID: 1},
+			}
+			return r.Record
+		},
+		want:    split{dl: 500, other: 300},
+		phases:  []phaseWant{{0, 600, Download}, {600, 800, OtherWait}},
+		warmMS:  800 - 300,
+		cold:    true,
+		verdict: []string{"cold start: 63% downloads (model.safetensors,", "a warm rerun should take ~500ms."},
+		check: func(t *testing.T, res *Result) {
+			d := res.Row(Download).Downloads
+			if len(d) != 2 || d[1].Path != "(in memory, from hub.example)" || d[1].Fate != FateMemory {
+				t.Errorf("downloads = %+v", d)
+			}
+		},
+	},
+	{
+		// A download into a cache on tmpfs: a rerun after a reboot
+		// downloads it again, so the estimate keeps its time.
+		name: "a download into a tmpfs cache is repeated",
+		record: func(t *testing.T) *record.Record {
+			r := newRec(800).every(0, 800, []th{{tid: 1, pid: 1, otherWait: 100}})
+			r.JIT = &record.JIT{Caches: []record.Cache{hubCache("tmpfs", true)}}
+			r.Downloads = []record.Download{{Path: "hub/models--a/blobs/1", Name: "model.safetensors", Cache: "huggingface",
+				Peer: "127.0.0.1:8765", Host: "localhost", Bytes: 64 << 20, StartNS: 100 * ms, EndNS: 600 * ms, PID: 1}}
+			return r.Record
+		},
+		want:   split{dl: 500, other: 300},
+		phases: []phaseWant{{0, 600, Download}, {600, 800, OtherWait}},
+		warmMS: 800,
+		cold:   true,
+		verdict: []string{"cold start: 63% downloads (model.safetensors, 64.0 MiB from localhost at 134 MB/s, " +
+			"into the huggingface cache on tmpfs, lost at reboot: a rerun after a reboot downloads it again); a warm rerun should take ~800ms."},
 	},
 	{
 		// A one-slice disk flicker in a long CPU stretch is absorbed; a

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"path"
 	"slices"
 
 	"github.com/coldtrace/coldtrace/record"
@@ -70,13 +71,33 @@ type GPUEvidence struct {
 	Device record.GPUSummary `json:"device"`
 }
 
-// DownloadEvidence is one fetched path behind download.
+// DownloadEvidence is one destination behind download: a file (Path), or
+// a peer for data kept in memory. Where several downloads wrote the same
+// path, Peer, Host and Cache are the first one's and the rate is over
+// their spans together.
 type DownloadEvidence struct {
-	Path  string  `json:"path"`
+	// Path is the destination file, or "(in memory, from PEER)".
+	Path string `json:"path"`
+	// Name is what the destination is known by ("model.safetensors" for
+	// a Hugging Face blob), or Path's last element.
+	Name  string  `json:"name"`
 	NS    int64   `json:"ns"`
 	Share float64 `json:"share"`
 	Bytes uint64  `json:"bytes"`
 	Count int     `json:"count"`
+	// SpanNS is the downloads' own first-to-last-byte time, summed.
+	SpanNS int64 `json:"span_ns"`
+	// MBPerS is Bytes over SpanNS, in 10^6 bytes per second.
+	MBPerS float64 `json:"mb_per_s"`
+	Peer   string  `json:"peer"`
+	Host   string  `json:"host,omitempty"`
+	// Cache names the cache the data landed in, and CacheFramework its
+	// owner ("Hugging Face hub (weights)"), CacheFS its filesystem.
+	Cache          string `json:"cache,omitempty"`
+	CacheFramework string `json:"cache_framework,omitempty"`
+	CacheFS        string `json:"cache_fs,omitempty"`
+	// Fate says whether a warm rerun downloads it again, and why.
+	Fate Fate `json:"fate"`
 }
 
 // ProcessEvidence is one process's part of a row.
@@ -302,19 +323,41 @@ func (a *analyzer) downloadEvidence(rowNS int64) []DownloadEvidence {
 	idx := map[string]int{}
 	var out []DownloadEvidence
 	for _, d := range a.r.Downloads {
-		name := downloadName(d)
-		i, ok := idx[name]
+		key := DownloadKey(d)
+		i, ok := idx[key]
 		if !ok {
 			i = len(out)
-			idx[name] = i
-			out = append(out, DownloadEvidence{Path: name})
-			if j, ok := a.dlPath.idx[name]; ok {
-				out[i].NS = ns[j]
-				out[i].Share = share(ns[j], rowNS)
+			idx[key] = i
+			fate, c := FateOf(a.r, d)
+			de := DownloadEvidence{Path: key, Name: d.Name, Peer: d.Peer, Host: d.Host, Fate: fate}
+			if de.Name == "" {
+				de.Name = path.Base(d.Path)
+				if d.Path == "" {
+					de.Name = key
+				}
 			}
+			if c != nil {
+				de.Cache, de.CacheFramework, de.CacheFS = c.Name, c.Framework, c.FS
+			}
+			if j, ok := a.dlPath.idx[key]; ok {
+				de.NS = ns[j]
+				de.Share = share(ns[j], rowNS)
+			}
+			out = append(out, de)
 		}
-		out[i].Bytes += d.Bytes
-		out[i].Count++
+		e := &out[i]
+		e.Bytes += d.Bytes
+		e.Count++
+		e.SpanNS += max(d.EndNS-d.StartNS, 0)
+		if f, _ := FateOf(a.r, d); !f.Kept() {
+			// One repeat makes the destination's fetch a repeat.
+			e.Fate = f
+		}
+	}
+	for i := range out {
+		if out[i].SpanNS > 0 {
+			out[i].MBPerS = float64(out[i].Bytes) / 1e6 / (float64(out[i].SpanNS) / 1e9)
+		}
 	}
 	slices.SortStableFunc(out, func(x, y DownloadEvidence) int {
 		return cmp.Or(cmp.Compare(y.NS, x.NS), cmp.Compare(y.Bytes, x.Bytes), cmp.Compare(x.Path, y.Path))

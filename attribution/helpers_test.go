@@ -184,3 +184,8 @@ func checkInvariants(t *testing.T, res *Result) {
 		t.Errorf("slices sum to %d", ss)
 	}
 }
+
+// hubCache is a Hugging Face hub cache rooted at "hub" on filesystem fs.
+func hubCache(fs string, volatile bool) record.Cache {
+	return record.Cache{Name: "huggingface", Root: "hub", Framework: "Hugging Face hub (weights)", FS: fs, Volatile: volatile}
+}

@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"cmp"
 	"path"
 	"slices"
 	"sort"
@@ -238,44 +239,64 @@ func (a *analyzer) gpuIn(start, end int64) float64 {
 type dlSpan struct {
 	span
 	path string
+	kept bool
 }
 
-func buildDownloads(r *record.Record, wall int64) ([]dlSpan, []span) {
-	var ds []dlSpan
+// buildDownloads returns the downloads' spans in start order, the union
+// of all of them, and the union of those a warm rerun would not repeat.
+func buildDownloads(r *record.Record, wall int64) (ds []dlSpan, all, kept []span) {
 	for _, d := range r.Downloads {
 		sp := span{max(d.StartNS, 0), min(d.EndNS, wall)}
 		if sp.end <= sp.start {
 			continue
 		}
-		ds = append(ds, dlSpan{sp, downloadName(d)})
+		fate, _ := FateOf(r, d)
+		ds = append(ds, dlSpan{sp, DownloadKey(d), fate.Kept()})
 	}
 	sort.SliceStable(ds, func(i, j int) bool { return ds[i].start < ds[j].start })
+	var ks []span
 	spans := make([]span, len(ds))
 	for i, d := range ds {
 		spans[i] = d.span
+		if d.kept {
+			ks = append(ks, d.span)
+		}
 	}
-	return ds, union(spans)
+	return ds, union(spans), union(ks)
 }
 
-func downloadName(d record.Download) string {
+// DownloadKey is what a download's evidence is filed under (its
+// DownloadEvidence.Path): its destination, or, for one kept in memory,
+// its peer.
+func DownloadKey(d record.Download) string {
 	if d.Path != "" {
 		return d.Path
 	}
-	return "(unknown path)"
+	return "(in memory, from " + cmp.Or(d.Host, d.Peer, "?") + ")"
+}
+
+// covered is the part of (start, end] that the disjoint, sorted spans u
+// cover, from *cursor on; slices come in time order, so the cursor only
+// moves forward.
+func covered(u []span, cursor *int, start, end int64) int64 {
+	sl := span{start, end}
+	for *cursor < len(u) && u[*cursor].end <= start {
+		*cursor++
+	}
+	var n int64
+	for j := *cursor; j < len(u) && u[j].start < end; j++ {
+		n += overlap(u[j], sl)
+	}
+	return n
 }
 
 // downloadIn is the wall time in (start, end] during which some download
-// was in flight; each download's own overlap goes into the evidence.
-func (a *analyzer) downloadIn(start, end int64) float64 {
-	sl := span{start, end}
-	for a.dlCursor < len(a.dlUnion) && a.dlUnion[a.dlCursor].end <= start {
-		a.dlCursor++
-	}
-	var u int64
-	for j := a.dlCursor; j < len(a.dlUnion) && a.dlUnion[j].start < end; j++ {
-		u += overlap(a.dlUnion[j], sl)
-	}
+// was in flight, and the part of it during which one that a warm rerun
+// would skip was; each download's own overlap goes into the evidence.
+func (a *analyzer) downloadIn(start, end int64) (inFlight, kept float64) {
+	u := covered(a.dlUnion, &a.dlCursor, start, end)
 	if u > 0 {
+		sl := span{start, end}
 		for _, d := range a.dls {
 			if d.start >= end {
 				break
@@ -283,5 +304,5 @@ func (a *analyzer) downloadIn(start, end int64) float64 {
 			a.sDL.add(d.path, float64(overlap(d.span, sl)))
 		}
 	}
-	return float64(u)
+	return float64(u), float64(covered(a.dlKept, &a.dlKeptCursor, start, end))
 }

@@ -49,6 +49,10 @@ type Cause struct {
 	// Unidentified is set when disk time came from files no delta named
 	// and no named file cost time.
 	Unidentified bool `json:"unidentified,omitempty"`
+	// Download is the costliest download's evidence (download): what,
+	// from where, how fast, into which cache, and whether a warm rerun
+	// downloads it again.
+	Download *DownloadEvidence `json:"download,omitempty"`
 }
 
 // verdict judges the result: a cold start when the avoidable categories
@@ -133,7 +137,9 @@ func cause(row *Row) Cause {
 	case Download:
 		for _, d := range row.Downloads {
 			if d.NS > 0 {
-				c.Names = []string{d.Path}
+				c.Names = []string{d.Name}
+				d := d
+				c.Download = &d
 				break
 			}
 		}

@@ -43,7 +43,7 @@ func TestVerdictWords(t *testing.T) {
 func TestGoldenVerdictWords(t *testing.T) {
 	want := map[string]string{
 		"cat-cold":        "cold start: 88% disk reads (/tmp/ctrec/big.bin not in page cache); a warm rerun should take ~11ms.",
-		"cold-ml":         "cold start: 30% disk reads (/home/dev/models/qwen_image_fp8.safetensors not in page cache), 24% JIT compile (ptxas, triton), 8% downloads (…/hub/models--Qwen--Qwen-Image/blobs/3f2a); a warm rerun should take ~2.3s.",
+		"cold-ml":         "cold start: 30% disk reads (/home/dev/models/qwen_image_fp8.safetensors not in page cache), 24% JIT compile (ptxas, triton), 8% downloads (transformer/diffusion_pytorch_model.safetensors, 300.0 MiB from huggingface.co at 629 MB/s, into the huggingface cache: kept for the next run); a warm rerun should take ~2.3s.",
 		"reader-spinner":  "cold start: 90% disk reads (models/qwen_image_fp8.safetensors and 1 other file not in page cache); a warm rerun should take ~1.0s.",
 		"sleep-read-spin": "cold start: 13% disk reads (data/big.bin not in page cache); a warm rerun should take ~3.0s.",
 		"truth-cold":      "cold start: 33% disk reads (/home/dev/truth/data/model.bin not in page cache), 26% JIT compile (ptxas); a warm rerun should take ~2.3s.",

@@ -1,10 +1,15 @@
 package record
 
-// Download is a network fetch: at least 4 MiB received on one TCP
-// connection the traced process opened (not accepted), with a mean
-// receive of at least 16 KiB. Its time runs from its first to its last
-// byte received. Only the peer is recorded: never headers, tokens or
-// query strings.
+// DownloadMinBytes is the least a connection receives to be a download
+// (DESIGN.md, "Shared definitions: Download").
+const DownloadMinBytes = 4 << 20
+
+// Download is a network fetch: at least DownloadMinBytes received on one
+// TCP connection the traced process opened (not accepted), in large
+// receives (a mean of at least 16 KiB, with 4 times more received than
+// sent) or far more received than sent (64 times). Its time runs from
+// its first to its last byte received. Only the peer is recorded: never
+// headers, tokens or query strings.
 type Download struct {
 	// Path is the main destination: the largest file the receiving
 	// thread wrote while the download ran, under its final name when it
@@ -73,7 +78,9 @@ type DownloadFile struct {
 	// from Path (a temporary name).
 	WrittenPath string `json:"written_path,omitempty"`
 	// BytesWritten counts the pages the writes added to the page cache,
-	// in bytes.
+	// in bytes; on tmpfs (no page-cache insertions to see), the bytes
+	// write(2) and pwrite64(2) were asked to write once the download had
+	// received its first MiB.
 	BytesWritten uint64 `json:"bytes_written"`
 	// Gone is set when the file no longer existed at the end of the run
 	// (a temporary file deleted before exit).

@@ -100,11 +100,15 @@ type Lost struct {
 	// FillEnds counts fill intervals closed at their last event because
 	// no task work could be scheduled for their return to user space.
 	FillEnds uint64 `json:"fill_ends"`
+	// Network counts connections and written files the network sensor
+	// could not track or report (its tables were full): downloads are
+	// then lower bounds.
+	Network uint64 `json:"network,omitempty"`
 }
 
 // Total is the sum of every lost counter.
 func (l Lost) Total() uint64 {
-	return l.RingBuffer + l.FileTable + l.ThreadTable + l.Tracked + l.Paths + l.FillEnds
+	return l.RingBuffer + l.FileTable + l.ThreadTable + l.Tracked + l.Paths + l.FillEnds + l.Network
 }
 
 // File is one (device, inode) the command touched through the page cache.

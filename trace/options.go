@@ -55,6 +55,8 @@ type Options struct {
 	// NoJIT skips the JIT and kernel-cache sensor (for overhead
 	// measurements).
 	NoJIT bool
+	// NoNetwork skips the network sensor (downloads).
+	NoNetwork bool
 	// CacheDirs are extra kernel-cache directories, "NAME=PATH".
 	CacheDirs []string
 	// JITUprobes are extra compile entry points, "LIB:SYMBOL".

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/download"
 	"github.com/coldtrace/coldtrace/trace/gpu"
 	"github.com/coldtrace/coldtrace/trace/jit"
 	"github.com/coldtrace/coldtrace/trace/launch"
@@ -111,11 +112,30 @@ func (s *session) load() error {
 	if j != nil {
 		s.sensors = append(s.sensors, j)
 	}
+	// Downloads finish after the page cache (the paths of written files)
+	// and the JIT sensor (the caches they land in).
+	if err := s.loadDownload(sc.Shared()); err != nil {
+		return err
+	}
 	if !s.opts.NoGPU {
 		s.sensors = append(s.sensors, gpu.StartSensor(s.ctx, nvml.New(),
 			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
 	}
 	return nil
+}
+
+// loadDownload loads and attaches the network sensor, unless the options
+// turn it off.
+func (s *session) loadDownload(shared sched.Shared) error {
+	if s.opts.NoNetwork {
+		return nil
+	}
+	dl, err := download.Open(download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads})
+	if err != nil {
+		return err
+	}
+	s.sensors = append(s.sensors, dl)
+	return dl.Start()
 }
 
 // launch starts the command gated, seeds it into the tracked set and

@@ -141,9 +141,13 @@ type GPU struct {
 	BNS int64 `json:"b_ns"`
 }
 
-// Download is one fetched path, matched by path.
+// Download is one fetched destination, matched by path (a download kept
+// in memory, by its peer); Name is what it is known by and Cache the cache
+// it landed in, from whichever run downloaded it.
 type Download struct {
 	Path   string `json:"path"`
+	Name   string `json:"name"`
+	Cache  string `json:"cache,omitempty"`
 	ABytes uint64 `json:"a_bytes"`
 	BBytes uint64 `json:"b_bytes"`
 	ANS    int64  `json:"a_ns"`
@@ -421,12 +425,14 @@ func downloads(ra, rb *attribution.Result) []Download {
 	if row := ra.Row(attribution.Download); row != nil {
 		for _, x := range row.Downloads {
 			dd := get(x.Path)
+			dd.Name, dd.Cache = x.Name, x.Cache
 			dd.ABytes, dd.ANS = dd.ABytes+x.Bytes, dd.ANS+x.NS
 		}
 	}
 	if row := rb.Row(attribution.Download); row != nil {
 		for _, x := range row.Downloads {
 			dd := get(x.Path)
+			dd.Name, dd.Cache = cmp.Or(dd.Name, x.Name), cmp.Or(dd.Cache, x.Cache)
 			dd.BBytes, dd.BNS = dd.BBytes+x.Bytes, dd.BNS+x.NS
 		}
 	}

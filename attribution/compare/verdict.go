@@ -48,10 +48,20 @@ type Change struct {
 	ABytesFromDisk uint64   `json:"a_bytes_from_disk,omitempty"`
 	BBytesFromDisk uint64   `json:"b_bytes_from_disk,omitempty"`
 
-	Caches    []CacheChange `json:"caches,omitempty"`
-	Compilers []RunsChange  `json:"compilers,omitempty"`
-	Downloads []string      `json:"downloads,omitempty"`
-	GPU       *UtilChange   `json:"gpu,omitempty"`
+	Caches    []CacheChange    `json:"caches,omitempty"`
+	Compilers []RunsChange     `json:"compilers,omitempty"`
+	Downloads []DownloadChange `json:"downloads,omitempty"`
+	GPU       *UtilChange      `json:"gpu,omitempty"`
+}
+
+// DownloadChange is a destination downloaded in only one of the runs:
+// what it is known by, its bytes and download time in the run that
+// fetched it, and the cache it landed in.
+type DownloadChange struct {
+	Name  string `json:"name"`
+	Bytes uint64 `json:"bytes"`
+	NS    int64  `json:"ns"`
+	Cache string `json:"cache,omitempty"`
 }
 
 // Less reports whether B spent less time in the category.
@@ -147,8 +157,11 @@ func (d *Diff) change(c Row) Change {
 		}
 	case attribution.Download:
 		for _, x := range d.Downloads {
-			if (less && x.ANS > 0 && x.BNS == 0) || (!less && x.BNS > 0 && x.ANS == 0) {
-				ch.Downloads = append(ch.Downloads, x.Path)
+			switch {
+			case less && x.ANS > 0 && x.BNS == 0:
+				ch.Downloads = append(ch.Downloads, DownloadChange{Name: cmp.Or(x.Name, x.Path), Bytes: x.ABytes, NS: x.ANS, Cache: x.Cache})
+			case !less && x.BNS > 0 && x.ANS == 0:
+				ch.Downloads = append(ch.Downloads, DownloadChange{Name: cmp.Or(x.Name, x.Path), Bytes: x.BBytes, NS: x.BNS, Cache: x.Cache})
 			}
 		}
 	case attribution.GPUCompute:

@@ -1,8 +1,10 @@
 package invariants
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +19,8 @@ const (
 	RuleThreadTime   = "thread-time-is-lifetime"
 	RuleFileIOWait   = "file-io-wait-within-total"
 	RuleAccessedMiss = "accessed-at-least-missed"
+	RuleDownloadTime = "download-time-within-wall"
+	RuleDownloadSize = "download-at-least-min-bytes"
 )
 
 // ReadaheadSlackPages is how many pages a read-path file may have missed
@@ -45,6 +49,7 @@ func Check(r *record.Record) []Violation {
 	c.threadTime()
 	c.fileIOWait()
 	c.accessedMissed()
+	c.downloads()
 	return c.out
 }
 
@@ -209,5 +214,48 @@ func (c *checker) accessedMissed() {
 			c.add(RuleAccessedMiss, fileSubject(f), "%d pages missed but only %d accessed (readahead allows %d more)",
 				f.PagesMissed, f.PagesAccessed, ReadaheadSlackPages)
 		}
+	}
+}
+
+// downloads: a download is one by the shared definition (at least
+// record.DownloadMinBytes), its span is a span inside the run (its last
+// byte before the final poll, at most an interval after the exit), its
+// polled bytes add up to its bytes, and the download row's time is at
+// most the wall time its downloads were in flight.
+func (c *checker) downloads() {
+	r := c.r
+	type span struct{ lo, hi int64 }
+	var spans []span
+	for i, d := range r.Downloads {
+		subject := fmt.Sprintf("download %d (%s from %s)", i, d.Path, d.Peer)
+		if d.Bytes < record.DownloadMinBytes {
+			c.add(RuleDownloadSize, subject, "%d bytes received, under the %d a download needs", d.Bytes, record.DownloadMinBytes)
+		}
+		if d.EndNS < d.StartNS || d.EndNS > r.WallNS+c.interval {
+			c.add(RuleDownloadTime, subject, "bytes from %s to %s: not a span within the run's %s (+%s)",
+				dur(d.StartNS), dur(d.EndNS), dur(r.WallNS), dur(c.interval))
+		}
+		var polled uint64
+		for _, s := range d.Samples {
+			polled += s.Bytes
+		}
+		if len(d.Samples) > 0 && polled != d.Bytes {
+			c.add(RuleDownloadTime, subject, "its samples sum to %d bytes, not its %d", polled, d.Bytes)
+		}
+		spans = append(spans, span{max(d.StartNS, 0), min(d.EndNS, r.WallNS)})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+	var inFlight, end int64
+	for _, s := range spans {
+		lo := max(s.lo, end)
+		if s.hi > lo {
+			inFlight += s.hi - lo
+		}
+		end = max(end, s.hi)
+	}
+	res := attribution.Analyze(r)
+	if row := res.Row(attribution.Download); row != nil && (row.NS > inFlight || row.NS > r.WallNS) {
+		c.add(RuleDownloadTime, "run", "download time %s exceeds the %s downloads were in flight (wall %s)",
+			dur(row.NS), dur(inFlight), dur(r.WallNS))
 	}
 }

@@ -55,6 +55,14 @@ func TestCorruptedCopiesFail(t *testing.T) {
 			invariants.RuleFileIOWait, []string{"sums to 1.400000001s, more than the threads' total 1.4s"}},
 		{"misses beyond accesses", "truth-cold", func(r *record.Record) { r.Files[0].PagesMissed = r.Files[0].PagesAccessed + 1025 },
 			invariants.RuleAccessedMiss, []string{"263165 pages missed but only 262140 accessed"}},
+		{"a download under the minimum", "cold-ml", func(r *record.Record) { r.Downloads[0].Bytes = 1 << 20 },
+			invariants.RuleDownloadSize, []string{"download 0 (/home/dev/.cache/huggingface/hub/models--Qwen--Qwen-Image/blobs/3f2a from 18.65.25.3:443)",
+				"1048576 bytes received, under the 4194304"}},
+		{"a download past the exit", "cold-ml", func(r *record.Record) { r.Downloads[0].EndNS = r.WallNS + 2*r.IntervalNS },
+			invariants.RuleDownloadTime, []string{"bytes from 0s to 6.2s: not a span within the run's 6s (+100ms)"}},
+		{"a download's samples short of its bytes", "cold-ml", func(r *record.Record) {
+			r.Downloads[0].Samples = []record.DownloadSample{{EndNS: 1e8, Bytes: 1}}
+		}, invariants.RuleDownloadTime, []string{"its samples sum to 1 bytes, not its 314572800"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := fixtures.Record(t, tc.fixture)

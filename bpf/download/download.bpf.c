@@ -16,6 +16,7 @@
  * and fentry are not available on the kernels this was built for. */
 
 #include "common.h"
+#include "syscall64.h"
 #include <bpf/bpf_endian.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -29,13 +30,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define AF_INET6_ 10
 #define IPPROTO_TCP_ 6
 #define MSG_PEEK_ 2
-#define ENOSYS_ 38
 
-/* Indices into this object's lost counters. */
+/* What this object could not record, counted in its own per-CPU array
+ * (net_lost): the shared lost_kind indexes the core's kinds of loss,
+ * which are not these. Exported to Go by bpf2go (-type dl_lost). */
 enum dl_lost {
 	DL_RINGBUF = 0, /* a closed connection not reported */
 	DL_CONNS = 1,   /* a connection not tracked: table full */
 	DL_WRITES = 2,  /* a written file not linked: table full */
+	DL_KINDS = 3,
 };
 
 /* One TCP connection a tracked thread opened. Keyed by the socket's
@@ -89,6 +92,7 @@ struct write_key {
 
 struct write_stats {
 	__u64 pages;    /* pages the writes added to the page cache */
+	__u64 bytes;    /* bytes written to a tmpfs file (no page-cache insertions) */
 	__u64 first_ts;
 	__u64 last_ts;
 	__u32 tid;
@@ -117,6 +121,21 @@ struct {
 	__type(key, struct write_key);
 	__type(value, struct write_stats);
 } writes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DL_KINDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} net_lost SEC(".maps");
+
+static __always_inline void count_net_lost(enum dl_lost kind)
+{
+	__u32 k = kind;
+	__u64 *v = bpf_map_lookup_elem(&net_lost, &k);
+	if (v)
+		*v += 1;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -280,7 +299,7 @@ static __always_inline void report_closed(struct conn *c)
 	/* One event per connection: wake the reader only when it is filling. */
 	__u64 flags = bpf_ringbuf_query(&closed_conns, BPF_RB_AVAIL_DATA) > (64 << 10) ? 0 : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&closed_conns, c, sizeof(*c), flags))
-		count_lost((enum lost_kind)DL_RINGBUF);
+		count_net_lost(DL_RINGBUF);
 }
 
 /* inet_sock_set_state: CLOSE -> SYN_SENT runs in the connecting thread
@@ -317,7 +336,7 @@ int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int
 			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_v6_daddr, 16);
 		name_peer(&c);
 		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
-			count_lost((enum lost_kind)DL_CONNS);
+			count_net_lost(DL_CONNS);
 		return 0;
 	}
 	struct conn *c = bpf_map_lookup_elem(&conns, &key);
@@ -397,24 +416,73 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
-/* x86_64 syscalls that write file data (the BPF objects are built for
- * amd64 only). Kept in step with writes_files in coldtrace.bpf.c; both
- * belong in a shared header. */
+/* Whether task is in a syscall that writes file data. The same list as
+ * files.h's writes_files, which comes with the page-cache object's file
+ * map; the numbers come from the shared syscall64.h. */
 static __always_inline bool writing(struct task_struct *task)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs || (long)regs->ax != -ENOSYS_)
 		return false;
 	switch (regs->orig_ax) {
-	case 1:   /* write */
-	case 18:  /* pwrite64 */
-	case 20:  /* writev */
-	case 285: /* fallocate */
-	case 296: /* pwritev */
-	case 328: /* pwritev2 */
+	case NR_write:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_fallocate:
+	case NR_pwritev:
+	case NR_pwritev2:
 		return true;
 	}
 	return false;
+}
+
+/* The connection the current thread received on last, when this thread
+ * (not the slot's earlier owner) did. */
+static __always_inline struct rx_slot *current_rx(struct tstate *s, __u32 tid)
+{
+	__u32 slot = s->slot;
+	struct rx_slot *r = bpf_map_lookup_elem(&rx_slots, &slot);
+	if (!r || !r->sk || r->tid != tid)
+		return NULL;
+	return r;
+}
+
+/* Counts pages (the page cache's insertions) or bytes (tmpfs writes) that
+ * the current thread wrote to inode, against the connection it received
+ * on last. */
+static __always_inline void link_write(struct rx_slot *r, struct inode *inode, __u64 pages, __u64 bytes)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns();
+	struct write_key key = {};
+	key.sk = r->sk;
+	key.id = r->id;
+	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	struct write_stats *w = bpf_map_lookup_elem(&writes, &key);
+	if (!w) {
+		/* A file starts to be linked only near a receive; once linked,
+		 * all of its writing counts (a body kept in memory, written out
+		 * at the end, may take a while). */
+		if (now - r->last_ts > WRITE_SLACK_NS)
+			return;
+		struct write_stats nw = {};
+		nw.first_ts = now;
+		nw.tid = (__u32)pid_tgid;
+		nw.tgid = pid_tgid >> 32;
+		if (bpf_map_update_elem(&writes, &key, &nw, BPF_NOEXIST) && !bpf_map_lookup_elem(&writes, &key)) {
+			count_net_lost(DL_WRITES);
+			return;
+		}
+		w = bpf_map_lookup_elem(&writes, &key);
+		if (!w)
+			return;
+	}
+	if (pages)
+		__sync_fetch_and_add(&w->pages, pages);
+	if (bytes)
+		__sync_fetch_and_add(&w->bytes, bytes);
+	w->last_ts = now;
 }
 
 /* A folio inserted by a thread that has received on a tracked
@@ -426,48 +494,63 @@ int BPF_PROG(on_dl_write, struct folio *folio)
 	struct tstate *s = current_state();
 	if (!s)
 		return 0;
-	__u32 slot = s->slot;
-	struct rx_slot *r = bpf_map_lookup_elem(&rx_slots, &slot);
-	if (!r || !r->sk)
+	struct rx_slot *r = current_rx(s, (__u32)bpf_get_current_pid_tgid());
+	if (!r)
 		return 0;
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	if (r->tid != (__u32)pid_tgid)
-		return 0; /* the slot's earlier owner received, not this thread */
 	struct inode *inode = folio->mapping->host;
 	if (folio->index < (((__u64)inode->i_size + 4095) >> 12) && !writing(bpf_get_current_task_btf()))
 		return 0;
 	__u32 order = 0;
 	if (folio->flags.f & (1ull << bpf_core_enum_value(enum pageflags, PG_head)))
 		order = folio->_flags_1 & 0xff;
-	__u64 now = bpf_ktime_get_ns();
-	struct write_key key = {};
-	key.sk = r->sk;
-	key.id = r->id;
-	key.dev = inode->i_sb->s_dev;
-	key.ino = inode->i_ino;
-	struct write_stats *w = bpf_map_lookup_elem(&writes, &key);
-	if (!w) {
-		/* A file starts to be linked only near a receive; once linked,
-		 * all of its writing counts (a body kept in memory, written out
-		 * at the end, may take a while). */
-		if (now - r->last_ts > WRITE_SLACK_NS)
-			return 0;
-		struct write_stats nw = {};
-		nw.first_ts = now;
-		nw.tid = (__u32)pid_tgid;
-		nw.tgid = pid_tgid >> 32;
-		if (bpf_map_update_elem(&writes, &key, &nw, BPF_NOEXIST) && !bpf_map_lookup_elem(&writes, &key)) {
-			count_lost((enum lost_kind)DL_WRITES);
-			return 0;
-		}
-		w = bpf_map_lookup_elem(&writes, &key);
-		if (!w)
-			return 0;
-	}
-	__sync_fetch_and_add(&w->pages, 1ull << (order & 31));
-	w->last_ts = now;
+	link_write(r, inode, 1ull << (order & 31), 0);
 	return 0;
 }
 
-/* Names the enum for bpf2go (-type dl_lost). */
-const enum dl_lost *_dl_lost_btf __attribute__((unused));
+#define TMPFS_MAGIC_ 0x01021994
+#define S_IFMT_ 00170000
+#define S_IFREG_ 0100000
+
+/* tmpfs (shmem) fills its pages without the page cache's insertion
+ * tracepoint, so a download into a cache on tmpfs is linked at its
+ * write(2) and pwrite64(2) calls instead: the fd's file, when it is a
+ * regular tmpfs file, gets the bytes asked for. Other filesystems are
+ * left to on_dl_write. (writev goes unseen here: Python, curl and wget
+ * write with write(2).) */
+static __always_inline int tmpfs_write(unsigned long fd, unsigned long count)
+{
+	struct tstate *s = current_state();
+	if (!s || !count)
+		return 0;
+	struct rx_slot *r = current_rx(s, (__u32)bpf_get_current_pid_tgid());
+	if (!r)
+		return 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	if (!inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT_) != S_IFREG_ ||
+	    BPF_CORE_READ(inode, i_sb, s_magic) != TMPFS_MAGIC_)
+		return 0;
+	link_write(r, inode, 0, count);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_write")
+int on_tmpfs_write(struct syscall_trace_enter *ctx)
+{
+	return tmpfs_write(ctx->args[0], ctx->args[2]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_pwrite64")
+int on_tmpfs_pwrite(struct syscall_trace_enter *ctx)
+{
+	return tmpfs_write(ctx->args[0], ctx->args[2]);
+}
+
+BTF_ANCHOR(enum dl_lost, dl_lost);

@@ -41,6 +41,7 @@ const (
 	DownloadDlLostDL_RINGBUF DownloadDlLost = 0
 	DownloadDlLostDL_CONNS   DownloadDlLost = 1
 	DownloadDlLostDL_WRITES  DownloadDlLost = 2
+	DownloadDlLostDL_KINDS   DownloadDlLost = 3
 )
 
 type DownloadGaiCall struct {
@@ -132,6 +133,7 @@ type DownloadWriteKey struct {
 type DownloadWriteStats struct {
 	_       structs.HostLayout
 	Pages   uint64
+	Bytes   uint64
 	FirstTs uint64
 	LastTs  uint64
 	Tid     uint32
@@ -148,6 +150,7 @@ const (
 	DownloadMapLookupScratch       = "lookup_scratch"
 	DownloadMapLookups             = "lookups"
 	DownloadMapLost                = "lost"
+	DownloadMapNetLost             = "net_lost"
 	DownloadMapRxSlots             = "rx_slots"
 	DownloadMapTaskStates          = "task_states"
 	DownloadMapThreads             = "threads"
@@ -158,9 +161,11 @@ const (
 	DownloadProgOnRecv             = "on_recv"
 	DownloadProgOnSend             = "on_send"
 	DownloadProgOnSockState        = "on_sock_state"
+	DownloadProgOnTmpfsPwrite      = "on_tmpfs_pwrite"
+	DownloadProgOnTmpfsWrite       = "on_tmpfs_write"
+	DownloadVarBtfAnchorDlLost     = "_btf_anchor_dl_lost"
 	DownloadVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	DownloadVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
-	DownloadVarDlLostBtf           = "_dl_lost_btf"
 )
 
 // LoadDownload returns the embedded CollectionSpec for Download.
@@ -211,6 +216,8 @@ type DownloadProgramSpecs struct {
 	OnRecv        *ebpf.ProgramSpec `ebpf:"on_recv"`
 	OnSend        *ebpf.ProgramSpec `ebpf:"on_send"`
 	OnSockState   *ebpf.ProgramSpec `ebpf:"on_sock_state"`
+	OnTmpfsPwrite *ebpf.ProgramSpec `ebpf:"on_tmpfs_pwrite"`
+	OnTmpfsWrite  *ebpf.ProgramSpec `ebpf:"on_tmpfs_write"`
 }
 
 // DownloadMapSpecs contains maps before they are loaded into the kernel.
@@ -223,6 +230,7 @@ type DownloadMapSpecs struct {
 	LookupScratch *ebpf.MapSpec `ebpf:"lookup_scratch"`
 	Lookups       *ebpf.MapSpec `ebpf:"lookups"`
 	Lost          *ebpf.MapSpec `ebpf:"lost"`
+	NetLost       *ebpf.MapSpec `ebpf:"net_lost"`
 	RxSlots       *ebpf.MapSpec `ebpf:"rx_slots"`
 	TaskStates    *ebpf.MapSpec `ebpf:"task_states"`
 	Threads       *ebpf.MapSpec `ebpf:"threads"`
@@ -233,9 +241,9 @@ type DownloadMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DownloadVariableSpecs struct {
+	BtfAnchorDlLost     *ebpf.VariableSpec `ebpf:"_btf_anchor_dl_lost"`
 	BtfAnchorLostKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
-	DlLostBtf           *ebpf.VariableSpec `ebpf:"_dl_lost_btf"`
 }
 
 // DownloadObjects contains all objects after they have been loaded into the kernel.
@@ -264,6 +272,7 @@ type DownloadMaps struct {
 	LookupScratch *ebpf.Map `ebpf:"lookup_scratch"`
 	Lookups       *ebpf.Map `ebpf:"lookups"`
 	Lost          *ebpf.Map `ebpf:"lost"`
+	NetLost       *ebpf.Map `ebpf:"net_lost"`
 	RxSlots       *ebpf.Map `ebpf:"rx_slots"`
 	TaskStates    *ebpf.Map `ebpf:"task_states"`
 	Threads       *ebpf.Map `ebpf:"threads"`
@@ -278,6 +287,7 @@ func (m *DownloadMaps) Close() error {
 		m.LookupScratch,
 		m.Lookups,
 		m.Lost,
+		m.NetLost,
 		m.RxSlots,
 		m.TaskStates,
 		m.Threads,
@@ -289,9 +299,9 @@ func (m *DownloadMaps) Close() error {
 //
 // It can be passed to LoadDownloadObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DownloadVariables struct {
+	BtfAnchorDlLost     *ebpf.Variable `ebpf:"_btf_anchor_dl_lost"`
 	BtfAnchorLostKind   *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
-	DlLostBtf           *ebpf.Variable `ebpf:"_dl_lost_btf"`
 }
 
 // DownloadPrograms contains all programs after they have been loaded into the kernel.
@@ -304,6 +314,8 @@ type DownloadPrograms struct {
 	OnRecv        *ebpf.Program `ebpf:"on_recv"`
 	OnSend        *ebpf.Program `ebpf:"on_send"`
 	OnSockState   *ebpf.Program `ebpf:"on_sock_state"`
+	OnTmpfsPwrite *ebpf.Program `ebpf:"on_tmpfs_pwrite"`
+	OnTmpfsWrite  *ebpf.Program `ebpf:"on_tmpfs_write"`
 }
 
 func (p *DownloadPrograms) Close() error {
@@ -314,6 +326,8 @@ func (p *DownloadPrograms) Close() error {
 		p.OnRecv,
 		p.OnSend,
 		p.OnSockState,
+		p.OnTmpfsPwrite,
+		p.OnTmpfsWrite,
 	)
 }
 

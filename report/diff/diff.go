@@ -164,7 +164,7 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 		b.WriteString("\n  downloads (A → B)\n")
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		for _, x := range d.Downloads {
-			fmt.Fprintf(tw, "    %s\t%s → %s\t%s → %s\t\n", esc(format.Path(x.Path, format.PathWidth)),
+			fmt.Fprintf(tw, "    %s\t%s → %s\t%s → %s\t\n", esc(format.Path(cmp.Or(x.Name, x.Path), format.PathWidth)),
 				format.Bytes(x.ABytes), format.Bytes(x.BBytes), format.Duration(x.ANS), format.Duration(x.BNS))
 		}
 		tw.Flush()

@@ -1,6 +1,7 @@
 package pprof
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -552,14 +553,13 @@ func downloadSubjects(r *record.Record, row *attribution.Row) []subject {
 		if d.NS == 0 {
 			continue
 		}
-		s := subject{frame: frame{name: d.Path}, ns: d.NS, prior: map[int32]float64{},
-			labels: map[string]string{"file": d.Path}}
+		labels := map[string]string{"download": d.Name, "peer": cmp.Or(d.Host, d.Peer)}
+		if !strings.HasPrefix(d.Path, "(") {
+			labels["file"] = d.Path
+		}
+		s := subject{frame: frame{name: d.Name}, ns: d.NS, prior: map[int32]float64{}, labels: labels}
 		for _, x := range r.Downloads {
-			p := x.Path
-			if p == "" {
-				p = "(unknown path)"
-			}
-			if p == d.Path {
+			if attribution.DownloadKey(x) == d.Path {
 				s.prior[x.PID] += float64(max(x.EndNS-x.StartNS, 1))
 			}
 		}

@@ -198,6 +198,8 @@ func TestPprofStacksNameSubjects(t *testing.T) {
 		"JIT compile;triton cache (in-process JIT);python3[300]",
 		"GPU compute;GPU 0 (NVIDIA H200)",
 		"CPU;python3[300]",
+		// A download is filed under what its destination is known by.
+		"downloads;transformer/diffusion_pytorch_model.safetensors;python3[300]",
 	}
 	for _, k := range want {
 		if got[k] <= 0 {

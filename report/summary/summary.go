@@ -54,6 +54,33 @@ type Summary struct {
 	GPUs            []record.GPUSummary      `json:"gpus"`
 	GPUUnavailable  string                   `json:"gpu_unavailable,omitempty"`
 	GPUInterference []record.GPUInterference `json:"gpu_interference"`
+	Downloads       []Download               `json:"downloads"`
+}
+
+// Download is one network fetch (README: "downloads[]").
+type Download struct {
+	// Path is the destination file, "" for data kept in memory; Name what
+	// it is known by ("model.safetensors").
+	Path    string  `json:"path"`
+	Name    string  `json:"name"`
+	Cache   string  `json:"cache,omitempty"`
+	Bytes   uint64  `json:"bytes"`
+	StartNS int64   `json:"start_ns"`
+	EndNS   int64   `json:"end_ns"`
+	MBPerS  float64 `json:"mb_per_s"`
+	Peer    string  `json:"peer"`
+	Host    string  `json:"host,omitempty"`
+	PID     int32   `json:"pid"`
+	// OnCPUNS and WaitNS are the receiving thread's time within the
+	// download, on CPU and waiting for data.
+	OnCPUNS int64 `json:"on_cpu_ns"`
+	WaitNS  int64 `json:"wait_ns"`
+	// Fate says whether a warm rerun fetches it again (attribution.Fate:
+	// "kept", "memory", "deleted", "volatile", "container_layer",
+	// "no_cache").
+	Fate attribution.Fate `json:"fate"`
+	// Files are the files it was written to.
+	Files []record.DownloadFile `json:"files"`
 }
 
 // Attribution is the attribution result with its verdict and notes said
@@ -166,6 +193,13 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 	if r.JIT != nil {
 		s.Caches = append(s.Caches, r.JIT.Caches...)
 		s.Compilers = append(s.Compilers, r.JIT.Compilers...)
+	}
+	s.Downloads = []Download{}
+	for _, d := range r.Downloads {
+		fate, _ := attribution.FateOf(r, d)
+		s.Downloads = append(s.Downloads, Download{Path: d.Path, Name: d.Name, Cache: d.Cache, Bytes: d.Bytes,
+			StartNS: d.StartNS, EndNS: d.EndNS, MBPerS: d.MBPerSecond(), Peer: d.Peer, Host: d.Host, PID: d.PID,
+			OnCPUNS: d.OnCPUNS, WaitNS: d.WaitNS, Fate: fate, Files: append([]record.DownloadFile{}, d.Files...)})
 	}
 	s.GPUs = []record.GPUSummary{}
 	s.GPUInterference = []record.GPUInterference{}

@@ -140,3 +140,32 @@ func TestSummaryMadeCold(t *testing.T) {
 		t.Errorf("made_cold = %+v", cold.MadeCold)
 	}
 }
+
+// TestSummaryDownloads: downloads[] carries each fetch with its fate, and
+// is [] when there were none.
+func TestSummaryDownloads(t *testing.T) {
+	b, _ := json.Marshal(New(fixtures.Record(t, "cold-ml"), nil))
+	var doc struct {
+		Downloads []map[string]any `json:"downloads"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Downloads) != 1 {
+		t.Fatalf("downloads = %v", doc.Downloads)
+	}
+	d := doc.Downloads[0]
+	for k, v := range map[string]any{"name": "transformer/diffusion_pytorch_model.safetensors", "cache": "huggingface",
+		"bytes": float64(300 << 20), "peer": "18.65.25.3:443", "host": "huggingface.co", "fate": "kept", "start_ns": 0.0, "end_ns": 5e8} {
+		if d[k] != v {
+			t.Errorf("downloads[0].%s = %v, want %v", k, d[k], v)
+		}
+	}
+	if rate, _ := d["mb_per_s"].(float64); rate < 629 || rate > 630 {
+		t.Errorf("mb_per_s = %v", d["mb_per_s"])
+	}
+	empty, _ := json.Marshal(New(&record.Record{}, nil))
+	if !strings.Contains(string(empty), `"downloads":[]`) {
+		t.Errorf("no downloads is not []: %s", empty)
+	}
+}

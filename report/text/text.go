@@ -1,6 +1,7 @@
 package text
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -58,6 +59,8 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 		b.WriteString("\n")
 		b.WriteString(jit)
 	}
+
+	writeDownloads(&b, r)
 
 	var totalIO, totalMiss int64
 	var totalDisk uint64
@@ -131,6 +134,14 @@ func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Resul
 			if r.GPU != nil && r.GPU.Unavailable != "" {
 				fmt.Fprintf(b, "  %s", format.Escape(r.GPU.Unavailable))
 			}
+		case attribution.Download:
+			if len(r.Downloads) > 0 {
+				var n uint64
+				for _, d := range r.Downloads {
+					n += d.Bytes
+				}
+				fmt.Fprintf(b, "  %s received in %d %s", format.Bytes(n), len(r.Downloads), format.Plural(uint64(len(r.Downloads)), "download", "downloads"))
+			}
 		}
 		b.WriteString("\n")
 		shown := 0
@@ -146,6 +157,13 @@ func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Resul
 				break
 			}
 			fmt.Fprintf(b, "      %-40s %10s %9s\n", format.Escape(c.Kind+" "+c.Name), fmt.Sprintf("%d runs", c.Runs), format.Duration(c.NS))
+		}
+		for i, d := range row.Downloads {
+			if i == 3 {
+				break
+			}
+			fmt.Fprintf(b, "      %-40s %10s %9s %9s\n", format.Escape(format.Path(d.Name, 40)), format.Bytes(d.Bytes),
+				fmt.Sprintf("%.0f MB/s", d.MBPerS), format.Duration(d.NS))
 		}
 		for _, g := range row.GPUs {
 			fmt.Fprintf(b, "      GPU %d %-34s mean util %.0f%%, VRAM peak %s\n", g.Index, format.Escape(g.Name), g.Device.UtilMeanPct, format.Bytes(g.Device.VRAMPeakBytes))
@@ -187,5 +205,24 @@ func writeGPU(b *strings.Builder, r *record.Record) {
 	for _, x := range r.GPU.Interference {
 		fmt.Fprintf(b, "  WARNING: GPU %d was also used by pid %d (%s), not part of this run: peak %s, mean SM util %.0f%%\n",
 			x.Device, x.PID, format.Escape(x.Name), format.Bytes(x.MemPeakBytes), x.SMUtilMeanPct)
+	}
+}
+
+// writeDownloads lists every download: where it landed, where from, how
+// much, how fast, and whether the next run fetches it again.
+func writeDownloads(b *strings.Builder, r *record.Record) {
+	if len(r.Downloads) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n  downloads\n  %-44s %-22s %10s %9s %9s  %s\n", "destination", "from", "bytes", "rate", "time", "next run")
+	for _, d := range r.Downloads {
+		dest := d.Path
+		if dest == "" {
+			dest = "(in memory)"
+		}
+		fate, _ := attribution.FateOf(r, d)
+		fmt.Fprintf(b, "  %-44s %-22s %10s %9s %9s  %s\n", format.Escape(format.Path(dest, 44)),
+			format.Escape(format.Trim(cmp.Or(d.Host, d.Peer), 22)), format.Bytes(d.Bytes), fmt.Sprintf("%.0f MB/s", d.MBPerSecond()),
+			format.Duration(d.EndNS-d.StartNS), words.Fate(fate, d.Cache))
 	}
 }

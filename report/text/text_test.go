@@ -17,7 +17,10 @@ func TestTextShowsLedgerGPUAndFiles(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"disk reads", "JIT compile", "GPU compute", "other wait", "verdict: cold start",
-		"GPU 0", "VRAM", "peak", "qwen_image_fp8.safetensors"} {
+		"GPU 0", "VRAM", "peak", "qwen_image_fp8.safetensors",
+		// The downloads row and block: name, bytes, rate, peer, next run.
+		"300.0 MiB received in 1 download", "…/diffusion_pytorch_model.safetensors     300.0 MiB  629 MB/s",
+		"…/hub/models--Qwen--Qwen-Image/blobs/3f2a    huggingface.co          300.0 MiB  629 MB/s     500ms  kept (huggingface cache)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}

@@ -135,6 +135,7 @@ func (tb *builder) build() {
 	tb.diskCounters(groups)
 	tb.sliceCounters()
 	tb.gpuCounters()
+	tb.networkCounter()
 }
 
 // events returns metadata first, then every other event by time; at equal
@@ -450,9 +451,13 @@ func (tb *builder) compiles() {
 
 	var ds []laneSlice
 	for _, d := range r.Downloads {
-		p := cmp.Or(d.Path, "(unknown path)")
-		ds = append(ds, laneSlice{start: max(d.StartNS, 0), end: d.EndNS, name: "download " + path.Base(p),
-			args: map[string]any{"path": p, "bytes": d.Bytes, "pid": d.PID}})
+		name := d.Name
+		if name == "" {
+			name = path.Base(attribution.DownloadKey(d))
+		}
+		ds = append(ds, laneSlice{start: max(d.StartNS, 0), end: d.EndNS, name: "download " + name,
+			args: map[string]any{"path": attribution.DownloadKey(d), "bytes": d.Bytes, "pid": d.PID,
+				"peer": cmp.Or(d.Host, d.Peer), "MB/s": round3(d.MBPerSecond())}})
 	}
 	tb.lanes("download", downloadTID, 50, "download", ds)
 }
@@ -515,6 +520,49 @@ func (tb *builder) diskCounters(groups []interval) {
 	last := groups[len(groups)-1].end
 	tb.counter("disk read", RunPID, last, map[string]any{"MB/s": 0})
 	tb.counter("page-cache misses", RunPID, last, map[string]any{"pages/s": 0})
+}
+
+// networkCounter is the downloads' receive rate: each download's bytes
+// per polled interval, summed over the downloads in flight.
+func (tb *builder) networkCounter() {
+	type step struct {
+		t    int64
+		rate float64 // bytes per ns, added from t on
+	}
+	var steps []step
+	add := func(lo, hi int64, bytes uint64) {
+		r := float64(bytes) / float64(hi-lo)
+		steps = append(steps, step{lo, r}, step{hi, -r})
+	}
+	for _, d := range tb.r.Downloads {
+		lo := d.StartNS
+		var carry uint64
+		for _, x := range d.Samples {
+			// Bytes counted at the first byte itself join the next
+			// interval.
+			if x.EndNS <= lo {
+				carry += x.Bytes
+				continue
+			}
+			add(lo, x.EndNS, x.Bytes+carry)
+			lo, carry = x.EndNS, 0
+		}
+		if len(d.Samples) == 0 && d.EndNS > d.StartNS {
+			add(d.StartNS, d.EndNS, d.Bytes)
+		}
+	}
+	if len(steps) == 0 {
+		return
+	}
+	slices.SortStableFunc(steps, func(a, b step) int { return cmp.Compare(a.t, b.t) })
+	var rate float64
+	for i, st := range steps {
+		rate += st.rate
+		if i+1 < len(steps) && steps[i+1].t == st.t {
+			continue
+		}
+		tb.counter("network receive", RunPID, st.t, map[string]any{"MB/s": round3(max(rate, 0) * 1e3)})
+	}
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

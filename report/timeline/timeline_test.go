@@ -339,3 +339,40 @@ func fixture(t *testing.T, name string) (*record.Record, *attribution.Result) {
 	r := fixtures.Record(t, name)
 	return r, attribution.Analyze(r)
 }
+
+// TestNetworkCounter: two overlapping downloads, one polled, one not: the
+// network counter integrates to their bytes, and each has a slice.
+func TestNetworkCounter(t *testing.T) {
+	ms := int64(1e6)
+	r := &record.Record{Schema: record.Schema, Command: []string{"x"}, WallNS: 1000 * ms, IntervalNS: 100 * ms,
+		Downloads: []record.Download{
+			{Path: "/h/hub/models--o--m/blobs/ab", Name: "model.safetensors", Bytes: 30 << 20, StartNS: 100 * ms, EndNS: 400 * ms,
+				Peer: "127.0.0.1:8765", Samples: []record.DownloadSample{{EndNS: 100 * ms, Bytes: 1 << 20},
+					{EndNS: 200 * ms, Bytes: 9 << 20}, {EndNS: 300 * ms, Bytes: 10 << 20}, {EndNS: 400 * ms, Bytes: 10 << 20}}},
+			{Peer: "10.0.0.1:443", Bytes: 8 << 20, StartNS: 300 * ms, EndNS: 700 * ms},
+		}}
+	evs := parseTimeline(t, writeTimeline(t, r, attribution.Analyze(r)))
+	var net []parsedEvent
+	slices := 0
+	for _, e := range evs {
+		switch {
+		case e.Ph == "C" && e.Name == "network receive":
+			net = append(net, e)
+		case e.Ph == "X" && e.Cat == "download":
+			slices++
+		}
+	}
+	var integral float64
+	for i := 0; i+1 < len(net); i++ {
+		integral += net[i].Args["MB/s"].(float64) * 1e6 * float64(net[i+1].TS-net[i].TS) / 1e9
+	}
+	if want := float64(38 << 20); math.Abs(integral-want) > 0.001*want {
+		t.Errorf("network counter integrates to %.0f bytes, want %.0f (%d values)", integral, want, len(net))
+	}
+	if len(net) == 0 || net[len(net)-1].Args["MB/s"].(float64) != 0 || net[len(net)-1].TS != 700*ms {
+		t.Errorf("the counter does not drop to 0 at the last byte: %+v", net)
+	}
+	if slices != 2 {
+		t.Errorf("%d download slices, want 2", slices)
+	}
+}

@@ -75,11 +75,26 @@ func changeDetail(c compare.Change) string {
 			return " (" + strings.Join(parts, ", ") + ")"
 		}
 	case attribution.Download:
-		if len(c.Downloads) > 0 {
-			if less {
-				return " (" + fileList(c.Downloads) + " " + wasWere(len(c.Downloads)) + " already downloaded)"
+		switch n := len(c.Downloads); {
+		case n == 1:
+			x := c.Downloads[0]
+			what := fmt.Sprintf("%s, %s in %s", format.Path(x.Name, format.PathWidth), format.Bytes(x.Bytes), format.Duration(x.NS))
+			switch {
+			case !less:
+				return " (B downloaded " + what + ")"
+			case x.Cache != "":
+				return " (B did not download " + what + ": it was in the " + x.Cache + " cache)"
 			}
-			return " (" + fileList(c.Downloads) + " " + wasWere(len(c.Downloads)) + " downloaded)"
+			return " (B did not download " + what + ")"
+		case n > 1:
+			names := make([]string, n)
+			for i, x := range c.Downloads {
+				names[i] = x.Name
+			}
+			if less {
+				return " (" + fileList(names) + " were already downloaded)"
+			}
+			return " (" + fileList(names) + " were downloaded)"
 		}
 	case attribution.GPUCompute:
 		if c.GPU != nil {

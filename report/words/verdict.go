@@ -1,6 +1,7 @@
 package words
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -86,11 +87,61 @@ func detail(c attribution.Cause) string {
 			return " (" + strings.Join(c.Names, ", ") + ")"
 		}
 	case attribution.Download:
+		if c.Download != nil {
+			return " (" + Download(*c.Download) + ")"
+		}
 		if len(c.Names) > 0 {
 			return " (" + format.Path(c.Names[0], format.PathWidth) + ")"
 		}
 	}
 	return ""
+}
+
+// Download says what a download was and whether a warm rerun repeats it:
+// "model.safetensors, 64.0 MiB from 127.0.0.1:8765 at 40 MB/s, into the
+// huggingface cache: kept for the next run". The peer is named by its host
+// name when the process looked it up.
+func Download(d attribution.DownloadEvidence) string {
+	from := cmp.Or(d.Host, d.Peer)
+	what := fmt.Sprintf("%s from %s at %.0f MB/s", format.Bytes(d.Bytes), from, d.MBPerS)
+	if d.Fate != attribution.FateMemory {
+		what = format.Path(d.Name, format.PathWidth) + ", " + what
+	}
+	if d.Count > 1 {
+		what += fmt.Sprintf(" (%d downloads)", d.Count)
+	}
+	cache := "the " + d.Cache + " cache"
+	switch d.Fate {
+	case attribution.FateKept:
+		return what + ", into " + cache + ": kept for the next run"
+	case attribution.FateMemory:
+		return what + ", kept in memory: a rerun downloads it again"
+	case attribution.FateDeleted:
+		return what + ", into a file deleted before the exit: a rerun downloads it again"
+	case attribution.FateVolatile:
+		return what + ", into " + cache + " on " + d.CacheFS + ", lost at reboot: a rerun after a reboot downloads it again"
+	case attribution.FateContainer:
+		return what + ", into " + cache + " in a container's writable layer, lost with the container: a rerun in a new container downloads it again"
+	}
+	return what + ", outside any known cache: a rerun may download it again"
+}
+
+// Fate says in a few words what the next run does about a download that
+// landed in cache (a cache name, or "").
+func Fate(f attribution.Fate, cache string) string {
+	switch f {
+	case attribution.FateKept:
+		return "kept (" + cache + " cache)"
+	case attribution.FateMemory:
+		return "fetched again (kept in memory)"
+	case attribution.FateDeleted:
+		return "fetched again (file deleted)"
+	case attribution.FateVolatile:
+		return "fetched again after a reboot (" + cache + " cache on tmpfs)"
+	case attribution.FateContainer:
+		return "fetched again in a new container (" + cache + " cache in the container layer)"
+	}
+	return "maybe fetched again (not in a known cache)"
 }
 
 // Note says one caveat of a result.
@@ -107,8 +158,12 @@ func Note(n attribution.Note) string {
 			return "events were lost: the numbers are lower bounds"
 		}
 		x := *n.Lost
-		return fmt.Sprintf("%d events were lost (ring buffer %d, file table %d, thread table %d, tracked table %d, paths %d, fill ends %d): the numbers are lower bounds",
+		msg := fmt.Sprintf("%d events were lost (ring buffer %d, file table %d, thread table %d, tracked table %d, paths %d, fill ends %d",
 			x.Total(), x.RingBuffer, x.FileTable, x.ThreadTable, x.Tracked, x.Paths, x.FillEnds)
+		if x.Network > 0 {
+			msg += fmt.Sprintf(", network %d", x.Network)
+		}
+		return msg + "): the numbers are lower bounds"
 	case attribution.NoteUnobservedAll:
 		return "no thread samples cover the run: its time counts as other wait unless a GPU or download signal covers it"
 	case attribution.NoteUnobservedTail:

@@ -63,7 +63,7 @@ func TestComparisonDetails(t *testing.T) {
 		With: []compare.Change{
 			{Category: attribution.DiskRead, DeltaNS: 1e9, ABytesFromDisk: 1 << 20, BBytesFromDisk: 1 << 30},
 			{Category: attribution.JITCompile, DeltaNS: 600e6, Compilers: []compare.RunsChange{{Name: "ptxas", ARuns: 1, BRuns: 40}}},
-			{Category: attribution.Download, DeltaNS: 300e6, Downloads: []string{"/a", "/b", "/c", "/d"}},
+			{Category: attribution.Download, DeltaNS: 300e6, Downloads: []compare.DownloadChange{{Name: "/a"}, {Name: "/b"}, {Name: "/c"}, {Name: "/d"}}},
 		},
 		Against: []compare.Change{{Category: attribution.GPUCompute, DeltaNS: -300e6, GPU: &compare.UtilChange{AUtilMeanPct: 90, BUtilMeanPct: 40}}},
 	}
@@ -75,12 +75,42 @@ func TestComparisonDetails(t *testing.T) {
 	}
 	less := compare.Verdict{Kind: compare.Faster, AWallNS: 3e9, BWallNS: 1e9, DeltaNS: -2e9, With: []compare.Change{
 		{Category: attribution.JITCompile, DeltaNS: -1e9, Caches: []compare.CacheChange{{Name: "triton", Count: 1}, {Name: "inductor", Count: 1204}}},
-		{Category: attribution.Download, DeltaNS: -1e9, Downloads: []string{"/x"}}}}
-	const lessWant = "B was 2.0s faster (3.0s → 1.0s): 1.0s less JIT compile (1 triton kernel was a cache hit, 1,204 inductor kernels were cache hits), 1.0s less downloads (/x was already downloaded)."
+		{Category: attribution.Download, DeltaNS: -1e9, Downloads: []compare.DownloadChange{{Name: "model.safetensors", Bytes: 64 << 20, NS: 19e8, Cache: "huggingface"}}}}}
+	const lessWant = "B was 2.0s faster (3.0s → 1.0s): 1.0s less JIT compile (1 triton kernel was a cache hit, 1,204 inductor kernels were cache hits), " +
+		"1.0s less downloads (B did not download model.safetensors, 64.0 MiB in 1.9s: it was in the huggingface cache)."
 	if got := Comparison(less); got != lessWant {
 		t.Errorf("comparison\n%q, want\n%q", got, lessWant)
 	}
 	if got := Comparison(compare.Verdict{Kind: compare.Same, AWallNS: 1e9, BWallNS: 1e9}); got != "A and B took about as long (1.0s → 1.0s)." {
 		t.Errorf("same: %q", got)
+	}
+}
+
+func TestDownloadWords(t *testing.T) {
+	base := attribution.DownloadEvidence{Path: "/h/.cache/huggingface/hub/models--o--m/blobs/ab", Name: "model.safetensors",
+		Bytes: 64 << 20, MBPerS: 33.4, Peer: "127.0.0.1:8765", Count: 1, Cache: "huggingface", CacheFS: "ext4"}
+	cases := map[attribution.Fate]string{
+		attribution.FateKept:      "model.safetensors, 64.0 MiB from 127.0.0.1:8765 at 33 MB/s, into the huggingface cache: kept for the next run",
+		attribution.FateDeleted:   "model.safetensors, 64.0 MiB from 127.0.0.1:8765 at 33 MB/s, into a file deleted before the exit: a rerun downloads it again",
+		attribution.FateVolatile:  "model.safetensors, 64.0 MiB from 127.0.0.1:8765 at 33 MB/s, into the huggingface cache on ext4, lost at reboot: a rerun after a reboot downloads it again",
+		attribution.FateContainer: "model.safetensors, 64.0 MiB from 127.0.0.1:8765 at 33 MB/s, into the huggingface cache in a container's writable layer, lost with the container: a rerun in a new container downloads it again",
+		attribution.FateNoCache:   "model.safetensors, 64.0 MiB from 127.0.0.1:8765 at 33 MB/s, outside any known cache: a rerun may download it again",
+	}
+	for fate, want := range cases {
+		d := base
+		d.Fate = fate
+		if got := Download(d); got != want {
+			t.Errorf("%s:\n%q, want\n%q", fate, got, want)
+		}
+	}
+	mem := attribution.DownloadEvidence{Path: "(in memory, from hub.example)", Name: "(in memory, from hub.example)", Bytes: 8 << 20,
+		MBPerS: 120, Peer: "10.0.0.1:443", Host: "hub.example", Count: 2, Fate: attribution.FateMemory}
+	if got, want := Download(mem), "8.0 MiB from hub.example at 120 MB/s (2 downloads), kept in memory: a rerun downloads it again"; got != want {
+		t.Errorf("in memory:\n%q, want\n%q", got, want)
+	}
+	v := attribution.Verdict{Kind: attribution.VerdictCold, WarmEstimateNS: 2e8, Causes: []attribution.Cause{
+		{Category: attribution.Download, NS: 18e8, Pct: 89, Names: []string{"model.safetensors"}, Download: &base}}}
+	if got, want := Verdict(v), "cold start: 89% downloads (model.safetensors, 64.0 MiB from 127.0.0.1:8765 at 33 MB/s, outside any known cache: a rerun may download it again); a warm rerun should take ~200ms."; got != want {
+		t.Errorf("verdict:\n%q, want\n%q", got, want)
 	}
 }

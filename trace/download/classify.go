@@ -18,10 +18,16 @@ import (
 // received MinAsymmetry times what it sent is a download too: requests
 // are small next to a file, while chatter and ping-pong answer in kind
 // (HTTP keep-alive with 1 KB answers: 14 times).
+//
+// The mean receive alone would let a ping-pong of large messages through
+// (64 KiB echoed back and forth has a 64 KiB mean receive): that clause
+// also asks for MinMeanAsymmetry times more received than sent, which a
+// conversation that answers in kind never reaches.
 const (
-	MinBytes       = 4 << 20
-	MinMeanReceive = 16 << 10
-	MinAsymmetry   = 64
+	MinBytes         = record.DownloadMinBytes
+	MinMeanReceive   = 16 << 10
+	MinAsymmetry     = 64
+	MinMeanAsymmetry = 4
 )
 
 // writeSlack is how long after a download's last byte a file written by
@@ -55,7 +61,8 @@ func (c Conn) IsDownload() bool {
 	if c.Bytes < MinBytes || c.Receives == 0 {
 		return false
 	}
-	return c.Bytes/c.Receives >= MinMeanReceive || c.Bytes/MinAsymmetry >= c.Sent
+	large := c.Bytes/c.Receives >= MinMeanReceive && c.Bytes/MinMeanAsymmetry >= c.Sent
+	return large || c.Bytes/MinAsymmetry >= c.Sent
 }
 
 // Write is one file written by a thread whose latest receive was on the

@@ -17,7 +17,10 @@ func TestIsDownload(t *testing.T) {
 		want               bool
 	}{
 		"64 MiB in 64 KiB receives":                   {64 << 20, 1024, 200, true},
-		"exactly the size and mean limits":            {MinBytes, MinBytes / MinMeanReceive, MinBytes, true},
+		"exactly the size and mean limits":            {MinBytes, MinBytes / MinMeanReceive, MinBytes / MinMeanAsymmetry, true},
+		"large receives, just too much sent":          {MinBytes, MinBytes / MinMeanReceive, MinBytes/MinMeanAsymmetry + 1, false},
+		"ping-pong of 64 KiB messages":                {64 << 20, 1024, 64 << 20, false},
+		"ping-pong of 1 MiB messages":                 {64 << 20, 64, 64 << 20, false},
 		"one byte short":                              {MinBytes - 1, 1, 0, false},
 		"1 MiB":                                       {1 << 20, 16, 100, false},
 		"keep-alive chatter, 6 MiB in 1 KiB answers":  {6 << 20, 6 << 10, (6 << 10) * 80, false},

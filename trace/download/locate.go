@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -33,19 +34,23 @@ func sameFile(path string, dev uint32, ino uint64) bool {
 // rename into place in the same directory (a Hugging Face blob's
 // ".incomplete", torch.hub's temporary file): the directory is searched
 // for the inode's final name.
-func fileLocator(files []record.File) func(dev uint32, ino uint64) (string, string, bool) {
-	type key struct {
-		dev uint32
-		ino uint64
+//
+// Files the page-cache sensor never saw (tmpfs fills no page cache it
+// traces) are named from open, the names Poll found in the writers'
+// file descriptors.
+func fileLocator(files []record.File, open map[FileKey]string) func(dev uint32, ino uint64) (string, string, bool) {
+	type key = FileKey
+	seen := make(map[key]string, len(files)+len(open))
+	for k, p := range open {
+		seen[k] = p
 	}
-	seen := make(map[key]string, len(files))
 	for _, f := range files {
 		if f.Path != "" {
 			seen[key{f.Dev, f.Ino}] = f.Path
 		}
 	}
 	return func(dev uint32, ino uint64) (string, string, bool) {
-		written, ok := seen[key{dev, ino}]
+		written, ok := seen[key{Dev: dev, Ino: ino}]
 		if !ok {
 			return "", "", false
 		}
@@ -125,4 +130,32 @@ func cacheOf(path string, caches []record.Cache) string {
 		}
 	}
 	return name
+}
+
+// FileKey is a file as the probes name it: (dev, ino), dev in the
+// kernel's s_dev encoding.
+type FileKey struct {
+	Dev uint32
+	Ino uint64
+}
+
+// openPath is the path under which process pid has the file key open, or
+// "" when none of its file descriptors is that file.
+func openPath(pid uint32, key FileKey) string {
+	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10) + "/fd"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		var st syscall.Stat_t
+		if syscall.Stat(p, &st) != nil || st.Ino != key.Ino || kernelDev(&st) != key.Dev {
+			continue
+		}
+		if target, err := os.Readlink(p); err == nil && filepath.IsAbs(target) {
+			return strings.TrimSuffix(target, " (deleted)")
+		}
+	}
+	return ""
 }

@@ -51,7 +51,7 @@ func TestLocateFollowsARenameInPlace(t *testing.T) {
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
 	}
-	locate := fileLocator([]record.File{{Dev: dev, Ino: ino, Path: tmp}, {Dev: gdev, Ino: gino, Path: gone}})
+	locate := fileLocator([]record.File{{Dev: dev, Ino: ino, Path: tmp}, {Dev: gdev, Ino: gino, Path: gone}}, nil)
 	if p, w, g := locate(dev, ino); p != final || w != tmp || g {
 		t.Errorf("renamed file: %q, written as %q, gone %v", p, w, g)
 	}
@@ -60,6 +60,37 @@ func TestLocateFollowsARenameInPlace(t *testing.T) {
 	}
 	if p, _, _ := locate(dev, ino+1000); p != "" {
 		t.Errorf("unknown file located at %q", p)
+	}
+}
+
+// TestOpenPath: a file the page-cache sensor never saw (tmpfs) is named
+// from its writer's open descriptor, and located after its rename.
+func TestOpenPath(t *testing.T) {
+	dir := t.TempDir()
+	tmp, final := filepath.Join(dir, "blob.incomplete"), filepath.Join(dir, "blob")
+	f, err := os.Create(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	key := FileKey{Dev: kernelDev(&st), Ino: st.Ino}
+	p := openPath(uint32(os.Getpid()), key)
+	if p != tmp {
+		t.Fatalf("openPath = %q, want %q", p, tmp)
+	}
+	if q := openPath(uint32(os.Getpid()), FileKey{Dev: key.Dev, Ino: key.Ino + 1000}); q != "" {
+		t.Errorf("a file not open named %q", q)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		t.Fatal(err)
+	}
+	locate := fileLocator(nil, map[FileKey]string{key: p})
+	if got, w, g := locate(key.Dev, key.Ino); got != final || w != tmp || g {
+		t.Errorf("renamed file: %q, written as %q, gone %v", got, w, g)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
 // Shared are the core object's maps this sensor's programs use, so that
@@ -43,9 +44,21 @@ type Sensor struct {
 	// progress is each open connection's bytes at every poll; only the
 	// session's goroutine (Poll, Finish) touches it.
 	progress map[ConnKey][]Progress
+	// openNames are written files named from their writer's file
+	// descriptors while the run went on, and tries counts the polls that
+	// looked for a file in vain (a file closed before any poll saw it
+	// open is given up after maxNameTries).
+	openNames map[FileKey]string
+	tries     map[FileKey]int
+	// writeHooks is set once the tmpfs write probes are attached.
+	writeHooks bool
 
 	// noResolver says why host names are not probed, or is "".
 	noResolver string
+
+	// startMono is when the command was released (Begin): record times
+	// count from it.
+	startMono uint64
 
 	mu     sync.Mutex
 	closed []Conn // downloads reported at close
@@ -62,7 +75,7 @@ func Open(shared Shared) (*Sensor, error) {
 	if shared.TaskStates == nil || shared.Threads == nil {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
-	s := &Sensor{progress: map[ConnKey][]Progress{}}
+	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}}
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfdl.DownloadMapTaskStates: shared.TaskStates,
 		bpfdl.DownloadMapThreads:    shared.Threads,
@@ -87,10 +100,21 @@ func (s *Sensor) tracepoints() map[string]*ebpf.Program {
 	}
 }
 
+// syscallTracepoints are the sensor's classic syscall tracepoint programs
+// by the syscall they follow.
+func (s *Sensor) syscallTracepoints() map[string]*ebpf.Program {
+	return map[string]*ebpf.Program{
+		"sys_enter_write":    s.objs.OnTmpfsWrite,
+		"sys_enter_pwrite64": s.objs.OnTmpfsPwrite,
+	}
+}
+
 // Programs are the sensor's BPF programs by name, for cost accounting
 // (bpf_stats).
 func (s *Sensor) Programs() map[string]*ebpf.Program {
 	p := s.tracepoints()
+	p[bpfdl.DownloadProgOnTmpfsWrite] = s.objs.OnTmpfsWrite
+	p[bpfdl.DownloadProgOnTmpfsPwrite] = s.objs.OnTmpfsPwrite
 	p[bpfdl.DownloadProgOnGetaddrinfo] = s.objs.OnGetaddrinfo
 	p[bpfdl.DownloadProgOnGaiReturn] = s.objs.OnGaiReturn
 	return p
@@ -125,6 +149,29 @@ func (s *Sensor) Start() error {
 	s.rd = rd
 	s.done = make(chan struct{})
 	go s.read()
+	return nil
+}
+
+// tmpfsHookBytes is what a tracked connection receives before the
+// tmpfs write probes are attached: they run at every write(2) on the
+// machine (90 ns each, measured with bpf_stats under load), a cost a run
+// without downloads should not pay. A download into tmpfs is linked from
+// the first poll after that on; its earlier writes are not counted.
+const tmpfsHookBytes = 1 << 20
+
+// attachWriteHooks attaches the tmpfs write probes, once.
+func (s *Sensor) attachWriteHooks() error {
+	if s.writeHooks {
+		return nil
+	}
+	s.writeHooks = true
+	for name, p := range s.syscallTracepoints() {
+		l, err := link.Tracepoint("syscalls", name, p, nil)
+		if err != nil {
+			return fmt.Errorf("attach syscalls:%s: %w", name, err)
+		}
+		s.links = append(s.links, l)
+	}
 	return nil
 }
 
@@ -186,21 +233,29 @@ func (s *Sensor) read() {
 	}
 }
 
+// Begin notes when the command was released (CLOCK_MONOTONIC ns): the
+// record's download times count from it.
+func (s *Sensor) Begin(startMono uint64) { s.startMono = startMono }
+
 // Poll notes the bytes each open connection has received so far, for the
 // timeline's network counter; the session calls it at each sampling
-// tick, with the monotonic time (ns). A download's samples are only as
-// fine as the polls. Only connections that are, or may still become,
-// downloads keep their progress, so chatter over a long run costs no
-// memory; one that qualifies late gets its earlier bytes in its first
-// sample.
-func (s *Sensor) Poll(nowMono uint64) error {
+// tick, with the monotonic time (ns). The thread sample is the
+// scheduler's: downloads add nothing to it. A download's samples are
+// only as fine as the polls. Only connections that are, or may still
+// become, downloads keep their progress, so chatter over a long run
+// costs no memory; one that qualifies late gets its earlier bytes in its
+// first sample. Poll also attaches the tmpfs write probes once a
+// connection received tmpfsHookBytes, and names the files being written.
+func (s *Sensor) Poll(nowMono uint64, _ *record.Sample) error {
 	var sk uint64
 	var raw bpfdl.DownloadConn
+	hooks := false
 	it := s.objs.Conns.Iterate()
 	for it.Next(&sk, &raw) {
 		if raw.Bytes == 0 {
 			continue
 		}
+		hooks = hooks || raw.Bytes >= tmpfsHookBytes
 		c := decodeConn(&raw)
 		k := ConnKey{c.Sk, c.ID}
 		if c.Bytes >= MinBytes && !c.IsDownload() {
@@ -216,6 +271,14 @@ func (s *Sensor) Poll(nowMono uint64) error {
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("poll network connections: %w", err)
 	}
+	if hooks && s.links != nil {
+		if err := s.attachWriteHooks(); err != nil {
+			return err
+		}
+	}
+	if err := s.nameWrites(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	dropped := s.dropped
 	s.dropped, s.polling = nil, true
@@ -226,19 +289,47 @@ func (s *Sensor) Poll(nowMono uint64) error {
 	return nil
 }
 
+// maxNameTries is how many polls look for a written file among its
+// writer's file descriptors before giving up on it.
+const maxNameTries = 5
+
+// nameWrites names the written files that are open in their writer now:
+// a file on tmpfs is in no page-cache table, and once closed, renamed
+// into place and the writer gone, nothing else would name it.
+func (s *Sensor) nameWrites() error {
+	var wk bpfdl.DownloadWriteKey
+	var ws bpfdl.DownloadWriteStats
+	it := s.objs.Writes.Iterate()
+	for it.Next(&wk, &ws) {
+		k := FileKey{Dev: wk.Dev, Ino: wk.Ino}
+		if _, named := s.openNames[k]; named || s.tries[k] >= maxNameTries {
+			continue
+		}
+		if p := openPath(ws.Tgid, k); p != "" {
+			s.openNames[k] = p
+			delete(s.tries, k)
+		} else {
+			s.tries[k]++
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("poll files written by downloads: %w", err)
+	}
+	return nil
+}
+
 // Finish detaches the probes, gathers every connection and written file,
 // and fills rec.Downloads. It runs after the command exited, once the core
 // filled rec.Files (the paths of written files) and rec.Samples, and the
 // JIT sensor rec.JIT (the caches destinations are matched with).
-// startMono is the monotonic time (ns) the command was released.
-func (s *Sensor) Finish(rec *record.Record, startMono uint64) error {
+func (s *Sensor) Finish(rec *record.Record) error {
 	conns, writes, err := s.collect()
 	if err != nil {
 		return err
 	}
 	rec.Downloads = Build(conns, writes, Env{
-		StartMono:  startMono,
-		Locate:     fileLocator(rec.Files),
+		StartMono:  s.startMono,
+		Locate:     fileLocator(rec.Files, s.openNames),
 		Samples:    rec.Samples,
 		IntervalNS: rec.IntervalNS,
 		Progress:   s.progress,
@@ -256,8 +347,8 @@ func (s *Sensor) Finish(rec *record.Record, startMono uint64) error {
 			d.Cache = cacheOf(d.Path, rec.JIT.Caches)
 		}
 	}
-	if w := s.lostWarning(); w != "" {
-		rec.Warnings = append(rec.Warnings, w)
+	if err := s.lost(rec); err != nil {
+		return err
 	}
 	if s.noResolver != "" && len(rec.Downloads) > 0 {
 		rec.Warnings = append(rec.Warnings, s.noResolver)
@@ -311,7 +402,7 @@ func (s *Sensor) collect() ([]Conn, []Write, error) {
 	wit := s.objs.Writes.Iterate()
 	for wit.Next(&wk, &ws) {
 		writes = append(writes, Write{Sk: wk.Sk, ID: wk.Id, Dev: wk.Dev, Ino: wk.Ino,
-			Bytes: ws.Pages * page, FirstTS: ws.FirstTs, LastTS: ws.LastTs})
+			Bytes: ws.Pages*page + ws.Bytes, FirstTS: ws.FirstTs, LastTS: ws.LastTs})
 	}
 	if err := wit.Err(); err != nil {
 		return nil, nil, fmt.Errorf("read files written by downloads: %w", err)
@@ -319,34 +410,46 @@ func (s *Sensor) collect() ([]Conn, []Write, error) {
 	return conns, writes, nil
 }
 
+// detach closes the probes' links all at once: removing a uprobe from
+// libc walks every process that maps it (about 180 ms each here), and
+// one at a time the two getaddrinfo probes doubled coldtrace's wait at
+// the end of every run.
 func (s *Sensor) detach() error {
-	var first error
-	for _, l := range s.links {
-		if err := l.Close(); err != nil && first == nil {
-			first = fmt.Errorf("detach network probes: %w", err)
+	errs := make([]error, len(s.links))
+	var wg sync.WaitGroup
+	for i, l := range s.links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.Close()
+		}()
+	}
+	wg.Wait()
+	s.links = nil
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("detach network probes: %w", err)
 		}
 	}
-	s.links = nil
-	return first
+	return nil
 }
 
-// lostWarning says what the kernel side could not record, or "".
-func (s *Sensor) lostWarning() string {
-	var n [3]uint64
-	for i := range n {
-		var per []uint64
-		if err := s.objs.Lost.Lookup(uint32(i), &per); err != nil {
-			return fmt.Sprintf("network: lost counters unreadable: %v", err)
-		}
-		for _, v := range per {
-			n[i] += v
-		}
+// lost adds what the kernel side could not record to rec: its count to
+// rec.Lost.Network, and a warning that says what was lost.
+func (s *Sensor) lost(rec *record.Record) error {
+	n, err := sensor.Lost(s.objs.NetLost, bpfdl.DownloadDlLostDL_RINGBUF, bpfdl.DownloadDlLostDL_CONNS, bpfdl.DownloadDlLostDL_WRITES)
+	if err != nil {
+		return fmt.Errorf("network: %w", err)
 	}
-	if n[bpfdl.DownloadDlLostDL_RINGBUF]+n[bpfdl.DownloadDlLostDL_CONNS]+n[bpfdl.DownloadDlLostDL_WRITES] == 0 {
-		return ""
+	ring, conns, writes := n[bpfdl.DownloadDlLostDL_RINGBUF], n[bpfdl.DownloadDlLostDL_CONNS], n[bpfdl.DownloadDlLostDL_WRITES]
+	if ring+conns+writes == 0 {
+		return nil
 	}
-	return fmt.Sprintf("network: %d closed connections unreported, %d connections untracked (table full), %d written files unlinked: downloads are lower bounds",
-		n[bpfdl.DownloadDlLostDL_RINGBUF], n[bpfdl.DownloadDlLostDL_CONNS], n[bpfdl.DownloadDlLostDL_WRITES])
+	rec.Lost.Network += ring + conns + writes
+	rec.Warnings = append(rec.Warnings, fmt.Sprintf(
+		"network: %d closed connections unreported, %d connections untracked (table full), %d written files unlinked: downloads are lower bounds",
+		ring, conns, writes))
+	return nil
 }
 
 // Close detaches the probes, closes the reader and then the objects,

@@ -193,7 +193,7 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 		for {
 			select {
 			case <-tick.C:
-				if err := s.Poll(monotonicNS()); err != nil {
+				if err := s.Poll(monotonicNS(), nil); err != nil {
 					polled <- err
 					return
 				}
@@ -222,7 +222,8 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 	dev, ino := statDev(t, blob)
 	rec := &record.Record{Files: []record.File{{Dev: dev, Ino: ino, Path: blob + ".incomplete"}},
 		JIT: &record.JIT{Caches: []record.Cache{{Name: "huggingface", Root: filepath.Dir(hub)}}}}
-	if err := s.Finish(rec, results.startMono); err != nil {
+	s.Begin(results.startMono)
+	if err := s.Finish(rec); err != nil {
 		t.Fatal(err)
 	}
 	logCost(t, s)
@@ -427,7 +428,8 @@ func TestDownloadsOfCommandLineClients(t *testing.T) {
 			run, pid := runClient(t, shared, "exec:"+fmt.Sprintf(args, dest, srv.URL+"/big"))
 			dev, ino := statDev(t, dest)
 			rec := &record.Record{Files: []record.File{{Dev: dev, Ino: ino, Path: dest}}}
-			if err := s.Finish(rec, run.startMono); err != nil {
+			s.Begin(run.startMono)
+			if err := s.Finish(rec); err != nil {
 				t.Fatal(err)
 			}
 			if len(rec.Downloads) != 1 {

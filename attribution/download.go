@@ -1,0 +1,62 @@
+package attribution
+
+import "github.com/coldtrace/coldtrace/record"
+
+// Fate says whether a warm rerun would download again what a run
+// downloaded: it would not only when the data landed in a cache that
+// survives (DESIGN.md, "Does a cache survive?") and stayed there.
+type Fate string
+
+// The fates of a download.
+const (
+	// FateKept: written into a persistent cache and still there; a warm
+	// rerun finds it and skips the download.
+	FateKept Fate = "kept"
+	// FateMemory: the data never reached a file.
+	FateMemory Fate = "memory"
+	// FateDeleted: a file it was written to was gone at the end of the
+	// run (a temporary file).
+	FateDeleted Fate = "deleted"
+	// FateVolatile: the cache is on tmpfs or ramfs, lost at reboot.
+	FateVolatile Fate = "volatile"
+	// FateContainer: the cache is in an overlay filesystem, a container's
+	// writable layer, lost when the container is replaced.
+	FateContainer Fate = "container_layer"
+	// FateNoCache: written outside any cache coldtrace knows; whether the
+	// program looks there before downloading again is unknown.
+	FateNoCache Fate = "no_cache"
+)
+
+// Kept reports whether a warm rerun skips the download.
+func (f Fate) Kept() bool { return f == FateKept }
+
+// FateOf decides what a warm rerun would do about download d of r, and
+// returns the record's cache it landed in, when there is one.
+func FateOf(r *record.Record, d record.Download) (Fate, *record.Cache) {
+	if d.Path == "" {
+		return FateMemory, nil
+	}
+	for _, f := range d.Files {
+		if f.Gone {
+			return FateDeleted, nil
+		}
+	}
+	var c *record.Cache
+	if r.JIT != nil && d.Cache != "" {
+		for i := range r.JIT.Caches {
+			if r.JIT.Caches[i].Name == d.Cache {
+				c = &r.JIT.Caches[i]
+				break
+			}
+		}
+	}
+	switch {
+	case c == nil:
+		return FateNoCache, nil
+	case c.Volatile || c.FS == "tmpfs" || c.FS == "ramfs":
+		return FateVolatile, c
+	case c.FS == "overlay" || c.FS == "overlayfs":
+		return FateContainer, c
+	}
+	return FateKept, c
+}
