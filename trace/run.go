@@ -130,7 +130,7 @@ func (s *session) loadDownload(shared sched.Shared) error {
 	if s.opts.NoNetwork {
 		return nil
 	}
-	dl, err := download.Open(download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads})
+	dl, err := download.Open(download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor()})
 	if err != nil {
 		return err
 	}

@@ -32,14 +32,19 @@ type Shared struct {
 	TaskStates *ebpf.Map
 	// Threads is the core's per-thread slot array.
 	Threads *ebpf.Map
+	// Rights, when set, is whose rights the written files are looked up
+	// with (the command's user: internal/actor), so a sudo user's run
+	// never names a file that user could not see. Nil: coldtrace's own.
+	Rights interface{ Do(func() error) error }
 }
 
 // Sensor is the loaded network probes and their reader.
 type Sensor struct {
-	objs  bpfdl.DownloadObjects
-	links []link.Link
-	rd    *ringbuf.Reader
-	done  chan struct{}
+	rights interface{ Do(func() error) error }
+	objs   bpfdl.DownloadObjects
+	links  []link.Link
+	rd     *ringbuf.Reader
+	done   chan struct{}
 
 	// progress is each open connection's bytes at every poll; only the
 	// session's goroutine (Poll, Finish) touches it.
@@ -75,7 +80,7 @@ func Open(shared Shared) (*Sensor, error) {
 	if shared.TaskStates == nil || shared.Threads == nil {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
-	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}}
+	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights}
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfdl.DownloadMapTaskStates: shared.TaskStates,
 		bpfdl.DownloadMapThreads:    shared.Threads,
@@ -327,13 +332,24 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	if err != nil {
 		return err
 	}
-	rec.Downloads = Build(conns, writes, Env{
-		StartMono:  s.startMono,
-		Locate:     fileLocator(rec.Files, s.openNames),
-		Samples:    rec.Samples,
-		IntervalNS: rec.IntervalNS,
-		Progress:   s.progress,
-	})
+	build := func() error {
+		rec.Downloads = Build(conns, writes, Env{
+			StartMono:  s.startMono,
+			Locate:     fileLocator(rec.Files, s.openNames),
+			Samples:    rec.Samples,
+			IntervalNS: rec.IntervalNS,
+			Progress:   s.progress,
+		})
+		return nil
+	}
+	if s.rights != nil {
+		err = s.rights.Do(build)
+	} else {
+		err = build()
+	}
+	if err != nil {
+		return fmt.Errorf("locate downloaded files: %w", err)
+	}
 	for i := range rec.Downloads {
 		d := &rec.Downloads[i]
 		if d.Path == "" {
