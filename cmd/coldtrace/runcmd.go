@@ -36,6 +36,7 @@ type runOptions struct {
 	jitUprobes  []string
 	jitSyscalls string
 	exports     exportOptions
+	metrics     metricsOptions
 	command     []string
 }
 
@@ -56,6 +57,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringArrayVar(&o.jitUprobes, "jit-uprobe", nil, "time calls of `LIB:SYMBOL` as compiles (repeatable)")
 	fs.StringVar(&o.jitSyscalls, "jit-syscalls", trace.JITSyscallsAuto, "when to trace the path syscalls kernel-cache hits and misses come from: `auto` (once a process uses a framework with a kernel cache, e.g. python, libcuda; from the start when the command is one) or always")
 	o.exports.addFlags(fs)
+	o.metrics.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -98,6 +100,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if err := o.exports.check(); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
+	if err := o.metrics.check(o.user); err != nil {
+		return fail(stderr, exitUsage, err)
+	}
 
 	// Signals are cmd's from here on: during the run they go to the
 	// command (trace.Options.Signals); once it has exited they are caught
@@ -127,6 +132,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if rec.StartError != "" {
 		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", rec.StartError)
 	}
+	rec.Labels = o.metrics.labels
 	if beforeOutputs != nil {
 		beforeOutputs()
 	}
@@ -140,6 +146,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		}
 	}
 	if err := o.exports.write(rec, res); err != nil {
+		fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+		failed = true
+	}
+	if err := o.metrics.write(ctx, stderr, rec, res); err != nil {
 		fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
 		failed = true
 	}
