@@ -227,6 +227,30 @@ scrape_configs:
 			t.Errorf("%s: Prometheus wall %v, JSON summary %v", host, wall[host], want)
 		}
 	}
+	// The README's queries.
+	closeTo := func(a, b float64) bool { d := a - b; return d < 1e-9*max(1, b) && -d < 1e-9*max(1, b) }
+	wantShare := float64(cold.category("disk_read")+warm.category("disk_read")) / float64(cold.WallNS+warm.WallNS)
+	share := promQuery(t, promURL, `sum by (job) (coldtrace_run_category_seconds{job="coldtrace_e2e",category="disk_read"}) / sum by (job) (coldtrace_run_wall_seconds{job="coldtrace_e2e"})`)
+	if len(share) != 1 || !closeTo(share[0].value, wantShare) {
+		t.Errorf("disk-read share %v, JSON summaries give %v", share, wantShare)
+	}
+	if top := promQuery(t, promURL, `topk(1, coldtrace_run_category_seconds{job="coldtrace_e2e", category="disk_read"})`); len(top) != 1 || top[0].labels["host"] != "node1" {
+		t.Errorf("rank with the most disk reads: %v, want node1", top)
+	}
+	slowest := "node1"
+	if warm.WallNS > cold.WallNS {
+		slowest = "node2"
+	}
+	if top := promQuery(t, promURL, `topk(1, coldtrace_run_wall_seconds{job="coldtrace_e2e"})`); len(top) != 1 || top[0].labels["host"] != slowest {
+		t.Errorf("slowest rank: %v, want %s", top, slowest)
+	}
+	gap := promQuery(t, promURL, `max(coldtrace_run_wall_seconds{job="coldtrace_e2e"}) - quantile(0.5, coldtrace_run_wall_seconds{job="coldtrace_e2e"})`)
+	w1, w2 := float64(cold.WallNS)/1e9, float64(warm.WallNS)/1e9
+	if want := (max(w1, w2) - min(w1, w2)) / 2; len(gap) != 1 || !closeTo(gap[0].value, want) {
+		t.Errorf("slowest minus median: %v, want %v (the median of two interpolates)", gap, want)
+	}
+	t.Logf("disk-read share %.3f; slowest %s", wantShare, slowest)
+
 	// Each run is its own group: instance from the host label.
 	for _, s := range promQuery(t, promURL, `coldtrace_run_cold{job="coldtrace_e2e"}`) {
 		if s.labels["instance"] != s.labels["host"] || s.labels["model"] != "test" {
@@ -240,6 +264,38 @@ scrape_configs:
 			t.Errorf("%s: cold %v, want %v", s.labels["host"], s.value, want)
 		}
 	}
+	// node1 again, warm now: its group is replaced, not joined.
+	again := runNode("node1")
+	want := float64(again.WallNS) / 1e9
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		wall = byHost(promQuery(t, promURL, `coldtrace_run_wall_seconds{job="coldtrace_e2e"}`))
+		if wall["node1"] == want || time.Now().After(deadline) {
+			break
+		}
+	}
+	if wall["node1"] != want || len(wall) != 2 {
+		t.Errorf("after node1's second run Prometheus has %v, want node1 = %v and node2", wall, want)
+	}
+	if n := pushgatewayGroups(t, pgwURL); n != 2 {
+		t.Errorf("the Pushgateway holds %d groups, want 2 (one per instance)", n)
+	}
+}
+
+// pushgatewayGroups counts the groups the Pushgateway holds.
+func pushgatewayGroups(t *testing.T, base string) int {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("pushgateway /api/v1/metrics: %v", err)
+	}
+	return len(body.Data)
 }
 
 func parseTextfile(t *testing.T, b []byte) map[string]*dto.MetricFamily {
