@@ -122,6 +122,7 @@ func Merge(inputs []Input) (*Job, error) {
 	if len(job.Ranks) > 1 {
 		m, s := job.Ranks[job.Median], job.Ranks[job.Slowest]
 		v := compare.New(m.record, s.record, m.result, s.result).Verdict
+		keepCostlyFiles(&v, s.Causes)
 		job.Why = &v
 	}
 	job.Common, job.Particular = causes(job.Ranks)
@@ -169,6 +170,33 @@ func rankCauses(r *record.Record, res *attribution.Result) []Cause {
 	}
 	slices.SortStableFunc(out, func(a, b Cause) int { return cmp.Compare(b.NS, a.NS) })
 	return out
+}
+
+// keepCostlyFiles narrows the disk_read reason to the files that were
+// causes on the slowest rank (compare lists every file that became
+// uncached, a few pages of libc included), when any of them is one.
+func keepCostlyFiles(v *compare.Verdict, causes []Cause) {
+	costly := map[string]bool{}
+	for _, c := range causes {
+		if c.Kind == PageCache {
+			costly[c.Name] = true
+		}
+	}
+	for i := range v.With {
+		ch := &v.With[i]
+		if ch.Category != attribution.DiskRead {
+			continue
+		}
+		var keep []string
+		for _, f := range ch.Files {
+			if costly[f] {
+				keep = append(keep, f)
+			}
+		}
+		if len(keep) > 0 {
+			ch.Files = keep
+		}
+	}
 }
 
 // nameRanks names each rank by its rank label ("rank 3"), else its host

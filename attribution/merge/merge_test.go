@@ -79,6 +79,29 @@ func TestMergeNamesTheColdRank(t *testing.T) {
 	}
 }
 
+// A file that became uncached but cost little (a few pages of libc) is
+// not named as the reason.
+func TestReasonNamesCostlyFilesOnly(t *testing.T) {
+	in := fourRanks(t)
+	for _, x := range in {
+		if x.Record.Labels["rank"] == "2" {
+			for i := range x.Record.Files {
+				if x.Record.Files[i].Path != "/home/dev/truth/data/model.bin" && x.Record.Files[i].PagesAccessed > 0 {
+					x.Record.Files[i].PagesMissed = 1
+					x.Record.Files[i].BytesFromDisk = 4096
+				}
+			}
+		}
+	}
+	job, err := Merge(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := job.Why.With[0].Files; len(f) != 1 || f[0] != "/home/dev/truth/data/model.bin" {
+		t.Errorf("reason files %v, want model.bin only", f)
+	}
+}
+
 func TestMergeWarnsOnDifferentCommands(t *testing.T) {
 	in := fourRanks(t)
 	in[0].Record.Command = []string{"python", "other.py"}

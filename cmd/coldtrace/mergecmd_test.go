@@ -61,16 +61,29 @@ func TestMergeOfRealRanks(t *testing.T) {
 		}
 		records = append(records, rec)
 	}
-	trace(2) // cold: the file was just evicted
-	for _, rank := range []int{0, 1, 3} {
-		warmUp(t, path)
-		trace(rank)
+	// A warm rank can take longer than the cold one when this shared VM
+	// stalls it (seen: a warm rank at 416 ms against the cold one's 219 ms,
+	// load average 10): one more
+	// try is allowed, never more.
+	var code int
+	var stdout, stderr string
+	for try := 1; ; try++ {
+		records = nil
+		evict(t, path)
+		trace(2) // cold: the file was just evicted
+		for _, rank := range []int{0, 1, 3} {
+			warmUp(t, path)
+			trace(rank)
+		}
+		code, stdout, stderr = coldtrace(t, nil, append([]string{"merge"}, records...)...)
+		if code != 0 {
+			t.Fatalf("merge: exit %d: %s", code, stderr)
+		}
+		t.Logf("merge (try %d):\n%s", try, stdout)
+		if strings.Contains(stdout, "rank 2 was ") || try == 2 {
+			break
+		}
 	}
-	code, stdout, stderr := coldtrace(t, nil, append([]string{"merge"}, records...)...)
-	if code != 0 {
-		t.Fatalf("merge: exit %d: %s", code, stderr)
-	}
-	t.Logf("merge:\n%s", stdout)
 	if !strings.Contains(stdout, "rank 2 was ") || !strings.Contains(stdout, "more disk reads — its node did not have "+path+" cached") {
 		t.Errorf("merge does not name rank 2 and %s", path)
 	}
