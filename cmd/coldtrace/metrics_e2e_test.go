@@ -453,3 +453,41 @@ func TestInvalidLabelRefusedBeforeRun(t *testing.T) {
 		t.Errorf("--push without scheme: exit %d, %q", code, stderr)
 	}
 }
+
+// Under sudo the textfile is written with the invoking user's rights: a
+// directory they may not write is refused before the run, and in their
+// own directory the file is theirs.
+func TestPromTextfileAsSudoUser(t *testing.T) {
+	requireTracing(t)
+	sudo := []string{"SUDO_UID=65534", "SUDO_GID=65534", "SUDO_USER=nobody"}
+	mkdir := func(uid int) string {
+		d, err := os.MkdirTemp("", "coldtrace-prom-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	rootDir, userDir := mkdir(0), mkdir(65534)
+	code, stdout, stderr := coldtrace(t, sudo, "-q", "--prom-textfile", rootDir, "--", "echo", "ran")
+	if code != exitUsage || strings.Contains(stdout, "ran") || !strings.Contains(stderr, "--prom-textfile") {
+		t.Errorf("root's directory: exit %d, stdout %q, stderr %q; want refused before the run", code, stdout, stderr)
+	}
+	code, _, stderr = coldtrace(t, sudo, "-q", "--prom-textfile", userDir, "--label", "host=n1", "--", "true")
+	if code != 0 {
+		t.Fatalf("user's directory: exit %d: %s", code, stderr)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(userDir, "coldtrace_coldtrace_n1.prom"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Uid != 65534 {
+		t.Errorf("textfile owned by uid %d, want the sudo user's 65534", st.Uid)
+	}
+}
