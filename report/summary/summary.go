@@ -24,18 +24,19 @@ type Summary struct {
 	StartError string   `json:"start_error,omitempty"`
 	// Interrupted is set when coldtrace itself was stopped before the
 	// command ended on its own: the numbers cover the part that ran.
-	Interrupted bool        `json:"interrupted"`
-	WallNS      int64       `json:"wall_ns"`
-	StartupNS   int64       `json:"startup_ns"`
-	LostEvents  uint64      `json:"lost_events"`
-	Lost        record.Lost `json:"lost"`
-	User        record.User `json:"user"`
-	// Labels are the run's --label pairs.
-	Labels    map[string]string `json:"labels,omitempty"`
-	Files     []File            `json:"files"`
-	Processes []Process         `json:"processes"`
-	Warnings  []string          `json:"warnings,omitempty"`
-	Self      record.SelfCost   `json:"coldtrace"`
+	Interrupted bool            `json:"interrupted"`
+	WallNS      int64           `json:"wall_ns"`
+	StartupNS   int64           `json:"startup_ns"`
+	LostEvents  uint64          `json:"lost_events"`
+	Lost        record.Lost     `json:"lost"`
+	User        record.User     `json:"user"`
+	Files       []File          `json:"files"`
+	Processes   []Process       `json:"processes"`
+	Warnings    []string        `json:"warnings,omitempty"`
+	Self        record.SelfCost `json:"coldtrace"`
+
+	// Labels are the run's --label pairs (host, rank, job, …).
+	Labels map[string]string `json:"labels,omitempty"`
 
 	// From the attribution engine: all six categories, summing to WallNS.
 	Breakdown       []Row                    `json:"breakdown"`
@@ -139,8 +140,9 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 	}
 	s := &Summary{Schema: Schema, Command: r.Command, ExitCode: r.ExitCode, Signal: r.Signal,
 		StartError: r.StartError, Interrupted: r.Interrupted, WallNS: r.WallNS, StartupNS: r.StartupNS, LostEvents: r.Lost.Total(),
-		Lost: r.Lost, User: r.User, Labels: r.Labels, Warnings: r.Warnings, Self: r.Self,
+		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self,
 		Files: []File{}, Processes: []Process{}}
+	s.Labels = r.Labels
 	for _, f := range FilesByCost(r.Files) {
 		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
 			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: HitRatio(f),
