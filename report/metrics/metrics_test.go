@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -144,6 +145,16 @@ func TestRegistryMatchesAttribution(t *testing.T) {
 			}
 			if got := value(t, fams, Prefix+"cold", run); (got == 1) != res.Cold {
 				t.Errorf("cold %v, result %v", got, res.Cold)
+			}
+			if got := value(t, fams, Prefix+"downloads_total", run); got != float64(len(r.Downloads)) {
+				t.Errorf("downloads %v, want %d", got, len(r.Downloads))
+			}
+			if row := res.Row(attribution.GPUCompute); row != nil {
+				for _, g := range row.GPUs {
+					if got := value(t, fams, Prefix+"gpu_busy_seconds", map[string]string{"gpu": strconv.Itoa(g.Index)}); got != float64(g.BusyNS)/1e9 {
+						t.Errorf("GPU %d busy %v, want %v", g.Index, got, float64(g.BusyNS)/1e9)
+					}
+				}
 			}
 			if r.JIT != nil {
 				for _, c := range r.JIT.Caches {
