@@ -264,6 +264,10 @@ scrape_configs:
 			t.Errorf("%s: cold %v, want %v", s.labels["host"], s.value, want)
 		}
 	}
+	if c := promQuery(t, promURL, `coldtrace_run_cold{job="coldtrace_e2e"} == 1`); len(c) != 1 || c[0].labels["host"] != "node1" {
+		t.Errorf("ranks that started cold: %v, want node1", c)
+	}
+
 	// node1 again, warm now: its group is replaced, not joined.
 	again := runNode("node1")
 	want := float64(again.WallNS) / 1e9
