@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/attribution/merge"
+	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
 	reportmerge "github.com/coldtrace/coldtrace/report/merge"
@@ -36,9 +39,21 @@ func mergeCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() == 0 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: merge takes record files (usage: coldtrace merge [--json] RECORD…)", errUsage))
 	}
+	// Records are read, and the output written, with the rights of the
+	// user coldtrace acts for (under sudo: the invoking user).
+	who, err := actor.Resolve("", os.Getenv)
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	toFile := *out != "" && *out != outfile.Stdout
+	if toFile {
+		if err := outfile.Check(who, outfile.Output{Flag: "-o", Path: *out}); err != nil {
+			return fail(stderr, exitUsage, err)
+		}
+	}
 	var inputs []merge.Input
 	for _, path := range fs.Args() {
-		r, err := record.ReadFile(path)
+		r, err := readMergeInput(who, path)
 		if err != nil {
 			return fail(stderr, exitFailure, err)
 		}
@@ -54,20 +69,34 @@ func mergeCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return reportmerge.WriteText(w, job)
 	}
-	if *out == "" || *out == "-" {
-		err = render(stdout)
+	if toFile {
+		err = outfile.Write(who, *out, render)
 	} else {
-		err = record.WriteFileAtomic(*out, render)
+		err = render(stdout)
 	}
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
 	// The text carries its warnings; JSON and file output get them on
 	// stderr too, where a person will see them.
-	if *asJSON || (*out != "" && *out != "-") {
+	if *asJSON || toFile {
 		for _, w := range job.Warnings {
 			fmt.Fprintf(stderr, "coldtrace: warning: %s\n", format.Escape(w))
 		}
 	}
 	return 0
+}
+
+// readMergeInput reads one record with a's rights.
+func readMergeInput(a actor.Actor, path string) (*record.Record, error) {
+	f, err := a.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := record.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
 }

@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/coldtrace/coldtrace/internal/fixtures"
+	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -103,5 +106,55 @@ func TestMergeOfRealRanks(t *testing.T) {
 	}
 	if doc.Ranks[doc.Slowest].Labels["host"] != "node2" {
 		t.Errorf("JSON slowest %+v", doc.Ranks[doc.Slowest])
+	}
+}
+
+// Under sudo, merge reads records and writes -o as the invoking user: a
+// record only root may read is refused, and the output is the user's.
+func TestMergeAsSudoUser(t *testing.T) {
+	testenv.RequireRoot(t)
+	sudo := []string{"SUDO_UID=65534", "SUDO_GID=65534", "SUDO_USER=nobody"}
+	dir, err := os.MkdirTemp("", "coldtrace-merge-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := writeLabelled(t, dir, "truth-cold", map[string]string{"rank": "0"})
+	b := writeLabelled(t, dir, "truth-warm", map[string]string{"rank": "1"})
+	for _, p := range []string{a, b} {
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := writeLabelled(t, dir, "truth-warm", map[string]string{"rank": "2"})
+	if err := os.Chmod(secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := coldtrace(t, sudo, "merge", a, b, secret); code != exitFailure || !strings.Contains(stderr, "permission denied") {
+		t.Errorf("root-only record: exit %d, %q; want refused", code, stderr)
+	}
+	outDir := filepath.Join(dir, "out")
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(outDir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(outDir, "merge.txt")
+	if code, _, stderr := coldtrace(t, sudo, "merge", "-o", out, a, b); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(out, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Uid != 65534 {
+		t.Errorf("merge output owned by uid %d, want 65534", st.Uid)
+	}
+	if code, _, _ := coldtrace(t, sudo, "merge", "-o", filepath.Join(dir, "root-owned-dir.txt"), a, b); code != exitUsage {
+		t.Errorf("-o in a directory the user may not write: exit %d, want %d before reading", code, exitUsage)
 	}
 }
