@@ -42,6 +42,9 @@ type Record struct {
 
 	User User `json:"user"`
 	Host Host `json:"host"`
+	// Labels are the run's own names for itself (--label k=v: host, rank,
+	// job, model): metrics, pprof samples and `coldtrace merge` carry them.
+	Labels map[string]string `json:"labels,omitempty"`
 
 	// IntervalNS is the sampling period of Samples.
 	IntervalNS int64 `json:"interval_ns"`

@@ -44,6 +44,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, launched 
 			return reportCommand(args[1:], stdout, stderr)
 		case "diff":
 			return diffCommand(args[1:], stdout, stderr)
+		case "merge":
+			return mergeCommand(args[1:], stdout, stderr)
 		case "status":
 			return statusCommand(args[1:], stdout, stderr)
 		case "evict":
@@ -71,6 +73,7 @@ usage:
   coldtrace report [--format text|json|pprof|perfetto] [-o PATH] RECORD
                                                 re-render a saved record (no root needed)
   coldtrace diff [--json] A B                   compare two records (cold first)
+  coldtrace merge [--json] RECORD...            one answer for the ranks of a job: slowest rank and why
   coldtrace status [--from RECORD] [--json] [PATH...]
                                                 page cache and kernel caches now; predicts the next run
   coldtrace evict [--json] PATH...|--from RECORD

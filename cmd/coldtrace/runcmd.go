@@ -40,6 +40,7 @@ type runOptions struct {
 	exports     exportOptions
 	checkpoints checkpointOptions
 	cold        coldOptions
+	metrics     metricsOptions
 	command     []string
 	// jsonFD is --json-fd: an inherited descriptor for the JSON summary.
 	jsonFD int
@@ -68,6 +69,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	o.checkpoints.addFlags(fs)
 	fs.IntVar(&o.jsonFD, "json-fd", -1, "write the JSON summary to inherited descriptor `N` (e.g. --json-fd 3 3>summary.json)")
 	o.cold.addFlags(fs)
+	o.metrics.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -131,6 +133,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		fmt.Fprintf(stderr, "coldtrace: warning: %s\n", msg)
 	})
 	ckpt := o.checkpoints.writer(a, o.recordPath, launched, stderr)
+	if err := o.metrics.check(o.user); err != nil {
+		return fail(stderr, exitUsage, err)
+	}
 
 	// Signals are cmd's from here on: during the run they go to the
 	// command (trace.Options.Signals); once it has exited they are caught
@@ -173,6 +178,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	}
 	cold.cleanup(stderr) // before the outputs, so the record says whether the caches stayed
 	rec.MadeCold = cold.record()
+	rec.Labels = o.metrics.labels
 	if beforeOutputs != nil {
 		beforeOutputs()
 	}
@@ -187,6 +193,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		}
 	}
 	if err := o.exports.write(a, stdout, rec, res); err != nil {
+		fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+		failed = true
+	}
+	if err := o.metrics.write(ctx, stderr, rec, res); err != nil {
 		fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
 		failed = true
 	}

@@ -35,7 +35,9 @@ const (
 // processes (other wait) end at the category. The wall values sum to the
 // wall time and each category's to its row; the disk_read values sum to
 // the record's bytes from disk. Samples carry labels category, comm,
-// file, cache and compiler, and the numeric label pid.
+// file, cache and compiler, the numeric label pid, and the run's own
+// labels (record.Labels: host, rank, …) so that profiles of many ranks
+// stay apart once merged or pushed to a profiling server.
 func Write(w io.Writer, r *record.Record, res *attribution.Result) error {
 	p, err := Build(r, res)
 	if err != nil {
@@ -56,6 +58,7 @@ func Build(r *record.Record, res *attribution.Result) (*profile.Profile, error) 
 		res = attribution.Analyze(r)
 	}
 	b := newBuilder(r, res)
+	b.runLabels = r.Labels
 	pi := newProcIndex(r)
 	for i := range res.Breakdown {
 		row := &res.Breakdown[i]
@@ -102,6 +105,9 @@ type builder struct {
 	locs    map[frame]*profile.Location
 	samples map[string]*profile.Sample
 	order   []string
+	// runLabels go on every sample; a sample's own label of the same
+	// name wins (the metrics' label check refuses such names up front).
+	runLabels map[string]string
 }
 
 func newBuilder(r *record.Record, res *attribution.Result) *builder {
@@ -151,6 +157,9 @@ func (b *builder) location(fr frame) *profile.Location {
 func (b *builder) add(stack []frame, labels map[string]string, pid int32, wall, bytes int64) {
 	if wall == 0 && bytes == 0 {
 		return
+	}
+	if len(b.runLabels) > 0 {
+		labels = mergeLabels(b.runLabels, labels)
 	}
 	locs := make([]*profile.Location, len(stack))
 	var key strings.Builder

@@ -308,3 +308,32 @@ func fixture(t *testing.T, name string) (*record.Record, *attribution.Result) {
 	r := fixtures.Record(t, name)
 	return r, attribution.Analyze(r)
 }
+
+// A run's labels go on every sample, so that profiles of many ranks stay
+// apart when merged; a sample's own label of the same name wins.
+func TestRunLabelsOnEverySample(t *testing.T) {
+	r := fixtures.Record(t, "cat-cold")
+	r.Labels = map[string]string{"host": "node1", "rank": "3", "category": "clash"}
+	var buf bytes.Buffer
+	if err := Write(&buf, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Sample) == 0 {
+		t.Fatal("no samples")
+	}
+	for _, s := range p.Sample {
+		if got := s.Label["host"]; len(got) != 1 || got[0] != "node1" {
+			t.Errorf("sample %v: host label %v, want [node1]", frames(s), got)
+		}
+		if got := s.Label["rank"]; len(got) != 1 || got[0] != "3" {
+			t.Errorf("sample %v: rank label %v, want [3]", frames(s), got)
+		}
+		if got := s.Label["category"]; len(got) != 1 || got[0] == "clash" {
+			t.Errorf("sample %v: category label %v: the run label must not replace it", frames(s), got)
+		}
+	}
+}

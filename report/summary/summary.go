@@ -42,6 +42,9 @@ type Summary struct {
 	// run: the numbers end at Partial.AtNS and ExitCode means nothing.
 	Partial *record.Partial `json:"partial,omitempty"`
 
+	// Labels are the run's --label pairs (host, rank, job, …).
+	Labels map[string]string `json:"labels,omitempty"`
+
 	// From the attribution engine: all six categories, summing to WallNS.
 	Breakdown       []Row                    `json:"breakdown"`
 	Phases          []attribution.Phase      `json:"phases"`
@@ -173,6 +176,7 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 		StartError: r.StartError, Interrupted: r.Interrupted, Partial: r.Partial, WallNS: r.WallNS, StartupNS: r.StartupNS, LostEvents: r.Lost.Total(),
 		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self, MadeCold: r.MadeCold,
 		Files: []File{}, Processes: []Process{}}
+	s.Labels = r.Labels
 	for _, f := range FilesByCost(r.Files) {
 		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
 			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: HitRatio(f),

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/outfile"
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/metrics"
+)
+
+// metricsOptions are a run's labels and its Prometheus outputs.
+type metricsOptions struct {
+	labelPairs  []string
+	pushURL     string
+	textfileDir string
+
+	labels map[string]string // parsed labelPairs
+	actor  actor.Actor       // whose rights write the textfile
+}
+
+// addFlags registers --label, --push and --prom-textfile on fs.
+func (o *metricsOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.labelPairs, "label", nil, "label the run `NAME=VALUE` (repeatable: host, rank, job, model); kept in the record, on every metric and pprof sample")
+	fs.StringVar(&o.pushURL, "push", "", "push the run's metrics to the Prometheus Pushgateway at `URL` (group: job and instance labels); a failed push is a warning")
+	fs.StringVar(&o.textfileDir, "prom-textfile", "", "write the run's metrics into `DIR` for node_exporter's textfile collector (coldtrace_JOB_INSTANCE.prom, replaced atomically)")
+}
+
+// check parses the labels and checks the outputs before the run, with
+// the rights of the user coldtrace acts for (user is --user).
+func (o *metricsOptions) check(user string) error {
+	labels, err := metrics.ParseLabels(o.labelPairs)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	o.labels = labels
+	if o.pushURL != "" {
+		u, err := url.Parse(o.pushURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: --push %q: want an http:// or https:// URL of a Pushgateway", errUsage, o.pushURL)
+		}
+	}
+	if o.textfileDir == "" {
+		return nil
+	}
+	if o.actor, err = actor.Resolve(user, os.Getenv); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	st, err := os.Stat(o.textfileDir)
+	if err != nil {
+		return fmt.Errorf("%w: --prom-textfile: %v", errUsage, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%w: --prom-textfile %s: not a directory", errUsage, o.textfileDir)
+	}
+	host, _ := os.Hostname()
+	probe := &record.Record{Labels: labels, Host: record.Host{Hostname: host}}
+	return outfile.Check(o.actor, outfile.Output{Flag: "--prom-textfile", Path: filepath.Join(o.textfileDir, metrics.TextfileName(probe))})
+}
+
+// write publishes the run's metrics. A push that fails is a warning (the
+// Pushgateway is someone else's service; the run's own outputs matter
+// more); a textfile that cannot be written is an error.
+func (o *metricsOptions) write(ctx context.Context, stderr io.Writer, rec *record.Record, res *attribution.Result) error {
+	if o.pushURL != "" {
+		if err := metrics.Push(ctx, o.pushURL, rec, res); err != nil {
+			fmt.Fprintf(stderr, "coldtrace: warning: %v\n", err)
+		}
+	}
+	if o.textfileDir == "" {
+		return nil
+	}
+	reg, err := metrics.Registry(rec, res)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(o.textfileDir, metrics.TextfileName(rec))
+	return outfile.Write(o.actor, path, func(w io.Writer) error { return metrics.WriteText(w, reg) })
+}
