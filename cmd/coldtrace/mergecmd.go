@@ -85,4 +85,3 @@ func mergeCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
-
