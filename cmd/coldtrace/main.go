@@ -50,6 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, launched 
 			return evictCommand(args[1:], stdout, stderr)
 		case "prefetch":
 			return prefetchCommand(args[1:], stdout, stderr)
+		case "bench":
+			return benchCommand(ctx, args[1:], stdout, stderr)
 		case "version", "--version":
 			fmt.Fprintf(stdout, "coldtrace %s\n", version)
 			return 0
@@ -75,6 +77,7 @@ usage:
                                                 drop exactly these files from the page cache
   coldtrace prefetch [--dry-run] [--force] PATH...|--from RECORD
                                                 read only what is not cached
+  sudo coldtrace bench [-n PAIRS] --a 'CMD' --b 'CMD' | --cold-warm -- CMD   interleaved A/B runs: drift, verdict, why
   coldtrace version
 
 run 'coldtrace run --help', 'coldtrace report --help' or 'coldtrace diff --help' for flags.
