@@ -88,8 +88,9 @@ type Kind string
 const (
 	BFaster Kind = "b_faster"
 	BSlower Kind = "b_slower"
-	// NoDifference: the bracketed differences straddle zero, or their
-	// median is smaller than the drift.
+	// NoDifference: the bracketed differences straddle zero, their median
+	// is smaller than the drift, or the B runs' median lies within the
+	// range of the A runs.
 	NoDifference Kind = "no_difference_beyond_drift"
 	// TooFew: no B had a counted A beside it.
 	TooFew Kind = "too_few_runs"
@@ -111,6 +112,10 @@ type Verdict struct {
 	Straddles bool `json:"range_includes_zero,omitempty"`
 	// WithinDrift: |median difference| < |drift|.
 	WithinDrift bool `json:"within_drift,omitempty"`
+	// WithinSpread: the median of the B runs lies between the fastest
+	// and the slowest counted A (seed 004: the Bs fell inside the As'
+	// spread, so nothing could be said).
+	WithinSpread bool `json:"within_a_spread,omitempty"`
 	// Why lists the categories that make the difference: those whose
 	// median difference is at least a tenth of the whole difference,
 	// largest first.
@@ -127,11 +132,19 @@ type Verdict struct {
 type Summary struct {
 	Status []Status `json:"status"`
 	Pairs  []Pair   `json:"pairs"`
-	// DriftNS is the last counted A minus the first; DriftPct the same
-	// against the first. HasDrift is false with fewer than two As.
-	HasDrift bool    `json:"has_drift"`
-	DriftNS  int64   `json:"drift_ns"`
-	DriftPct float64 `json:"drift_pct"`
+	// FirstLastNS is the last counted A minus the first (seed 004's
+	// check), FirstLastPct the same against the first. DriftNS is the
+	// drift the verdict weighs: the Theil–Sen line through the counted As
+	// (the median of the slopes between every two of them) from the first
+	// A to the last, so one noisy A at an end does not pass for a drifting
+	// machine; with two As it is FirstLastNS. DriftPct is against the
+	// line's value at the first A. HasDrift is false with fewer than two
+	// counted As.
+	HasDrift     bool    `json:"has_drift"`
+	FirstLastNS  int64   `json:"first_last_ns"`
+	FirstLastPct float64 `json:"first_last_pct"`
+	DriftNS      int64   `json:"drift_ns"`
+	DriftPct     float64 `json:"drift_pct"`
 	// MedianNS is the median of the pairs' differences (B minus A);
 	// MinNS and MaxNS their range; MedianPct the median of their percents.
 	MedianNS  int64   `json:"median_diff_ns"`
@@ -151,19 +164,24 @@ func Analyze(runs []Run, opt Options) Summary {
 	isA := func(i int) bool { return runs[i].Side == A }
 	isB := func(i int) bool { return runs[i].Side == B }
 
-	first, last := -1, -1
+	var aPos []int
 	for i := range runs {
 		if isA(i) && counted(i) {
-			if first < 0 {
-				first = i
-			}
-			last = i
+			aPos = append(aPos, i)
 		}
 	}
-	if first >= 0 && last > first {
+	if len(aPos) >= 2 {
+		first, last := aPos[0], aPos[len(aPos)-1]
 		s.HasDrift = true
-		s.DriftNS = runs[last].WallNS - runs[first].WallNS
-		s.DriftPct = pct(s.DriftNS, runs[first].WallNS)
+		s.FirstLastNS = runs[last].WallNS - runs[first].WallNS
+		s.FirstLastPct = pct(s.FirstLastNS, runs[first].WallNS)
+		walls := make([]float64, len(aPos))
+		for k, i := range aPos {
+			walls[k] = float64(runs[i].WallNS)
+		}
+		slope, atFirst := theilSen(aPos, walls)
+		s.DriftNS = int64(math.Round(slope * float64(last-first)))
+		s.DriftPct = pct(s.DriftNS, int64(math.Round(atFirst)))
 	}
 
 	for _, br := range Brackets(len(runs), isA, isB, counted) {
@@ -199,7 +217,17 @@ func Analyze(runs []Run, opt Options) Summary {
 		cd.MinNS, cd.MaxNS = MinMax(ds)
 		s.Categories = append(s.Categories, cd)
 	}
-	s.Verdict = judge(s.Pairs, s.HasDrift, s.DriftNS)
+	var aWalls, bWalls []int64
+	for i, r := range runs {
+		if counted(i) && isA(i) {
+			aWalls = append(aWalls, r.WallNS)
+		} else if counted(i) && isB(i) {
+			bWalls = append(bWalls, r.WallNS)
+		}
+	}
+	spread := spread{bMedian: Median(bWalls)}
+	spread.aLo, spread.aHi = MinMax(aWalls)
+	s.Verdict = judge(s.Pairs, s.HasDrift, s.DriftNS, spread)
 	s.Verdict.Why = why(s.Categories, s.MedianNS, s.Verdict.Kind)
 
 	var clean []Pair
@@ -212,16 +240,19 @@ func Analyze(runs []Run, opt Options) Summary {
 		}
 	}
 	if interfered {
-		s.Verdict.CleanKind = judge(clean, s.HasDrift, s.DriftNS).Kind
+		s.Verdict.CleanKind = judge(clean, s.HasDrift, s.DriftNS, spread).Kind
 		s.Verdict.Interference = s.Verdict.CleanKind != s.Verdict.Kind || len(clean) == 0
 	}
 	return s
 }
 
+// spread is where the counted runs lie: the As' range, the Bs' median.
+type spread struct{ aLo, aHi, bMedian int64 }
+
 // judge applies the rule to pairs: no pair → TooFew; a range that
-// includes zero, or |median| < |drift| → NoDifference; otherwise the sign
-// of the median.
-func judge(pairs []Pair, hasDrift bool, driftNS int64) Verdict {
+// includes zero, |median| < |drift|, or a B median inside the As' range
+// → NoDifference; otherwise the sign of the median.
+func judge(pairs []Pair, hasDrift bool, driftNS int64, sp spread) Verdict {
 	if len(pairs) == 0 {
 		return Verdict{Kind: TooFew}
 	}
@@ -232,11 +263,12 @@ func judge(pairs []Pair, hasDrift bool, driftNS int64) Verdict {
 	med := Median(diffs)
 	lo, hi := MinMax(diffs)
 	v := Verdict{
-		Straddles:   lo <= 0 && hi >= 0,
-		WithinDrift: hasDrift && abs(med) < abs(driftNS),
+		Straddles:    lo <= 0 && hi >= 0,
+		WithinDrift:  hasDrift && abs(med) < abs(driftNS),
+		WithinSpread: sp.bMedian >= sp.aLo && sp.bMedian <= sp.aHi,
 	}
 	switch {
-	case v.Straddles || v.WithinDrift:
+	case v.Straddles || v.WithinDrift || v.WithinSpread:
 		v.Kind = NoDifference
 	case med < 0:
 		v.Kind = BFaster

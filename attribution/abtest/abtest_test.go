@@ -53,8 +53,8 @@ func TestRealTenPercent(t *testing.T) {
 	if len(s.Verdict.Why) != 1 || s.Verdict.Why[0].Category != attribution.CPU {
 		t.Errorf("why %+v, want cpu", s.Verdict.Why)
 	}
-	if !s.HasDrift || math.Abs(s.DriftPct-0.1) > 1e-9 {
-		t.Errorf("drift %v %.3f%%, want +0.1%%", s.HasDrift, s.DriftPct)
+	if !s.HasDrift || math.Abs(s.FirstLastPct-0.1) > 1e-9 {
+		t.Errorf("first vs last A %v %.3f%%, want +0.1%%", s.HasDrift, s.FirstLastPct)
 	}
 	slower := Analyze(series(900, 1000, 902, 1001, 899), Options{})
 	if slower.Verdict.Kind != BSlower {
@@ -69,8 +69,8 @@ func TestLinearDrift(t *testing.T) {
 	if s.Verdict.Kind != NoDifference {
 		t.Fatalf("verdict %+v, want no difference beyond drift", s.Verdict)
 	}
-	if math.Abs(s.DriftPct-30) > 1e-9 {
-		t.Errorf("drift %.2f%%, want 30%%", s.DriftPct)
+	if math.Abs(s.DriftPct-30) > 1e-9 || math.Abs(s.FirstLastPct-30) > 1e-9 {
+		t.Errorf("drift %.2f%%, first vs last %.2f%%, want 30%% and 30%%", s.DriftPct, s.FirstLastPct)
 	}
 	for _, p := range s.Pairs {
 		if p.DiffNS != 0 {
@@ -81,6 +81,18 @@ func TestLinearDrift(t *testing.T) {
 	d := Analyze(series(1000, 1020, 1100, 1120, 1200), Options{})
 	if d.Verdict.Kind != NoDifference || !d.Verdict.WithinDrift || d.Verdict.Straddles {
 		t.Errorf("small difference under drift: %+v", d.Verdict)
+	}
+}
+
+// Noise that happens to fall one way in every pair: the Bs lie inside
+// the As' spread, so it is no difference.
+func TestOneSidedNoiseWithinSpread(t *testing.T) {
+	s := Analyze(series(1000, 1001, 1006, 1002, 1003, 1000, 1004, 999, 1002), Options{})
+	if s.MaxNS >= 0 || s.Verdict.Straddles || s.Verdict.WithinDrift {
+		t.Fatalf("fixture: range %d…%d, %+v", s.MinNS, s.MaxNS, s.Verdict)
+	}
+	if s.Verdict.Kind != NoDifference || !s.Verdict.WithinSpread {
+		t.Errorf("verdict %+v, want no difference: the Bs lie within the As", s.Verdict)
 	}
 }
 
@@ -182,5 +194,20 @@ func TestMedian(t *testing.T) {
 	}
 	if got := Median([]uint64(nil)); got != 0 {
 		t.Errorf("empty: %v", got)
+	}
+}
+
+// One noisy A at an end is not drift: the fitted line through the As
+// stays flat, while first vs last shows the noise.
+func TestDriftIgnoresOneNoisyEnd(t *testing.T) {
+	s := Analyze(series(1000, 500, 1010, 505, 990, 498, 1005, 502, 1600), Options{OutlierFloor: 10})
+	if math.Abs(s.FirstLastPct-60) > 1e-9 {
+		t.Errorf("first vs last %.1f%%, want 60%%", s.FirstLastPct)
+	}
+	if math.Abs(s.DriftPct) > 10 {
+		t.Errorf("fitted drift %.1f%%, want under 10%% (first vs last says 60%%)", s.DriftPct)
+	}
+	if s.Verdict.Kind != BFaster {
+		t.Errorf("verdict %+v", s.Verdict)
 	}
 }

@@ -120,3 +120,24 @@ func madOutliers(xs []float64, floor float64) []bool {
 	}
 	return out
 }
+
+// theilSen fits a line through (x[i], y[i]) by the median of the slopes
+// between every two points, and gives the slope and the line's value at
+// x[0] (its intercept is the median of y − slope·x). It needs two points
+// with different x.
+func theilSen(x []int, y []float64) (slope, atFirst float64) {
+	var slopes []float64
+	for i := range x {
+		for j := i + 1; j < len(x); j++ {
+			if x[j] != x[i] {
+				slopes = append(slopes, (y[j]-y[i])/float64(x[j]-x[i]))
+			}
+		}
+	}
+	slope = Median(slopes)
+	rest := make([]float64, len(x))
+	for i := range x {
+		rest[i] = y[i] - slope*float64(x[i])
+	}
+	return slope, Median(rest) + slope*float64(x[0])
+}

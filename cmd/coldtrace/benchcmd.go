@@ -20,6 +20,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/report/bench"
+	"github.com/coldtrace/coldtrace/report/format"
 )
 
 type benchOptions struct {
@@ -249,7 +250,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			code = exitFailure
 		}
 	}
-	fmt.Fprintf(stderr, "A: %s\nB: %s\n", strings.Join(plan.A.Argv, " "), strings.Join(plan.B.Argv, " "))
+	fmt.Fprintf(stderr, "A: %s\nB: %s\n", format.EscapeAll(plan.A.Argv), format.EscapeAll(plan.B.Argv))
 	if plan.A.Cold {
 		fmt.Fprintln(stderr, "(A cold: the files earlier runs read evicted, JIT caches pointed at empty directories; B warm)")
 	}

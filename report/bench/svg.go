@@ -28,9 +28,8 @@ func SVG(w io.Writer, rep *abrun.Report) error {
 	)
 	n := len(rep.Runs)
 	width := left + right + max(n, 1)*(barW+gap)
-	legendW := 6*110 + left
-	width = max(width, legendW)
-	height := top + plotH + bottom
+	width = max(width, 6*110+left+right)
+	height := top + plotH + bottom + 16
 	var maxWall int64 = 1
 	for _, rr := range rep.Runs {
 		maxWall = max(maxWall, rr.WallNS)
@@ -41,7 +40,9 @@ func SVG(w io.Writer, rep *abrun.Report) error {
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
-	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="13">%s</text>`+"\n", left, xmlText("coldtrace bench: "+Verdict(rep.Summary)))
+	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="13">coldtrace bench: %d runs, drift %s</text>`+"\n", left, n, xmlText(driftWords(rep)))
+	fmt.Fprintf(&b, `<text x="%d" y="31"><title>%s</title>%s</text>`+"\n", left, xmlText(Verdict(rep.Summary)),
+		xmlText(format.Trim(Verdict(rep.Summary), (width-left)/6)))
 	// Axis with three ticks.
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left-4, top+plotH, width-right, top+plotH)
 	for _, f := range []float64{0, 0.5, 1} {
@@ -91,11 +92,18 @@ func SVG(w io.Writer, rep *abrun.Report) error {
 	}
 	ly += 16
 	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">A: %s</text>`+"\n", left, ly+9, sideColour[abtest.A], xmlText(strings.Join(rep.Plan.A.Argv, " ")))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">B: %s  (dashed: A runs, the drift; struck out: set apart or busy)</text>`+"\n",
-		left+width/2-left, ly+9, sideColour[abtest.B], xmlText(strings.Join(rep.Plan.B.Argv, " ")))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">B: %s</text>`+"\n", left, ly+25, sideColour[abtest.B], xmlText(strings.Join(rep.Plan.B.Argv, " ")))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555555">dashed line: the A runs (its slope is the drift); struck out: set apart (slow mode, outlier, failed) or busy; faded: warm-up</text>`+"\n", left, ly+41)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func driftWords(rep *abrun.Report) string {
+	if !rep.Summary.HasDrift {
+		return "unknown"
+	}
+	return fmt.Sprintf("%+.1f%% first vs last A, %+.1f%% along the As", rep.Summary.FirstLastPct, rep.Summary.DriftPct)
 }
 
 func runTitle(rr abrun.RunReport) string {

@@ -67,7 +67,7 @@ func Row(rr abrun.RunReport) string {
 	busy := fmt.Sprintf("%.0f%%", 100*rr.Interference.CPUMean)
 	if len(rr.Interference.Top) > 0 && rr.Interference.Top[0].CPUs >= 0.05 {
 		t := rr.Interference.Top[0]
-		busy += fmt.Sprintf(" (%s)", format.ProcessLabel(int32(t.PID), t.Comm))
+		busy += fmt.Sprintf(" (%s)", format.ProcessLabel(int32(t.PID), format.Escape(t.Comm)))
 	}
 	cells = append(cells, format.Duration(rr.SysNS), format.Bytes(rr.PeakRSSBytes), fmt.Sprint(rr.ExitCode), out, busy, Flags(rr))
 	return strings.Join(cells, "\t")
@@ -78,12 +78,14 @@ func Summary(w io.Writer, rep *abrun.Report) error {
 	s := rep.Summary
 	var b strings.Builder
 	if s.HasDrift {
-		fmt.Fprintf(&b, "drift: first vs last A %+.1f%% (%s)\n", s.DriftPct, format.SignedDuration(s.DriftNS))
+		fmt.Fprintf(&b, "drift: first vs last A %+.1f%% (%s); the line through the As %+.1f%% (%s)\n",
+			s.FirstLastPct, format.SignedDuration(s.FirstLastNS), s.DriftPct, format.SignedDuration(s.DriftNS))
 	} else {
 		b.WriteString("drift: unknown (fewer than two counted A runs)\n")
 	}
+	number := CountedNumbers(rep)
 	for _, p := range s.Pairs {
-		fmt.Fprintf(&b, "  B run %d vs the A mean around it: %s (%+.1f%%)%s\n", p.B+1, format.SignedDuration(p.DiffNS), p.DiffPct, busyMark(p.Interfered))
+		fmt.Fprintf(&b, "  B run %d vs the A mean around it: %s (%+.1f%%)%s\n", number[p.B], format.SignedDuration(p.DiffNS), p.DiffPct, busyMark(p.Interfered))
 	}
 	if len(s.Pairs) > 0 {
 		fmt.Fprintf(&b, "B − A: median %s (%+.1f%%), range %s … %s over %d pair%s\n",
@@ -107,6 +109,18 @@ func Summary(w io.Writer, rep *abrun.Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// CountedNumbers maps the statistics' run indexes (counted runs, from 0)
+// to the runs' numbers in the table (every run, from 1).
+func CountedNumbers(rep *abrun.Report) []int {
+	var out []int
+	for _, rr := range rep.Runs {
+		if !rr.Warmup {
+			out = append(out, rr.N)
+		}
+	}
+	return out
 }
 
 func busyMark(b bool) string {
@@ -144,14 +158,17 @@ func Verdict(s abtest.Summary) string {
 	case abtest.NoDifference:
 		fmt.Fprintf(&b, "no difference beyond drift: B − A median %s (range %s … %s)",
 			format.SignedDuration(s.MedianNS), format.SignedDuration(s.MinNS), format.SignedDuration(s.MaxNS))
-		switch {
-		case v.Straddles && v.WithinDrift:
-			fmt.Fprintf(&b, ", the range includes zero and the median is within the drift of %s", format.SignedDuration(s.DriftNS))
-		case v.Straddles:
-			b.WriteString(", the range includes zero")
-		default:
-			fmt.Fprintf(&b, ", smaller than the drift of %s", format.SignedDuration(s.DriftNS))
+		var why []string
+		if v.Straddles {
+			why = append(why, "the range includes zero")
 		}
+		if v.WithinDrift {
+			why = append(why, "the median is smaller than the drift of "+format.SignedDuration(s.DriftNS))
+		}
+		if v.WithinSpread {
+			why = append(why, "the B runs lie within the spread of the A runs")
+		}
+		b.WriteString(": " + strings.Join(why, ", "))
 	default:
 		word := "faster"
 		if v.Kind == abtest.BSlower {
