@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 type benchDoc struct {
@@ -147,5 +152,35 @@ func TestBenchUsage(t *testing.T) {
 		if code, _, stderr := coldtrace(t, nil, args...); code != exitUsage {
 			t.Errorf("%q: exit %d, want %d\n%s", args, code, exitUsage, stderr)
 		}
+	}
+}
+
+// SIGINT ends the bench: the run going on gets it, no further run starts,
+// and what was measured is still reported.
+func TestBenchInterrupted(t *testing.T) {
+	requireTracing(t)
+	cmd := exec.Command(os.Args[0], "bench", "-n", "5", "--a", "sleep 0.6", "--b", "sleep 0.6")
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("%v, want exit 1:\n%s", err, errb.String())
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the bench took %v to stop", d)
+	}
+	out := errb.String()
+	if !strings.Contains(out, "stopped: interrupted") || strings.Contains(out, "\n11  ") {
+		t.Errorf("stderr:\n%s", out)
 	}
 }

@@ -138,6 +138,12 @@ func Bench(ctx context.Context, r *Runner, p Plan, progress Progress, shown func
 		if n > 0 {
 			eta = time.Since(began) / time.Duration(n) * time.Duration(len(steps)-n)
 		}
+		if sig := r.pendingSignal(); sig != nil {
+			// A signal between two runs: stop here rather than hand it
+			// to the next command as soon as it starts.
+			rep.Stopped = fmt.Sprintf("interrupted (%v before run %d)", sig, n+1)
+			break
+		}
 		progress(n+1, len(steps), st.side, st.warmup, eta)
 		side := p.A
 		if st.side == abtest.B {
@@ -184,8 +190,10 @@ func Bench(ctx context.Context, r *Runner, p Plan, progress Progress, shown func
 		rep.Runs = append(rep.Runs, rr)
 		shown(rr)
 		switch {
-		case res.Record.Interrupted:
-			rep.Stopped = "interrupted"
+		case res.Record.Interrupted || res.Record.Signal == "SIGINT" || res.Record.Signal == "SIGTERM":
+			// On a terminal the command has the foreground and takes
+			// Ctrl-C itself: that ends the bench, --keep-going or not.
+			rep.Stopped = fmt.Sprintf("interrupted (run %d ended by %s)", n+1, or(res.Record.Signal, "a signal"))
 		case res.ExitCode != 0 && !p.KeepGoing:
 			rep.Stopped = fmt.Sprintf("run %d (%s) exited %d (--keep-going goes on)", n+1, st.side, res.ExitCode)
 		case rr.ExpectMiss:
@@ -203,6 +211,16 @@ func Bench(ctx context.Context, r *Runner, p Plan, progress Progress, shown func
 		return rep, fmt.Errorf("%w: %s", ErrStopped, rep.Stopped)
 	}
 	return rep, nil
+}
+
+// pendingSignal takes a signal that arrived while no run was going on.
+func (r *Runner) pendingSignal() os.Signal {
+	select {
+	case sig := <-r.opts.Signals:
+		return sig
+	default:
+		return nil
+	}
 }
 
 func gpuBusy(in Interference) bool {
@@ -239,4 +257,11 @@ func (rep *Report) judge() {
 	}
 	// The seed's check: both sides must print the same thing.
 	rep.OutputsDiffer = len(hashes) > 1
+}
+
+func or(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
 }
