@@ -76,9 +76,10 @@ type Pair struct {
 	// DiffNS is B minus the A mean: negative when B was faster.
 	DiffNS  int64   `json:"diff_ns"`
 	DiffPct float64 `json:"diff_pct"`
-	// Split is the same difference by category.
-	Split      attribution.Split `json:"-"`
-	Interfered bool              `json:"interfered,omitempty"`
+	// Split is the same difference by category; Categories by name.
+	Split      attribution.Split              `json:"-"`
+	Categories map[attribution.Category]int64 `json:"categories"`
+	Interfered bool                           `json:"interfered,omitempty"`
 }
 
 // Kind is the verdict.
@@ -189,9 +190,11 @@ func Analyze(runs []Run, opt Options) Summary {
 		p.RefNS = int64(math.Round(br.RefMean(func(i int) float64 { return float64(runs[i].WallNS) })))
 		p.DiffNS = p.BNS - p.RefNS
 		p.DiffPct = pct(p.DiffNS, p.RefNS)
+		p.Categories = map[attribution.Category]int64{}
 		for c := range p.Split {
 			ref := br.RefMean(func(i int) float64 { return float64(runs[i].Split[c]) })
 			p.Split[c] = runs[br.B].Split[c] - int64(math.Round(ref))
+			p.Categories[attribution.Categories[c]] = p.Split[c]
 		}
 		p.Interfered = runs[br.B].Interfered
 		for _, i := range br.Refs() {

@@ -202,6 +202,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Version: version, Actor: a, Signals: sigs, NoGPU: o.noGPU,
 		Notify: func(msg string) { fmt.Fprintf(stderr, "\rcoldtrace: %s\n", msg) },
 	})
+	defer runner.Close()
 	tty := isTerminal(stderr)
 	progress := func(i, n int, side abtest.Side, warmup bool, eta time.Duration) {
 		if !tty {

@@ -17,21 +17,30 @@ type benchDoc struct {
 	Schema string `json:"schema"`
 	Bench  struct {
 		Runs []struct {
-			N      int    `json:"n"`
-			Side   string `json:"side"`
-			Status string `json:"status"`
-			WallNS int64  `json:"wall_ns"`
-			Cold   *struct {
+			N          int              `json:"n"`
+			Side       string           `json:"side"`
+			Status     string           `json:"status"`
+			WallNS     int64            `json:"wall_ns"`
+			Categories map[string]int64 `json:"categories"`
+			Cold       *struct {
 				EvictedBytes int64 `json:"evicted_bytes"`
 			} `json:"cold"`
 		} `json:"runs"`
 		Summary struct {
-			MedianNS int64   `json:"median_diff_ns"`
-			DriftPct float64 `json:"drift_pct"`
-			Pairs    []any   `json:"pairs"`
-			Verdict  struct {
-				Kind string `json:"kind"`
-				Why  []struct {
+			MedianNS   int64   `json:"median_diff_ns"`
+			MaxNS      int64   `json:"max_diff_ns"`
+			DriftPct   float64 `json:"drift_pct"`
+			Pairs      []any   `json:"pairs"`
+			Categories []struct {
+				Category string `json:"category"`
+				MedianNS int64  `json:"median_ns"`
+			} `json:"categories"`
+			Verdict struct {
+				Kind         string `json:"kind"`
+				Straddles    bool   `json:"range_includes_zero"`
+				WithinDrift  bool   `json:"within_drift"`
+				WithinSpread bool   `json:"within_a_spread"`
+				Why          []struct {
 					Category string `json:"category"`
 					MedianNS int64  `json:"median_ns"`
 				} `json:"why"`
@@ -55,10 +64,31 @@ func readBench(t *testing.T, path string) benchDoc {
 	return d
 }
 
-// checkDiskFaster: B faster, and disk reads the first reason.
+// checkDiskFaster: B faster than A in every pair, disk reads the
+// category that gained most, and the verdict says so with disk reads
+// first — unless the As drifted by more than the difference, which this
+// shared 2-CPU machine does under load (cold reads 70 ms to 300 ms): the
+// verdict is then "no difference beyond drift", and only that is checked.
 func checkDiskFaster(t *testing.T, d benchDoc, stderr string) {
 	t.Helper()
-	v := d.Bench.Summary.Verdict
+	s := d.Bench.Summary
+	if s.MaxNS >= 0 {
+		t.Errorf("a B was not faster than its As (max difference %d ns):\n%s", s.MaxNS, stderr)
+	}
+	best, bestNS := "", int64(0)
+	for _, c := range s.Categories {
+		if c.MedianNS < bestNS {
+			best, bestNS = c.Category, c.MedianNS
+		}
+	}
+	if best != "disk_read" {
+		t.Errorf("the category B gained most in is %q, want disk_read\n%s", best, stderr)
+	}
+	v := s.Verdict
+	if v.Kind == "no_difference_beyond_drift" && v.WithinDrift && !v.Straddles && !v.WithinSpread {
+		t.Logf("the As drifted %+.0f%%, more than the difference: verdict %q", s.DriftPct, d.Verdict)
+		return
+	}
 	if v.Kind != "b_faster" || len(v.Why) == 0 || v.Why[0].Category != "disk_read" || v.Why[0].MedianNS >= 0 {
 		t.Errorf("verdict %+v (%s), want B faster for less disk_read\n%s", v, d.Verdict, stderr)
 	}
@@ -107,6 +137,13 @@ func TestBenchColdWarm(t *testing.T) {
 		t.Fatalf("%d runs, want 14", len(d.Bench.Runs))
 	}
 	for _, r := range d.Bench.Runs {
+		var sum int64
+		for _, v := range r.Categories {
+			sum += v
+		}
+		if len(r.Categories) != 6 || sum != r.WallNS {
+			t.Errorf("run %d: categories %v sum to %d, wall %d", r.N, r.Categories, sum, r.WallNS)
+		}
 		if (r.Side == "A") != (r.Cold != nil) {
 			t.Errorf("run %d (%s): cold %v", r.N, r.Side, r.Cold)
 		}

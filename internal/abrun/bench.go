@@ -166,8 +166,13 @@ func Bench(ctx context.Context, r *Runner, p Plan, progress Progress, shown func
 			}
 			rr.Cold, env = c, c.Env
 		}
+		before := r.Signals()
 		res, err := r.Run(ctx, side.Argv, env)
 		rr.Cold.Cleanup()
+		if err != nil && r.Signals() > before {
+			rep.Stopped = fmt.Sprintf("interrupted (run %d: %v)", n+1, err)
+			break
+		}
 		if err != nil {
 			return rep, err
 		}
@@ -216,7 +221,7 @@ func Bench(ctx context.Context, r *Runner, p Plan, progress Progress, shown func
 // pendingSignal takes a signal that arrived while no run was going on.
 func (r *Runner) pendingSignal() os.Signal {
 	select {
-	case sig := <-r.opts.Signals:
+	case sig := <-r.signals:
 		return sig
 	default:
 		return nil

@@ -17,6 +17,8 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,6 +55,13 @@ type Options struct {
 // Runner runs commands one after the other.
 type Runner struct {
 	opts Options
+	// signals relays opts.Signals, counting them in seen, so a signal
+	// that ends a run, or stops tracing before the command started, is
+	// known to the bench. stop ends the relay.
+	signals chan os.Signal
+	seen    atomic.Int64
+	stop    chan struct{}
+	relayed sync.WaitGroup
 }
 
 // New returns a Runner.
@@ -69,8 +78,38 @@ func New(opts Options) *Runner {
 	if opts.Notify == nil {
 		opts.Notify = func(string) {}
 	}
-	return &Runner{opts: opts}
+	r := &Runner{opts: opts, signals: make(chan os.Signal, 8), stop: make(chan struct{})}
+	if opts.Signals != nil {
+		r.relayed.Add(1)
+		go r.relay()
+	}
+	return r
 }
+
+func (r *Runner) relay() {
+	defer r.relayed.Done()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case sig := <-r.opts.Signals:
+			r.seen.Add(1)
+			select {
+			case r.signals <- sig:
+			default: // trace counts repeated signals itself; a full buffer loses nothing it needs
+			}
+		}
+	}
+}
+
+// Close ends the signal relay.
+func (r *Runner) Close() {
+	close(r.stop)
+	r.relayed.Wait()
+}
+
+// Signals counts the signals received so far.
+func (r *Runner) Signals() int64 { return r.seen.Load() }
 
 // Result is one traced run.
 type Result struct {
@@ -91,7 +130,9 @@ type Result struct {
 	Stdout        []byte            `json:"-"`
 	Stderr        []byte            `json:"-"`
 	Split         attribution.Split `json:"-"`
-	Interference  Interference      `json:"interference"`
+	// Categories is Split by name, for JSON.
+	Categories   map[attribution.Category]int64 `json:"categories"`
+	Interference Interference                   `json:"interference"`
 }
 
 // Matches reports whether re matches the run's stdout or stderr.
@@ -133,7 +174,7 @@ func (r *Runner) Run(ctx context.Context, argv, env []string) (*Result, error) {
 		Stdin:    os.Stdin,
 		Stdout:   stdout,
 		Stderr:   stderr,
-		Signals:  r.opts.Signals,
+		Signals:  r.signals,
 		Notify:   r.opts.Notify,
 		NoGPU:    r.opts.NoGPU,
 		NoJIT:    os.Getenv("COLDTRACE_NO_JIT") == "1",
@@ -161,10 +202,12 @@ func (r *Runner) Run(ctx context.Context, argv, env []string) (*Result, error) {
 		Interference: mon.finish(pids),
 	}
 	res.PeakRSSBytes = mon.peakRSS
+	res.Categories = map[attribution.Category]int64{}
 	for _, row := range res.Analysis.Breakdown {
 		for i, c := range attribution.Categories {
 			if c == row.Category {
 				res.Split[i] = row.NS
+				res.Categories[c] = row.NS
 			}
 		}
 	}
