@@ -38,13 +38,15 @@ func newRunner(t *testing.T) *Runner {
 func TestRunCapturesAndTimes(t *testing.T) {
 	testenv.RequireTracing(t)
 	r := newRunner(t)
-	// The shell's system time: a loop of forks; its stdout is fixed.
-	res, err := r.Run(context.Background(), []string{"sh", "-c", "for i in 1 2 3 4 5 6 7 8; do /bin/true; done; echo hello; echo oops >&2; exit 3"}, []string{"COLDTRACE_BENCH_TEST=1"})
+	// System time: dd copies 1 GiB of zeros in the kernel; stdout is fixed.
+	res, err := r.Run(context.Background(), []string{"sh", "-c",
+		`dd if=/dev/zero of=/dev/null bs=1M count=1024 2>/dev/null; echo hello; echo "oops $COLDTRACE_BENCH_TEST" >&2; exit 3`},
+		[]string{"COLDTRACE_BENCH_TEST=1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte("hello\n"))
-	if res.StdoutSHA256 != hex.EncodeToString(sum[:]) || string(res.Stderr) != "oops\n" {
+	if res.StdoutSHA256 != hex.EncodeToString(sum[:]) || string(res.Stderr) != "oops 1\n" {
 		t.Errorf("stdout %q (%s) stderr %q", res.Stdout, res.StdoutSHA256, res.Stderr)
 	}
 	if res.ExitCode != 3 || res.WallNS <= 0 || res.SysNS <= 0 || res.UserNS+res.SysNS <= 0 {

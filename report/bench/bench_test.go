@@ -78,6 +78,26 @@ func TestTextAndVerdict(t *testing.T) {
 	if lines := strings.Count("\n"+md.String(), "\n| "); lines != len(rep.Runs)+1 {
 		t.Errorf("markdown has %d table rows, want %d:\n%s", lines, len(rep.Runs)+1, md.String())
 	}
+	if strings.Contains(out, "VRAM") {
+		t.Error("a VRAM column without a GPU")
+	}
+	rep.Runs[2].VRAMPeakBytes = 3 << 30
+	b.Reset()
+	if err := Table(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "VRAM") || !strings.Contains(b.String(), "3.0 GiB") {
+		t.Errorf("no VRAM column:\n%s", b.String())
+	}
+	md.Reset()
+	if err := Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(md.String(), "\n") {
+		if strings.HasPrefix(line, "|") && strings.Count(line, " | ") != 14 && !strings.HasPrefix(line, "|---") {
+			t.Errorf("markdown row with %d cells: %s", strings.Count(line, " | ")+1, line)
+		}
+	}
 }
 
 func writeSVG(t *testing.T, rep *abrun.Report) []byte {

@@ -47,15 +47,31 @@ func Flags(rr abrun.RunReport) string {
 // Table writes one row per run.
 func Table(w io.Writer, rep *abrun.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "#\tside\twall\t%s\tsys\tpeak RSS\texit\tstdout\tothers' CPU\tflags\n", strings.Join(short[:], "\t"))
+	vram := hasVRAM(rep)
+	head := "#\tside\twall\t" + strings.Join(short[:], "\t") + "\tsys\tpeak RSS\t"
+	if vram {
+		head += "VRAM\t"
+	}
+	fmt.Fprintln(tw, head+"exit\tstdout\tothers' CPU\tflags")
 	for _, rr := range rep.Runs {
-		fmt.Fprintln(tw, Row(rr))
+		fmt.Fprintln(tw, Row(rr, vram))
 	}
 	return tw.Flush()
 }
 
-// Row is one run's table row, tab-separated.
-func Row(rr abrun.RunReport) string {
+// hasVRAM says whether any run had GPU memory: the VRAM column is shown
+// only then.
+func hasVRAM(rep *abrun.Report) bool {
+	for _, rr := range rep.Runs {
+		if rr.Result != nil && rr.VRAMPeakBytes > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Row is one run's table row, tab-separated; vram adds its VRAM peak.
+func Row(rr abrun.RunReport, vram bool) string {
 	cells := []string{fmt.Sprint(rr.N), string(rr.Side), format.Duration(rr.WallNS)}
 	for _, v := range rr.Split {
 		cells = append(cells, format.Duration(v))
@@ -69,7 +85,11 @@ func Row(rr abrun.RunReport) string {
 		t := rr.Interference.Top[0]
 		busy += fmt.Sprintf(" (%s)", format.ProcessLabel(int32(t.PID), format.Escape(t.Comm)))
 	}
-	cells = append(cells, format.Duration(rr.SysNS), format.Bytes(rr.PeakRSSBytes), fmt.Sprint(rr.ExitCode), out, busy, Flags(rr))
+	cells = append(cells, format.Duration(rr.SysNS), format.Bytes(rr.PeakRSSBytes))
+	if vram {
+		cells = append(cells, format.Bytes(rr.VRAMPeakBytes))
+	}
+	cells = append(cells, fmt.Sprint(rr.ExitCode), out, busy, Flags(rr))
 	return strings.Join(cells, "\t")
 }
 
@@ -216,10 +236,14 @@ func abs(v int64) int64 {
 // Markdown writes the runs and the verdict as a Markdown table.
 func Markdown(w io.Writer, rep *abrun.Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| # | side | wall | %s | sys | peak RSS | exit | others' CPU | flags |\n", strings.Join(labels(), " | "))
-	b.WriteString("|---|---|---:|" + strings.Repeat("---:|", len(short)) + "---:|---:|---:|---:|---|\n")
+	vram := hasVRAM(rep)
+	head, align := "| # | side | wall | "+strings.Join(labels(), " | ")+" | sys | peak RSS | ", "|---|---|---:|"+strings.Repeat("---:|", len(short))+"---:|---:|"
+	if vram {
+		head, align = head+"VRAM | ", align+"---:|"
+	}
+	b.WriteString(head + "exit | others' CPU | flags |\n" + align + "---:|---:|---|\n")
 	for _, rr := range rep.Runs {
-		cells := strings.Split(Row(rr), "\t")
+		cells := strings.Split(Row(rr, vram), "\t")
 		// Drop the stdout hash column: Markdown readers want the verdict.
 		cells = append(cells[:len(cells)-3], cells[len(cells)-2:]...)
 		for i := range cells {
