@@ -214,12 +214,7 @@ func (r *Runner) Run(ctx context.Context, argv, env []string) (*Result, error) {
 	for _, g := range rec.GPU.Summaries() {
 		res.VRAMPeakBytes += g.RunVRAMPeakBytes
 	}
-	if rec.GPU != nil {
-		for _, g := range rec.GPU.Interference {
-			res.Interference.GPUOthers = append(res.Interference.GPUOthers,
-				Busy{PID: int(g.PID), Comm: g.Name, CPUs: g.SMUtilMeanPct / 100})
-		}
-	}
+	res.Interference.GPUOthers = gpuOthers(rec.GPU)
 	if res.StdoutSHA256, res.StdoutBytes, res.Stdout, err = digest(stdout); err != nil {
 		return nil, err
 	}
@@ -227,6 +222,19 @@ func (r *Runner) Run(ctx context.Context, argv, env []string) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// gpuOthers lists the untraced GPU processes NVML saw during the run,
+// their mean SM utilisation as a fraction of the GPU in CPUs' place.
+func gpuOthers(g *record.GPU) []Busy {
+	if g == nil {
+		return nil
+	}
+	var out []Busy
+	for _, p := range g.Interference {
+		out = append(out, Busy{PID: int(p.PID), Comm: p.Name, CPUs: p.SMUtilMeanPct / 100})
+	}
+	return out
 }
 
 // userFlag is trace's --user for the actor: trace resolves sudo's

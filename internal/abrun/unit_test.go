@@ -6,8 +6,10 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/coldtrace/coldtrace/attribution/abtest"
+	"github.com/coldtrace/coldtrace/record"
 )
 
 func TestSplitArgs(t *testing.T) {
@@ -101,3 +103,36 @@ func TestOthersLeavesOutTreeSelfAndKernel(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// NVML's untraced GPU processes flag a run once one used over 5% of SMs.
+func TestGPUInterference(t *testing.T) {
+	if gpuOthers(nil) != nil || gpuBusy(Interference{}) {
+		t.Error("no GPU: nothing to flag")
+	}
+	g := &record.GPU{Interference: []record.GPUInterference{
+		{PID: 9, Name: "llama-server", UtilPolls: 3, SMUtilMeanPct: 42},
+		{PID: 10, Name: "Xorg", UtilPolls: 3, SMUtilMeanPct: 1},
+	}}
+	others := gpuOthers(g)
+	if len(others) != 2 || others[0].PID != 9 || others[0].CPUs != 0.42 {
+		t.Fatalf("%+v", others)
+	}
+	if !gpuBusy(Interference{GPUOthers: others}) || gpuBusy(Interference{GPUOthers: others[1:]}) {
+		t.Error("42% SM busy, 1% not")
+	}
+}
+
+// What the monitor costs per sample on this machine.
+func BenchmarkScanProc(b *testing.B) {
+	for range b.N {
+		scan("/proc")
+	}
+}
+
+func BenchmarkTreeRSS(b *testing.B) {
+	m := newMonitor("/proc", time.Second, time.Second)
+	m.released(1)
+	for range b.N {
+		m.sampleRSS()
+	}
+}
