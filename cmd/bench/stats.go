@@ -3,8 +3,9 @@ package main
 import (
 	"fmt"
 	"math"
-	"sort"
 	"time"
+
+	"github.com/coldtrace/coldtrace/attribution/abtest"
 )
 
 // summary is one workload's result.
@@ -40,39 +41,23 @@ type summary struct {
 	Profile          string      `json:"coldtrace_profile,omitempty"`
 }
 
-func median[T int64 | uint64 | float64](xs []T) T {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]T(nil), xs...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
+func median[T int64 | uint64 | float64](xs []T) T { return abtest.Median(xs) }
 
 // bracketRatios gives each traced run's wall over the mean of its untraced
-// neighbours in the run order (one neighbour at an end).
+// neighbours in the run order (one neighbour at an end): the bracketing
+// of coldtrace bench, with U as A and T as B.
 func bracketRatios(runs []runResult) []float64 {
 	var out []float64
-	for i, r := range runs {
-		if r.Kind != "T" {
+	brackets := abtest.Brackets(len(runs),
+		func(i int) bool { return runs[i].Kind == "U" },
+		func(i int) bool { return runs[i].Kind == "T" },
+		func(int) bool { return true })
+	for _, b := range brackets {
+		ref := b.RefMean(func(i int) float64 { return float64(runs[i].WallNS) })
+		if ref == 0 {
 			continue
 		}
-		var sum float64
-		n := 0
-		for _, j := range []int{i - 1, i + 1} {
-			if j >= 0 && j < len(runs) && runs[j].Kind == "U" {
-				sum += float64(runs[j].WallNS)
-				n++
-			}
-		}
-		if n == 0 || sum == 0 {
-			continue
-		}
-		out = append(out, float64(r.WallNS)/(sum/float64(n)))
+		out = append(out, float64(runs[b.B].WallNS)/ref)
 	}
 	return out
 }

@@ -54,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, launched 
 			return prefetchCommand(args[1:], stdout, stderr)
 		case "doctor":
 			return doctorCommand(ctx, args[1:], stdout, stderr)
+		case "bench":
+			return benchCommand(ctx, args[1:], stdout, stderr)
 		case "version", "--version":
 			fmt.Fprintf(stdout, "coldtrace %s\n", version)
 			return 0
@@ -81,6 +83,7 @@ usage:
   coldtrace prefetch [--dry-run] [--force] PATH...|--from RECORD
                                                 read only what is not cached
   sudo coldtrace doctor [--dir DIR]             check tracing and page-cache counting on this machine
+  sudo coldtrace bench [-n PAIRS] --a 'CMD' --b 'CMD' | --cold-warm -- CMD   interleaved A/B runs: drift, verdict, why
   coldtrace version
 
 run 'coldtrace run --help', 'coldtrace report --help' or 'coldtrace diff --help' for flags.

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/coldtrace/coldtrace/attribution/abtest"
+	"github.com/coldtrace/coldtrace/internal/abrun"
+	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/outfile"
+	"github.com/coldtrace/coldtrace/report/bench"
+	"github.com/coldtrace/coldtrace/report/format"
+)
+
+type benchOptions struct {
+	pairs                       int
+	a, b, aFile, bFile          string
+	coldWarm                    bool
+	order                       string
+	seed                        uint64
+	warmup                      int
+	prepare, prepareA, prepB    string
+	keepGoing, sameOut, showOut bool
+	expect                      string
+	jsonPath, mdPath, plotPath  string
+	busyCPU                     float64
+	busyIOMiB                   float64
+	noGPU                       bool
+	command                     []string
+}
+
+func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
+	var o benchOptions
+	fs := pflag.NewFlagSet("coldtrace bench", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SetInterspersed(false)
+	fs.IntVarP(&o.pairs, "pairs", "n", 5, "A/B pairs: the order is A B A B … A, so every B is bracketed")
+	fs.StringVar(&o.a, "a", "", "command A, split into arguments without a shell ('…' and \"…\" quote)")
+	fs.StringVar(&o.b, "b", "", "command B")
+	fs.StringVar(&o.aFile, "a-file", "", "read command A from `FILE`, one argument per line")
+	fs.StringVar(&o.bFile, "b-file", "", "read command B from `FILE`, one argument per line")
+	fs.BoolVar(&o.coldWarm, "cold-warm", false, "A and B are the command after --: A cold (the files earlier runs read evicted, JIT caches empty), B warm")
+	fs.StringVar(&o.order, "order", "alternate", "run order: alternate (A B A B … A) or shuffle")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of --order shuffle (0: from the clock)")
+	fs.IntVar(&o.warmup, "warmup", 0, "runs before the bench, not counted")
+	fs.StringVar(&o.prepare, "prepare", "", "command run before every run (untraced, as the command's user)")
+	fs.StringVar(&o.prepareA, "prepare-a", "", "command run before every A run")
+	fs.StringVar(&o.prepB, "prepare-b", "", "command run before every B run")
+	fs.BoolVar(&o.keepGoing, "keep-going", false, "go on after a run exits non-zero (it is not counted)")
+	fs.BoolVar(&o.sameOut, "same-output", false, "fail when the runs' stdout differ")
+	fs.BoolVar(&o.showOut, "show-output", false, "show each run's output (captured otherwise)")
+	fs.StringVar(&o.expect, "expect", "", "`REGEX` each run's stdout or stderr must match (is the setting really on?)")
+	fs.StringVar(&o.jsonPath, "json", "", "write the bench as JSON to `PATH` ('-' for stdout)")
+	fs.StringVar(&o.mdPath, "markdown", "", "write the table and verdict as Markdown to `PATH` ('-' for stdout)")
+	fs.StringVar(&o.plotPath, "plot", "", "write an SVG plot of the runs to `PATH`")
+	fs.Float64Var(&o.busyCPU, "busy-cpu", 0.25, "flag runs during which other processes used this many CPUs on average")
+	fs.Float64Var(&o.busyIOMiB, "busy-io", 20, "flag runs during which other processes did this many MiB/s of block I/O")
+	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: sudo coldtrace bench [flags] --a 'CMD…' --b 'CMD…'\n       sudo coldtrace bench [flags] --cold-warm -- CMD [ARGS…]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	o.command = fs.Args()
+	switch {
+	case o.pairs < 1:
+		return o, fmt.Errorf("%w: -n %d: at least one pair", errUsage, o.pairs)
+	case o.warmup < 0:
+		return o, fmt.Errorf("%w: --warmup %d", errUsage, o.warmup)
+	case o.order != "alternate" && o.order != "shuffle":
+		return o, fmt.Errorf("%w: --order %q: want alternate or shuffle", errUsage, o.order)
+	case o.coldWarm && (o.a != "" || o.b != "" || o.aFile != "" || o.bFile != ""):
+		return o, fmt.Errorf("%w: --cold-warm takes the command after --, not --a/--b", errUsage)
+	case o.coldWarm && len(o.command) == 0:
+		return o, fmt.Errorf("%w: --cold-warm needs a command: coldtrace bench --cold-warm -- CMD", errUsage)
+	case !o.coldWarm && len(o.command) > 0:
+		return o, fmt.Errorf("%w: unexpected arguments %q: give the commands with --a and --b, or use --cold-warm -- CMD", errUsage, o.command)
+	case !o.coldWarm && (o.a == "") == (o.aFile == ""):
+		return o, fmt.Errorf("%w: give command A with exactly one of --a or --a-file", errUsage)
+	case !o.coldWarm && (o.b == "") == (o.bFile == ""):
+		return o, fmt.Errorf("%w: give command B with exactly one of --b or --b-file", errUsage)
+	}
+	return o, nil
+}
+
+// plan builds the bench plan, reading --a-file/--b-file with the acting
+// user's rights.
+func (o benchOptions) plan(a actor.Actor) (abrun.Plan, error) {
+	p := abrun.Plan{Pairs: o.pairs, Warmup: o.warmup, Shuffle: o.order == "shuffle", Seed: o.seed,
+		KeepGoing: o.keepGoing, SameOutput: o.sameOut, BusyCPU: o.busyCPU, BusyIO: o.busyIOMiB * (1 << 20)}
+	if p.Shuffle && p.Seed == 0 {
+		p.Seed = uint64(time.Now().UnixNano())
+	}
+	var err error
+	if o.coldWarm {
+		p.A = abrun.Side{Argv: o.command, Cold: true}
+		p.B = abrun.Side{Argv: o.command}
+	} else {
+		if p.A.Argv, err = commandOf("A", o.a, o.aFile, a); err != nil {
+			return p, err
+		}
+		if p.B.Argv, err = commandOf("B", o.b, o.bFile, a); err != nil {
+			return p, err
+		}
+	}
+	for _, x := range []struct {
+		flag, line string
+		dst        *[]string
+	}{{"--prepare", o.prepare, &p.Prepare}, {"--prepare-a", o.prepareA, &p.A.Prepare}, {"--prepare-b", o.prepB, &p.B.Prepare}} {
+		if x.line == "" {
+			continue
+		}
+		if *x.dst, err = abrun.SplitArgs(x.line); err != nil {
+			return p, fmt.Errorf("%w: %s: %v", errUsage, x.flag, err)
+		}
+		if len(*x.dst) == 0 {
+			return p, fmt.Errorf("%w: %s is empty", errUsage, x.flag)
+		}
+	}
+	if o.expect != "" {
+		if p.Expect, err = regexp.Compile(o.expect); err != nil {
+			return p, fmt.Errorf("%w: --expect: %v", errUsage, err)
+		}
+	}
+	return p, nil
+}
+
+func commandOf(side, line, file string, a actor.Actor) ([]string, error) {
+	var argv []string
+	if file != "" {
+		var b []byte
+		err := a.Do(func() error {
+			var err error
+			b, err = os.ReadFile(file)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("command %s: %w", side, err)
+		}
+		argv = abrun.ArgsFromFile(string(b))
+	} else {
+		var err error
+		if argv, err = abrun.SplitArgs(line); err != nil {
+			return nil, fmt.Errorf("%w: --%s: %v", errUsage, strings.ToLower(side), err)
+		}
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("%w: command %s is empty", errUsage, side)
+	}
+	return argv, nil
+}
+
+func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseBenchFlags(args, stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	a, err := actor.Resolve("", os.Getenv)
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	plan, err := o.plan(a)
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	var outs []outfile.Output
+	for _, x := range []outfile.Output{{Flag: "--json", Path: o.jsonPath}, {Flag: "--markdown", Path: o.mdPath}, {Flag: "--plot", Path: o.plotPath}} {
+		if x.Path != "" {
+			outs = append(outs, x)
+		}
+	}
+	if o.plotPath == outfile.Stdout {
+		return fail(stderr, exitUsage, fmt.Errorf("%w: --plot needs a file path", errUsage))
+	}
+	if err := outfile.Check(a, outs...); err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	runner := abrun.New(abrun.Options{
+		Version: version, Actor: a, Signals: sigs, NoGPU: o.noGPU,
+		Notify: func(msg string) { fmt.Fprintf(stderr, "\rcoldtrace: %s\n", msg) },
+	})
+	defer runner.Close()
+	tty := isTerminal(stderr)
+	progress := func(i, n int, side abtest.Side, warmup bool, eta time.Duration) {
+		if !tty {
+			return
+		}
+		what := string(side)
+		if warmup {
+			what += ", warm-up"
+		}
+		line := fmt.Sprintf("coldtrace bench: run %d of %d (%s)", i, n, what)
+		if eta > 0 {
+			line += ", ETA " + eta.Round(time.Second).String()
+		}
+		fmt.Fprintf(stderr, "\r\033[K%s", line)
+	}
+	shown := func(rr abrun.RunReport) {
+		if !o.showOut {
+			return
+		}
+		if tty {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
+		fmt.Fprintf(stderr, "--- run %d (%s) output ---\n", rr.N, rr.Side)
+		stdout.Write(rr.Stdout)
+		stderr.Write(rr.Stderr)
+	}
+	rep, err := abrun.Bench(ctx, runner, plan, progress, shown)
+	if tty {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if rep == nil || len(rep.Runs) == 0 {
+		if err == nil {
+			err = errors.New("no run finished")
+		}
+		return fail(stderr, exitFailure, err)
+	}
+	if rep.Summary.Status == nil {
+		// Stopped before judging: judge what there is.
+		rep.Summary = abtest.Analyze(nil, abtest.Options{})
+	}
+	code := 0
+	if err != nil {
+		code = 1
+		if !errors.Is(err, abrun.ErrStopped) {
+			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+			code = exitFailure
+		}
+	}
+	fmt.Fprintf(stderr, "A: %s\nB: %s\n", format.EscapeAll(plan.A.Argv), format.EscapeAll(plan.B.Argv))
+	if plan.A.Cold {
+		fmt.Fprintln(stderr, "(A cold: the files earlier runs read evicted, JIT caches pointed at empty directories; B warm)")
+	}
+	if werr := bench.Table(stderr, rep); werr != nil {
+		return fail(stderr, exitFailure, werr)
+	}
+	if werr := bench.Summary(stderr, rep); werr != nil {
+		return fail(stderr, exitFailure, werr)
+	}
+	writers := []struct {
+		path  string
+		write func(io.Writer) error
+	}{
+		{o.jsonPath, func(w io.Writer) error { return writeBenchJSON(w, rep) }},
+		{o.mdPath, func(w io.Writer) error { return bench.Markdown(w, rep) }},
+		{o.plotPath, func(w io.Writer) error { return bench.SVG(w, rep) }},
+	}
+	for _, x := range writers {
+		if x.path == "" {
+			continue
+		}
+		var werr error
+		if x.path == outfile.Stdout {
+			werr = x.write(stdout)
+		} else {
+			werr = outfile.Write(a, x.path, x.write)
+		}
+		if werr != nil {
+			fmt.Fprintf(stderr, "coldtrace: error: %v\n", werr)
+			code = exitFailure
+		}
+	}
+	return code
+}
+
+// benchJSON is the --json document.
+type benchJSON struct {
+	Schema string        `json:"schema"`
+	A      abrun.Side    `json:"a"`
+	B      abrun.Side    `json:"b"`
+	Order  string        `json:"order"`
+	Report *abrun.Report `json:"bench"`
+	// Verdict is the summary's verdict in words.
+	Verdict string `json:"verdict_text"`
+}
+
+func writeBenchJSON(w io.Writer, rep *abrun.Report) error {
+	order := "alternate"
+	if rep.Plan.Shuffle {
+		order = "shuffle"
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(benchJSON{Schema: "coldtrace.bench/v1", A: rep.Plan.A, B: rep.Plan.B, Order: order,
+		Report: rep, Verdict: bench.Verdict(rep.Summary)})
+}
