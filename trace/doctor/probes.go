@@ -48,8 +48,10 @@ type target struct {
 	group string // classic tracepoints only
 	name  string
 	prog  string
-	// optional targets only leave some calls unseen.
+	// optional targets only leave some calls unseen; lacks says which
+	// (kernel-cache lookups when empty).
 	optional bool
+	lacks    string
 }
 
 func (t target) String() string {
@@ -128,6 +130,9 @@ func checkObject(o object, hide map[string]bool) []Check {
 			c.Lacks = o.lacks
 			if t.optional {
 				c.Status, c.Lacks = Note, t.name+" calls in kernel-cache lookups"
+				if t.lacks != "" {
+					c.Lacks = t.lacks
+				}
 			}
 		}
 		out = append(out, c)
@@ -151,7 +156,13 @@ func targetsOf(spec *ebpf.CollectionSpec, pathSyscalls bool) []target {
 			if pathSyscalls && group == "syscalls" {
 				continue
 			}
-			out = append(out, target{kind: "tracepoint", group: group, name: tp, prog: name})
+			t := target{kind: "tracepoint", group: group, name: tp, prog: name}
+			if group == "syscalls" {
+				// The network sensor's write hooks: without them a
+				// download written to tmpfs is not linked to its file.
+				t.optional, t.lacks = true, tp+": the file a download wrote to tmpfs"
+			}
+			out = append(out, t)
 		}
 	}
 	if pathSyscalls {
