@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/coldtrace/coldtrace/internal/actor"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,10 +35,14 @@ func TestCheckpoints(t *testing.T) {
 		}
 		return nil
 	}
+	self, err := actor.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rec, err := Run(ctx, Options{Command: []string{"sh", "-c", "cat " + data + " >/dev/null; sleep 1"}, NoGPU: true,
-		Checkpoint: write, CheckpointEvery: 100 * time.Millisecond})
+		Actor: self, Checkpoint: write, CheckpointEvery: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
