@@ -11,6 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/evict"
 	"github.com/coldtrace/coldtrace/trace/gpu"
 	"github.com/coldtrace/coldtrace/trace/jit"
 	"github.com/coldtrace/coldtrace/trace/launch"
@@ -106,6 +107,15 @@ func (s *session) load() error {
 	// scheduler's ongoing I/O waits to its files); the JIT sensor finishes
 	// after both (it reads the processes).
 	s.sensors = append(s.sensors, pc)
+	// Evictions are written into the files the page cache finished.
+	ev, err := evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has})
+	if err != nil {
+		if j != nil {
+			j.Close()
+		}
+		return err
+	}
+	s.sensors = append(s.sensors, ev)
 	if j != nil {
 		s.sensors = append(s.sensors, j)
 	}

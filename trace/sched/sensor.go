@@ -24,6 +24,7 @@ const (
 	tfOutRunQ = uint32(bpfsched.SchedThreadFlagTF_OUT_RUNNABLE)
 	tfExited  = uint32(bpfsched.SchedThreadFlagTF_EXITED)
 	tfDead    = uint32(bpfsched.SchedThreadFlagTF_DEAD)
+	tfOutFill = uint32(bpfsched.SchedThreadFlagTF_OUT_FILL)
 )
 
 // drainPeriod is how often the reader looks for records written without
@@ -34,6 +35,9 @@ const drainPeriod = 50 * time.Millisecond
 // included up to the poll.
 type threadTimes struct {
 	cpu, io, runq, other, miss int64
+	// fillWait is off-CPU time (not I/O) inside page-cache fills,
+	// fillRunq its run-queue part.
+	fillWait, fillRunq int64
 }
 
 type threadAcc struct {
@@ -46,6 +50,9 @@ type threadAcc struct {
 	// the cumulative miss at the cumulative CPU carries it forward
 	// instead of losing it.
 	missOut int64
+	// fillOut and fillRunqOut are the fill waits reported so far (capped
+	// per interval as the deltas are).
+	fillOut, fillRunqOut int64
 }
 
 type procAcc struct {
@@ -103,7 +110,7 @@ func Load() (*Sensor, error) {
 // Shared returns the maps the other BPF objects take as replacements.
 func (s *Sensor) Shared() Shared {
 	o := &s.p.objs
-	return Shared{TaskStates: o.TaskStates, Threads: o.Threads, Files: o.Files}
+	return Shared{TaskStates: o.TaskStates, Threads: o.Threads, Files: o.Files, RunPages: o.RunPages}
 }
 
 // Tracked is every process that was part of the run so far.
@@ -194,7 +201,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			return // free
 		}
 		cur := threadTimes{cpu: int64(v.CpuNs), io: int64(v.IowaitNs), runq: int64(v.RunqNs),
-			other: int64(v.OtherNs), miss: int64(v.MissCpuNs)}
+			other: int64(v.OtherNs), miss: int64(v.MissCpuNs), fillWait: int64(v.FillWaitNs), fillRunq: int64(v.FillRunqNs)}
 		if v.LastTs != 0 && now > v.LastTs && v.Flags&tfExited == 0 {
 			d := int64(now - v.LastTs)
 			switch {
@@ -210,6 +217,12 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			default:
 				cur.other += d
 			}
+			if v.Flags&tfOutFill != 0 && v.Flags&tfOnCPU == 0 {
+				cur.fillWait += d
+				if v.Flags&tfOutRunQ != 0 {
+					cur.fillRunq += d
+				}
+			}
 		}
 		acc := s.threads[v.Tid]
 		if acc == nil {
@@ -217,13 +230,19 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			s.threads[v.Tid] = acc
 		}
 		d := threadTimes{sub(cur.cpu, acc.prev.cpu), sub(cur.io, acc.prev.io), sub(cur.runq, acc.prev.runq),
-			sub(cur.other, acc.prev.other), 0}
+			sub(cur.other, acc.prev.other), 0, sub(cur.fillWait, acc.prev.fillWait), sub(cur.fillRunq, acc.prev.fillRunq)}
+		// Fill waits are part of the run queue and other waits: never more.
+		d.fillRunq = min(d.fillRunq, d.runq)
+		d.fillWait = min(d.fillWait, d.runq+d.other)
 		acc.prev = maxT(acc.prev, cur)
 		d.miss = sub(min(acc.prev.miss, acc.prev.cpu), acc.missOut)
 		acc.missOut += d.miss
+		acc.fillOut += d.fillWait
+		acc.fillRunqOut += min(d.fillRunq, d.fillWait)
 		if d.cpu > 0 || d.io > 0 || d.miss > 0 || d.runq > 0 {
 			sample.Threads = append(sample.Threads, record.ThreadDelta{TID: acc.tid, PID: acc.pid, CPUNS: d.cpu,
-				IOWaitNS: d.io, MissCPUNS: d.miss, RunQueueNS: d.runq, OtherWaitNS: d.other})
+				IOWaitNS: d.io, MissCPUNS: d.miss, RunQueueNS: d.runq, OtherWaitNS: d.other,
+				FillWaitNS: d.fillWait, FillRunQueueNS: min(d.fillRunq, d.fillWait)})
 		}
 		if v.Flags&tfDead != 0 {
 			dead = append(dead, slot)
@@ -336,7 +355,8 @@ func (s *Sensor) fill(r *record.Record) {
 		}
 		r.Threads = append(r.Threads, record.Thread{TID: th.tid, PID: th.pid, Comm: th.comm,
 			CPUNS: th.prev.cpu, OffCPUNS: th.prev.io + th.prev.runq + th.prev.other, IOWaitNS: th.prev.io,
-			RunQueueNS: th.prev.runq, MissCPUNS: min(th.prev.miss, th.prev.cpu)})
+			RunQueueNS: th.prev.runq, MissCPUNS: min(th.prev.miss, th.prev.cpu),
+			FillWaitNS: th.fillOut, FillRunQueueNS: th.fillRunqOut})
 	}
 	sort.Slice(r.Threads, func(i, j int) bool { return r.Threads[i].TID < r.Threads[j].TID })
 
@@ -360,6 +380,8 @@ func (s *Sensor) fill(r *record.Record) {
 		p.IOWaitNS += th.IOWaitNS
 		p.RunQueueNS += th.RunQueueNS
 		p.MissCPUNS += th.MissCPUNS
+		p.FillWaitNS += th.FillWaitNS
+		p.FillRunQueueNS += th.FillRunQueueNS
 	}
 	for _, p := range byPID {
 		r.Processes = append(r.Processes, *p)
@@ -386,5 +408,6 @@ func sub(a, b int64) int64 {
 }
 
 func maxT(a, b threadTimes) threadTimes {
-	return threadTimes{max(a.cpu, b.cpu), max(a.io, b.io), max(a.runq, b.runq), max(a.other, b.other), max(a.miss, b.miss)}
+	return threadTimes{max(a.cpu, b.cpu), max(a.io, b.io), max(a.runq, b.runq), max(a.other, b.other), max(a.miss, b.miss),
+		max(a.fillWait, b.fillWait), max(a.fillRunq, b.fillRunq)}
 }
