@@ -15,6 +15,7 @@ import (
 	"github.com/coldtrace/coldtrace/trace/gpu"
 	"github.com/coldtrace/coldtrace/trace/jit"
 	"github.com/coldtrace/coldtrace/trace/launch"
+	"github.com/coldtrace/coldtrace/trace/machine"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
 	"github.com/coldtrace/coldtrace/trace/sched"
 	"github.com/coldtrace/coldtrace/trace/sensor"
@@ -116,6 +117,14 @@ func (s *session) load() error {
 		return err
 	}
 	s.sensors = append(s.sensors, ev)
+	mach, err := machine.New(machine.Options{Traced: sc.Tracked().Has, LivePIDs: sc.LivePIDs})
+	if err != nil {
+		if j != nil {
+			j.Close()
+		}
+		return err
+	}
+	s.sensors = append(s.sensors, mach)
 	if j != nil {
 		s.sensors = append(s.sensors, j)
 	}

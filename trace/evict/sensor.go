@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -13,6 +12,7 @@ import (
 
 	bpfevict "github.com/coldtrace/coldtrace/bpf/evict"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/machine"
 	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
@@ -234,22 +234,10 @@ func MemoryCgroup(pid int32) string {
 	return parseMemoryCgroup(string(b))
 }
 
-func parseMemoryCgroup(s string) string {
-	var v2 string
-	for _, line := range strings.Split(s, "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			v2 = "v2:" + parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c == "memory" {
-				return "v1:" + parts[2]
-			}
-		}
+func parseMemoryCgroup(text string) string {
+	version, p := machine.MemoryCgroup(text)
+	if version == 0 {
+		return ""
 	}
-	return v2
+	return fmt.Sprintf("v%d:%s", version, p)
 }
