@@ -97,7 +97,8 @@ func (s *session) load() error {
 		}
 		fileSeen = j.FileSeen
 	}
-	pc, err := pagecache.Load(pagecache.Options{Shared: shared, IOWaiting: sc.IOWaiting, FileSeen: fileSeen})
+	pc, err := pagecache.Load(pagecache.Options{Shared: shared, IOWaiting: sc.IOWaiting,
+		FillWaiting: sc.FillWaiting, FileSeen: fileSeen})
 	if err != nil {
 		if j != nil {
 			j.Close()

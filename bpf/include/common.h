@@ -86,7 +86,7 @@ struct thread {
 	__u32 flags;
 	__u32 pad;
 	__u64 last_ts; /* last switch in (on CPU) or out (off CPU) */
-	struct file_key wait_file; /* file blocked on at the last switch out */
+	struct file_key wait_file; /* file blocked on (I/O wait, or a wait inside its fill) at the last switch out */
 	__u64 cpu_ns;
 	__u64 iowait_ns;
 	__u64 runq_ns;

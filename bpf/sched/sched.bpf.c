@@ -115,8 +115,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		if (filling)
 			charge_miss(s, t, now);
 		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL);
-		if (filling && !iowait)
+		if (filling && !iowait) {
 			f |= TF_OUT_FILL;
+			t->wait_file = s->cur; /* user space adds ongoing fill waits to it */
+		}
 		if (iowait) {
 			f |= TF_OUT_IOWAIT;
 			/* The wait is for the last file read, unless the
@@ -160,8 +162,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				t->fill_wait_ns += d;
 				if (t->flags & TF_OUT_RUNNABLE)
 					t->fill_runq_ns += d;
-				if (s->cur.ino) {
-					struct file_stats *fs = bpf_map_lookup_elem(&files, &s->cur);
+				if (t->wait_file.ino) {
+					struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
 					if (fs)
 						__sync_fetch_and_add(&fs->fill_wait_ns, d);
 				}

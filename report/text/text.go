@@ -68,18 +68,22 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 			}
 			fmt.Fprintf(&b, "  %-44s %10s %10s %7.1f%% %9s %9s\n", format.Escape(format.Path(f.Name(), 44)), format.Bytes(f.BytesFromDisk),
 				format.Bytes(f.PagesAccessed*uint64(max(r.Host.PageSize, 1))), 100*summary.HitRatio(f), format.Duration(f.IOWaitNS), format.Duration(f.MissCPUNS))
+			for _, line := range words.FileMachine(f, r.Host.PageSize) {
+				fmt.Fprintf(&b, "      %s\n", format.Escape(line))
+			}
 		}
 	}
 
 	if len(r.Processes) > 0 {
-		fmt.Fprintf(&b, "\n  %-8s %-16s %9s %9s %9s\n", "pid", "process", "on-CPU", "off-CPU", "I/O wait")
+		fmt.Fprintf(&b, "\n  %-8s %-16s %9s %9s %9s %9s\n", "pid", "process", "on-CPU", "off-CPU", "I/O wait", "run queue")
 		shown := 0
 		for _, p := range r.Processes {
 			if shown == 8 {
 				fmt.Fprintf(&b, "  … %d more processes\n", len(r.Processes)-shown)
 				break
 			}
-			fmt.Fprintf(&b, "  %-8d %-16s %9s %9s %9s\n", p.PID, format.Escape(p.Name()), format.Duration(p.CPUNS), format.Duration(p.OffCPUNS), format.Duration(p.IOWaitNS))
+			fmt.Fprintf(&b, "  %-8d %-16s %9s %9s %9s %9s\n", p.PID, format.Escape(p.Name()), format.Duration(p.CPUNS), format.Duration(p.OffCPUNS),
+				format.Duration(p.IOWaitNS), format.Duration(p.RunQueueNS))
 			shown++
 		}
 	}
@@ -149,8 +153,12 @@ func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Resul
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(b, "\n  verdict: %s\n", format.Escape(words.Verdict(res.Verdict)))
-	for _, n := range words.Notes(res.Notes) {
-		fmt.Fprintf(b, "  note: %s\n", format.Escape(n))
+	for _, n := range res.Notes {
+		// The GPU row says already why there is no GPU data.
+		if n.Kind == attribution.NoteGPUUnavailable && r.GPU != nil && r.GPU.Unavailable != "" {
+			continue
+		}
+		fmt.Fprintf(b, "  note: %s\n", format.Escape(words.Note(n)))
 	}
 }
 

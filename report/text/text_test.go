@@ -103,3 +103,36 @@ func TestWriteJITText(t *testing.T) {
 		t.Errorf("no JIT: wrote %q", s)
 	}
 }
+
+// TestTextNoGPUSaidOnce: a run without a GPU says so in the table only,
+// not again as a note.
+func TestTextNoGPUSaidOnce(t *testing.T) {
+	r := fixtures.Record(t, "truth-cold")
+	r.GPU = &record.GPU{Unavailable: "no NVIDIA GPU (libnvidia-ml.so.1 not found)"}
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), "no NVIDIA GPU"); n != 1 {
+		t.Errorf("said %d times:\n%s", n, b.String())
+	}
+}
+
+// TestTextFileRowSaysWhoEvicted: the file row names who evicted its pages
+// and who else read it from disk; the process table has run-queue wait.
+func TestTextFileRowSaysWhoEvicted(t *testing.T) {
+	r := fixtures.Record(t, "truth-cold")
+	r.Files[0].PagesEvicted = 1024
+	r.Files[0].Evictors = []record.Evictor{{Kind: record.EvictSyscall, PID: 4242, Comm: "evictor", Syscall: "fadvise64", Pages: 1024}}
+	r.Files[0].Inserters = []record.Inserter{{PID: 4121, Comm: "cat", Pages: 512}}
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"evicted during the run: 4.0 MiB by pid 4242 (evictor, not traced, fadvise64)",
+		"2.0 MiB read from disk by pid 4121 (cat, not traced)", "run queue"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -48,6 +48,9 @@ type Options struct {
 	// IOWaiting returns, at each poll, the I/O wait of ongoing off-CPU
 	// intervals by file (sched.Sensor.IOWaiting, polled first).
 	IOWaiting func() map[sensor.FileKey]int64
+	// FillWaiting is the same for waits inside fills
+	// (sched.Sensor.FillWaiting).
+	FillWaiting func() map[sensor.FileKey]int64
 	// FileSeen, when set, is told the path of each file the first time a
 	// traced process reads or maps it. It is called from the reader
 	// goroutine.
@@ -146,6 +149,10 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	if s.opts.IOWaiting != nil {
 		waiting = s.opts.IOWaiting()
 	}
+	var fillWaiting map[sensor.FileKey]int64
+	if s.opts.FillWaiting != nil {
+		fillWaiting = s.opts.FillWaiting()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fileSample := func(k sensor.FileKey, fs *bpfpc.PagecacheFileStats) {
@@ -158,7 +165,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		acc.lastP = int32(fs.LastTgid)
 		cur := fileTimes{accessed: fs.Accessed, missed: fs.Missed, evicted: fs.Evicted, created: fs.Created,
 			io: int64(fs.IowaitNs) + waiting[k], miss: int64(fs.MissCpuNs),
-			reread: fs.Reread, shared: fs.Shared, fillWait: int64(fs.FillWaitNs)}
+			reread: fs.Reread, shared: fs.Shared, fillWait: int64(fs.FillWaitNs) + fillWaiting[k]}
 		d := record.FileDelta{File: acc.id, PagesAccessed: subU(cur.accessed, acc.prev.accessed),
 			PagesMissed: subU(cur.missed, acc.prev.missed), PagesEvicted: subU(cur.evicted, acc.prev.evicted),
 			IOWaitNS: sub(cur.io, acc.prev.io), MissCPUNS: sub(cur.miss, acc.prev.miss), FillWaitNS: sub(cur.fillWait, acc.prev.fillWait)}

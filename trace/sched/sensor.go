@@ -79,6 +79,8 @@ type Sensor struct {
 	// waiting is the I/O wait of the ongoing off-CPU intervals at the last
 	// poll, by the file waited for.
 	waiting map[sensor.FileKey]int64
+	// fillWaiting is the same for waits inside page-cache fills.
+	fillWaiting map[sensor.FileKey]int64
 	// recycleErrs counts dead threads' slots that could not be freed.
 	recycleErrs int
 	recycleErr  error
@@ -191,6 +193,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	waiting := map[sensor.FileKey]int64{}
+	fillWaiting := map[sensor.FileKey]int64{}
 	var dead []uint32 // slots
 	nslots, err := s.p.slotsInUse()
 	if err != nil {
@@ -219,6 +222,9 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			}
 			if v.Flags&tfOutFill != 0 && v.Flags&tfOnCPU == 0 {
 				cur.fillWait += d
+				if v.WaitFile.Ino != 0 {
+					fillWaiting[sensor.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}] += d
+				}
 				if v.Flags&tfOutRunQ != 0 {
 					cur.fillRunq += d
 				}
@@ -252,6 +258,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		return fmt.Errorf("read thread table: %w", err)
 	}
 	s.waiting = waiting
+	s.fillWaiting = fillWaiting
 	// A dead thread's counters are final: free its slot for the next fork
 	// (the kernel writes a slot only while its task lives). A slot that
 	// cannot be pushed stays cleared and unused: the table has 65,536.
@@ -278,6 +285,14 @@ func (s *Sensor) IOWaiting() map[sensor.FileKey]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.waiting
+}
+
+// FillWaiting is, from the last poll, the waits inside page-cache fills
+// of the threads' ongoing off-CPU intervals by file, as IOWaiting.
+func (s *Sensor) FillWaiting() map[sensor.FileKey]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fillWaiting
 }
 
 // LivePIDs are the tracked processes that still have a thread that has
