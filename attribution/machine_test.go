@@ -16,7 +16,7 @@ func thrashRecord() *record.Record {
 			Evictors: []record.Evictor{{Kind: record.EvictMemcgReclaim, PID: 7, Comm: "cat", Traced: true, Cgroup: "v1:/thrash", Pages: 2 * pages}}}},
 		Processes: []record.Process{{PID: 7, Comm: "cat", EndNS: 1.2e9, Exited: true, Threads: 1, CPUNS: 600e6, OffCPUNS: 600e6, IOWaitNS: 600e6, MissCPUNS: 600e6}},
 		Threads:   []record.Thread{{TID: 7, PID: 7, Comm: "cat", CPUNS: 600e6, OffCPUNS: 600e6, IOWaitNS: 600e6, MissCPUNS: 600e6}},
-		Machine: &record.Machine{Cgroups: []record.Cgroup{{Version: 1, Path: "/thrash", LimitBytes: 256 << 20, PIDs: []int32{7}}}},
+		Machine:   &record.Machine{Cgroups: []record.Cgroup{{Version: 1, Path: "/thrash", LimitBytes: 256 << 20, PIDs: []int32{7}}}},
 	}
 	for i := int64(1); i <= 12; i++ {
 		r.Samples = append(r.Samples, record.Sample{EndNS: i * 100e6,
