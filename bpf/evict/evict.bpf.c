@@ -17,7 +17,14 @@
  * served by another reader (bpf/pagecache: shared) and name it.
  *
  * The files and run_pages maps are the scheduler object's (bpf/sched),
- * given at load time as map replacements. Tracepoints only. */
+ * given at load time as map replacements. Tracepoints only.
+ *
+ * Cost measured here (bpf_stats, a 512 MiB file read three times in a
+ * 256 MiB memory cgroup, 2026-12): on_delete 280 ns per evicted folio
+ * (7,683 runs), on_memcg_begin/end 309/167 ns, on_other_insert 83 ns per
+ * insertion anywhere; the run_pages bitmap raised bpf/pagecache's
+ * on_add_to_cache from 426 to 821 ns per inserted folio. About 6 ms in a
+ * 1.1 s run that evicted 1.25 GiB. */
 
 #include "common.h"
 #include "files.h"

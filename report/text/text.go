@@ -87,6 +87,7 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 			shown++
 		}
 	}
+	writeMachine(&b, r)
 	if lost := r.Lost.Total(); lost > 0 {
 		fmt.Fprintf(&b, "\n  WARNING: %d events lost (ring buffer %d, file table %d, thread table %d): numbers are lower bounds\n",
 			lost, r.Lost.RingBuffer, r.Lost.FileTable, r.Lost.ThreadTable)
@@ -185,5 +186,36 @@ func writeGPU(b *strings.Builder, r *record.Record) {
 	for _, x := range r.GPU.Interference {
 		fmt.Fprintf(b, "  WARNING: GPU %d was also used by pid %d (%s), not part of this run: peak %s, mean SM util %.0f%%\n",
 			x.Device, x.PID, format.Escape(x.Name), format.Bytes(x.MemPeakBytes), x.SMUtilMeanPct)
+	}
+}
+
+// writeMachine writes what the machine let the run use and what else ran:
+// memory at the start and the end, the run's memory cgroups and limits,
+// other processes' CPU time and steal time.
+func writeMachine(b *strings.Builder, r *record.Record) {
+	m := r.Machine
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(b, "\n  memory: %s total; available %s at the start, %s at the end; page cache %s → %s\n",
+		format.Bytes(m.MemStart.TotalBytes), format.Bytes(m.MemStart.AvailableBytes), format.Bytes(m.MemEnd.AvailableBytes),
+		format.Bytes(m.MemStart.CachedBytes), format.Bytes(m.MemEnd.CachedBytes))
+	for _, c := range m.Cgroups {
+		limit := "no limit"
+		if c.LimitBytes > 0 {
+			limit = "limit " + format.Bytes(c.LimitBytes)
+		}
+		if c.HighBytes > 0 {
+			limit += ", high " + format.Bytes(c.HighBytes)
+		}
+		fmt.Fprintf(b, "  memory cgroup (v%d) %s: %s, %d traced processes\n", c.Version, format.Escape(c.Path), limit, len(c.PIDs))
+	}
+	if m.OthersCount > 0 || m.StealNS > 0 {
+		names := make([]string, 0, len(m.Others))
+		for _, o := range m.Others {
+			names = append(names, fmt.Sprintf("%s %s", format.Escape(o.Comm), format.Duration(o.CPUNS)))
+		}
+		fmt.Fprintf(b, "  other processes: %d used %s of CPU during the run (%s); steal %s\n",
+			m.OthersCount, format.Duration(m.OthersCPUNS), strings.Join(names, ", "), format.Duration(m.StealNS))
 	}
 }

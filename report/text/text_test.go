@@ -136,3 +136,24 @@ func TestTextFileRowSaysWhoEvicted(t *testing.T) {
 		}
 	}
 }
+
+// TestTextMachineSection: memory at the start and the end, the run's
+// memory cgroups with their limits, and the other processes' CPU.
+func TestTextMachineSection(t *testing.T) {
+	r := fixtures.Record(t, "truth-cold")
+	r.Machine = &record.Machine{MemStart: record.MemInfo{TotalBytes: 8 << 30, AvailableBytes: 6 << 30, CachedBytes: 1 << 30},
+		MemEnd:  record.MemInfo{TotalBytes: 8 << 30, AvailableBytes: 5 << 30, CachedBytes: 2 << 30},
+		Cgroups: []record.Cgroup{{Version: 1, Path: "/thrash", LimitBytes: 256 << 20, PIDs: []int32{1, 2}}},
+		Others:  []record.OtherCPU{{Comm: "sh", Processes: 2, CPUNS: 1.9e9}}, OthersCPUNS: 1.9e9, OthersCount: 2, StealNS: 30e6}
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"available 6.0 GiB at the start, 5.0 GiB at the end",
+		"memory cgroup (v1) /thrash: limit 256.0 MiB, 2 traced processes",
+		"other processes: 2 used 1.9s of CPU during the run (sh 1.9s); steal 30ms"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+}
