@@ -38,6 +38,11 @@ type Sensor struct {
 	// cgroups remembers each evicting process's memory cgroup, read at
 	// the first poll that saw it (it may exit before the run ends).
 	cgroups map[int32]string
+	// evictors and inserters are the tables as the last poll read them:
+	// the record's counts are those of the last poll (the page-cache
+	// sensor's files too), not of the moment Finish runs.
+	evictors  map[bpfevict.EvictEvictKey]bpfevict.EvictEvictStats
+	inserters map[bpfevict.EvictInserterKey]bpfevict.EvictInserterStats
 
 	evKeys  []bpfevict.EvictEvictKey
 	evVals  []bpfevict.EvictEvictStats
@@ -88,17 +93,27 @@ func Load(opts Options) (*Sensor, error) {
 // Begin is part of the session's sensor interface.
 func (s *Sensor) Begin(uint64) {}
 
-// Poll reads the evicting processes' memory cgroups while they live;
-// the counts themselves are read once, at the end.
+// Poll reads the evictors and inserters, and the evicting processes'
+// memory cgroups while they live.
 func (s *Sensor) Poll(_ uint64, _ *record.Sample) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := sensor.ReadMap(s.objs.Evictors, s.evKeys, s.evVals, func(k bpfevict.EvictEvictKey, _ *bpfevict.EvictEvictStats) {
+	evictors := make(map[bpfevict.EvictEvictKey]bpfevict.EvictEvictStats, len(s.evictors))
+	err := sensor.ReadMap(s.objs.Evictors, s.evKeys, s.evVals, func(k bpfevict.EvictEvictKey, v *bpfevict.EvictEvictStats) {
 		s.cgroupOf(int32(k.Tgid), bpfevict.EvictEvictKind(k.Kind))
+		evictors[k] = *v
 	})
 	if err != nil {
 		return fmt.Errorf("read evictors: %w", err)
 	}
+	inserters := make(map[bpfevict.EvictInserterKey]bpfevict.EvictInserterStats, len(s.inserters))
+	err = sensor.ReadMap(s.objs.Inserters, s.insKeys, s.insVals, func(k bpfevict.EvictInserterKey, v *bpfevict.EvictInserterStats) {
+		inserters[k] = *v
+	})
+	if err != nil {
+		return fmt.Errorf("read inserters: %w", err)
+	}
+	s.evictors, s.inserters = evictors, inserters
 	return nil
 }
 
@@ -127,33 +142,37 @@ func (s *Sensor) Finish(rec *record.Record) error {
 		f := &rec.Files[i]
 		byKey[sensor.FileKey{Dev: f.Dev, Ino: f.Ino}] = f
 	}
-	err := sensor.ReadMap(s.objs.Evictors, s.evKeys, s.evVals, func(k bpfevict.EvictEvictKey, v *bpfevict.EvictEvictStats) {
+	for k, v := range s.evictors {
 		f := byKey[sensor.FileKey{Dev: k.Dev, Ino: k.Ino}]
 		if f == nil || v.Pages == 0 {
-			return
+			continue
 		}
 		kind := bpfevict.EvictEvictKind(k.Kind)
 		pid := int32(k.Tgid)
 		f.Evictors = append(f.Evictors, record.Evictor{Kind: kindName(kind), PID: pid, Comm: sensor.CString(v.Comm[:]),
 			Traced: s.opts.Traced(pid), Syscall: syscallName(k.Nr), Cgroup: s.cgroupOf(pid, kind), Pages: v.Pages})
-	})
-	if err != nil {
-		return fmt.Errorf("evict: read evictors: %w", err)
 	}
-	err = sensor.ReadMap(s.objs.Inserters, s.insKeys, s.insVals, func(k bpfevict.EvictInserterKey, v *bpfevict.EvictInserterStats) {
+	for k, v := range s.inserters {
 		f := byKey[sensor.FileKey{Dev: k.Dev, Ino: k.Ino}]
 		if f == nil || v.Pages == 0 {
-			return
+			continue
 		}
 		f.Inserters = append(f.Inserters, record.Inserter{PID: int32(k.Tgid), Comm: sensor.CString(v.Comm[:]), Pages: v.Pages})
-	})
-	if err != nil {
-		return fmt.Errorf("evict: read inserters: %w", err)
 	}
 	for i := range rec.Files {
 		f := &rec.Files[i]
-		sort.SliceStable(f.Evictors, func(a, b int) bool { return f.Evictors[a].Pages > f.Evictors[b].Pages })
-		sort.SliceStable(f.Inserters, func(a, b int) bool { return f.Inserters[a].Pages > f.Inserters[b].Pages })
+		sortEvictors(f.Evictors)
+		sort.SliceStable(f.Inserters, func(a, b int) bool {
+			x, y := f.Inserters[a], f.Inserters[b]
+			return x.Pages > y.Pages || x.Pages == y.Pages && x.PID < y.PID
+		})
+		// The files' counters were read a moment before the evictors:
+		// an eviction in between is in the evictors only.
+		var evicted uint64
+		for _, e := range f.Evictors {
+			evicted += e.Pages
+		}
+		f.PagesEvicted = max(f.PagesEvicted, evicted)
 	}
 	lost, err := sensor.Lost(s.objs.Lost, bpfevict.EvictLostKindLOST_PAGES)
 	if err != nil {
@@ -176,6 +195,21 @@ func (s *Sensor) Close() error {
 		first = err
 	}
 	return first
+}
+
+// sortEvictors orders evictors heaviest first, then by kind and pid, so
+// that a record does not depend on the map's order.
+func sortEvictors(es []record.Evictor) {
+	sort.SliceStable(es, func(a, b int) bool {
+		x, y := es[a], es[b]
+		if x.Pages != y.Pages {
+			return x.Pages > y.Pages
+		}
+		if x.Kind != y.Kind {
+			return x.Kind < y.Kind
+		}
+		return x.PID < y.PID
+	})
 }
 
 func kindName(k bpfevict.EvictEvictKind) string {
