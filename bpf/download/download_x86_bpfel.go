@@ -87,6 +87,7 @@ type DownloadThread struct {
 	Switches   uint64
 	FillWaitNs uint64
 	FillRunqNs uint64
+	FillMark   uint64
 }
 
 type DownloadTstate struct {

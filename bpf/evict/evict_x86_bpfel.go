@@ -118,6 +118,7 @@ type EvictThread struct {
 	Switches   uint64
 	FillWaitNs uint64
 	FillRunqNs uint64
+	FillMark   uint64
 }
 
 type EvictTstate struct {

@@ -97,6 +97,11 @@ struct thread {
 	 * page cache (part of runq_ns + other_ns), and its run-queue part. */
 	__u64 fill_wait_ns;
 	__u64 fill_runq_ns;
+	/* While a fill interval is open: the time from which its on-CPU time
+	 * is not yet in miss_cpu_ns (0 otherwise). The poller adds the
+	 * ongoing part, as it does for cpu_ns, so that a long fill is not
+	 * seen as CPU in one interval and as fill in the next. */
+	__u64 fill_mark;
 };
 
 struct {

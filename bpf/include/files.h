@@ -91,8 +91,10 @@ static __always_inline void charge_miss(struct tstate *s, struct thread *th, __u
 	s->mark_ts = now;
 	if (!th)
 		th = slot_thread(s);
-	if (th)
+	if (th) {
 		th->miss_cpu_ns += d;
+		th->fill_mark = now;
+	}
 	if (s->cur.ino) {
 		struct file_stats *fs = bpf_map_lookup_elem(&files, &s->cur);
 		if (fs)

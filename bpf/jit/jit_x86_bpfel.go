@@ -106,6 +106,7 @@ type JitThread struct {
 	Switches   uint64
 	FillWaitNs uint64
 	FillRunqNs uint64
+	FillMark   uint64
 }
 
 type JitTstate struct {

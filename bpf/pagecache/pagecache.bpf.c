@@ -170,6 +170,9 @@ static int close_fill(struct bpf_map *map, void *key, void *value)
 	if (s->flags & TF_MISSED)
 		charge_miss(s, NULL, bpf_ktime_get_ns());
 	s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_FAULT_TS);
+	struct thread *th = slot_thread(s);
+	if (th)
+		th->fill_mark = 0;
 	return 0;
 }
 
@@ -181,6 +184,9 @@ static __always_inline void open_fill(struct tstate *s, __u64 start, __u64 now)
 	if (!(s->flags & TF_MISSED)) {
 		s->flags |= TF_MISSED;
 		s->mark_ts = start;
+		struct thread *th = slot_thread(s);
+		if (th)
+			th->fill_mark = start;
 	}
 	if (s->flags & TF_END_PENDING)
 		return;
@@ -198,6 +204,9 @@ static __always_inline void open_fill(struct tstate *s, __u64 start, __u64 now)
 	count_lost(LOST_FILL_END);
 	charge_miss(s, NULL, now);
 	s->flags &= ~TF_MISSED;
+	struct thread *th = slot_thread(s);
+	if (th)
+		th->fill_mark = 0;
 }
 
 /* One step of the dentry walk, run by bpf_loop: the verifier checks the

@@ -103,6 +103,7 @@ type PagecacheThread struct {
 	Switches   uint64
 	FillWaitNs uint64
 	FillRunqNs uint64
+	FillMark   uint64
 }
 
 type PagecacheTstate struct {

@@ -172,6 +172,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL)) | TF_ON_CPU;
 		t->last_ts = now;
 		s->mark_ts = now;
+		if (s->flags & TF_MISSED)
+			t->fill_mark = now;
 	}
 	return 0;
 }

@@ -102,6 +102,7 @@ type SchedThread struct {
 	Switches   uint64
 	FillWaitNs uint64
 	FillRunqNs uint64
+	FillMark   uint64
 }
 
 type SchedThreadFlag uint32

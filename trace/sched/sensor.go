@@ -210,6 +210,10 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			switch {
 			case v.Flags&tfOnCPU != 0:
 				cur.cpu += d
+				// The open fill interval's CPU so far, not yet charged.
+				if v.FillMark != 0 && now > v.FillMark {
+					cur.miss += int64(now - max(v.FillMark, v.LastTs))
+				}
 			case v.Flags&tfOutIO != 0:
 				cur.io += d
 				if v.WaitFile.Ino != 0 {
