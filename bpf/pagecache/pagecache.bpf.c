@@ -162,17 +162,26 @@ extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct b
 					      void *map__map, bpf_task_work_callback_t callback,
 					      void *aux__prog) __ksym;
 
+extern void bpf_preempt_disable(void) __ksym;
+extern void bpf_preempt_enable(void) __ksym;
+
+/* A task work runs preemptible. A switch that preempted it inside its
+ * task-storage lookup would find the storage busy (the lookup's per-CPU
+ * guard) and lose the switch: the thread's time from its switch-in to
+ * the next one went uncounted (tens of ms under CPU contention). */
 static int close_fill(struct bpf_map *map, void *key, void *value)
 {
+	bpf_preempt_disable();
 	struct tstate *s = current_state();
-	if (!s)
-		return 0;
-	if (s->flags & TF_MISSED)
-		charge_miss(s, NULL, bpf_ktime_get_ns());
-	s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_FAULT_TS);
-	struct thread *th = slot_thread(s);
-	if (th)
-		th->fill_mark = 0;
+	if (s) {
+		if (s->flags & TF_MISSED)
+			charge_miss(s, NULL, bpf_ktime_get_ns());
+		s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_FAULT_TS);
+		struct thread *th = slot_thread(s);
+		if (th)
+			th->fill_mark = 0;
+	}
+	bpf_preempt_enable();
 	return 0;
 }
 

@@ -205,7 +205,11 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		}
 		cur := threadTimes{cpu: int64(v.CpuNs), io: int64(v.IowaitNs), runq: int64(v.RunqNs),
 			other: int64(v.OtherNs), miss: int64(v.MissCpuNs), fillWait: int64(v.FillWaitNs), fillRunq: int64(v.FillRunqNs)}
-		if v.LastTs != 0 && now > v.LastTs && v.Flags&tfExited == 0 {
+		// An exiting thread runs on (exit code, task works) until its
+		// last switch, which can come after the command's exit is
+		// reported and after the final poll when others hold the CPUs:
+		// its ongoing time counts until that switch.
+		if v.LastTs != 0 && now > v.LastTs && v.Flags&tfDead == 0 {
 			d := int64(now - v.LastTs)
 			switch {
 			case v.Flags&tfOnCPU != 0:
