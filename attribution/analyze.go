@@ -44,6 +44,10 @@ type Result struct {
 	// the wall time less the avoidable categories, less nothing of the CPU
 	// or GPU work they hid (see docs/attribution.md).
 	WarmEstimateNS int64 `json:"warm_estimate_ns"`
+	// RereadNS is the disk_read time of pages read again after their
+	// eviction during the run: a rerun reads them again, so the warm
+	// estimate keeps it.
+	RereadNS int64 `json:"reread_ns,omitempty"`
 	// UnobservedNS is wall time no sample covered (after the last sample,
 	// or all of a run without samples); it is counted as other_wait unless
 	// a wall-clock signal (GPU, download) covers it.
@@ -212,8 +216,12 @@ func (a *analyzer) run() *Result {
 		res.Slices = []Slice{}
 	}
 	res.Breakdown = a.breakdown()
+	res.RereadNS = rereadNS(a.r, res.Row(DiskRead))
+	res.WarmEstimateNS = min(a.wall, res.WarmEstimateNS+res.RereadNS)
 	res.Phases = phases(a.slices, a.minPhase())
 	res.Verdict = verdict(res, a.coldShare())
+	res.Verdict.Memory = memoryCause(a.r, res)
+	res.Verdict.Contention = contention(a.r, res)
 	res.Cold = res.Verdict.Kind == VerdictCold
 	res.Notes = a.notes(res)
 	return res
@@ -313,9 +321,15 @@ func (a *analyzer) attribute(rs rawSlice) {
 		for _, td := range s.Threads {
 			cpu := pos(td.CPUNS)
 			miss := min(pos(td.MissCPUNS), cpu)
-			disk := float64(pos(td.IOWaitNS)+miss) * rs.scale
-			run := float64(cpu-miss+pos(td.RunQueueNS)) * rs.scale
-			sig[iOther] += float64(pos(td.OtherWaitNS)) * rs.scale
+			// Waits inside a fill (run queue, other blocking) belong to
+			// the fill: a warm read would not have waited.
+			runq, wait := pos(td.RunQueueNS), pos(td.OtherWaitNS)
+			fillRunq := min(pos(td.FillRunQueueNS), runq)
+			fillWait := min(pos(td.FillWaitNS)-fillRunq, wait)
+			fillWait = max(fillWait, 0)
+			disk := float64(pos(td.IOWaitNS)+miss+fillRunq+fillWait) * rs.scale
+			run := float64(cpu-miss+runq-fillRunq) * rs.scale
+			sig[iOther] += float64(wait-fillWait) * rs.scale
 			sig[iDisk] += disk
 			a.sDiskProcs.add(td.PID, disk)
 
@@ -338,7 +352,7 @@ func (a *analyzer) attribute(rs rawSlice) {
 			a.sCPUProcs.add(td.PID, run-jit)
 		}
 		for _, fd := range s.Files {
-			w := float64(pos(fd.IOWaitNS)+pos(fd.MissCPUNS)) * rs.scale
+			w := float64(pos(fd.IOWaitNS)+pos(fd.MissCPUNS)+pos(fd.FillWaitNS)) * rs.scale
 			a.sFiles.add(fd.File, w)
 			fileSum += max(w, 0)
 		}

@@ -31,6 +31,10 @@ type FileEvidence struct {
 	MissRatio float64 `json:"miss_ratio"`
 	IOWaitNS  int64   `json:"io_wait_ns"`
 	MissCPUNS int64   `json:"miss_cpu_ns"`
+	// FillWaitNS, PagesReread, PagesShared: the record's (record.File).
+	FillWaitNS  int64  `json:"fill_wait_ns,omitempty"`
+	PagesReread uint64 `json:"pages_reread,omitempty"`
+	PagesShared uint64 `json:"pages_shared,omitempty"`
 }
 
 // CompilerEvidence is one source of compile time: a compiler program run
@@ -182,6 +186,7 @@ func (a *analyzer) fileInfo(id int, ns, rowNS int64) FileEvidence {
 	}
 	fe.Path = f.Name()
 	fe.BytesFromDisk, fe.PagesAccessed, fe.PagesMissed = f.BytesFromDisk, f.PagesAccessed, f.PagesMissed
+	fe.FillWaitNS, fe.PagesReread, fe.PagesShared = f.FillWaitNS, f.PagesReread, f.PagesShared
 	fe.IOWaitNS, fe.MissCPUNS = f.IOWaitNS, f.MissCPUNS
 	if f.PagesAccessed > 0 {
 		fe.MissRatio = min(1, float64(f.PagesMissed)/float64(f.PagesAccessed))

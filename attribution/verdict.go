@@ -34,6 +34,13 @@ type Verdict struct {
 	AvoidableShare float64 `json:"avoidable_share"`
 	Mostly         *Cause  `json:"mostly,omitempty"`
 	WarmEstimateNS int64   `json:"warm_estimate_ns"`
+	// Memory is set when files were read from disk again because their
+	// pages were evicted during the run: the machine, not a cold cache,
+	// is the cause, and a rerun will read them again.
+	Memory *MemoryCause `json:"memory,omitempty"`
+	// Contention is set when the run waited for CPUs that other
+	// processes (or other guests of the VM) held.
+	Contention *Contention `json:"contention,omitempty"`
 }
 
 // Cause is one row the verdict names, with the evidence it names.
@@ -172,19 +179,29 @@ const (
 	// NoteGPUShared: GPU (index) was also used by untraced processes
 	// (Names); RunSharePct is the run's share when known.
 	NoteGPUShared NoteKind = "gpu_shared"
+	// NoteSharedRead: Bytes of file Path came from disk through a process
+	// outside the run (Inserter) while the run waited for them.
+	NoteSharedRead NoteKind = "shared_read"
+	// NoteEvictedBy: a process outside the run, or DAMON (Evictor),
+	// evicted Bytes of file Path during the run.
+	NoteEvictedBy NoteKind = "evicted_by"
 )
 
 // Note is one caveat, as data; report/words says it.
 type Note struct {
-	Kind        NoteKind     `json:"kind"`
-	NS          int64        `json:"ns,omitempty"`
-	Text        string       `json:"text,omitempty"`
-	ExitCode    int          `json:"exit_code,omitempty"`
-	Lost        *record.Lost `json:"lost,omitempty"`
-	GPU         int          `json:"gpu,omitempty"`
-	Processes   int          `json:"processes,omitempty"`
-	Names       []string     `json:"names,omitempty"`
-	RunSharePct *float64     `json:"run_share_pct,omitempty"`
+	Kind        NoteKind         `json:"kind"`
+	NS          int64            `json:"ns,omitempty"`
+	Text        string           `json:"text,omitempty"`
+	ExitCode    int              `json:"exit_code,omitempty"`
+	Lost        *record.Lost     `json:"lost,omitempty"`
+	GPU         int              `json:"gpu,omitempty"`
+	Processes   int              `json:"processes,omitempty"`
+	Names       []string         `json:"names,omitempty"`
+	RunSharePct *float64         `json:"run_share_pct,omitempty"`
+	Path        string           `json:"path,omitempty"`
+	Bytes       uint64           `json:"bytes,omitempty"`
+	Inserter    *record.Inserter `json:"inserter,omitempty"`
+	Evictor     *record.Evictor  `json:"evictor,omitempty"`
 }
 
 func (a *analyzer) notes(res *Result) []Note {
@@ -214,6 +231,7 @@ func (a *analyzer) notes(res *Result) []Note {
 	if r.GPU != nil && r.GPU.Unavailable != "" {
 		out = append(out, Note{Kind: NoteGPUUnavailable, Text: r.GPU.Unavailable})
 	}
+	out = append(out, machineNotes(r, res)...)
 	for _, s := range a.gpuSums {
 		others := r.GPU.InterferenceOn(s.Index)
 		if len(others) == 0 {

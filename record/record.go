@@ -64,6 +64,9 @@ type Record struct {
 	JIT       *JIT       `json:"jit,omitempty"`
 	GPU       *GPU       `json:"gpu,omitempty"`
 	Downloads []Download `json:"downloads,omitempty"`
+	// Machine is what the machine let the run use and what else ran on
+	// it (trace/machine).
+	Machine *Machine `json:"machine,omitempty"`
 }
 
 // Partial says a record was written during the run, not at its end.
@@ -107,11 +110,14 @@ type Lost struct {
 	// could not track or report (its tables were full): downloads are
 	// then lower bounds.
 	Network uint64 `json:"network,omitempty"`
+	// Pages counts pages whose re-read or evictor could not be recorded
+	// (a full table): re-reads and evictions are lower bounds.
+	Pages uint64 `json:"pages,omitempty"`
 }
 
 // Total is the sum of every lost counter.
 func (l Lost) Total() uint64 {
-	return l.RingBuffer + l.FileTable + l.ThreadTable + l.Tracked + l.Paths + l.FillEnds + l.Network
+	return l.RingBuffer + l.FileTable + l.ThreadTable + l.Tracked + l.Paths + l.FillEnds + l.Network + l.Pages
 }
 
 // File is one (device, inode) the command touched through the page cache.
@@ -141,6 +147,55 @@ type File struct {
 	// MissCPUNS is on-CPU thread-time inside read syscalls and page faults
 	// that missed the cache for this file: the kernel work of filling it.
 	MissCPUNS int64 `json:"miss_cpu_ns"`
+	// FillWaitNS is off-CPU thread-time, other than I/O wait, inside
+	// kernel entries that filled the cache for this file: run-queue
+	// waits and other blocking a warm read would not have had.
+	FillWaitNS int64 `json:"fill_wait_ns,omitempty"`
+	// PagesReread counts pages the command read from disk again after
+	// they were evicted during the run (part of PagesMissed).
+	PagesReread uint64 `json:"pages_reread,omitempty"`
+	// PagesShared counts pages the command read while a process outside
+	// the run was reading the file from disk: they came from disk through
+	// it, and the command waited for them. They are not hits a rerun
+	// could expect.
+	PagesShared uint64 `json:"pages_shared,omitempty"`
+	// Evictors say who dropped PagesEvicted, heaviest first.
+	Evictors []Evictor `json:"evictors,omitempty"`
+	// Inserters are the processes outside the run that read this file
+	// from disk during it, heaviest first.
+	Inserters []Inserter `json:"inserters,omitempty"`
+}
+
+// The kinds of evictor.
+const (
+	EvictSyscall       = "syscall"        // a process's fadvise, truncate, unlink, ... (Syscall)
+	EvictDirectReclaim = "direct_reclaim" // a thread in global direct reclaim
+	EvictMemcgReclaim  = "memcg_reclaim"  // a thread reclaiming for its memory cgroup's limit
+	EvictKswapd        = "kswapd"         // kswapd: global memory pressure
+	EvictKdamond       = "kdamond"        // DAMON
+	EvictKernel        = "kernel"         // another kernel thread, or outside a syscall
+)
+
+// Evictor is one context that evicted pages of a file during the run.
+type Evictor struct {
+	Kind string `json:"kind"`
+	PID  int32  `json:"pid"`
+	Comm string `json:"comm"`
+	// Traced: the process was part of the run.
+	Traced bool `json:"traced"`
+	// Syscall names the syscall of an EvictSyscall evictor.
+	Syscall string `json:"syscall,omitempty"`
+	// Cgroup is the process's memory cgroup, when it could be read.
+	Cgroup string `json:"cgroup,omitempty"`
+	Pages  uint64 `json:"pages"`
+}
+
+// Inserter is a process outside the run that read pages of a file from
+// disk into the page cache during the run.
+type Inserter struct {
+	PID   int32  `json:"pid"`
+	Comm  string `json:"comm"`
+	Pages uint64 `json:"pages"`
 }
 
 // Process is one traced process (thread group).
@@ -163,6 +218,11 @@ type Process struct {
 	// a CPU); it is part of OffCPUNS.
 	RunQueueNS int64 `json:"runqueue_ns"`
 	MissCPUNS  int64 `json:"miss_cpu_ns"`
+	// FillWaitNS is off-CPU time, other than I/O wait, inside kernel
+	// entries that filled the page cache (part of OffCPUNS);
+	// FillRunQueueNS is its run-queue part (part of RunQueueNS too).
+	FillWaitNS     int64 `json:"fill_wait_ns,omitempty"`
+	FillRunQueueNS int64 `json:"fill_runqueue_ns,omitempty"`
 }
 
 // Thread is one traced thread's totals.
@@ -175,6 +235,9 @@ type Thread struct {
 	IOWaitNS   int64  `json:"io_wait_ns"`
 	RunQueueNS int64  `json:"runqueue_ns"`
 	MissCPUNS  int64  `json:"miss_cpu_ns"`
+	// FillWaitNS and FillRunQueueNS: as in Process.
+	FillWaitNS     int64 `json:"fill_wait_ns,omitempty"`
+	FillRunQueueNS int64 `json:"fill_runqueue_ns,omitempty"`
 }
 
 // Sample holds what changed in one polling interval (EndNS-IntervalNS,
@@ -197,6 +260,11 @@ type ThreadDelta struct {
 	RunQueueNS int64 `json:"rq,omitempty"`
 	// OtherWaitNS is off-CPU time that is neither I/O wait nor run queue.
 	OtherWaitNS int64 `json:"wait,omitempty"`
+	// FillWaitNS is the part of RunQueueNS and OtherWaitNS spent inside
+	// kernel entries that filled the page cache; FillRunQueueNS is its
+	// part of RunQueueNS.
+	FillWaitNS     int64 `json:"fwait,omitempty"`
+	FillRunQueueNS int64 `json:"frq,omitempty"`
 }
 
 // FileDelta is one file's activity in one interval. File is a File.ID.
@@ -207,6 +275,7 @@ type FileDelta struct {
 	PagesEvicted  uint64 `json:"evict,omitempty"`
 	IOWaitNS      int64  `json:"io,omitempty"`
 	MissCPUNS     int64  `json:"mcpu,omitempty"`
+	FillWaitNS    int64  `json:"fwait,omitempty"`
 }
 
 // SelfCost is what coldtrace itself cost while tracing.

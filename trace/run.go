@@ -14,9 +14,11 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/download"
+	"github.com/coldtrace/coldtrace/trace/evict"
 	"github.com/coldtrace/coldtrace/trace/gpu"
 	"github.com/coldtrace/coldtrace/trace/jit"
 	"github.com/coldtrace/coldtrace/trace/launch"
+	"github.com/coldtrace/coldtrace/trace/machine"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
 	"github.com/coldtrace/coldtrace/trace/sched"
 	"github.com/coldtrace/coldtrace/trace/sensor"
@@ -98,7 +100,8 @@ func (s *session) load() error {
 		}
 		fileSeen = j.FileSeen
 	}
-	pc, err := pagecache.Load(pagecache.Options{Shared: shared, IOWaiting: sc.IOWaiting, FileSeen: fileSeen})
+	pc, err := pagecache.Load(pagecache.Options{Shared: shared, IOWaiting: sc.IOWaiting,
+		FillWaiting: sc.FillWaiting, FileSeen: fileSeen})
 	if err != nil {
 		if j != nil {
 			j.Close()
@@ -109,6 +112,23 @@ func (s *session) load() error {
 	// scheduler's ongoing I/O waits to its files); the JIT sensor finishes
 	// after both (it reads the processes).
 	s.sensors = append(s.sensors, pc)
+	// Evictions are written into the files the page cache finished.
+	ev, err := evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has})
+	if err != nil {
+		if j != nil {
+			j.Close()
+		}
+		return err
+	}
+	s.sensors = append(s.sensors, ev)
+	mach, err := machine.New(machine.Options{Traced: sc.Tracked().Has, LivePIDs: sc.LivePIDs})
+	if err != nil {
+		if j != nil {
+			j.Close()
+		}
+		return err
+	}
+	s.sensors = append(s.sensors, mach)
 	if j != nil {
 		s.sensors = append(s.sensors, j)
 	}

@@ -21,6 +21,8 @@ const (
 	RuleAccessedMiss = "accessed-at-least-missed"
 	RuleDownloadTime = "download-time-within-wall"
 	RuleDownloadSize = "download-at-least-min-bytes"
+	RuleFillWait     = "fill-wait-within-off-cpu"
+	RuleReread       = "reread-within-missed-and-evicted"
 )
 
 // ReadaheadSlackPages is how many pages a read-path file may have missed
@@ -50,6 +52,8 @@ func Check(r *record.Record) []Violation {
 	c.fileIOWait()
 	c.accessedMissed()
 	c.downloads()
+	c.fillWait()
+	c.reread()
 	return c.out
 }
 
@@ -210,9 +214,60 @@ func (c *checker) accessedMissed() {
 		if f.PagesAccessed == 0 || f.PagesCreated > 0 {
 			continue
 		}
-		if f.PagesMissed > f.PagesAccessed+ReadaheadSlackPages {
-			c.add(RuleAccessedMiss, fileSubject(f), "%d pages missed but only %d accessed (readahead allows %d more)",
-				f.PagesMissed, f.PagesAccessed, ReadaheadSlackPages)
+		// A page read ahead, evicted before it was read and read again
+		// is missed twice for one access: re-reads add to the slack.
+		if f.PagesMissed > f.PagesAccessed+f.PagesReread+ReadaheadSlackPages {
+			c.add(RuleAccessedMiss, fileSubject(f), "%d pages missed but only %d accessed (readahead allows %d more, re-reads after eviction %d)",
+				f.PagesMissed, f.PagesAccessed, ReadaheadSlackPages, f.PagesReread)
+		}
+	}
+}
+
+// fillWait: waits inside page-cache fills are off-CPU time that is not
+// I/O wait (run queue and other blocking), and their run-queue part is
+// run-queue time; the files' fill waits are the threads' (one interval of
+// slack: file counters take a wait when it ends, thread counters as it
+// goes).
+func (c *checker) fillWait() {
+	var total int64
+	for _, t := range c.r.Threads {
+		total += t.FillWaitNS
+		subject := fmt.Sprintf("thread %d/%d (%s)", t.PID, t.TID, t.Comm)
+		if t.FillWaitNS > t.OffCPUNS-t.IOWaitNS {
+			c.add(RuleFillWait, subject, "fill wait %s exceeds the thread's off-CPU time %s less its I/O wait %s",
+				dur(t.FillWaitNS), dur(t.OffCPUNS), dur(t.IOWaitNS))
+		}
+		if t.FillRunQueueNS > min(t.FillWaitNS, t.RunQueueNS) {
+			c.add(RuleFillWait, subject, "fill run-queue wait %s exceeds its fill wait %s or run-queue wait %s",
+				dur(t.FillRunQueueNS), dur(t.FillWaitNS), dur(t.RunQueueNS))
+		}
+	}
+	var files int64
+	for _, f := range c.r.Files {
+		files += f.FillWaitNS
+	}
+	if files > total+c.interval {
+		c.add(RuleFillWait, "run", "the files' fill wait sums to %s, more than the threads' %s (+%s slack)", dur(files), dur(total), dur(c.interval))
+	}
+}
+
+// reread: a page is read again only after it was read and then evicted
+// during the run; a page read while another process brought it in was
+// accessed; the evictors account for at most the pages evicted.
+func (c *checker) reread() {
+	for _, f := range c.r.Files {
+		if f.PagesReread > f.PagesMissed || f.PagesReread > f.PagesEvicted {
+			c.add(RuleReread, fileSubject(f), "%d pages read again, but %d missed and %d evicted", f.PagesReread, f.PagesMissed, f.PagesEvicted)
+		}
+		if f.PagesShared > f.PagesAccessed {
+			c.add(RuleReread, fileSubject(f), "%d pages read from another reader's fill, but only %d accessed", f.PagesShared, f.PagesAccessed)
+		}
+		var evicted uint64
+		for _, e := range f.Evictors {
+			evicted += e.Pages
+		}
+		if evicted > f.PagesEvicted {
+			c.add(RuleReread, fileSubject(f), "evictors account for %d pages, but %d were evicted", evicted, f.PagesEvicted)
 		}
 	}
 }

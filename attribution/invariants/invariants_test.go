@@ -54,7 +54,23 @@ func TestCorruptedCopiesFail(t *testing.T) {
 		{"file I/O wait above the total", "truth-cold", func(r *record.Record) { r.Files[1].IOWaitNS = 1 },
 			invariants.RuleFileIOWait, []string{"sums to 1.400000001s, more than the threads' total 1.4s"}},
 		{"misses beyond accesses", "truth-cold", func(r *record.Record) { r.Files[0].PagesMissed = r.Files[0].PagesAccessed + 1025 },
-			invariants.RuleAccessedMiss, []string{"263165 pages missed but only 262140 accessed"}},
+			invariants.RuleAccessedMiss, []string{"263165 pages missed but only 262140 accessed (readahead allows 1024 more, re-reads after eviction 0)"}},
+		{"fill wait above the off-CPU time", "truth-cold", func(r *record.Record) {
+			r.Threads[0].FillWaitNS = r.Threads[0].OffCPUNS - r.Threads[0].IOWaitNS + 1
+		}, invariants.RuleFillWait, []string{"thread 500/500 (sh)", "fill wait"}},
+		{"fill run queue above the run queue", "truth-cold", func(r *record.Record) {
+			r.Threads[0].FillWaitNS, r.Threads[0].FillRunQueueNS = 1, 1
+			r.Threads[0].RunQueueNS = 0
+		}, invariants.RuleFillWait, []string{"fill run-queue wait 1ns"}},
+		{"files' fill wait above the threads'", "truth-cold", func(r *record.Record) { r.Files[0].FillWaitNS = 1e9 },
+			invariants.RuleFillWait, []string{"the files' fill wait sums to 1s"}},
+		{"re-read beyond evicted", "truth-cold", func(r *record.Record) { r.Files[0].PagesReread = 1 },
+			invariants.RuleReread, []string{"1 pages read again", "0 evicted"}},
+		{"shared beyond accessed", "truth-cold", func(r *record.Record) { r.Files[0].PagesShared = r.Files[0].PagesAccessed + 1 },
+			invariants.RuleReread, []string{"pages read from another reader's fill"}},
+		{"evictors beyond evicted", "truth-cold", func(r *record.Record) {
+			r.Files[0].Evictors = []record.Evictor{{Kind: record.EvictKswapd, Pages: r.Files[0].PagesEvicted + 1}}
+		}, invariants.RuleReread, []string{"evictors account for"}},
 		{"a download under the minimum", "cold-ml", func(r *record.Record) { r.Downloads[0].Bytes = 1 << 20 },
 			invariants.RuleDownloadSize, []string{"download 0 (/home/dev/.cache/huggingface/hub/models--Qwen--Qwen-Image/blobs/3f2a from 18.65.25.3:443)",
 				"1048576 bytes received, under the 4194304"}},

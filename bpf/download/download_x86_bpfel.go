@@ -80,12 +80,15 @@ type DownloadThread struct {
 		Pad uint32
 		Ino uint64
 	}
-	CpuNs     uint64
-	IowaitNs  uint64
-	RunqNs    uint64
-	OtherNs   uint64
-	MissCpuNs uint64
-	Switches  uint64
+	CpuNs      uint64
+	IowaitNs   uint64
+	RunqNs     uint64
+	OtherNs    uint64
+	MissCpuNs  uint64
+	Switches   uint64
+	FillWaitNs uint64
+	FillRunqNs uint64
+	FillMark   uint64
 }
 
 type DownloadTstate struct {

@@ -24,6 +24,7 @@ enum thread_flag {
 	TF_MISSED = 1 << 5,      /* tstate: the current kernel entry fills the page cache: its CPU time is charged */
 	TF_EXITED = 1 << 6,
 	TF_DEAD = 1 << 8, /* switched out for the last time: the slot may be reused */
+	TF_OUT_FILL = 1 << 9, /* switched out, not for I/O, inside a kernel entry that fills the page cache */
 };
 
 /* Indices into each object's lost counters. Exported to Go by bpf2go. */
@@ -32,7 +33,8 @@ enum lost_kind {
 	LOST_FILES = 1,
 	LOST_THREADS = 2,
 	LOST_FILL_END = 3, /* a fill interval closed at its last event, not at the return to user */
-	LOST_KINDS = 4,
+	LOST_PAGES = 4, /* the run_pages or evictors table was full: re-reads or evictors undercounted */
+	LOST_KINDS = 5,
 };
 
 struct file_key {
@@ -84,13 +86,22 @@ struct thread {
 	__u32 flags;
 	__u32 pad;
 	__u64 last_ts; /* last switch in (on CPU) or out (off CPU) */
-	struct file_key wait_file; /* file blocked on at the last switch out */
+	struct file_key wait_file; /* file blocked on (I/O wait, or a wait inside its fill) at the last switch out */
 	__u64 cpu_ns;
 	__u64 iowait_ns;
 	__u64 runq_ns;
 	__u64 other_ns;
 	__u64 miss_cpu_ns;
 	__u64 switches;
+	/* Off-CPU time, not I/O wait, inside a kernel entry that fills the
+	 * page cache (part of runq_ns + other_ns), and its run-queue part. */
+	__u64 fill_wait_ns;
+	__u64 fill_runq_ns;
+	/* While a fill interval is open: the time from which its on-CPU time
+	 * is not yet in miss_cpu_ns (0 otherwise). The poller adds the
+	 * ongoing part, as it does for cpu_ns, so that a long fill is not
+	 * seen as CPU in one interval and as fill in the next. */
+	__u64 fill_mark;
 };
 
 struct {

@@ -16,6 +16,19 @@ struct file_stats {
 	__u64 created; /* pages inserted by writes: new data, not read from disk */
 	__u32 last_tgid;
 	__u32 path_sent;
+	/* Pages the run inserted again after they were evicted during the
+	 * run: read from disk more than once (bpf/pagecache, run_pages). */
+	__u64 reread;
+	/* Pages tracked threads read while an untraced process was inserting
+	 * the file: they came from disk through that process. */
+	__u64 shared;
+	/* Pages untraced processes read from disk into the cache during the
+	 * run (bpf/evict), and when they last did. */
+	__u64 others_inserted;
+	__u64 other_ins_ts;
+	/* Off-CPU time, not I/O wait, of tracked threads inside kernel
+	 * entries that filled this file (bpf/sched). */
+	__u64 fill_wait_ns;
 };
 
 struct {
@@ -25,6 +38,47 @@ struct {
 	__type(key, struct file_key);
 	__type(value, struct file_stats);
 } files SEC(".maps");
+
+/* Which pages of the run's files the run inserted (read from disk) and
+ * which of those were evicted since, 64 pages a block: an insertion of
+ * an evicted page is a re-read. The page-cache object sets inserted bits
+ * and counts re-reads; the eviction object sets evicted bits. */
+#define RUN_PAGES_BLOCK 64
+#define MAX_RUN_BLOCKS (1 << 17) /* 32 GiB of 4 KiB pages */
+
+struct run_block_key {
+	__u32 dev;
+	__u32 pad;
+	__u64 ino;
+	__u64 block; /* page index / RUN_PAGES_BLOCK */
+};
+
+struct run_block {
+	__u64 inserted;
+	__u64 evicted;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_RUN_BLOCKS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct run_block_key);
+	__type(value, struct run_block);
+} run_pages SEC(".maps");
+
+/* The mask of pages [lo, hi] inside block b (lo, hi page indices). */
+static __always_inline __u64 block_mask(__u64 b, __u64 lo, __u64 hi)
+{
+	__u64 first = b * RUN_PAGES_BLOCK, last = first + RUN_PAGES_BLOCK - 1;
+	__u64 from = lo > first ? lo - first : 0;
+	__u64 to = hi < last ? hi - first : RUN_PAGES_BLOCK - 1;
+	__u64 width = to - from + 1;
+	__u64 m = width >= 64 ? ~0ull : ((1ull << width) - 1);
+	return m << (from & 63);
+}
+
+/* Folios of up to 2^10 pages span at most 17 blocks. */
+#define MAX_FOLIO_BLOCKS 17
 
 /* Charge the on-CPU time since the mark to page-cache filling: to the
  * thread and to the file of its latest page-cache event. th is s's slot
@@ -37,8 +91,10 @@ static __always_inline void charge_miss(struct tstate *s, struct thread *th, __u
 	s->mark_ts = now;
 	if (!th)
 		th = slot_thread(s);
-	if (th)
+	if (th) {
 		th->miss_cpu_ns += d;
+		th->fill_mark = now;
+	}
 	if (s->cur.ino) {
 		struct file_stats *fs = bpf_map_lookup_elem(&files, &s->cur);
 		if (fs)

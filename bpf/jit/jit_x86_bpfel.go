@@ -74,7 +74,8 @@ const (
 	JitLostKindLOST_FILES    JitLostKind = 1
 	JitLostKindLOST_THREADS  JitLostKind = 2
 	JitLostKindLOST_FILL_END JitLostKind = 3
-	JitLostKindLOST_KINDS    JitLostKind = 4
+	JitLostKindLOST_PAGES    JitLostKind = 4
+	JitLostKindLOST_KINDS    JitLostKind = 5
 )
 
 type JitPending struct {
@@ -97,12 +98,15 @@ type JitThread struct {
 		Pad uint32
 		Ino uint64
 	}
-	CpuNs     uint64
-	IowaitNs  uint64
-	RunqNs    uint64
-	OtherNs   uint64
-	MissCpuNs uint64
-	Switches  uint64
+	CpuNs      uint64
+	IowaitNs   uint64
+	RunqNs     uint64
+	OtherNs    uint64
+	MissCpuNs  uint64
+	Switches   uint64
+	FillWaitNs uint64
+	FillRunqNs uint64
+	FillMark   uint64
 }
 
 type JitTstate struct {

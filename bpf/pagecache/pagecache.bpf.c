@@ -1,7 +1,7 @@
 //go:build ignore
 
 /* coldtrace's page-cache sensor: pages accessed, missed (inserted by a
- * tracked thread), created and evicted per file, and the CPU time the
+ * tracked thread), created and read again per file, and the CPU time the
  * kernel entries that filled the cache spent doing it (fill intervals).
  * Counters are aggregated in the files map, which user space polls; only
  * the first sight of a file (its path) goes through the ring buffer.
@@ -162,14 +162,26 @@ extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct b
 					      void *map__map, bpf_task_work_callback_t callback,
 					      void *aux__prog) __ksym;
 
+extern void bpf_preempt_disable(void) __ksym;
+extern void bpf_preempt_enable(void) __ksym;
+
+/* A task work runs preemptible. A switch that preempted it inside its
+ * task-storage lookup would find the storage busy (the lookup's per-CPU
+ * guard) and lose the switch: the thread's time from its switch-in to
+ * the next one went uncounted (tens of ms under CPU contention). */
 static int close_fill(struct bpf_map *map, void *key, void *value)
 {
+	bpf_preempt_disable();
 	struct tstate *s = current_state();
-	if (!s)
-		return 0;
-	if (s->flags & TF_MISSED)
-		charge_miss(s, NULL, bpf_ktime_get_ns());
-	s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_FAULT_TS);
+	if (s) {
+		if (s->flags & TF_MISSED)
+			charge_miss(s, NULL, bpf_ktime_get_ns());
+		s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_FAULT_TS);
+		struct thread *th = slot_thread(s);
+		if (th)
+			th->fill_mark = 0;
+	}
+	bpf_preempt_enable();
 	return 0;
 }
 
@@ -181,6 +193,9 @@ static __always_inline void open_fill(struct tstate *s, __u64 start, __u64 now)
 	if (!(s->flags & TF_MISSED)) {
 		s->flags |= TF_MISSED;
 		s->mark_ts = start;
+		struct thread *th = slot_thread(s);
+		if (th)
+			th->fill_mark = start;
 	}
 	if (s->flags & TF_END_PENDING)
 		return;
@@ -198,6 +213,9 @@ static __always_inline void open_fill(struct tstate *s, __u64 start, __u64 now)
 	count_lost(LOST_FILL_END);
 	charge_miss(s, NULL, now);
 	s->flags &= ~TF_MISSED;
+	struct thread *th = slot_thread(s);
+	if (th)
+		th->fill_mark = 0;
 }
 
 /* One step of the dentry walk, run by bpf_loop: the verifier checks the
@@ -370,6 +388,44 @@ static __always_inline __u64 count_read(struct tstate *t, struct address_space *
 	return from;
 }
 
+/* An untraced process that inserted pages of a file this long ago is
+ * still reading it from disk: the pages a traced read gets from it were
+ * read from disk for both. */
+#define SHARED_WINDOW_NS (100 * 1000 * 1000)
+
+/* Marks pages [lo, hi] of key as inserted by the run and returns how
+ * many of them had been inserted by it before and evicted since. */
+static __always_inline __u64 mark_inserted(struct file_key *key, __u64 lo, __u64 hi)
+{
+	struct run_block_key bk = {};
+	bk.dev = key->dev;
+	bk.ino = key->ino;
+	__u64 again = 0;
+	for (int i = 0; i < MAX_FOLIO_BLOCKS; i++) {
+		__u64 b = lo / RUN_PAGES_BLOCK + i;
+		if (b * RUN_PAGES_BLOCK > hi)
+			break;
+		bk.block = b;
+		__u64 m = block_mask(b, lo, hi);
+		struct run_block *rb = bpf_map_lookup_elem(&run_pages, &bk);
+		if (!rb) {
+			struct run_block nb = {};
+			nb.inserted = m;
+			if (bpf_map_update_elem(&run_pages, &bk, &nb, BPF_NOEXIST) == 0)
+				continue;
+			rb = bpf_map_lookup_elem(&run_pages, &bk);
+			if (!rb) {
+				count_lost(LOST_PAGES);
+				continue;
+			}
+		}
+		again += __builtin_popcountll(rb->evicted & rb->inserted & m);
+		rb->evicted &= ~m;
+		rb->inserted |= m;
+	}
+	return again;
+}
+
 /* start: when the entry's fill began if it misses here, or 0 for now.
  * batched: a read's batch (get_pages), whose range is the read's rest. */
 static __always_inline void on_access(struct tstate *t, struct address_space *mapping, __u64 lo, __u64 hi,
@@ -405,6 +461,20 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 	if (pages)
 		__sync_fetch_and_add(&fs->accessed, pages);
 	fs->last_tgid = t->tgid;
+	/* Another process is reading this file from disk right now: the
+	 * pages this read gets came from disk through it, and the entry
+	 * waits for them (its folio-lock waits are I/O waits) and copies
+	 * them. The entry is charged as a fill; the pages are no hits a
+	 * rerun could expect. */
+	__u64 other = fs->other_ins_ts;
+	if (other) {
+		__u64 now = bpf_ktime_get_ns();
+		if (now >= other && now - other < SHARED_WINDOW_NS) {
+			if (pages)
+				__sync_fetch_and_add(&fs->shared, pages);
+			open_fill(t, start ? start : now, now);
+		}
+	}
 	if (same_file(&t->ra_file, &key) && hi >= t->ra_lo && lo <= t->ra_hi) {
 		if (hi + 1 > t->ra_lo)
 			t->ra_lo = hi + 1;
@@ -482,6 +552,9 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	}
 	__sync_fetch_and_add(&fs->missed, n);
 	__u64 lo = folio->index, hi = folio->index + n - 1;
+	__u64 again = mark_inserted(&key, lo, hi);
+	if (again)
+		__sync_fetch_and_add(&fs->reread, again);
 	if (same_file(&t->ra_file, &key) && lo <= t->ra_hi + 1 && hi + 1 >= t->ra_lo) {
 		if (lo < t->ra_lo)
 			t->ra_lo = lo;
@@ -499,19 +572,5 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	if (nr < 0 && (t->flags & TF_FAULT_TS) && now >= t->fault_ts && now - t->fault_ts < FAULT_TS_MAX_NS)
 		start = t->fault_ts;
 	open_fill(t, start, now);
-	return 0;
-}
-
-/* The classic tracepoint: it gives what the kernel read from the folio;
- * only evictions come this way (rare, and from any task). */
-SEC("tracepoint/filemap/mm_filemap_delete_from_page_cache")
-int on_delete_from_cache(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
-{
-	struct file_key key = {};
-	key.dev = ctx->s_dev;
-	key.ino = ctx->i_ino;
-	struct file_stats *fs = bpf_map_lookup_elem(&files, &key);
-	if (fs)
-		__sync_fetch_and_add(&fs->evicted, 1ull << (ctx->order & 31));
 	return 0;
 }

@@ -26,15 +26,20 @@ type PagecacheFileKey struct {
 }
 
 type PagecacheFileStats struct {
-	_         structs.HostLayout
-	Accessed  uint64
-	Missed    uint64
-	Evicted   uint64
-	IowaitNs  uint64
-	MissCpuNs uint64
-	Created   uint64
-	LastTgid  uint32
-	PathSent  uint32
+	_              structs.HostLayout
+	Accessed       uint64
+	Missed         uint64
+	Evicted        uint64
+	IowaitNs       uint64
+	MissCpuNs      uint64
+	Created        uint64
+	LastTgid       uint32
+	PathSent       uint32
+	Reread         uint64
+	Shared         uint64
+	OthersInserted uint64
+	OtherInsTs     uint64
+	FillWaitNs     uint64
 }
 
 type PagecacheFillEnd struct {
@@ -52,7 +57,8 @@ const (
 	PagecacheLostKindLOST_FILES    PagecacheLostKind = 1
 	PagecacheLostKindLOST_THREADS  PagecacheLostKind = 2
 	PagecacheLostKindLOST_FILL_END PagecacheLostKind = 3
-	PagecacheLostKindLOST_KINDS    PagecacheLostKind = 4
+	PagecacheLostKindLOST_PAGES    PagecacheLostKind = 4
+	PagecacheLostKindLOST_KINDS    PagecacheLostKind = 5
 )
 
 type PagecachePathEvent struct {
@@ -67,20 +73,37 @@ type PagecachePathEvent struct {
 	Names     [2112]int8
 }
 
+type PagecacheRunBlock struct {
+	_        structs.HostLayout
+	Inserted uint64
+	Evicted  uint64
+}
+
+type PagecacheRunBlockKey struct {
+	_     structs.HostLayout
+	Dev   uint32
+	Pad   uint32
+	Ino   uint64
+	Block uint64
+}
+
 type PagecacheThread struct {
-	_         structs.HostLayout
-	Tid       uint32
-	Tgid      uint32
-	Flags     uint32
-	Pad       uint32
-	LastTs    uint64
-	WaitFile  PagecacheFileKey
-	CpuNs     uint64
-	IowaitNs  uint64
-	RunqNs    uint64
-	OtherNs   uint64
-	MissCpuNs uint64
-	Switches  uint64
+	_          structs.HostLayout
+	Tid        uint32
+	Tgid       uint32
+	Flags      uint32
+	Pad        uint32
+	LastTs     uint64
+	WaitFile   PagecacheFileKey
+	CpuNs      uint64
+	IowaitNs   uint64
+	RunqNs     uint64
+	OtherNs    uint64
+	MissCpuNs  uint64
+	Switches   uint64
+	FillWaitNs uint64
+	FillRunqNs uint64
+	FillMark   uint64
 }
 
 type PagecacheTstate struct {
@@ -111,11 +134,11 @@ const (
 	PagecacheMapLost                = "lost"
 	PagecacheMapPathScratch         = "path_scratch"
 	PagecacheMapPaths               = "paths"
+	PagecacheMapRunPages            = "run_pages"
 	PagecacheMapSmallHits           = "small_hits"
 	PagecacheMapTaskStates          = "task_states"
 	PagecacheMapThreads             = "threads"
 	PagecacheProgOnAddToCache       = "on_add_to_cache"
-	PagecacheProgOnDeleteFromCache  = "on_delete_from_cache"
 	PagecacheProgOnFilemapFault     = "on_filemap_fault"
 	PagecacheProgOnGetPages         = "on_get_pages"
 	PagecacheProgOnMapPages         = "on_map_pages"
@@ -165,11 +188,10 @@ type PagecacheSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type PagecacheProgramSpecs struct {
-	OnAddToCache      *ebpf.ProgramSpec `ebpf:"on_add_to_cache"`
-	OnDeleteFromCache *ebpf.ProgramSpec `ebpf:"on_delete_from_cache"`
-	OnFilemapFault    *ebpf.ProgramSpec `ebpf:"on_filemap_fault"`
-	OnGetPages        *ebpf.ProgramSpec `ebpf:"on_get_pages"`
-	OnMapPages        *ebpf.ProgramSpec `ebpf:"on_map_pages"`
+	OnAddToCache   *ebpf.ProgramSpec `ebpf:"on_add_to_cache"`
+	OnFilemapFault *ebpf.ProgramSpec `ebpf:"on_filemap_fault"`
+	OnGetPages     *ebpf.ProgramSpec `ebpf:"on_get_pages"`
+	OnMapPages     *ebpf.ProgramSpec `ebpf:"on_map_pages"`
 }
 
 // PagecacheMapSpecs contains maps before they are loaded into the kernel.
@@ -182,6 +204,7 @@ type PagecacheMapSpecs struct {
 	Lost        *ebpf.MapSpec `ebpf:"lost"`
 	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
 	Paths       *ebpf.MapSpec `ebpf:"paths"`
+	RunPages    *ebpf.MapSpec `ebpf:"run_pages"`
 	SmallHits   *ebpf.MapSpec `ebpf:"small_hits"`
 	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
 	Threads     *ebpf.MapSpec `ebpf:"threads"`
@@ -221,6 +244,7 @@ type PagecacheMaps struct {
 	Lost        *ebpf.Map `ebpf:"lost"`
 	PathScratch *ebpf.Map `ebpf:"path_scratch"`
 	Paths       *ebpf.Map `ebpf:"paths"`
+	RunPages    *ebpf.Map `ebpf:"run_pages"`
 	SmallHits   *ebpf.Map `ebpf:"small_hits"`
 	TaskStates  *ebpf.Map `ebpf:"task_states"`
 	Threads     *ebpf.Map `ebpf:"threads"`
@@ -234,6 +258,7 @@ func (m *PagecacheMaps) Close() error {
 		m.Lost,
 		m.PathScratch,
 		m.Paths,
+		m.RunPages,
 		m.SmallHits,
 		m.TaskStates,
 		m.Threads,
@@ -252,17 +277,15 @@ type PagecacheVariables struct {
 //
 // It can be passed to LoadPagecacheObjects or ebpf.CollectionSpec.LoadAndAssign.
 type PagecachePrograms struct {
-	OnAddToCache      *ebpf.Program `ebpf:"on_add_to_cache"`
-	OnDeleteFromCache *ebpf.Program `ebpf:"on_delete_from_cache"`
-	OnFilemapFault    *ebpf.Program `ebpf:"on_filemap_fault"`
-	OnGetPages        *ebpf.Program `ebpf:"on_get_pages"`
-	OnMapPages        *ebpf.Program `ebpf:"on_map_pages"`
+	OnAddToCache   *ebpf.Program `ebpf:"on_add_to_cache"`
+	OnFilemapFault *ebpf.Program `ebpf:"on_filemap_fault"`
+	OnGetPages     *ebpf.Program `ebpf:"on_get_pages"`
+	OnMapPages     *ebpf.Program `ebpf:"on_map_pages"`
 }
 
 func (p *PagecachePrograms) Close() error {
 	return _PagecacheClose(
 		p.OnAddToCache,
-		p.OnDeleteFromCache,
 		p.OnFilemapFault,
 		p.OnGetPages,
 		p.OnMapPages,

@@ -108,10 +108,17 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		if ((t->flags & TF_ON_CPU) && now > t->last_ts)
 			t->cpu_ns += now - t->last_ts;
 		bool iowait = BPF_CORE_READ_BITFIELD(prev, in_iowait);
-		/* A fill interval stops while the thread is off the CPU. */
-		if (s->flags & TF_MISSED)
+		/* A fill interval stops while the thread is off the CPU; its
+		 * waits, other than for I/O, still belong to the fill: a warm
+		 * read would not have waited. */
+		bool filling = s->flags & TF_MISSED;
+		if (filling)
 			charge_miss(s, t, now);
-		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE);
+		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL);
+		if (filling && !iowait) {
+			f |= TF_OUT_FILL;
+			t->wait_file = s->cur; /* user space adds ongoing fill waits to it */
+		}
 		if (iowait) {
 			f |= TF_OUT_IOWAIT;
 			/* The wait is for the last file read, unless the
@@ -151,10 +158,22 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			} else {
 				t->other_ns += d;
 			}
+			if (t->flags & TF_OUT_FILL) {
+				t->fill_wait_ns += d;
+				if (t->flags & TF_OUT_RUNNABLE)
+					t->fill_runq_ns += d;
+				if (t->wait_file.ino) {
+					struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
+					if (fs)
+						__sync_fetch_and_add(&fs->fill_wait_ns, d);
+				}
+			}
 		}
-		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE)) | TF_ON_CPU;
+		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL)) | TF_ON_CPU;
 		t->last_ts = now;
 		s->mark_ts = now;
+		if (s->flags & TF_MISSED)
+			t->fill_mark = now;
 	}
 	return 0;
 }

@@ -21,15 +21,20 @@ type SchedFileKey struct {
 }
 
 type SchedFileStats struct {
-	_         structs.HostLayout
-	Accessed  uint64
-	Missed    uint64
-	Evicted   uint64
-	IowaitNs  uint64
-	MissCpuNs uint64
-	Created   uint64
-	LastTgid  uint32
-	PathSent  uint32
+	_              structs.HostLayout
+	Accessed       uint64
+	Missed         uint64
+	Evicted        uint64
+	IowaitNs       uint64
+	MissCpuNs      uint64
+	Created        uint64
+	LastTgid       uint32
+	PathSent       uint32
+	Reread         uint64
+	Shared         uint64
+	OthersInserted uint64
+	OtherInsTs     uint64
+	FillWaitNs     uint64
 }
 
 type SchedLostKind uint32
@@ -39,8 +44,23 @@ const (
 	SchedLostKindLOST_FILES    SchedLostKind = 1
 	SchedLostKindLOST_THREADS  SchedLostKind = 2
 	SchedLostKindLOST_FILL_END SchedLostKind = 3
-	SchedLostKindLOST_KINDS    SchedLostKind = 4
+	SchedLostKindLOST_PAGES    SchedLostKind = 4
+	SchedLostKindLOST_KINDS    SchedLostKind = 5
 )
+
+type SchedRunBlock struct {
+	_        structs.HostLayout
+	Inserted uint64
+	Evicted  uint64
+}
+
+type SchedRunBlockKey struct {
+	_     structs.HostLayout
+	Dev   uint32
+	Pad   uint32
+	Ino   uint64
+	Block uint64
+}
 
 type SchedTaskEvent struct {
 	_        structs.HostLayout
@@ -67,19 +87,22 @@ const (
 )
 
 type SchedThread struct {
-	_         structs.HostLayout
-	Tid       uint32
-	Tgid      uint32
-	Flags     uint32
-	Pad       uint32
-	LastTs    uint64
-	WaitFile  SchedFileKey
-	CpuNs     uint64
-	IowaitNs  uint64
-	RunqNs    uint64
-	OtherNs   uint64
-	MissCpuNs uint64
-	Switches  uint64
+	_          structs.HostLayout
+	Tid        uint32
+	Tgid       uint32
+	Flags      uint32
+	Pad        uint32
+	LastTs     uint64
+	WaitFile   SchedFileKey
+	CpuNs      uint64
+	IowaitNs   uint64
+	RunqNs     uint64
+	OtherNs    uint64
+	MissCpuNs  uint64
+	Switches   uint64
+	FillWaitNs uint64
+	FillRunqNs uint64
+	FillMark   uint64
 }
 
 type SchedThreadFlag uint32
@@ -93,6 +116,7 @@ const (
 	SchedThreadFlagTF_MISSED       SchedThreadFlag = 32
 	SchedThreadFlagTF_EXITED       SchedThreadFlag = 64
 	SchedThreadFlagTF_DEAD         SchedThreadFlag = 256
+	SchedThreadFlagTF_OUT_FILL     SchedThreadFlag = 512
 )
 
 type SchedTstate struct {
@@ -122,6 +146,7 @@ const (
 	SchedMapFreeSlots              = "free_slots"
 	SchedMapLost                   = "lost"
 	SchedMapNextSlot               = "next_slot"
+	SchedMapRunPages               = "run_pages"
 	SchedMapTaskStates             = "task_states"
 	SchedMapThreads                = "threads"
 	SchedProgOnExec                = "on_exec"
@@ -192,6 +217,7 @@ type SchedMapSpecs struct {
 	FreeSlots  *ebpf.MapSpec `ebpf:"free_slots"`
 	Lost       *ebpf.MapSpec `ebpf:"lost"`
 	NextSlot   *ebpf.MapSpec `ebpf:"next_slot"`
+	RunPages   *ebpf.MapSpec `ebpf:"run_pages"`
 	TaskStates *ebpf.MapSpec `ebpf:"task_states"`
 	Threads    *ebpf.MapSpec `ebpf:"threads"`
 }
@@ -232,6 +258,7 @@ type SchedMaps struct {
 	FreeSlots  *ebpf.Map `ebpf:"free_slots"`
 	Lost       *ebpf.Map `ebpf:"lost"`
 	NextSlot   *ebpf.Map `ebpf:"next_slot"`
+	RunPages   *ebpf.Map `ebpf:"run_pages"`
 	TaskStates *ebpf.Map `ebpf:"task_states"`
 	Threads    *ebpf.Map `ebpf:"threads"`
 }
@@ -243,6 +270,7 @@ func (m *SchedMaps) Close() error {
 		m.FreeSlots,
 		m.Lost,
 		m.NextSlot,
+		m.RunPages,
 		m.TaskStates,
 		m.Threads,
 	)

@@ -58,6 +58,8 @@ type Summary struct {
 	GPUUnavailable  string                   `json:"gpu_unavailable,omitempty"`
 	GPUInterference []record.GPUInterference `json:"gpu_interference"`
 	Downloads       []Download               `json:"downloads"`
+	// Machine is what the machine let the run use and what else ran.
+	Machine *record.Machine `json:"machine,omitempty"`
 }
 
 // Download is one network fetch (README: "downloads[]").
@@ -115,6 +117,12 @@ type File struct {
 	BytesFromDisk uint64  `json:"bytes_from_disk"`
 	IOWaitNS      int64   `json:"io_wait_ns"`
 	MissCPUNS     int64   `json:"miss_cpu_ns"`
+	// What the machine did to the file (record.File).
+	FillWaitNS  int64             `json:"fill_wait_ns"`
+	PagesReread uint64            `json:"pages_reread"`
+	PagesShared uint64            `json:"pages_shared"`
+	Evictors    []record.Evictor  `json:"evictors,omitempty"`
+	Inserters   []record.Inserter `json:"inserters,omitempty"`
 }
 
 // Process is one process's time.
@@ -131,6 +139,7 @@ type Process struct {
 	IOWaitNS   int64    `json:"io_wait_ns"`
 	MissCPUNS  int64    `json:"miss_cpu_ns"`
 	RunQueueNS int64    `json:"runqueue_ns"`
+	FillWaitNS int64    `json:"fill_wait_ns"`
 }
 
 // HitRatio is the share of accessed pages that came from the cache. A
@@ -143,10 +152,13 @@ func HitRatio(f record.File) float64 {
 		}
 		return 0
 	}
-	if f.PagesMissed >= f.PagesAccessed {
+	// Pages another process was reading from disk while the run waited
+	// for them are no hits a rerun could expect.
+	fromDisk := f.PagesMissed + f.PagesShared
+	if fromDisk >= f.PagesAccessed {
 		return 0
 	}
-	return 1 - float64(f.PagesMissed)/float64(f.PagesAccessed)
+	return 1 - float64(fromDisk)/float64(f.PagesAccessed)
 }
 
 // FilesByCost orders files by what they cost the run: I/O wait plus the
@@ -180,12 +192,13 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 	for _, f := range FilesByCost(r.Files) {
 		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
 			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: HitRatio(f),
-			BytesFromDisk: f.BytesFromDisk, IOWaitNS: f.IOWaitNS, MissCPUNS: f.MissCPUNS})
+			BytesFromDisk: f.BytesFromDisk, IOWaitNS: f.IOWaitNS, MissCPUNS: f.MissCPUNS,
+			FillWaitNS: f.FillWaitNS, PagesReread: f.PagesReread, PagesShared: f.PagesShared, Evictors: f.Evictors, Inserters: f.Inserters})
 	}
 	for _, p := range r.Processes {
 		s.Processes = append(s.Processes, Process{PID: p.PID, PPID: p.PPID, Comm: p.Comm, Args: p.Args,
 			ExitCode: p.ExitCode, StartNS: p.StartNS, EndNS: p.EndNS, CPUNS: p.CPUNS, OffCPUNS: p.OffCPUNS,
-			IOWaitNS: p.IOWaitNS, MissCPUNS: p.MissCPUNS, RunQueueNS: p.RunQueueNS})
+			IOWaitNS: p.IOWaitNS, MissCPUNS: p.MissCPUNS, RunQueueNS: p.RunQueueNS, FillWaitNS: p.FillWaitNS})
 	}
 	for _, row := range res.Breakdown {
 		s.Breakdown = append(s.Breakdown, Row{Category: string(row.Category), NS: row.NS, Pct: row.Pct, Share: row.Share})
@@ -205,6 +218,7 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 			StartNS: d.StartNS, EndNS: d.EndNS, MBPerS: d.MBPerSecond(), Peer: d.Peer, Host: d.Host, PID: d.PID,
 			OnCPUNS: d.OnCPUNS, WaitNS: d.WaitNS, Fate: fate, Files: append([]record.DownloadFile{}, d.Files...)})
 	}
+	s.Machine = r.Machine
 	s.GPUs = []record.GPUSummary{}
 	s.GPUInterference = []record.GPUInterference{}
 	if r.GPU != nil {

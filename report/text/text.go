@@ -81,21 +81,26 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 			}
 			fmt.Fprintf(&b, "  %-44s %10s %10s %7.1f%% %9s %9s\n", format.Escape(format.Path(f.Name(), 44)), format.Bytes(f.BytesFromDisk),
 				format.Bytes(f.PagesAccessed*uint64(max(r.Host.PageSize, 1))), 100*summary.HitRatio(f), format.Duration(f.IOWaitNS), format.Duration(f.MissCPUNS))
+			for _, line := range words.FileMachine(f, r.Host.PageSize) {
+				fmt.Fprintf(&b, "      %s\n", format.Escape(line))
+			}
 		}
 	}
 
 	if len(r.Processes) > 0 {
-		fmt.Fprintf(&b, "\n  %-8s %-16s %9s %9s %9s\n", "pid", "process", "on-CPU", "off-CPU", "I/O wait")
+		fmt.Fprintf(&b, "\n  %-8s %-16s %9s %9s %9s %9s\n", "pid", "process", "on-CPU", "off-CPU", "I/O wait", "run queue")
 		shown := 0
 		for _, p := range r.Processes {
 			if shown == 8 {
 				fmt.Fprintf(&b, "  … %d more processes\n", len(r.Processes)-shown)
 				break
 			}
-			fmt.Fprintf(&b, "  %-8d %-16s %9s %9s %9s\n", p.PID, format.Escape(p.Name()), format.Duration(p.CPUNS), format.Duration(p.OffCPUNS), format.Duration(p.IOWaitNS))
+			fmt.Fprintf(&b, "  %-8d %-16s %9s %9s %9s %9s\n", p.PID, format.Escape(p.Name()), format.Duration(p.CPUNS), format.Duration(p.OffCPUNS),
+				format.Duration(p.IOWaitNS), format.Duration(p.RunQueueNS))
 			shown++
 		}
 	}
+	writeMachine(&b, r)
 	if lost := r.Lost.Total(); lost > 0 {
 		fmt.Fprintf(&b, "\n  WARNING: %d events lost (ring buffer %d, file table %d, thread table %d): numbers are lower bounds\n",
 			lost, r.Lost.RingBuffer, r.Lost.FileTable, r.Lost.ThreadTable)
@@ -177,8 +182,12 @@ func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Resul
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(b, "\n  verdict: %s\n", format.Escape(words.Verdict(res.Verdict)))
-	for _, n := range words.Notes(res.Notes) {
-		fmt.Fprintf(b, "  note: %s\n", format.Escape(n))
+	for _, n := range res.Notes {
+		// The GPU row says already why there is no GPU data.
+		if n.Kind == attribution.NoteGPUUnavailable && r.GPU != nil && r.GPU.Unavailable != "" {
+			continue
+		}
+		fmt.Fprintf(b, "  note: %s\n", format.Escape(words.Note(n)))
 	}
 }
 
@@ -224,5 +233,36 @@ func writeDownloads(b *strings.Builder, r *record.Record) {
 		fmt.Fprintf(b, "  %-44s %-22s %10s %9s %9s  %s\n", format.Escape(format.Path(dest, 44)),
 			format.Escape(format.Trim(cmp.Or(d.Host, d.Peer), 22)), format.Bytes(d.Bytes), fmt.Sprintf("%.0f MB/s", d.MBPerSecond()),
 			format.Duration(d.EndNS-d.StartNS), words.Fate(fate, d.Cache))
+	}
+}
+
+// writeMachine writes what the machine let the run use and what else ran:
+// memory at the start and the end, the run's memory cgroups and limits,
+// other processes' CPU time and steal time.
+func writeMachine(b *strings.Builder, r *record.Record) {
+	m := r.Machine
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(b, "\n  memory: %s total; available %s at the start, %s at the end; page cache %s → %s\n",
+		format.Bytes(m.MemStart.TotalBytes), format.Bytes(m.MemStart.AvailableBytes), format.Bytes(m.MemEnd.AvailableBytes),
+		format.Bytes(m.MemStart.CachedBytes), format.Bytes(m.MemEnd.CachedBytes))
+	for _, c := range m.Cgroups {
+		limit := "no limit"
+		if c.LimitBytes > 0 {
+			limit = "limit " + format.Bytes(c.LimitBytes)
+		}
+		if c.HighBytes > 0 {
+			limit += ", high " + format.Bytes(c.HighBytes)
+		}
+		fmt.Fprintf(b, "  memory cgroup (v%d) %s: %s, %d traced processes\n", c.Version, format.Escape(c.Path), limit, len(c.PIDs))
+	}
+	if m.OthersCount > 0 || m.StealNS > 0 {
+		names := make([]string, 0, len(m.Others))
+		for _, o := range m.Others {
+			names = append(names, fmt.Sprintf("%s %s", format.Escape(o.Comm), format.Duration(o.CPUNS)))
+		}
+		fmt.Fprintf(b, "  other processes: %d used %s of CPU during the run (%s); steal %s\n",
+			m.OthersCount, format.Duration(m.OthersCPUNS), strings.Join(names, ", "), format.Duration(m.StealNS))
 	}
 }

@@ -146,3 +146,57 @@ func TestTextSaysMadeCold(t *testing.T) {
 		t.Errorf("made-cold line:\n%s", b.String())
 	}
 }
+
+// TestTextNoGPUSaidOnce: a run without a GPU says so in the table only,
+// not again as a note.
+func TestTextNoGPUSaidOnce(t *testing.T) {
+	r := fixtures.Record(t, "truth-cold")
+	r.GPU = &record.GPU{Unavailable: "no NVIDIA GPU (libnvidia-ml.so.1 not found)"}
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), "no NVIDIA GPU"); n != 1 {
+		t.Errorf("said %d times:\n%s", n, b.String())
+	}
+}
+
+// TestTextFileRowSaysWhoEvicted: the file row names who evicted its pages
+// and who else read it from disk; the process table has run-queue wait.
+func TestTextFileRowSaysWhoEvicted(t *testing.T) {
+	r := fixtures.Record(t, "truth-cold")
+	r.Files[0].PagesEvicted = 1024
+	r.Files[0].Evictors = []record.Evictor{{Kind: record.EvictSyscall, PID: 4242, Comm: "evictor", Syscall: "fadvise64", Pages: 1024}}
+	r.Files[0].Inserters = []record.Inserter{{PID: 4121, Comm: "cat", Pages: 512}}
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"evicted during the run: 4.0 MiB by pid 4242 (evictor, not traced, fadvise64)",
+		"2.0 MiB read from disk by pid 4121 (cat, not traced)", "run queue"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestTextMachineSection: memory at the start and the end, the run's
+// memory cgroups with their limits, and the other processes' CPU.
+func TestTextMachineSection(t *testing.T) {
+	r := fixtures.Record(t, "truth-cold")
+	r.Machine = &record.Machine{MemStart: record.MemInfo{TotalBytes: 8 << 30, AvailableBytes: 6 << 30, CachedBytes: 1 << 30},
+		MemEnd:  record.MemInfo{TotalBytes: 8 << 30, AvailableBytes: 5 << 30, CachedBytes: 2 << 30},
+		Cgroups: []record.Cgroup{{Version: 1, Path: "/thrash", LimitBytes: 256 << 20, PIDs: []int32{1, 2}}},
+		Others:  []record.OtherCPU{{Comm: "sh", Processes: 2, CPUNS: 1.9e9}}, OthersCPUNS: 1.9e9, OthersCount: 2, StealNS: 30e6}
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"available 6.0 GiB at the start, 5.0 GiB at the end",
+		"memory cgroup (v1) /thrash: limit 256.0 MiB, 2 traced processes",
+		"other processes: 2 used 1.9s of CPU during the run (sh 1.9s); steal 30ms"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -9,8 +9,22 @@ import (
 	"github.com/coldtrace/coldtrace/report/format"
 )
 
-// Verdict says a run's verdict in one or two sentences.
+// Verdict says a run's verdict in one or two sentences: the memory
+// cause when pages were read again after an eviction (it replaces the
+// cold-start sentence: a rerun would not be faster), then the CPU
+// contention when the run waited for CPUs others held.
 func Verdict(v attribution.Verdict) string {
+	out := verdictCore(v)
+	if v.Memory != nil && v.Kind != attribution.VerdictEmpty {
+		out = Memory(*v.Memory, v.WarmEstimateNS)
+	}
+	if v.Contention != nil {
+		out += " " + Contention(*v.Contention)
+	}
+	return out
+}
+
+func verdictCore(v attribution.Verdict) string {
 	switch v.Kind {
 	case attribution.VerdictEmpty:
 		return "empty run: the command exited at once; there is no time to attribute."
@@ -172,6 +186,17 @@ func Note(n attribution.Note) string {
 		return fmt.Sprintf("processes kept running after the command exited: %s of thread time after the exit is not in the breakdown", format.Duration(n.NS))
 	case attribution.NoteGPUUnavailable:
 		return "GPU: " + n.Text
+	case attribution.NoteSharedRead:
+		if n.Inserter == nil {
+			break
+		}
+		return fmt.Sprintf("%s of %s came from disk through pid %d (%s, not traced) while this run waited: counted as disk reads, not hits",
+			format.Bytes(n.Bytes), format.Path(n.Path, format.PathWidth), n.Inserter.PID, n.Inserter.Comm)
+	case attribution.NoteEvictedBy:
+		if n.Evictor == nil {
+			break
+		}
+		return fmt.Sprintf("%s of %s was evicted during the run by %s", format.Bytes(n.Bytes), format.Path(n.Path, format.PathWidth), Evictor(*n.Evictor))
 	case attribution.NoteGPUShared:
 		msg := fmt.Sprintf("GPU %d was also used by %d untraced process(es) (%s): ", n.GPU, n.Processes, strings.Join(n.Names, ", "))
 		if n.RunSharePct != nil {

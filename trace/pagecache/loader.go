@@ -43,7 +43,6 @@ func (p *probes) attach() error {
 		{name: "mm_filemap_map_pages", prog: o.OnMapPages},
 		{name: "mm_filemap_fault", prog: o.OnFilemapFault},
 		{name: "mm_filemap_add_to_page_cache", prog: o.OnAddToCache},
-		{name: "mm_filemap_delete_from_page_cache", classic: true, prog: o.OnDeleteFromCache},
 	}
 	for _, a := range list {
 		var l link.Link

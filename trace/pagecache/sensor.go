@@ -29,6 +29,8 @@ const drainPeriod = 50 * time.Millisecond
 type fileTimes struct {
 	accessed, missed, evicted, created uint64
 	io, miss                           int64
+	reread, shared                     uint64
+	fillWait                           int64
 }
 
 type fileAcc struct {
@@ -46,6 +48,9 @@ type Options struct {
 	// IOWaiting returns, at each poll, the I/O wait of ongoing off-CPU
 	// intervals by file (sched.Sensor.IOWaiting, polled first).
 	IOWaiting func() map[sensor.FileKey]int64
+	// FillWaiting is the same for waits inside fills
+	// (sched.Sensor.FillWaiting).
+	FillWaiting func() map[sensor.FileKey]int64
 	// FileSeen, when set, is told the path of each file the first time a
 	// traced process reads or maps it. It is called from the reader
 	// goroutine.
@@ -144,6 +149,10 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	if s.opts.IOWaiting != nil {
 		waiting = s.opts.IOWaiting()
 	}
+	var fillWaiting map[sensor.FileKey]int64
+	if s.opts.FillWaiting != nil {
+		fillWaiting = s.opts.FillWaiting()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fileSample := func(k sensor.FileKey, fs *bpfpc.PagecacheFileStats) {
@@ -155,13 +164,15 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		}
 		acc.lastP = int32(fs.LastTgid)
 		cur := fileTimes{accessed: fs.Accessed, missed: fs.Missed, evicted: fs.Evicted, created: fs.Created,
-			io: int64(fs.IowaitNs) + waiting[k], miss: int64(fs.MissCpuNs)}
+			io: int64(fs.IowaitNs) + waiting[k], miss: int64(fs.MissCpuNs),
+			reread: fs.Reread, shared: fs.Shared, fillWait: int64(fs.FillWaitNs) + fillWaiting[k]}
 		d := record.FileDelta{File: acc.id, PagesAccessed: subU(cur.accessed, acc.prev.accessed),
 			PagesMissed: subU(cur.missed, acc.prev.missed), PagesEvicted: subU(cur.evicted, acc.prev.evicted),
-			IOWaitNS: sub(cur.io, acc.prev.io), MissCPUNS: sub(cur.miss, acc.prev.miss)}
+			IOWaitNS: sub(cur.io, acc.prev.io), MissCPUNS: sub(cur.miss, acc.prev.miss), FillWaitNS: sub(cur.fillWait, acc.prev.fillWait)}
 		acc.prev = fileTimes{max(acc.prev.accessed, cur.accessed), max(acc.prev.missed, cur.missed),
-			max(acc.prev.evicted, cur.evicted), max(acc.prev.created, cur.created), max(acc.prev.io, cur.io), max(acc.prev.miss, cur.miss)}
-		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 {
+			max(acc.prev.evicted, cur.evicted), max(acc.prev.created, cur.created), max(acc.prev.io, cur.io), max(acc.prev.miss, cur.miss),
+			max(acc.prev.reread, cur.reread), max(acc.prev.shared, cur.shared), max(acc.prev.fillWait, cur.fillWait)}
+		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 || d.FillWaitNS > 0 {
 			sample.Files = append(sample.Files, d)
 		}
 	}
@@ -189,13 +200,14 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	defer s.mu.Unlock()
 	s.fill(rec, rec.Host.PageSize)
 	lost, err := sensor.Lost(s.p.objs.Lost, bpfpc.PagecacheLostKindLOST_RINGBUF, bpfpc.PagecacheLostKindLOST_FILES,
-		bpfpc.PagecacheLostKindLOST_FILL_END)
+		bpfpc.PagecacheLostKindLOST_FILL_END, bpfpc.PagecacheLostKindLOST_PAGES)
 	if err != nil {
 		return fmt.Errorf("pagecache: %w", err)
 	}
 	rec.Lost.RingBuffer += lost[bpfpc.PagecacheLostKindLOST_RINGBUF]
 	rec.Lost.FileTable += lost[bpfpc.PagecacheLostKindLOST_FILES]
 	rec.Lost.FillEnds += lost[bpfpc.PagecacheLostKindLOST_FILL_END]
+	rec.Lost.Pages += lost[bpfpc.PagecacheLostKindLOST_PAGES]
 	rec.Self.EventsSeen += s.seen
 	if drainErr != nil {
 		return fmt.Errorf("pagecache: %w", drainErr)
@@ -216,7 +228,8 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 	for _, f := range s.fileOrder {
 		rf := record.File{ID: f.id, Dev: f.key.Dev, Ino: f.key.Ino,
 			PagesAccessed: f.prev.accessed, PagesMissed: f.prev.missed, PagesEvicted: f.prev.evicted, PagesCreated: f.prev.created,
-			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss}
+			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss,
+			FillWaitNS: f.prev.fillWait, PagesReread: min(f.prev.reread, f.prev.missed), PagesShared: f.prev.shared}
 		rf.Path = s.pathOf(f)
 		if size, ok := statMatches(rf.Path, f.key.Ino); ok {
 			rf.SizeBytes = size

@@ -22,6 +22,9 @@ type Shared struct {
 	TaskStates *ebpf.Map
 	Threads    *ebpf.Map
 	Files      *ebpf.Map
+	// RunPages marks the pages the run read from disk and those evicted
+	// since (the page-cache and eviction sensors').
+	RunPages *ebpf.Map
 }
 
 // Replacements are the shared maps by their names in the BPF objects, for
@@ -31,6 +34,7 @@ func (s Shared) Replacements() map[string]*ebpf.Map {
 		bpfsched.SchedMapTaskStates: s.TaskStates,
 		bpfsched.SchedMapThreads:    s.Threads,
 		bpfsched.SchedMapFiles:      s.Files,
+		bpfsched.SchedMapRunPages:   s.RunPages,
 	}
 }
 

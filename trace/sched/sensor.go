@@ -24,6 +24,7 @@ const (
 	tfOutRunQ = uint32(bpfsched.SchedThreadFlagTF_OUT_RUNNABLE)
 	tfExited  = uint32(bpfsched.SchedThreadFlagTF_EXITED)
 	tfDead    = uint32(bpfsched.SchedThreadFlagTF_DEAD)
+	tfOutFill = uint32(bpfsched.SchedThreadFlagTF_OUT_FILL)
 )
 
 // drainPeriod is how often the reader looks for records written without
@@ -34,6 +35,9 @@ const drainPeriod = 50 * time.Millisecond
 // included up to the poll.
 type threadTimes struct {
 	cpu, io, runq, other, miss int64
+	// fillWait is off-CPU time (not I/O) inside page-cache fills,
+	// fillRunq its run-queue part.
+	fillWait, fillRunq int64
 }
 
 type threadAcc struct {
@@ -46,6 +50,9 @@ type threadAcc struct {
 	// the cumulative miss at the cumulative CPU carries it forward
 	// instead of losing it.
 	missOut int64
+	// fillOut and fillRunqOut are the fill waits reported so far (capped
+	// per interval as the deltas are).
+	fillOut, fillRunqOut int64
 }
 
 type procAcc struct {
@@ -72,6 +79,8 @@ type Sensor struct {
 	// waiting is the I/O wait of the ongoing off-CPU intervals at the last
 	// poll, by the file waited for.
 	waiting map[sensor.FileKey]int64
+	// fillWaiting is the same for waits inside page-cache fills.
+	fillWaiting map[sensor.FileKey]int64
 	// recycleErrs counts dead threads' slots that could not be freed.
 	recycleErrs int
 	recycleErr  error
@@ -103,7 +112,7 @@ func Load() (*Sensor, error) {
 // Shared returns the maps the other BPF objects take as replacements.
 func (s *Sensor) Shared() Shared {
 	o := &s.p.objs
-	return Shared{TaskStates: o.TaskStates, Threads: o.Threads, Files: o.Files}
+	return Shared{TaskStates: o.TaskStates, Threads: o.Threads, Files: o.Files, RunPages: o.RunPages}
 }
 
 // Tracked is every process that was part of the run so far.
@@ -184,6 +193,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	waiting := map[sensor.FileKey]int64{}
+	fillWaiting := map[sensor.FileKey]int64{}
 	var dead []uint32 // slots
 	nslots, err := s.p.slotsInUse()
 	if err != nil {
@@ -194,12 +204,20 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			return // free
 		}
 		cur := threadTimes{cpu: int64(v.CpuNs), io: int64(v.IowaitNs), runq: int64(v.RunqNs),
-			other: int64(v.OtherNs), miss: int64(v.MissCpuNs)}
-		if v.LastTs != 0 && now > v.LastTs && v.Flags&tfExited == 0 {
+			other: int64(v.OtherNs), miss: int64(v.MissCpuNs), fillWait: int64(v.FillWaitNs), fillRunq: int64(v.FillRunqNs)}
+		// An exiting thread runs on (exit code, task works) until its
+		// last switch, which can come after the command's exit is
+		// reported and after the final poll when others hold the CPUs:
+		// its ongoing time counts until that switch.
+		if v.LastTs != 0 && now > v.LastTs && v.Flags&tfDead == 0 {
 			d := int64(now - v.LastTs)
 			switch {
 			case v.Flags&tfOnCPU != 0:
 				cur.cpu += d
+				// The open fill interval's CPU so far, not yet charged.
+				if v.FillMark != 0 && now > v.FillMark {
+					cur.miss += int64(now - max(v.FillMark, v.LastTs))
+				}
 			case v.Flags&tfOutIO != 0:
 				cur.io += d
 				if v.WaitFile.Ino != 0 {
@@ -210,6 +228,15 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			default:
 				cur.other += d
 			}
+			if v.Flags&tfOutFill != 0 && v.Flags&tfOnCPU == 0 {
+				cur.fillWait += d
+				if v.WaitFile.Ino != 0 {
+					fillWaiting[sensor.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}] += d
+				}
+				if v.Flags&tfOutRunQ != 0 {
+					cur.fillRunq += d
+				}
+			}
 		}
 		acc := s.threads[v.Tid]
 		if acc == nil {
@@ -217,13 +244,19 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			s.threads[v.Tid] = acc
 		}
 		d := threadTimes{sub(cur.cpu, acc.prev.cpu), sub(cur.io, acc.prev.io), sub(cur.runq, acc.prev.runq),
-			sub(cur.other, acc.prev.other), 0}
+			sub(cur.other, acc.prev.other), 0, sub(cur.fillWait, acc.prev.fillWait), sub(cur.fillRunq, acc.prev.fillRunq)}
+		// Fill waits are part of the run queue and other waits: never more.
+		d.fillRunq = min(d.fillRunq, d.runq)
+		d.fillWait = min(d.fillWait, d.runq+d.other)
 		acc.prev = maxT(acc.prev, cur)
 		d.miss = sub(min(acc.prev.miss, acc.prev.cpu), acc.missOut)
 		acc.missOut += d.miss
+		acc.fillOut += d.fillWait
+		acc.fillRunqOut += min(d.fillRunq, d.fillWait)
 		if d.cpu > 0 || d.io > 0 || d.miss > 0 || d.runq > 0 {
 			sample.Threads = append(sample.Threads, record.ThreadDelta{TID: acc.tid, PID: acc.pid, CPUNS: d.cpu,
-				IOWaitNS: d.io, MissCPUNS: d.miss, RunQueueNS: d.runq, OtherWaitNS: d.other})
+				IOWaitNS: d.io, MissCPUNS: d.miss, RunQueueNS: d.runq, OtherWaitNS: d.other,
+				FillWaitNS: d.fillWait, FillRunQueueNS: min(d.fillRunq, d.fillWait)})
 		}
 		if v.Flags&tfDead != 0 {
 			dead = append(dead, slot)
@@ -233,6 +266,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		return fmt.Errorf("read thread table: %w", err)
 	}
 	s.waiting = waiting
+	s.fillWaiting = fillWaiting
 	// A dead thread's counters are final: free its slot for the next fork
 	// (the kernel writes a slot only while its task lives). A slot that
 	// cannot be pushed stays cleared and unused: the table has 65,536.
@@ -259,6 +293,14 @@ func (s *Sensor) IOWaiting() map[sensor.FileKey]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.waiting
+}
+
+// FillWaiting is, from the last poll, the waits inside page-cache fills
+// of the threads' ongoing off-CPU intervals by file, as IOWaiting.
+func (s *Sensor) FillWaiting() map[sensor.FileKey]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fillWaiting
 }
 
 // LivePIDs are the tracked processes that still have a thread that has
@@ -336,7 +378,8 @@ func (s *Sensor) fill(r *record.Record) {
 		}
 		r.Threads = append(r.Threads, record.Thread{TID: th.tid, PID: th.pid, Comm: th.comm,
 			CPUNS: th.prev.cpu, OffCPUNS: th.prev.io + th.prev.runq + th.prev.other, IOWaitNS: th.prev.io,
-			RunQueueNS: th.prev.runq, MissCPUNS: min(th.prev.miss, th.prev.cpu)})
+			RunQueueNS: th.prev.runq, MissCPUNS: min(th.prev.miss, th.prev.cpu),
+			FillWaitNS: th.fillOut, FillRunQueueNS: th.fillRunqOut})
 	}
 	sort.Slice(r.Threads, func(i, j int) bool { return r.Threads[i].TID < r.Threads[j].TID })
 
@@ -360,6 +403,8 @@ func (s *Sensor) fill(r *record.Record) {
 		p.IOWaitNS += th.IOWaitNS
 		p.RunQueueNS += th.RunQueueNS
 		p.MissCPUNS += th.MissCPUNS
+		p.FillWaitNS += th.FillWaitNS
+		p.FillRunQueueNS += th.FillRunQueueNS
 	}
 	for _, p := range byPID {
 		r.Processes = append(r.Processes, *p)
@@ -386,5 +431,6 @@ func sub(a, b int64) int64 {
 }
 
 func maxT(a, b threadTimes) threadTimes {
-	return threadTimes{max(a.cpu, b.cpu), max(a.io, b.io), max(a.runq, b.runq), max(a.other, b.other), max(a.miss, b.miss)}
+	return threadTimes{max(a.cpu, b.cpu), max(a.io, b.io), max(a.runq, b.runq), max(a.other, b.other), max(a.miss, b.miss),
+		max(a.fillWait, b.fillWait), max(a.fillRunq, b.fillRunq)}
 }

@@ -1,0 +1,76 @@
+package evict
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/internal/testenv"
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/sched"
+	"github.com/coldtrace/coldtrace/trace/sensor"
+)
+
+// TestEvictionByThisProcess: the probes load with the scheduler's maps;
+// a file with an entry in the files table that this (untraced) process
+// evicts with fadvise is counted, with this process as the evictor.
+func TestEvictionByThisProcess(t *testing.T) {
+	testenv.RequireTracing(t)
+	sc, err := sched.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	s, err := Load(Options{Shared: sc.Shared().Replacements(), Traced: func(int32) bool { return false }})
+	if err != nil {
+		t.Fatalf("%+v", err)
+	}
+	defer s.Close()
+
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.TMPFS_MAGIC {
+		t.Skip("tmpfs: pages cannot be evicted")
+	}
+	path := filepath.Join(dir, "f")
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var fst unix.Stat_t
+	if err := unix.Stat(path, &fst); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fsync(fd); err != nil {
+		t.Fatal(err)
+	}
+	// The files table's key: the superblock's s_dev in the kernel's encoding.
+	dev := uint32(unix.Major(fst.Dev))<<20 | uint32(unix.Minor(fst.Dev))
+	key := sensor.FileKey{Dev: dev, Ino: fst.Ino}
+	if err := sc.Shared().Files.Put(struct {
+		Dev, Pad uint32
+		Ino      uint64
+	}{key.Dev, 0, key.Ino}, make([]byte, sc.Shared().Files.ValueSize())); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	rec := &record.Record{Files: []record.File{{Dev: key.Dev, Ino: key.Ino}}}
+	if err := s.Poll(0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(rec); err != nil {
+		t.Fatal(err)
+	}
+	evs := rec.Files[0].Evictors
+	if len(evs) != 1 || evs[0].PID != int32(os.Getpid()) || evs[0].Kind != record.EvictSyscall || evs[0].Syscall != "fadvise64" || evs[0].Pages != 256 {
+		t.Errorf("evictors %+v, want 256 pages by pid %d's fadvise64", evs, os.Getpid())
+	}
+}
