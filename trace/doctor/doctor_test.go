@@ -39,7 +39,7 @@ func TestTargets(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"tp_btf sched_switch", "tp_btf mm_filemap_get_pages", "tracepoint filemap:mm_filemap_delete_from_page_cache",
+	for _, want := range []string{"tp_btf sched_switch", "tp_btf mm_filemap_get_pages", "tp_btf mm_filemap_delete_from_page_cache", "tp_btf mm_vmscan_memcg_reclaim_begin",
 		"tracepoint syscalls:sys_enter_openat", "tracepoint syscalls:sys_exit_statx", "tp_btf sock_recv_length"} {
 		if !seen[want] {
 			t.Errorf("no check of %s among %v", want, seen)

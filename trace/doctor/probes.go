@@ -17,6 +17,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
+	bpfevict "github.com/coldtrace/coldtrace/bpf/evict"
 	bpfjit "github.com/coldtrace/coldtrace/bpf/jit"
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
 	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
@@ -39,6 +40,7 @@ func objects() []object {
 		{sensor: "page cache", load: bpfpc.LoadPagecache, lacks: "page-cache misses, hits and disk-read time"},
 		{sensor: "JIT", load: bpfjit.LoadJit, lacks: "compiles and kernel-cache hits and misses", pathSyscalls: true},
 		{sensor: "download", load: bpfdl.LoadDownload, lacks: "downloads"},
+		{sensor: "eviction", load: bpfevict.LoadEvict, lacks: "evictions during the run and who made them (re-reads, thrashing)"},
 	}
 }
 
