@@ -64,6 +64,11 @@ type Record struct {
 	JIT       *JIT       `json:"jit,omitempty"`
 	GPU       *GPU       `json:"gpu,omitempty"`
 	Downloads []Download `json:"downloads,omitempty"`
+	// Attached is set when coldtrace attached to processes already
+	// running (coldtrace attach); Start is then the moment of attach.
+	Attached *Attached `json:"attached,omitempty"`
+	// Marks cut the run into segments (coldtrace mark, COLDTRACE_MARK).
+	Marks []Mark `json:"marks,omitempty"`
 }
 
 // Partial says a record was written during the run, not at its end.
