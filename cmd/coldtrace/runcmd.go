@@ -14,6 +14,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/summary"
@@ -238,6 +239,8 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	top := fs.Int("top", 10, "files listed in the text summary")
 	format := fs.String("format", "text", "output `FORMAT`: text, json, pprof or perfetto")
 	out := fs.StringP("output", "o", "", "write to `PATH` instead of stdout")
+	segs := fs.Bool("segments", false, "print one row per segment (marks, or --split-idle cuts)")
+	splitIdle := fs.Duration("split-idle", 0, "with --segments on a record without marks: cut at idle stretches of at least `D`")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: coldtrace report [flags] RECORD\n\nflags:\n")
 		fs.PrintDefaults()
@@ -265,6 +268,17 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	rec, err := readRecordAs(a, fs.Arg(0))
 	if err != nil {
 		return fail(stderr, exitFailure, err)
+	}
+	if *segs {
+		path := *out
+		if path == "" {
+			path = outfile.Stdout
+		}
+		err := writeStdoutOr(a, path, stdout, func(w io.Writer) error { return writeSegments(w, rec, *splitIdle, f == "json") })
+		if err != nil {
+			return fail(stderr, exitFailure, err)
+		}
+		return 0
 	}
 	if err := writeReport(a, *out, f, stdout, rec, nil, *top); err != nil {
 		return fail(stderr, exitFailure, err)
