@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/attribution/invariants"
+	"github.com/coldtrace/coldtrace/internal/marks"
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// startPyServer starts testdata/attach/server.py outside coldtrace and returns
+// its process and port.
+func startPyServer(t *testing.T, data string, wrap ...string) (*exec.Cmd, int) {
+	t.Helper()
+	if _, err := exec.Command("/usr/bin/python3", "-c", "import numba").CombinedOutput(); err != nil {
+		t.Skip("python3-numba is not installed (apt-get install python3-numba)")
+	}
+	script, err := filepath.Abs("../../testdata/attach/server.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := append(append([]string(nil), wrap...), "/usr/bin/python3", script, data)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "NUMBA_CACHE_DIR="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("server did not start: %v", err)
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready ")))
+	if err != nil {
+		t.Fatalf("server said %q", line)
+	}
+	return cmd, port
+}
+
+// attachRun is a coldtrace attach running in the background.
+type attachRun struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+}
+
+func startAttach(t *testing.T, args ...string) *attachRun {
+	t.Helper()
+	a := &attachRun{cmd: exec.Command(os.Args[0], append([]string{"attach"}, args...)...)}
+	a.cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	a.cmd.Stderr = &a.stderr
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.cmd.Process.Kill() })
+	// Attached once its process list is written.
+	pids := filepath.Join(marks.Dir, strconv.Itoa(a.cmd.Process.Pid)+".pids")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(pids); err == nil {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attach did not start; stderr:\n%s", a.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (a *attachRun) stop(t *testing.T) {
+	t.Helper()
+	if err := a.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cmd.Wait(); err != nil {
+		t.Fatalf("attach: %v; stderr:\n%s", err, a.stderr.String())
+	}
+}
+
+func get(t *testing.T, port int, path string) {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+func rowNS(res *attribution.Result, c attribution.Category) int64 {
+	if r := res.Row(c); r != nil {
+		return r.NS
+	}
+	return 0
+}
+
+// threeRounds marks and requests three rounds with idle time between.
+func threeRounds(t *testing.T, pid, port int) {
+	t.Helper()
+	for i := 1; i <= 3; i++ {
+		if code, _, stderr := coldtrace(t, nil, "mark", "--pid", strconv.Itoa(pid), fmt.Sprintf("round %d", i)); code != 0 {
+			t.Fatalf("mark: %d %s", code, stderr)
+		}
+		time.Sleep(300 * time.Millisecond)
+		get(t, port, "/")
+		time.Sleep(700 * time.Millisecond)
+	}
+}
+
+// checkRounds asserts round 1 read from disk and compiled, rounds 2-3
+// neither, and returns the segments.
+func checkRounds(t *testing.T, rec *record.Record, data string) []attribution.SegmentResult {
+	t.Helper()
+	if err := invariants.Err(rec); err != nil {
+		t.Errorf("invariants: %v", err)
+	}
+	if rec.Attached == nil || rec.Attached.Threads == 0 {
+		t.Fatalf("record has no attach facts: %+v", rec.Attached)
+	}
+	segs := attribution.Options{}.AnalyzeSegments(rec, attribution.Segments(rec, attribution.SegmentOptions{}))
+	byLabel := map[string]attribution.SegmentResult{}
+	for _, s := range segs {
+		byLabel[s.Label] = s
+		t.Logf("segment %d %q [%v, %v): disk %v jit %v cpu %v other %v", s.Index, s.Label,
+			time.Duration(s.StartNS), time.Duration(s.EndNS), time.Duration(rowNS(s.Result, attribution.DiskRead)),
+			time.Duration(rowNS(s.Result, attribution.JITCompile)), time.Duration(rowNS(s.Result, attribution.CPU)),
+			time.Duration(rowNS(s.Result, attribution.OtherWait)))
+	}
+	r1, ok1 := byLabel["round 1"]
+	r2, ok2 := byLabel["round 2"]
+	r3, ok3 := byLabel["round 3"]
+	if !ok1 || !ok2 || !ok3 {
+		t.Fatalf("segments %+v: want rounds 1-3", segs)
+	}
+	disk1, jit1 := rowNS(r1.Result, attribution.DiskRead), rowNS(r1.Result, attribution.JITCompile)
+	if disk1 < 20*time.Millisecond.Nanoseconds() {
+		t.Errorf("round 1 disk reads %v: want the cold 128 MiB read", time.Duration(disk1))
+	}
+	if jit1 < 20*time.Millisecond.Nanoseconds() {
+		t.Errorf("round 1 JIT compile %v: want the Numba compile", time.Duration(jit1))
+	}
+	if row := r1.Result.Row(attribution.DiskRead); row == nil || len(row.Files) == 0 || row.Files[0].Path != data {
+		t.Errorf("round 1 disk evidence: want %s first, got %+v", data, row)
+	}
+	for _, r := range []attribution.SegmentResult{r2, r3} {
+		if d := rowNS(r.Result, attribution.DiskRead); d > disk1/10 {
+			t.Errorf("%s disk reads %v: want none (round 1: %v)", r.Label, time.Duration(d), time.Duration(disk1))
+		}
+		if j := rowNS(r.Result, attribution.JITCompile); j > jit1/10 {
+			t.Errorf("%s JIT compile %v: want none (round 1: %v)", r.Label, time.Duration(j), time.Duration(jit1))
+		}
+	}
+	return segs
+}
+
+func TestAttachRoundsWithMarks(t *testing.T) {
+	requireTracing(t)
+	data := evictableFile(t, 128<<20)
+	srv, port := startPyServer(t, data)
+	pid := srv.Process.Pid
+	rec := filepath.Join(t.TempDir(), "attach.rec")
+	a := startAttach(t, "--pid", strconv.Itoa(pid), "-o", rec)
+	if code, _, stderr := coldtrace(t, nil, "attach", "--pid", strconv.Itoa(pid)); code == 0 || !strings.Contains(stderr, "traced already") {
+		t.Errorf("second attach: exit %d, %q: want a refusal", code, stderr)
+	}
+	threeRounds(t, pid, port)
+	a.stop(t)
+	r := readRecord(t, rec)
+	checkRounds(t, r, data)
+	if !strings.Contains(a.stderr.String(), "attached at +0; 1 process,") {
+		t.Errorf("summary does not say how the trace began:\n%s", a.stderr.String())
+	}
+	code, out, stderr := coldtrace(t, nil, "diff", "--segments", "round 1,round 2", rec)
+	if code != 0 {
+		t.Fatalf("diff --segments: %d %s", code, stderr)
+	}
+	t.Logf("diff:\n%s", out)
+	if !strings.Contains(out, "faster") || !strings.Contains(out, "less disk reads") {
+		t.Errorf("diff of rounds 1 and 2 does not say why round 2 was faster:\n%s", out)
+	}
+	code, out, _ = coldtrace(t, nil, "report", "--segments", rec)
+	if code != 0 || !strings.Contains(out, "round 3") {
+		t.Errorf("report --segments: %d\n%s", code, out)
+	}
+	if srv.ProcessState != nil {
+		t.Errorf("the server stopped with the trace")
+	}
+}
+
+func TestAttachBadInput(t *testing.T) {
+	requireTracing(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"attach", "--pid", "999999999"}, "no such process"},
+		{[]string{"attach", "--pid", "2"}, "kernel thread"},
+		{[]string{"attach", "--cgroup", os.TempDir()}, "not a cgroup"},
+	} {
+		code, _, stderr := coldtrace(t, nil, c.args...)
+		if code == 0 || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%v: exit %d, %q: want one line saying %q", c.args, code, stderr, c.want)
+		}
+	}
+	if ts, _ := marks.Running(marks.Dir); len(ts) == 0 {
+		code, _, stderr := coldtrace(t, nil, "mark", "x")
+		if code == 0 || !strings.Contains(stderr, "no coldtrace trace is running") {
+			t.Errorf("mark with no trace: %d %q", code, stderr)
+		}
+	}
+}
