@@ -146,6 +146,10 @@ type File struct {
 	// MissCPUNS is on-CPU thread-time inside read syscalls and page faults
 	// that missed the cache for this file: the kernel work of filling it.
 	MissCPUNS int64 `json:"miss_cpu_ns"`
+	// HostPath is the file's path on the host when Path, the one the
+	// process used in its own mount namespace, is not valid there or
+	// names another mount.
+	HostPath string `json:"host_path,omitempty"`
 }
 
 // Process is one traced process (thread group).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,9 @@ type AttachOptions struct {
 	Marks <-chan string
 	// OnAttached is told once every process is seeded.
 	OnAttached func(a record.Attached)
+	// OnTracking is told the processes seeded so far, after the attach
+	// and whenever a process joins the cgroup.
+	OnTracking func(pids []int)
 	// Check is asked about each process before it is traced (the actor's
 	// right to trace it, another trace already on it); an error refuses
 	// that process.
@@ -88,7 +92,7 @@ func Attach(ctx context.Context, o AttachOptions) (*record.Record, error) {
 	if err := s.sched.Reserve(threads + head); err != nil {
 		return nil, err
 	}
-	a := &attacher{s: s, o: o, seeded: map[int]bool{}}
+	a := &attacher{s: s, o: o, seeded: map[int]bool{}, refused: map[int]bool{}}
 	s.rec = &record.Record{Schema: record.Schema, Version: opts.Version, Command: attachCommand(o, procs),
 		User: record.User{UID: opts.Actor.Command.UID, GID: opts.Actor.Command.GID, Name: opts.Actor.Command.Name, Home: opts.Actor.Command.Home},
 		Host: hostInfo(), IntervalNS: opts.Interval.Nanoseconds()}
@@ -112,6 +116,7 @@ func Attach(ctx context.Context, o AttachOptions) (*record.Record, error) {
 	if o.OnAttached != nil {
 		o.OnAttached(*att)
 	}
+	a.tracking()
 	s.ckpt = newCheckpoints(opts.Checkpoint, opts.CheckpointEvery)
 	a.loop()
 	return a.finish(), nil
@@ -179,6 +184,7 @@ type attacher struct {
 	s       *session
 	o       AttachOptions
 	seeded  map[int]bool
+	refused map[int]bool
 	threads int
 }
 
@@ -226,15 +232,34 @@ func (a *attacher) seed(p target.Proc) {
 	}
 }
 
+// tracking tells OnTracking the processes seeded so far.
+func (a *attacher) tracking() {
+	if a.o.OnTracking == nil {
+		return
+	}
+	pids := make([]int, 0, len(a.seeded))
+	for pid := range a.seeded {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	a.o.OnTracking(pids)
+}
+
 // rescan seeds processes placed in the cgroup since the last look.
 func (a *attacher) rescan() {
+	before := len(a.seeded)
+	defer func() {
+		if len(a.seeded) != before {
+			a.tracking()
+		}
+	}()
 	pids, err := target.CgroupPIDs(a.o.Cgroup)
 	if err != nil {
 		return // the cgroup was removed: its processes left it
 	}
 	tracked := a.s.sched.Tracked()
 	for _, pid := range pids {
-		if a.seeded[pid] || tracked.Has(int32(pid)) || pid == os.Getpid() {
+		if a.seeded[pid] || a.refused[pid] || tracked.Has(int32(pid)) || pid == os.Getpid() {
 			continue
 		}
 		p, err := target.Look(pid)
@@ -242,7 +267,7 @@ func (a *attacher) rescan() {
 			continue
 		}
 		if a.o.Check != nil && a.o.Check(pid) != nil {
-			a.seeded[pid] = true // not the user's: never looked at again
+			a.refused[pid] = true // not the user's: never looked at again
 			continue
 		}
 		a.seed(p)

@@ -95,6 +95,7 @@ func (a *attachRun) stop(t *testing.T) {
 	if err := a.cmd.Wait(); err != nil {
 		t.Fatalf("attach: %v; stderr:\n%s", err, a.stderr.String())
 	}
+
 }
 
 func get(t *testing.T, port int, path string) {
@@ -227,5 +228,157 @@ func TestAttachBadInput(t *testing.T) {
 		if code == 0 || !strings.Contains(stderr, "no coldtrace trace is running") {
 			t.Errorf("mark with no trace: %d %q", code, stderr)
 		}
+	}
+}
+
+// TestAttachCgroup places the server in a cgroup the test creates and
+// traces the cgroup: the rounds come out as with --pid, a child the
+// server forks after the attach is traced, and so is a process placed in
+// the cgroup after the attach.
+func TestAttachCgroup(t *testing.T) {
+	requireTracing(t)
+	cg := filepath.Join("/sys/fs/cgroup/unified", fmt.Sprintf("coldtrace-test-%d", os.Getpid()))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Skipf("cannot create a cgroup v2 directory: %v", err)
+	}
+	t.Cleanup(func() {
+		// Move what is left back to the root, then remove the cgroup.
+		if b, err := os.ReadFile(filepath.Join(cg, "cgroup.procs")); err == nil {
+			for _, p := range strings.Fields(string(b)) {
+				_ = os.WriteFile("/sys/fs/cgroup/unified/cgroup.procs", []byte(p), 0)
+			}
+		}
+		if err := os.Remove(cg); err != nil {
+			t.Logf("remove %s: %v", cg, err)
+		}
+	})
+	join := func(pid int) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			t.Fatalf("move pid %d into %s: %v", pid, cg, err)
+		}
+	}
+	data := evictableFile(t, 128<<20)
+	srv, port := startPyServer(t, data)
+	join(srv.Process.Pid)
+	rec := filepath.Join(t.TempDir(), "cgroup.rec")
+	a := startAttach(t, "--cgroup", cg, "-o", rec)
+	threeRounds(t, srv.Process.Pid, port)
+	get(t, port, "/fork")
+	late := exec.Command("/bin/sh", "-c", "sleep 0.3; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
+	if err := late.Start(); err != nil {
+		t.Fatal(err)
+	}
+	join(late.Process.Pid)
+	if err := late.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	a.stop(t)
+	r := readRecord(t, rec)
+	checkRounds(t, r, data)
+	var child, joined *record.Process
+	for i := range r.Processes {
+		p := &r.Processes[i]
+		if p.PPID == int32(srv.Process.Pid) && p.PID != int32(srv.Process.Pid) {
+			child = p
+		}
+		if p.PID == int32(late.Process.Pid) {
+			joined = p
+		}
+	}
+	if child == nil || child.CPUNS < 100*time.Millisecond.Nanoseconds() {
+		t.Errorf("the server's forked child is not traced with its CPU time: %+v", child)
+	}
+	if joined == nil || joined.CPUNS == 0 {
+		t.Errorf("the process placed in the cgroup later is not traced: %+v (processes %+v)", joined, r.Processes)
+	}
+	if r.Attached == nil || r.Attached.Cgroup != cg {
+		t.Errorf("record's attach facts: %+v", r.Attached)
+	}
+}
+
+// TestAttachMountNamespace: a server in its own mount namespace reads its
+// file through a bind mount that exists only there; the record names the
+// file by the path the process used.
+func TestAttachMountNamespace(t *testing.T) {
+	requireTracing(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare(1)")
+	}
+	data := evictableFile(t, 128<<20)
+	mp := t.TempDir() // empty on the host; data's directory inside
+	used := filepath.Join(mp, filepath.Base(data))
+	srv, port := startPyServer(t, used, "unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+		`mount --bind "$1" "$2" && shift 2 && exec "$@"`, "sh", filepath.Dir(data), mp)
+	rec := filepath.Join(t.TempDir(), "ns.rec")
+	a := startAttach(t, "--pid", strconv.Itoa(srv.Process.Pid), "-o", rec)
+	threeRounds(t, srv.Process.Pid, port)
+	a.stop(t)
+	r := readRecord(t, rec)
+	checkRounds(t, r, used)
+	for _, f := range r.Files {
+		if f.Path == used && f.HostPath != data {
+			t.Errorf("%s: host path %q, want %s", used, f.HostPath, data)
+		}
+	}
+}
+
+// TestAttachSplitIdle: three CPU bursts separated by 1 s sleeps, traced
+// with --split-idle 500ms, give three segments, each with its burst.
+func TestAttachSplitIdle(t *testing.T) {
+	requireTracing(t)
+	script := `import time
+time.sleep(1.5)
+for i in range(3):
+    end = time.time() + 0.3
+    while time.time() < end:
+        pass
+    if i < 2:
+        time.sleep(1)
+`
+	cmd := exec.Command("/usr/bin/python3", "-c", script)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	rec := filepath.Join(t.TempDir(), "idle.rec")
+	js := filepath.Join(t.TempDir(), "segments.json")
+	a := startAttach(t, "--pid", strconv.Itoa(cmd.Process.Pid), "--split-idle", "500ms", "-o", rec, "--json", js)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// The trace ends by itself once the process has exited.
+	done := make(chan error, 1)
+	go func() { done <- a.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("attach: %v\n%s", err, a.stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("attach did not end when the process exited:\n%s", a.stderr.String())
+	}
+	r := readRecord(t, rec)
+	if err := invariants.Err(r); err != nil {
+		t.Errorf("invariants: %v", err)
+	}
+	segs := attribution.Options{}.AnalyzeSegments(r, attribution.Segments(r, attribution.SegmentOptions{}))
+	if len(segs) != 3 {
+		t.Fatalf("%d segments, want 3: %+v\n%s", len(segs), segs, a.stderr.String())
+	}
+	for _, s := range segs {
+		cpu := rowNS(s.Result, attribution.CPU)
+		t.Logf("segment %d [%v, %v): cpu %v", s.Index, time.Duration(s.StartNS), time.Duration(s.EndNS), time.Duration(cpu))
+		if cpu < 200*time.Millisecond.Nanoseconds() {
+			t.Errorf("segment %d CPU %v: want its 300 ms burst", s.Index, time.Duration(cpu))
+		}
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"segments"`)) || bytes.Count(b, []byte(`"start_ns"`)) != 3 {
+		t.Errorf("JSON has no three segments:\n%s", b)
 	}
 }

@@ -136,11 +136,12 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 			}
 			return nil
 		},
-		OnAttached: func(att record.Attached) {
-			pids := append([]int(nil), o.pids...)
+		OnTracking: func(pids []int) {
 			if err := l.Tracing(pids); err != nil {
 				notify(err.Error())
 			}
+		},
+		OnAttached: func(att record.Attached) {
 			notify(fmt.Sprintf("attached: %d processes, %d threads; mark with: coldtrace mark LABEL (socket %s)",
 				att.Processes, att.Threads, l.Path()))
 		},

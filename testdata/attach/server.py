@@ -30,6 +30,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             end = time.time() + 0.3
             while time.time() < end:
                 pass
+        elif self.path == "/fork":
+            child = os.fork()
+            if child == 0:
+                end = time.time() + 0.3
+                while time.time() < end:
+                    pass
+                os._exit(0)
+            os.waitpid(child, 0)
         elif first:
             first = False
             with open(DATA, "rb") as f:

@@ -65,10 +65,12 @@ type Sensor struct {
 	mounts mountTable
 	// mountsReread is set once the mount table was read again at the end.
 	mountsReread bool
-	files        map[sensor.FileKey]*fileAcc
-	fileOrder    []*fileAcc
-	fsPaths      map[sensor.FileKey]string
-	seen         uint64
+	// ns resolves paths in other mount namespaces.
+	ns        nsPaths
+	files     map[sensor.FileKey]*fileAcc
+	fileOrder []*fileAcc
+	fsPaths   map[sensor.FileKey]string
+	seen      uint64
 
 	fileKeyBuf []bpfpc.PagecacheFileKey
 	fileBuf    []bpfpc.PagecacheFileStats
@@ -218,7 +220,17 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 			PagesAccessed: f.prev.accessed, PagesMissed: f.prev.missed, PagesEvicted: f.prev.evicted, PagesCreated: f.prev.created,
 			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss}
 		rf.Path = s.pathOf(f)
-		if size, ok := statMatches(rf.Path, f.key.Ino); ok {
+		if fsPath, ok := s.fsPaths[f.key]; ok {
+			if p, ok := s.ns.resolve(f.lastP, f.key.Dev, f.key.Ino, fsPath); ok && p != rf.Path {
+				// The path the process used; the host's beside it.
+				rf.Path, rf.HostPath = p, rf.Path
+			}
+		}
+		statPath := rf.Path
+		if rf.HostPath != "" {
+			statPath = rf.HostPath
+		}
+		if size, ok := statMatches(statPath, f.key.Ino); ok {
 			rf.SizeBytes = size
 		}
 		r.Files = append(r.Files, rf)
