@@ -306,8 +306,7 @@ func (a *attacher) loop() {
 				marks = nil
 				continue
 			}
-			s.rec.Marks = append(s.rec.Marks, record.Mark{AtNS: sensor.Rel(sensor.MonotonicNS(), s.startMono), Label: label})
-			s.opts.Notify(fmt.Sprintf("mark %q at +%.3fs", label, float64(sensor.Rel(sensor.MonotonicNS(), s.startMono))/1e9))
+			s.mark(label)
 		case <-exitCheck.C:
 			if a.o.Cgroup == "" && a.allExited() {
 				return
@@ -321,6 +320,13 @@ func (a *attacher) loop() {
 			return
 		}
 	}
+}
+
+// mark records a mark at its arrival.
+func (s *session) mark(label string) {
+	at := sensor.Rel(sensor.MonotonicNS(), s.startMono)
+	s.rec.Marks = append(s.rec.Marks, record.Mark{AtNS: at, Label: label})
+	s.opts.Notify(fmt.Sprintf("mark %q at +%.3fs", label, float64(at)/1e9))
 }
 
 func (a *attacher) allExited() bool {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -378,7 +379,21 @@ for i in range(3):
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(b, []byte(`"segments"`)) || bytes.Count(b, []byte(`"start_ns"`)) != 3 {
-		t.Errorf("JSON has no three segments:\n%s", b)
+	var sum struct {
+		Segments []struct {
+			Label     string `json:"label"`
+			StartNS   int64  `json:"start_ns"`
+			EndNS     int64  `json:"end_ns"`
+			Breakdown []struct {
+				Category string `json:"category"`
+				NS       int64  `json:"ns"`
+			} `json:"breakdown"`
+		} `json:"segments"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Segments) != 3 || len(sum.Segments[0].Breakdown) != 6 || sum.Segments[2].EndNS != r.WallNS {
+		t.Errorf("JSON segments: %+v", sum.Segments)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/marks"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/segments"
+	"github.com/coldtrace/coldtrace/report/summary"
 	"github.com/coldtrace/coldtrace/report/text"
 	"github.com/coldtrace/coldtrace/trace"
 )
@@ -173,7 +174,7 @@ func writeAttachOutputs(a actor.Actor, o attachOptions, stdout, stderr io.Writer
 	}
 	report(o.exports.write(a, stdout, rec, res))
 	if o.changed["json"] {
-		report(writeStdoutOr(a, o.jsonPath, stdout, func(w io.Writer) error { return segments.WriteJSON(w, segs) }))
+		report(writeStdoutOr(a, o.jsonPath, stdout, func(w io.Writer) error { return summary.Write(w, rec, res) }))
 	}
 	if !o.quiet {
 		report(text.Write(stderr, rec, res, text.Options{TopFiles: 10}))

@@ -65,12 +65,13 @@ type Sensor struct {
 	mounts mountTable
 	// mountsReread is set once the mount table was read again at the end.
 	mountsReread bool
+	files        map[sensor.FileKey]*fileAcc
+	fileOrder    []*fileAcc
+	fsPaths      map[sensor.FileKey]string
+	seen         uint64
+
 	// ns resolves paths in other mount namespaces.
-	ns        nsPaths
-	files     map[sensor.FileKey]*fileAcc
-	fileOrder []*fileAcc
-	fsPaths   map[sensor.FileKey]string
-	seen      uint64
+	ns nsPaths
 
 	fileKeyBuf []bpfpc.PagecacheFileKey
 	fileBuf    []bpfpc.PagecacheFileStats
