@@ -146,13 +146,16 @@ func segmentList(segs []Segment) string {
 type SegmentResult struct {
 	Segment
 	Result *Result
+	// Record is the segment's part of the record (SliceRecord).
+	Record *record.Record `json:"-"`
 }
 
 // AnalyzeSegments attributes each segment of r on its own (SliceRecord).
 func (o Options) AnalyzeSegments(r *record.Record, segs []Segment) []SegmentResult {
 	out := make([]SegmentResult, 0, len(segs))
 	for _, s := range segs {
-		out = append(out, SegmentResult{Segment: s, Result: o.Analyze(SliceRecord(r, s.StartNS, s.EndNS))})
+		sub := SliceRecord(r, s.StartNS, s.EndNS)
+		out = append(out, SegmentResult{Segment: s, Result: o.Analyze(sub), Record: sub})
 	}
 	return out
 }
