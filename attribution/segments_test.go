@@ -8,7 +8,6 @@ import (
 	"github.com/coldtrace/coldtrace/record"
 )
 
-
 // busyRecord is one thread sampled every 100 ms for wall; busy says
 // whether it was on the CPU for all of sample i.
 func busyRecord(wall int64, busy func(i int) bool) *record.Record {
