@@ -104,6 +104,7 @@ func Attach(ctx context.Context, o AttachOptions) (*record.Record, error) {
 	for _, p := range procs {
 		a.seed(p)
 	}
+	opts.Notify(fmt.Sprintf("seeded %d threads of %d processes in %v", a.threads, len(a.seeded), time.Since(s.rec.Start).Round(time.Microsecond)))
 	if len(a.seeded) == 0 && o.Cgroup == "" {
 		return nil, fmt.Errorf("%w: every process exited during the attach", ErrTarget)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/attribution/invariants"
 	"github.com/coldtrace/coldtrace/internal/marks"
+	"github.com/coldtrace/coldtrace/internal/testuser"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -395,5 +396,48 @@ for i in range(3):
 	}
 	if len(sum.Segments) != 3 || len(sum.Segments[0].Breakdown) != 6 || sum.Segments[2].EndNS != r.WallNS {
 		t.Errorf("JSON segments: %+v", sum.Segments)
+	}
+}
+
+// TestAttachUnderSudo: under sudo only the invoking user's processes may
+// be attached to, and the mark socket is theirs.
+func TestAttachUnderSudo(t *testing.T) {
+	requireTracing(t)
+	u := testuser.Create(t)
+	rootSleep := exec.Command("sleep", "30")
+	if err := rootSleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rootSleep.Process.Kill(); _ = rootSleep.Wait() })
+	code, _, stderr := coldtrace(t, u.SudoEnviron(nil), "attach", "--pid", strconv.Itoa(rootSleep.Process.Pid))
+	if code == 0 || !strings.Contains(stderr, "is not "+u.Name) {
+		t.Errorf("attach to root's process under sudo: exit %d, %q: want a refusal", code, stderr)
+	}
+	mine := exec.Command("sleep", "30")
+	mine.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID)}}
+	if err := mine.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mine.Process.Kill(); _ = mine.Wait() })
+	a := &attachRun{cmd: exec.Command(os.Args[0], "attach", "--pid", strconv.Itoa(mine.Process.Pid), "--duration", "3s")}
+	a.cmd.Env = append(u.SudoEnviron(os.Environ()), asMainEnv+"=1")
+	a.cmd.Stderr = &a.stderr
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sock := marks.SocketPath(marks.Dir, a.cmd.Process.Pid)
+	deadline := time.Now().Add(20 * time.Second)
+	var st syscall.Stat_t
+	for syscall.Stat(sock, &st) != nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if int(st.Uid) != u.UID || st.Mode&0o777 != 0o600 {
+		t.Errorf("mark socket owner %d mode %o: want %d, 0600", st.Uid, st.Mode&0o777, u.UID)
+	}
+	if err := a.cmd.Wait(); err != nil {
+		t.Fatalf("attach to the user's own process: %v\n%s", err, a.stderr.String())
+	}
+	if !strings.Contains(a.stderr.String(), "attached at +0; 1 process, 1 thread;") {
+		t.Errorf("summary:\n%s", a.stderr.String())
 	}
 }
