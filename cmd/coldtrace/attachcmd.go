@@ -143,8 +143,8 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 			}
 		},
 		OnAttached: func(att record.Attached) {
-			notify(fmt.Sprintf("attached: %d processes, %d threads; mark with: coldtrace mark LABEL (socket %s)",
-				att.Processes, att.Threads, l.Path()))
+			notify(fmt.Sprintf("attached: %s; mark with: coldtrace mark LABEL (socket %s)",
+				segments.Counts(att), l.Path()))
 		},
 	})
 	if err != nil {

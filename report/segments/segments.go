@@ -50,8 +50,14 @@ func Attached(r *record.Record) string {
 	if a == nil {
 		return ""
 	}
-	return fmt.Sprintf("attached at +0; %d %s, %d %s; what happened before is not known",
-		a.Processes, format.Plural(uint64(a.Processes), "process", "processes"), a.Threads, format.Plural(uint64(a.Threads), "thread", "threads"))
+	return "attached at +0; " + Counts(*a) + "; what happened before is not known"
+}
+
+// Counts says how many processes and threads an attach found ("1
+// process, 37 threads").
+func Counts(a record.Attached) string {
+	return fmt.Sprintf("%d %s, %d %s", a.Processes, format.Plural(uint64(a.Processes), "process", "processes"),
+		a.Threads, format.Plural(uint64(a.Threads), "thread", "threads"))
 }
 
 // TopCause names the heaviest avoidable row's main evidence ("disk reads:

@@ -53,9 +53,12 @@ func Look(pid int) (Proc, error) {
 	if err != nil {
 		return Proc{}, fmt.Errorf("pid %d: %w", pid, err)
 	}
-	comm, flags, err := parseStat(string(stat))
+	comm, state, flags, err := parseStat(string(stat))
 	if err != nil {
 		return Proc{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	if state == "Z" || state == "X" {
+		return Proc{}, fmt.Errorf("pid %d (%s): %w: it exited (its parent has not collected it yet)", pid, comm, ErrNoProcess)
 	}
 	if flags&pfKthread != 0 {
 		return Proc{}, fmt.Errorf("pid %d (%s) %w", pid, comm, ErrKernelThread)
@@ -98,24 +101,24 @@ func Threads(pid int) ([]int, error) {
 	return tids, nil
 }
 
-// parseStat returns comm and flags from a /proc/PID/stat line. comm is in
+// parseStat returns comm, state and flags from a /proc/PID/stat line. comm is in
 // parentheses and may hold spaces and parentheses itself: the fields
 // start after the last ')'.
-func parseStat(s string) (string, uint64, error) {
+func parseStat(s string) (comm, state string, flags uint64, err error) {
 	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 	if open < 0 || end < open {
-		return "", 0, fmt.Errorf("stat line %q", s)
+		return "", "", 0, fmt.Errorf("stat line %q", s)
 	}
 	fields := strings.Fields(s[end+1:])
 	// state ppid pgrp session tty_nr tpgid flags
 	if len(fields) < 7 {
-		return "", 0, fmt.Errorf("stat line %q", s)
+		return "", "", 0, fmt.Errorf("stat line %q", s)
 	}
-	flags, err := strconv.ParseUint(fields[6], 10, 64)
+	flags, err = strconv.ParseUint(fields[6], 10, 64)
 	if err != nil {
-		return "", 0, fmt.Errorf("stat flags %q: %w", fields[6], err)
+		return "", "", 0, fmt.Errorf("stat flags %q: %w", fields[6], err)
 	}
-	return s[open+1 : end], flags, nil
+	return s[open+1 : end], fields[0], flags, nil
 }
 
 func statusField(dir, key string) (string, error) {

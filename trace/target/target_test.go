@@ -1,9 +1,14 @@
 package target
 
 import (
+	"bufio"
 	"errors"
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestLookSelf(t *testing.T) {
@@ -31,9 +36,42 @@ func TestLookRefuses(t *testing.T) {
 	}
 }
 
+// TestLookZombie: a process that exited but was not collected is refused
+// as exited.
+func TestLookZombie(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "sleep 0 & echo $!; exec sleep 5")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err = Look(pid)
+		if err != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !errors.Is(err, ErrNoProcess) || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("Look(zombie): %v", err)
+	}
+}
+
 func TestParseStat(t *testing.T) {
-	comm, flags, err := parseStat("12 (a (b) c) S 1 12 12 0 -1 4194560 0 0")
-	if err != nil || comm != "a (b) c" || flags != 4194560 {
-		t.Errorf("parseStat = %q, %d, %v", comm, flags, err)
+	comm, state, flags, err := parseStat("12 (a (b) c) S 1 12 12 0 -1 4194560 0 0")
+	if err != nil || comm != "a (b) c" || state != "S" || flags != 4194560 {
+		t.Errorf("parseStat = %q, %q, %d, %v", comm, state, flags, err)
 	}
 }
