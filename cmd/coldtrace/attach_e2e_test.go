@@ -324,6 +324,9 @@ func TestAttachMountNamespace(t *testing.T) {
 			t.Errorf("%s: host path %q, want %s", used, f.HostPath, data)
 		}
 	}
+	if !strings.Contains(a.stderr.String(), "(on the host: "+data+")") {
+		t.Errorf("the summary does not give the host's path:\n%s", a.stderr.String())
+	}
 }
 
 // TestAttachSplitIdle: three CPU bursts separated by 1 s sleeps, traced

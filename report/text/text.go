@@ -81,6 +81,9 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 			}
 			fmt.Fprintf(&b, "  %-44s %10s %10s %7.1f%% %9s %9s\n", format.Escape(format.Path(f.Name(), 44)), format.Bytes(f.BytesFromDisk),
 				format.Bytes(f.PagesAccessed*uint64(max(r.Host.PageSize, 1))), 100*summary.HitRatio(f), format.Duration(f.IOWaitNS), format.Duration(f.MissCPUNS))
+			if f.HostPath != "" {
+				fmt.Fprintf(&b, "    (on the host: %s)\n", format.Escape(f.HostPath))
+			}
 		}
 	}
 
