@@ -154,14 +154,9 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 }
 
 func writeAttachOutputs(a actor.Actor, o attachOptions, stdout, stderr io.Writer, rec *record.Record) int {
+	splitIdleMarks(rec, o.splitIdle.Nanoseconds())
 	res := attribution.Analyze(rec)
-	segs := attribution.Options{}.AnalyzeSegments(rec, attribution.Segments(rec, attribution.SegmentOptions{SplitIdleNS: o.splitIdle.Nanoseconds()}))
-	if o.splitIdle > 0 && len(rec.Marks) == 0 {
-		// The cuts are kept as marks so that report and diff see them.
-		for _, s := range segs {
-			rec.Marks = append(rec.Marks, record.Mark{AtNS: s.StartNS, Label: s.Label})
-		}
-	}
+	segs := attribution.Options{}.AnalyzeSegments(rec, attribution.Segments(rec, attribution.SegmentOptions{}))
 	failed := false
 	report := func(err error) {
 		if err != nil {

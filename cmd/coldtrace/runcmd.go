@@ -193,6 +193,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		beforeOutputs()
 	}
 
+	splitIdleMarks(rec, o.splitIdle.Nanoseconds())
 	res := attribution.Analyze(rec)
 	failed := false
 	if o.changed["output"] {

@@ -58,3 +58,15 @@ func trackedBy(l *marks.Listener, pid int, stderr io.Writer) {
 		fmt.Fprintf(stderr, "coldtrace: warning: %v\n", err)
 	}
 }
+
+// splitIdleMarks stores the --split-idle cuts of an unmarked record as
+// marks, so that the record, its JSON, pprof and timeline, and later
+// report and diff runs, all see the same segments.
+func splitIdleMarks(rec *record.Record, splitIdleNS int64) {
+	if splitIdleNS <= 0 || len(rec.Marks) > 0 {
+		return
+	}
+	for _, s := range attribution.Segments(rec, attribution.SegmentOptions{SplitIdleNS: splitIdleNS}) {
+		rec.Marks = append(rec.Marks, record.Mark{AtNS: s.StartNS, Label: s.Label})
+	}
+}
