@@ -21,6 +21,7 @@ import (
 	"github.com/coldtrace/coldtrace/report/segments"
 	"github.com/coldtrace/coldtrace/report/summary"
 	"github.com/coldtrace/coldtrace/report/text"
+	"github.com/coldtrace/coldtrace/report/words"
 	"github.com/coldtrace/coldtrace/trace"
 )
 
@@ -144,7 +145,7 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 		},
 		OnAttached: func(att record.Attached) {
 			notify(fmt.Sprintf("attached: %s; mark with: coldtrace mark LABEL (socket %s)",
-				segments.Counts(att), l.Path()))
+				words.AttachCounts(att), l.Path()))
 		},
 	})
 	if err != nil {
@@ -173,7 +174,9 @@ func writeAttachOutputs(a actor.Actor, o attachOptions, stdout, stderr io.Writer
 	}
 	if !o.quiet {
 		report(text.Write(stderr, rec, res, text.Options{TopFiles: 10}))
-		report(segments.WriteText(stderr, rec, segs))
+		if len(segs) > 1 {
+			report(segments.WriteText(stderr, segs))
+		}
 	}
 	if failed {
 		return exitFailure

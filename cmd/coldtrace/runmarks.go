@@ -45,7 +45,7 @@ func writeRunSegments(w io.Writer, rec *record.Record, splitIdleNS int64) error 
 	if len(segs) < 2 {
 		return nil
 	}
-	return segments.WriteText(w, rec, attribution.Options{}.AnalyzeSegments(rec, segs))
+	return segments.WriteText(w, attribution.Options{}.AnalyzeSegments(rec, segs))
 }
 
 // trackedBy lists the command's pid as the run's, so that `coldtrace mark

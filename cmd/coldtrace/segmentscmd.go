@@ -18,7 +18,12 @@ func writeSegments(w io.Writer, rec *record.Record, splitIdle time.Duration, asJ
 	if asJSON {
 		return segments.WriteJSON(w, segs)
 	}
-	return segments.WriteText(w, rec, segs)
+	if s := segments.Attached(rec); s != "" {
+		if _, err := fmt.Fprintf(w, "  %s\n", s); err != nil {
+			return err
+		}
+	}
+	return segments.WriteText(w, segs)
 }
 
 // segmentPair picks the two segments "A,B" (numbers or labels) of rec and

@@ -13,6 +13,7 @@ import (
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
+	"github.com/coldtrace/coldtrace/report/words"
 )
 
 // JSON is one segment in the JSON summary's segments[].
@@ -45,20 +46,7 @@ func WriteJSON(w io.Writer, segs []attribution.SegmentResult) error {
 }
 
 // Attached says how an attached record began, or "" for a run.
-func Attached(r *record.Record) string {
-	a := r.Attached
-	if a == nil {
-		return ""
-	}
-	return "attached at +0; " + Counts(*a) + "; what happened before is not known"
-}
-
-// Counts says how many processes and threads an attach found ("1
-// process, 37 threads").
-func Counts(a record.Attached) string {
-	return fmt.Sprintf("%d %s, %d %s", a.Processes, format.Plural(uint64(a.Processes), "process", "processes"),
-		a.Threads, format.Plural(uint64(a.Threads), "thread", "threads"))
-}
+func Attached(r *record.Record) string { return words.Attached(r.Attached) }
 
 // TopCause names the heaviest avoidable row's main evidence ("disk reads:
 // model.safetensors"), else the heaviest row.
@@ -104,12 +92,10 @@ func TopCause(res *attribution.Result) string {
 }
 
 // WriteText writes the table: one row per segment with its start, wall
-// time, the six categories and its top cause.
-func WriteText(w io.Writer, r *record.Record, segs []attribution.SegmentResult) error {
+// time, the six categories and its top cause. (The text summary says how
+// an attached trace began; report --segments prints Attached first.)
+func WriteText(w io.Writer, segs []attribution.SegmentResult) error {
 	var b strings.Builder
-	if s := Attached(r); s != "" {
-		fmt.Fprintf(&b, "  %s\n", s)
-	}
 	fmt.Fprintf(&b, "  segments (%d):\n", len(segs))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"#", "label", "start", "wall"}

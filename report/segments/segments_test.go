@@ -37,7 +37,8 @@ func TestTextAndJSON(t *testing.T) {
 	r := marked()
 	segs := attribution.Options{}.AnalyzeSegments(r, attribution.Segments(r, attribution.SegmentOptions{}))
 	var b bytes.Buffer
-	if err := WriteText(&b, r, segs); err != nil {
+	b.WriteString(Attached(r) + "\n")
+	if err := WriteText(&b, segs); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

@@ -36,7 +36,13 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 	if r.Partial != nil {
 		status = "exit status unknown"
 	}
+	if r.Attached != nil {
+		status = "detached"
+	}
 	fmt.Fprintf(&b, "coldtrace: %s — %s wall, %s\n", format.EscapeAll(r.Command), format.Duration(r.WallNS), status)
+	if s := words.Attached(r.Attached); s != "" {
+		fmt.Fprintf(&b, "  %s\n", s)
+	}
 	if r.StartError != "" {
 		fmt.Fprintf(&b, "  could not start the command: %s\n", format.Escape(r.StartError))
 	}
