@@ -444,3 +444,55 @@ func TestAttachUnderSudo(t *testing.T) {
 		t.Errorf("summary:\n%s", a.stderr.String())
 	}
 }
+
+// TestRunMarksItself: a command started by coldtrace run keeps its
+// environment, gets COLDTRACE_MARK, and marks itself with one datagram.
+func TestRunMarksItself(t *testing.T) {
+	requireTracing(t)
+	js := filepath.Join(t.TempDir(), "run.json")
+	script := `import os, socket, time
+assert os.environ["KEEP_ME"] == "1"
+def mark(label):
+    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(label.encode(), os.environ["COLDTRACE_MARK"])
+mark("load")
+time.sleep(0.3)
+mark("spin")
+end = time.time() + 0.4
+while time.time() < end:
+    pass
+`
+	code, _, stderr := coldtrace(t, []string{"KEEP_ME=1"}, "run", "--json", js, "--", "/usr/bin/python3", "-c", script)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	var sum struct {
+		Marks    []record.Mark `json:"marks"`
+		Segments []struct {
+			Label     string `json:"label"`
+			Breakdown []struct {
+				Category string `json:"category"`
+				NS       int64  `json:"ns"`
+			} `json:"breakdown"`
+		} `json:"segments"`
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Marks) != 2 || sum.Marks[0].Label != "load" || sum.Marks[1].Label != "spin" {
+		t.Fatalf("marks %+v", sum.Marks)
+	}
+	last := sum.Segments[len(sum.Segments)-1]
+	var cpu int64
+	for _, r := range last.Breakdown {
+		if r.Category == "cpu" {
+			cpu = r.NS
+		}
+	}
+	if last.Label != "spin" || cpu < 300*time.Millisecond.Nanoseconds() {
+		t.Errorf("segment %q CPU %v: want the 400 ms spin", last.Label, time.Duration(cpu))
+	}
+}

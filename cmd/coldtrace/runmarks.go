@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/coldtrace/coldtrace/attribution"
@@ -20,6 +21,9 @@ func runMarks(a actor.Actor, env []string, stderr io.Writer) (*marks.Listener, [
 	if err != nil {
 		fmt.Fprintf(stderr, "coldtrace: warning: marks are off: %v\n", err)
 		return nil, env
+	}
+	if env == nil {
+		env = os.Environ() // what trace.Options.Env nil stands for
 	}
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
