@@ -67,6 +67,11 @@ type Record struct {
 	// Machine is what the machine let the run use and what else ran on
 	// it (trace/machine).
 	Machine *Machine `json:"machine,omitempty"`
+	// Attached is set when coldtrace attached to processes already
+	// running (coldtrace attach); Start is then the moment of attach.
+	Attached *Attached `json:"attached,omitempty"`
+	// Marks cut the run into segments (coldtrace mark, COLDTRACE_MARK).
+	Marks []Mark `json:"marks,omitempty"`
 }
 
 // Partial says a record was written during the run, not at its end.
@@ -164,6 +169,10 @@ type File struct {
 	// Inserters are the processes outside the run that read this file
 	// from disk during it, heaviest first.
 	Inserters []Inserter `json:"inserters,omitempty"`
+	// HostPath is the file's path on the host when Path, the one the
+	// process used in its own mount namespace, is not valid there or
+	// names another mount.
+	HostPath string `json:"host_path,omitempty"`
 }
 
 // The kinds of evictor.

@@ -71,6 +71,10 @@ type Options struct {
 	// of its own, one call at a time.
 	Checkpoint      func(*record.Record) error
 	CheckpointEvery time.Duration
+	// Marks deliver mark labels (coldtrace mark, COLDTRACE_MARK) as they
+	// arrive; each is recorded at its arrival. Nil: none.
+	Marks <-chan string
+
 	// KillOnExit kills the command and its process group when coldtrace
 	// dies before the command ends (launch.StartWatch); by default the
 	// command runs on, untraced.

@@ -216,6 +216,7 @@ func (s *session) loop() *os.ProcessState {
 	ticker := time.NewTicker(s.opts.Interval)
 	defer ticker.Stop()
 	ctxDone := s.ctx.Done()
+	marks := s.opts.Marks
 	signals := 0
 	for {
 		select {
@@ -226,6 +227,12 @@ func (s *session) loop() *os.ProcessState {
 			}
 		case <-s.ckpt.tick():
 			s.checkpoint()
+		case label, ok := <-marks:
+			if !ok {
+				marks = nil
+				continue
+			}
+			s.mark(label)
 		case sig := <-s.opts.Signals:
 			s.rec.Interrupted = true
 			signals++

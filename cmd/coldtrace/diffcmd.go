@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -23,6 +24,8 @@ func diffCommand(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the diff as JSON (schema "+diff.Schema+")")
 	out := fs.StringP("output", "o", "", "write the diff to `PATH` instead of stdout")
 	top := fs.Int("top", 10, "files listed in the text diff")
+	segs := fs.String("segments", "", "compare two segments `A,B` (numbers or labels) of one RECORD")
+	splitIdle := fs.Duration("split-idle", 0, "with --segments on a record without marks: cut at idle stretches of at least `D`")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: coldtrace diff [flags] A B\n\n"+
 			"Compares two records written with -o (A typically the cold run, B the warm one):\n"+
@@ -34,6 +37,9 @@ func diffCommand(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		return fail(stderr, exitUsage, fmt.Errorf("%w: %v", errUsage, err))
+	}
+	if fs.Changed("segments") {
+		return diffSegments(fs.Args(), *segs, *splitIdle, *asJSON, *out, *top, stdout, stderr)
 	}
 	if fs.NArg() != 2 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: diff takes two record files, got %d arguments; usage: coldtrace diff [--json] A B", errUsage, fs.NArg()))
@@ -61,24 +67,49 @@ func diffCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	d := compare.New(a, b, nil, nil)
+	return writeDiff(who, compare.New(a, b, nil, nil), *asJSON, *out, *top, stdout, stderr)
+}
+
+// diffSegments is diff --segments A,B RECORD.
+func diffSegments(args []string, spec string, splitIdle time.Duration, asJSON bool, out string, top int, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		return fail(stderr, exitUsage, fmt.Errorf("%w: diff --segments takes one record file, got %d arguments", errUsage, len(args)))
+	}
+	who, err := actor.Resolve("", os.Getenv)
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	rec, err := readRecordAs(who, args[0])
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	d, err := compareSegments(rec, spec, splitIdle)
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	return writeDiff(who, d, asJSON, out, top, stdout, stderr)
+}
+
+// writeDiff renders d as text or JSON to stdout or out.
+func writeDiff(who actor.Actor, d *compare.Diff, asJSON bool, out string, top int, stdout, stderr io.Writer) int {
+	var err error
 	render := func(w io.Writer) error {
-		if *asJSON {
+		if asJSON {
 			return diff.WriteJSON(w, d)
 		}
-		return diff.WriteText(w, d, diff.TextOptions{TopFiles: *top})
+		return diff.WriteText(w, d, diff.TextOptions{TopFiles: top})
 	}
-	if *out == "" || *out == outfile.Stdout {
+	if out == "" || out == outfile.Stdout {
 		err = render(stdout)
 	} else {
-		err = outfile.Write(who, *out, render)
+		err = outfile.Write(who, out, render)
 	}
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
 	// The text carries its warnings; JSON and file output get them on
 	// stderr too, where a person will see them.
-	if *asJSON || (*out != "" && *out != "-") {
+	if asJSON || (out != "" && out != "-") {
 		for _, w := range d.Warnings {
 			fmt.Fprintf(stderr, "coldtrace: warning: %s\n", format.Escape(w))
 		}

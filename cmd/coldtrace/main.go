@@ -40,6 +40,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, launched 
 		switch args[0] {
 		case "run":
 			return runCommand(ctx, args[1:], stdout, stderr, launched)
+		case "attach":
+			return attachCommand(ctx, args[1:], stdout, stderr, launched)
+		case "mark":
+			return markCommand(args[1:], stdout, stderr)
 		case "report":
 			return reportCommand(args[1:], stdout, stderr)
 		case "diff":
@@ -72,6 +76,9 @@ func printUsage(w io.Writer) {
 
 usage:
   sudo coldtrace [flags] -- COMMAND [ARGS...]   trace a command (same as 'coldtrace run')
+  sudo coldtrace attach --pid PID[,PID...] | --cgroup DIR [--duration D] [--split-idle D] [-o PATH]
+                                                trace running processes until Ctrl-C, D, or their exit
+  coldtrace mark [--pid PID] LABEL              cut the running trace into segments here
   coldtrace report [--format text|json|pprof|perfetto] [-o PATH] RECORD
                                                 re-render a saved record (no root needed)
   coldtrace diff [--json] A B                   compare two records (cold first)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/summary"
@@ -44,6 +45,8 @@ type runOptions struct {
 	command     []string
 	// jsonFD is --json-fd: an inherited descriptor for the JSON summary.
 	jsonFD int
+	// splitIdle cuts an unmarked run at idle stretches (--split-idle).
+	splitIdle time.Duration
 	// changed holds the flags given on the command line, by name: an
 	// output flag given an empty path is an error, not "no output".
 	changed map[string]bool
@@ -70,6 +73,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.IntVar(&o.jsonFD, "json-fd", -1, "write the JSON summary to inherited descriptor `N` (e.g. --json-fd 3 3>summary.json)")
 	o.cold.addFlags(fs)
 	o.metrics.addFlags(fs)
+	fs.DurationVar(&o.splitIdle, "split-idle", 0, "without marks, cut the run into segments at idle stretches of at least `D`")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -150,12 +154,18 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	}
 	defer cold.cleanup(stderr)
 
+	ml, env := runMarks(a, cold.environ(), stderr)
+	if ml != nil {
+		defer ml.Close()
+	}
 	rec, err := trace.Run(ctx, trace.Options{
 		Command:     o.command,
 		Interval:    o.interval,
 		Actor:       a,
 		Launched:    launched,
-		Env:         cold.environ(),
+		Env:         env,
+		Marks:       markChannel(ml),
+		OnStart:     func(pid int) { trackedBy(ml, pid, stderr) },
 		Version:     version,
 		Signals:     sigs,
 		Notify:      func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
@@ -183,6 +193,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		beforeOutputs()
 	}
 
+	splitIdleMarks(rec, o.splitIdle.Nanoseconds())
 	res := attribution.Analyze(rec)
 	failed := false
 	if o.changed["output"] {
@@ -209,6 +220,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if !o.quiet {
 		if err := text.Write(stderr, rec, res, text.Options{TopFiles: o.topFiles}); err != nil {
 			fmt.Fprintf(stderr, "coldtrace: error: write the summary: %v\n", err)
+			failed = true
+		}
+		if err := writeRunSegments(stderr, rec, o.splitIdle.Nanoseconds()); err != nil {
+			fmt.Fprintf(stderr, "coldtrace: error: write the segments: %v\n", err)
 			failed = true
 		}
 	}
@@ -238,6 +253,8 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	top := fs.Int("top", 10, "files listed in the text summary")
 	format := fs.String("format", "text", "output `FORMAT`: text, json, pprof or perfetto")
 	out := fs.StringP("output", "o", "", "write to `PATH` instead of stdout")
+	segs := fs.Bool("segments", false, "print one row per segment (marks, or --split-idle cuts)")
+	splitIdle := fs.Duration("split-idle", 0, "with --segments on a record without marks: cut at idle stretches of at least `D`")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: coldtrace report [flags] RECORD\n\nflags:\n")
 		fs.PrintDefaults()
@@ -265,6 +282,17 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	rec, err := readRecordAs(a, fs.Arg(0))
 	if err != nil {
 		return fail(stderr, exitFailure, err)
+	}
+	if *segs {
+		path := *out
+		if path == "" {
+			path = outfile.Stdout
+		}
+		err := writeStdoutOr(a, path, stdout, func(w io.Writer) error { return writeSegments(w, rec, *splitIdle, f == "json") })
+		if err != nil {
+			return fail(stderr, exitFailure, err)
+		}
+		return 0
 	}
 	if err := writeReport(a, *out, f, stdout, rec, nil, *top); err != nil {
 		return fail(stderr, exitFailure, err)

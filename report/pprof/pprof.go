@@ -59,6 +59,20 @@ func Build(r *record.Record, res *attribution.Result) (*profile.Profile, error) 
 	}
 	b := newBuilder(r, res)
 	b.runLabels = r.Labels
+	if len(r.Marks) > 0 {
+		b.segments(r)
+	} else {
+		b.rows(r, res)
+	}
+	b.finish()
+	if err := b.p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("pprof profile is invalid: %w", err)
+	}
+	return b.p, nil
+}
+
+// rows files every breakdown row of res.
+func (b *builder) rows(r *record.Record, res *attribution.Result) {
 	pi := newProcIndex(r)
 	for i := range res.Breakdown {
 		row := &res.Breakdown[i]
@@ -69,11 +83,18 @@ func Build(r *record.Record, res *attribution.Result) (*profile.Profile, error) 
 		}
 		b.row(row, subjects, procs)
 	}
-	b.finish()
-	if err := b.p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("pprof profile is invalid: %w", err)
+}
+
+// segments files a marked run segment by segment, each sample labelled
+// with its segment: the segments tile the run, so the values still sum
+// to the wall time.
+func (b *builder) segments(r *record.Record) {
+	run := b.runLabels
+	for _, sr := range (attribution.Options{}).AnalyzeSegments(r, attribution.Segments(r, attribution.SegmentOptions{})) {
+		b.runLabels = mergeLabels(run, map[string]string{"segment": sr.Label})
+		b.rows(sr.Record, sr.Result)
 	}
-	return b.p, nil
+	b.runLabels = run
 }
 
 // frame is one stack frame: a pprof Function and its Location.

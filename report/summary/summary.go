@@ -8,6 +8,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/segments"
 	"github.com/coldtrace/coldtrace/report/words"
 )
 
@@ -60,6 +61,15 @@ type Summary struct {
 	Downloads       []Download               `json:"downloads"`
 	// Machine is what the machine let the run use and what else ran.
 	Machine *record.Machine `json:"machine,omitempty"`
+
+	// Attached is set for coldtrace attach: the trace began in running
+	// processes, and what they did before is not known.
+	Attached *record.Attached `json:"attached,omitempty"`
+	// Marks and Segments: the run cut at its marks (coldtrace mark,
+	// COLDTRACE_MARK, attach --split-idle), each segment with its own
+	// breakdown; absent for an unmarked run.
+	Marks    []record.Mark   `json:"marks,omitempty"`
+	Segments []segments.JSON `json:"segments,omitempty"`
 }
 
 // Download is one network fetch (README: "downloads[]").
@@ -123,6 +133,9 @@ type File struct {
 	PagesShared uint64            `json:"pages_shared"`
 	Evictors    []record.Evictor  `json:"evictors,omitempty"`
 	Inserters   []record.Inserter `json:"inserters,omitempty"`
+	// HostPath is the host's path when Path is the one a process used in
+	// a mount namespace of its own.
+	HostPath string `json:"host_path,omitempty"`
 }
 
 // Process is one process's time.
@@ -192,7 +205,7 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 	for _, f := range FilesByCost(r.Files) {
 		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
 			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: HitRatio(f),
-			BytesFromDisk: f.BytesFromDisk, IOWaitNS: f.IOWaitNS, MissCPUNS: f.MissCPUNS,
+			BytesFromDisk: f.BytesFromDisk, IOWaitNS: f.IOWaitNS, MissCPUNS: f.MissCPUNS, HostPath: f.HostPath,
 			FillWaitNS: f.FillWaitNS, PagesReread: f.PagesReread, PagesShared: f.PagesShared, Evictors: f.Evictors, Inserters: f.Inserters})
 	}
 	for _, p := range r.Processes {
@@ -225,6 +238,10 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 		s.GPUUnavailable = r.GPU.Unavailable
 		s.GPUs = append(s.GPUs, r.GPU.Summaries()...)
 		s.GPUInterference = append(s.GPUInterference, r.GPU.Interference...)
+	}
+	s.Attached, s.Marks = r.Attached, r.Marks
+	if len(r.Marks) > 0 {
+		s.Segments = segments.ToJSON(attribution.Options{}.AnalyzeSegments(r, attribution.Segments(r, attribution.SegmentOptions{})))
 	}
 	return s
 }

@@ -36,7 +36,13 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 	if r.Partial != nil {
 		status = "exit status unknown"
 	}
+	if r.Attached != nil {
+		status = "detached"
+	}
 	fmt.Fprintf(&b, "coldtrace: %s — %s wall, %s\n", format.EscapeAll(r.Command), format.Duration(r.WallNS), status)
+	if s := words.Attached(r.Attached); s != "" {
+		fmt.Fprintf(&b, "  %s\n", s)
+	}
 	if r.StartError != "" {
 		fmt.Fprintf(&b, "  could not start the command: %s\n", format.Escape(r.StartError))
 	}
@@ -81,6 +87,9 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 			}
 			fmt.Fprintf(&b, "  %-44s %10s %10s %7.1f%% %9s %9s\n", format.Escape(format.Path(f.Name(), 44)), format.Bytes(f.BytesFromDisk),
 				format.Bytes(f.PagesAccessed*uint64(max(r.Host.PageSize, 1))), 100*summary.HitRatio(f), format.Duration(f.IOWaitNS), format.Duration(f.MissCPUNS))
+			if f.HostPath != "" {
+				fmt.Fprintf(&b, "    (on the host: %s)\n", format.Escape(f.HostPath))
+			}
 			for _, line := range words.FileMachine(f, r.Host.PageSize) {
 				fmt.Fprintf(&b, "      %s\n", format.Escape(line))
 			}

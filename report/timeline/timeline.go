@@ -113,6 +113,8 @@ type event struct {
 	PID  int64          `json:"pid"`
 	TID  int64          `json:"tid"`
 	Args map[string]any `json:"args,omitempty"`
+	// Scope of an instant event: "g" draws it across every track.
+	Scope string `json:"s,omitempty"`
 
 	end int64 // ns, for X events
 }
@@ -136,6 +138,7 @@ func (tb *builder) build() {
 	tb.sliceCounters()
 	tb.gpuCounters()
 	tb.networkCounter()
+	tb.marks()
 }
 
 // events returns metadata first, then every other event by time; at equal

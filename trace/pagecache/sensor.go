@@ -75,6 +75,9 @@ type Sensor struct {
 	fsPaths      map[sensor.FileKey]string
 	seen         uint64
 
+	// ns resolves paths in other mount namespaces.
+	ns nsPaths
+
 	fileKeyBuf []bpfpc.PagecacheFileKey
 	fileBuf    []bpfpc.PagecacheFileStats
 }
@@ -231,7 +234,17 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss,
 			FillWaitNS: f.prev.fillWait, PagesReread: min(f.prev.reread, f.prev.missed), PagesShared: f.prev.shared}
 		rf.Path = s.pathOf(f)
-		if size, ok := statMatches(rf.Path, f.key.Ino); ok {
+		if fsPath, ok := s.fsPaths[f.key]; ok {
+			if p, ok := s.ns.resolve(f.lastP, f.key.Dev, f.key.Ino, fsPath); ok && p != rf.Path {
+				// The path the process used; the host's beside it.
+				rf.Path, rf.HostPath = p, rf.Path
+			}
+		}
+		statPath := rf.Path
+		if rf.HostPath != "" {
+			statPath = rf.HostPath
+		}
+		if size, ok := statMatches(statPath, f.key.Ino); ok {
 			rf.SizeBytes = size
 		}
 		r.Files = append(r.Files, rf)

@@ -43,6 +43,9 @@ type probes struct {
 	objs  bpfsched.SchedObjects
 	links []link.Link
 	ncpus int
+	// reserved slots are for threads seeded from user space (attach);
+	// nextOwn is the next of them not yet handed out.
+	reserved, nextOwn int
 }
 
 func load() (*probes, error) {
@@ -113,7 +116,7 @@ func (p *probes) slotsInUse() (int, error) {
 	if err := p.objs.NextSlot.Lookup(uint32(0), &per); err != nil {
 		return 0, err
 	}
-	n := 1
+	n := max(1, p.reserved)
 	for cpu, v := range per {
 		if v > 0 {
 			n = max(n, 1+int(v-1)*p.ncpus+cpu+1)

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/marks"
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/segments"
+	"github.com/coldtrace/coldtrace/report/summary"
+	"github.com/coldtrace/coldtrace/report/text"
+	"github.com/coldtrace/coldtrace/report/words"
+	"github.com/coldtrace/coldtrace/trace"
+)
+
+type attachOptions struct {
+	pids       []int
+	cgroup     string
+	duration   time.Duration
+	splitIdle  time.Duration
+	recordPath string
+	jsonPath   string
+	interval   time.Duration
+	quiet      bool
+	noGPU      bool
+	exports    exportOptions
+	changed    map[string]bool
+}
+
+func parseAttachFlags(args []string, stderr io.Writer) (attachOptions, error) {
+	var o attachOptions
+	var pidList string
+	fs := pflag.NewFlagSet("coldtrace attach", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&pidList, "pid", "", "attach to `PID[,PID...]` and what they fork from now on")
+	fs.StringVar(&o.cgroup, "cgroup", "", "attach to the processes of cgroup `DIR` (v1 or v2) and those placed in it later")
+	fs.DurationVar(&o.duration, "duration", 0, "detach after `D` (default: at Ctrl-C or when the processes exit)")
+	fs.DurationVar(&o.splitIdle, "split-idle", 0, "without marks, cut the run into segments at idle stretches of at least `D`")
+	fs.StringVarP(&o.recordPath, "output", "o", "", "write the full record to `PATH` (for report/diff)")
+	fs.StringVar(&o.jsonPath, "json", "", "write the JSON summary to `PATH` ('-' for stdout)")
+	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "timeline sampling period")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the summary on stderr")
+	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
+	o.exports.addFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: sudo coldtrace attach (--pid PID[,PID...] | --cgroup DIR) [flags]\n\n"+
+			"Traces processes already running until Ctrl-C, --duration, or their exit.\n"+
+			"Mark the trace from any shell with 'coldtrace mark LABEL'.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("%w: attach takes no command (%q); to trace a new command use 'coldtrace run'", errUsage, fs.Arg(0))
+	}
+	for _, f := range strings.Split(pidList, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid <= 0 {
+			return o, fmt.Errorf("%w: --pid %q: not a process id", errUsage, f)
+		}
+		o.pids = append(o.pids, pid)
+	}
+	if len(o.pids) == 0 && o.cgroup == "" {
+		return o, fmt.Errorf("%w: give --pid PID or --cgroup DIR", errUsage)
+	}
+	if o.interval < time.Millisecond {
+		return o, fmt.Errorf("%w: --interval %v is below 1ms", errUsage, o.interval)
+	}
+	o.changed = map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
+	return o, nil
+}
+
+// attachCommand is `coldtrace attach`: trace running processes, with
+// marks from `coldtrace mark` cutting the trace into segments.
+func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer, launched time.Time) int {
+	o, err := parseAttachFlags(args, stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	a, err := actor.Resolve("", os.Getenv)
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	for _, pid := range o.pids {
+		if tracer, err := marks.TracedBy(marks.Dir, pid); err != nil {
+			return fail(stderr, exitFailure, err)
+		} else if tracer != 0 {
+			return fail(stderr, exitUsage, fmt.Errorf("pid %d is traced already by coldtrace (pid %d); mark that trace instead", pid, tracer))
+		}
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	l, err := marks.Listen(marks.Dir, int(a.UID), int(a.GID))
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	defer l.Close()
+	notify := func(msg string) {
+		if !o.quiet {
+			fmt.Fprintf(stderr, "coldtrace: %s\n", msg)
+		}
+	}
+	rec, err := trace.Attach(ctx, trace.AttachOptions{
+		Options: trace.Options{Interval: o.interval, Actor: a, Launched: launched, Version: version,
+			Signals: sigs, Notify: notify, NoGPU: o.noGPU, NoJIT: os.Getenv("COLDTRACE_NO_JIT") == "1"},
+		PIDs: o.pids, Cgroup: o.cgroup, Duration: o.duration, Marks: l.C,
+		Check: func(pid int) error {
+			if err := a.MayTrace(pid); err != nil {
+				return err
+			}
+			if tracer, err := marks.TracedBy(marks.Dir, pid); err == nil && tracer != 0 {
+				return fmt.Errorf("pid %d is traced already by coldtrace (pid %d)", pid, tracer)
+			}
+			return nil
+		},
+		OnTracking: func(pids []int) {
+			if err := l.Tracing(pids); err != nil {
+				notify(err.Error())
+			}
+		},
+		OnAttached: func(att record.Attached) {
+			notify(fmt.Sprintf("attached: %s; mark with: coldtrace mark LABEL (socket %s)",
+				words.AttachCounts(att), l.Path()))
+		},
+	})
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	return writeAttachOutputs(a, o, stdout, stderr, rec)
+}
+
+func writeAttachOutputs(a actor.Actor, o attachOptions, stdout, stderr io.Writer, rec *record.Record) int {
+	splitIdleMarks(rec, o.splitIdle.Nanoseconds())
+	res := attribution.Analyze(rec)
+	segs := attribution.Options{}.AnalyzeSegments(rec, attribution.Segments(rec, attribution.SegmentOptions{}))
+	failed := false
+	report := func(err error) {
+		if err != nil {
+			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+			failed = true
+		}
+	}
+	if o.changed["output"] {
+		report(writeStdoutOr(a, o.recordPath, stdout, func(w io.Writer) error { return record.Encode(w, rec) }))
+	}
+	report(o.exports.write(a, stdout, rec, res))
+	if o.changed["json"] {
+		report(writeStdoutOr(a, o.jsonPath, stdout, func(w io.Writer) error { return summary.Write(w, rec, res) }))
+	}
+	if !o.quiet {
+		report(text.Write(stderr, rec, res, text.Options{TopFiles: 10}))
+		if len(segs) > 1 {
+			report(segments.WriteText(stderr, segs))
+		}
+	}
+	if failed {
+		return exitFailure
+	}
+	return 0
+}
+
+// markCommand is `coldtrace mark [--pid PID] LABEL`: cut the running
+// trace at this moment.
+func markCommand(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("coldtrace mark", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pid := fs.Int("pid", 0, "mark the trace that follows `PID` (or whose coldtrace has that pid); needed when several run")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: coldtrace mark [--pid PID] LABEL\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return fail(stderr, exitUsage, fmt.Errorf("%w: %v", errUsage, err))
+	}
+	if fs.NArg() != 1 {
+		return fail(stderr, exitUsage, fmt.Errorf("%w: mark takes one LABEL, got %d arguments", errUsage, fs.NArg()))
+	}
+	t, err := marks.Find(marks.Dir, *pid)
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	if err := marks.Send(t.Socket, fs.Arg(0)); err != nil {
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EACCES) {
+			return fail(stderr, exitFailure, fmt.Errorf("trace %d is not yours to mark", t.Tracer))
+		}
+		return fail(stderr, exitFailure, err)
+	}
+	return 0
+}

@@ -1,0 +1,48 @@
+package jit
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// Existing is told of a process that was running before the trace
+// (coldtrace attach): its cache roots come from its own environment, and
+// the libraries it has mapped already get their probes now, since their
+// opens will never be seen.
+func (e *Sensor) Existing(pid int32, exe string) {
+	if e.col == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.col.proc(pid)
+	if exe != "" {
+		e.col.noteUse(pid, exe)
+		e.useSeen(pid, exe)
+	}
+	maps, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/maps")
+	if err != nil {
+		return // it exited; its exit is recorded elsewhere
+	}
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(maps))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 6 || !strings.HasPrefix(f[5], "/") || seen[f[5]] {
+			continue
+		}
+		p := f[5]
+		seen[p] = true
+		e.col.noteUse(pid, p)
+		e.useSeen(pid, p)
+		if strings.Contains(path.Base(p), ".so") {
+			// The mapping's path is in the process's mount namespace;
+			// its root makes it one the tracer can open.
+			e.libraryOpened("/proc/" + strconv.Itoa(int(pid)) + "/root" + p)
+		}
+	}
+}
