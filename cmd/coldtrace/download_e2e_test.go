@@ -163,8 +163,10 @@ func TestHubDownloadIsDownload(t *testing.T) {
 	}
 	// The warm estimate leaves the download out: what remains is the
 	// client's start and the CPU work it did meanwhile (writing the
-	// blob), which a rerun would still do.
-	if cold.res.WarmEstimateNS > cold.rec.WallNS-dl*9/10 {
+	// blob), which a rerun would still do, and under load the waits for a
+	// CPU around that work: a quarter of the download's span is left for
+	// them, while an estimate that kept the download would be the wall.
+	if cold.res.WarmEstimateNS > cold.rec.WallNS-dl*3/4 {
 		t.Errorf("warm estimate %v, wall %v: the %v download is not taken out", time.Duration(cold.res.WarmEstimateNS),
 			time.Duration(cold.rec.WallNS), time.Duration(dl))
 	}
