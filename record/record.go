@@ -141,6 +141,9 @@ type File struct {
 	// MissCPUNS is on-CPU thread-time inside read syscalls and page faults
 	// that missed the cache for this file: the kernel work of filling it.
 	MissCPUNS int64 `json:"miss_cpu_ns"`
+	// Order says how the misses came (read or fault, in which order);
+	// nil when the sensor kept none for this file.
+	Order *ReadOrder `json:"order,omitempty"`
 }
 
 // Process is one traced process (thread group).
