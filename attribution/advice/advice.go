@@ -80,7 +80,7 @@ func nextSteps(a Advice) []Action {
 func keyHint(framework string) string {
 	switch {
 	case strings.HasPrefix(framework, "Numba"):
-		return "the source file's path or modification time, the Numba or Python version, or the CPU"
+		return "the source file's modification time or size, the Numba or Python version, or the CPU"
 	case strings.HasPrefix(framework, "Triton"):
 		return "a different Triton/torch version, GPU, path or host in the key"
 	case strings.HasPrefix(framework, "PyTorch Inductor"):

@@ -56,7 +56,7 @@ func Misses(r *record.Record) []CacheMiss {
 		switch {
 		case c.EntriesStale > 0 || m.Present > 0:
 			m.Reason = KeyChanged
-			held := fmt.Sprintf("held %d stale entries", c.EntriesStale)
+			held := fmt.Sprintf("held %s this run found and could not use", plural(c.EntriesStale, "an entry", "entries"))
 			if c.EntriesStale == 0 {
 				held = fmt.Sprintf("holds %s this run did not write", bytesWords(m.Present))
 			}
@@ -237,4 +237,11 @@ func set(lists ...[]string) map[string]bool {
 		}
 	}
 	return m
+}
+
+func plural(n uint64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

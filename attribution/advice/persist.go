@@ -89,7 +89,7 @@ func Exports(list []Persist) []string {
 	return out
 }
 
-// shellQuote quotes s for sh: single quotes, each ' written as '\”.
+// shellQuote quotes s for sh: in single quotes, each quote inside closed, escaped and reopened.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@") == "" {
 		return s

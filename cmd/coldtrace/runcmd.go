@@ -238,6 +238,8 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	top := fs.Int("top", 10, "files listed in the text summary")
 	format := fs.String("format", "text", "output `FORMAT`: text, json, pprof or perfetto")
 	out := fs.StringP("output", "o", "", "write to `PATH` instead of stdout")
+	persist := fs.Bool("persist", false, "print the shell export lines that keep the caches this run wrote (valid sh)")
+	baselinePath := fs.String("baseline", "", "sequential read rates per device from `RECORD` when this run has none")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: coldtrace report [flags] RECORD\n\nflags:\n")
 		fs.PrintDefaults()
@@ -266,7 +268,19 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	if err := writeReport(a, *out, f, stdout, rec, nil, *top); err != nil {
+	if *persist {
+		if err := writeReport(a, *out, "persist", stdout, rec, nil, 0); err != nil {
+			return fail(stderr, exitFailure, err)
+		}
+		return 0
+	}
+	var baseline *record.Record
+	if *baselinePath != "" {
+		if baseline, err = readRecordAs(a, *baselinePath); err != nil {
+			return fail(stderr, exitFailure, fmt.Errorf("--baseline: %w", err))
+		}
+	}
+	if err := writeReportBaseline(a, *out, f, stdout, rec, baseline, *top); err != nil {
 		return fail(stderr, exitFailure, err)
 	}
 	return 0

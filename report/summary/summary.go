@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/attribution/advice"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/words"
 )
@@ -58,6 +59,14 @@ type Summary struct {
 	GPUUnavailable  string                   `json:"gpu_unavailable,omitempty"`
 	GPUInterference []record.GPUInterference `json:"gpu_interference"`
 	Downloads       []Download               `json:"downloads"`
+
+	// From attribution/advice: why caches missed, what to persist, how
+	// files were read, compiles with no cache, ranked next steps.
+	CacheMisses []advice.CacheMiss      `json:"cache_misses"`
+	Persist     []advice.Persist        `json:"persist"`
+	Reads       []advice.FileRead       `json:"reads"`
+	NoCache     []advice.NoCacheCompile `json:"no_cache"`
+	Advice      []advice.Action         `json:"advice"`
 }
 
 // Download is one network fetch (README: "downloads[]").
@@ -169,6 +178,12 @@ func FilesByCost(files []record.File) []record.File {
 // New builds the JSON summary of r; res is its attribution (computed
 // when nil).
 func New(r *record.Record, res *attribution.Result) *Summary {
+	return NewBaseline(r, res, nil)
+}
+
+// NewBaseline is New with a baseline record for the devices' sequential
+// rates (--baseline).
+func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Record) *Summary {
 	if res == nil {
 		res = attribution.Analyze(r)
 	}
@@ -212,14 +227,25 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 		s.GPUs = append(s.GPUs, r.GPU.Summaries()...)
 		s.GPUInterference = append(s.GPUInterference, r.GPU.Interference...)
 	}
+	a := advice.Of(r, baseline)
+	s.CacheMisses = append([]advice.CacheMiss{}, a.Misses...)
+	s.Persist = append([]advice.Persist{}, a.Persist...)
+	s.Reads = append([]advice.FileRead{}, a.Reads...)
+	s.NoCache = append([]advice.NoCacheCompile{}, a.NoCache...)
+	s.Advice = append([]advice.Action{}, a.Next...)
 	return s
 }
 
 // Write writes the summary of r as indented JSON.
 func Write(w io.Writer, r *record.Record, res *attribution.Result) error {
+	return WriteBaseline(w, r, res, nil)
+}
+
+// WriteBaseline is Write with a baseline record (NewBaseline).
+func WriteBaseline(w io.Writer, r *record.Record, res *attribution.Result, baseline *record.Record) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(New(r, res)); err != nil {
+	if err := enc.Encode(NewBaseline(r, res, baseline)); err != nil {
 		return fmt.Errorf("write JSON summary: %w", err)
 	}
 	return nil
