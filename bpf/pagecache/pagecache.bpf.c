@@ -15,6 +15,7 @@
 #include "common.h"
 #include "files.h"
 #include "syscall64.h"
+#include "order.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -481,6 +482,7 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 		return 0;
 	}
 	__sync_fetch_and_add(&fs->missed, n);
+	note_order(&key, folio->index, n, nr < 0);
 	__u64 lo = folio->index, hi = folio->index + n - 1;
 	if (same_file(&t->ra_file, &key) && lo <= t->ra_hi + 1 && hi + 1 >= t->ra_lo) {
 		if (lo < t->ra_lo)

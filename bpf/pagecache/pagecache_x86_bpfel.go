@@ -67,6 +67,17 @@ type PagecachePathEvent struct {
 	Names     [2112]int8
 }
 
+type PagecacheReadOrder struct {
+	_          structs.HostLayout
+	Next       uint64
+	LastJump   int64
+	Misses     uint64
+	FaultPages uint64
+	ReadPages  uint64
+	Jumps      [5]uint64
+	SameStride uint64
+}
+
 type PagecacheThread struct {
 	_         structs.HostLayout
 	Tid       uint32
@@ -111,6 +122,7 @@ const (
 	PagecacheMapLost                = "lost"
 	PagecacheMapPathScratch         = "path_scratch"
 	PagecacheMapPaths               = "paths"
+	PagecacheMapReadOrders          = "read_orders"
 	PagecacheMapSmallHits           = "small_hits"
 	PagecacheMapTaskStates          = "task_states"
 	PagecacheMapThreads             = "threads"
@@ -182,6 +194,7 @@ type PagecacheMapSpecs struct {
 	Lost        *ebpf.MapSpec `ebpf:"lost"`
 	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
 	Paths       *ebpf.MapSpec `ebpf:"paths"`
+	ReadOrders  *ebpf.MapSpec `ebpf:"read_orders"`
 	SmallHits   *ebpf.MapSpec `ebpf:"small_hits"`
 	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
 	Threads     *ebpf.MapSpec `ebpf:"threads"`
@@ -221,6 +234,7 @@ type PagecacheMaps struct {
 	Lost        *ebpf.Map `ebpf:"lost"`
 	PathScratch *ebpf.Map `ebpf:"path_scratch"`
 	Paths       *ebpf.Map `ebpf:"paths"`
+	ReadOrders  *ebpf.Map `ebpf:"read_orders"`
 	SmallHits   *ebpf.Map `ebpf:"small_hits"`
 	TaskStates  *ebpf.Map `ebpf:"task_states"`
 	Threads     *ebpf.Map `ebpf:"threads"`
@@ -234,6 +248,7 @@ func (m *PagecacheMaps) Close() error {
 		m.Lost,
 		m.PathScratch,
 		m.Paths,
+		m.ReadOrders,
 		m.SmallHits,
 		m.TaskStates,
 		m.Threads,
