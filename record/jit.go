@@ -86,6 +86,18 @@ type Cache struct {
 	MovedBy string `json:"moved_by,omitempty"`
 	// HitKeys names the entries found and used (as MissedKeys).
 	HitKeys []string `json:"hit_keys,omitempty"`
+	// OtherRoots are default locations of the same cache, other than
+	// Root, that hold files at the end of a run whose lookups all missed:
+	// HOME, XDG_CACHE_HOME or a variable moved the cache away from them.
+	OtherRoots []OtherRoot `json:"other_roots,omitempty"`
+}
+
+// OtherRoot is a location of a cache the run did not use, and what it
+// holds.
+type OtherRoot struct {
+	Path      string `json:"path"`
+	Files     int64  `json:"files"`
+	SizeBytes int64  `json:"size_bytes"`
 }
 
 // Compiler is one compiler program's runs as subprocesses. WallNS is the

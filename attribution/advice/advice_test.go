@@ -120,3 +120,24 @@ func TestNoCacheNumba(t *testing.T) {
 		t.Fatalf("cached: %+v", n)
 	}
 }
+
+func TestNoCacheNVRTCHasNoAction(t *testing.T) {
+	r := &record.Record{JIT: &record.JIT{Windows: []record.JITWindow{
+		{PID: 1, StartNS: 0, EndNS: 50e6, Kind: "uprobe", Source: "libnvrtc:nvrtcCompileProgram"},
+		{PID: 1, StartNS: 60e6, EndNS: 90e6, Kind: "uprobe", Source: "libnvrtc:nvrtcCompileProgram"},
+		{PID: 1, StartNS: 55e6, EndNS: 95e6, Kind: "in_process", Source: "torch-kernels"},
+	}}}
+	n := NoCache(r)
+	if len(n) != 1 || n[0].NS != 50e6 || n[0].Action != nil || n[0].Framework != "NVRTC" {
+		t.Fatalf("nvrtc: %+v", n)
+	}
+}
+
+func TestMissesWithEntriesElsewhereAreAMovedRoot(t *testing.T) {
+	c := numbaCache("/new", []string{"d_1/p.f-2.nbi"})
+	c.OtherRoots = []record.OtherRoot{{Path: "/home/u/.cache/numba", Files: 12, SizeBytes: 4096}}
+	m := Misses(&record.Record{JIT: &record.JIT{Caches: []record.Cache{c}}})
+	if len(m) != 1 || m[0].Reason != MovedRoot || m[0].Action == nil || !strings.Contains(m[0].Action.Action, "export NUMBA_CACHE_DIR=/home/u/.cache/numba") {
+		t.Fatalf("misses = %+v", m)
+	}
+}

@@ -54,6 +54,19 @@ func Misses(r *record.Record) []CacheMiss {
 			m.Present = c.SizeBytes - int64(c.BytesWritten)
 		}
 		switch {
+		case len(c.OtherRoots) > 0:
+			m.Reason = MovedRoot
+			o := c.OtherRoots[0]
+			m.Sentence = fmt.Sprintf("%s cache: this run looked in %s (%s) and its %d lookups missed, while %s holds %d files (%s): "+
+				"HOME, XDG_CACHE_HOME or a variable moved the cache — not a cold cache", name(c), c.Root, viaWords(c.Via), c.Lookups,
+				o.Path, o.Files, bytesWords(o.SizeBytes))
+			if c.CompileNS > 0 && c.MovedBy != "" {
+				m.Action = &Action{
+					Action:   fmt.Sprintf("point the %s cache back at its entries: export %s=%s", name(c), c.MovedBy, shellQuote(o.Path)),
+					SavesNS:  c.CompileNS,
+					Evidence: m.Sentence,
+				}
+			}
 		case c.EntriesStale > 0 || m.Present > 0:
 			m.Reason = KeyChanged
 			held := fmt.Sprintf("held %s this run found and could not use", plural(c.EntriesStale, "an entry", "entries"))

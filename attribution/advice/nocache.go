@@ -26,10 +26,13 @@ type NoCacheCompile struct {
 // its own helpers at import (~10 ms here) whatever the user's code does.
 const minNoCacheNS = 20e6
 
-// frameworks of in-process compilers known by their library, and how to
-// turn their cache on.
+// In-process compilers by their library: the framework, its cache, and
+// how to turn that cache on. NVRTC has no cache of its own (PyTorch's and
+// CuPy's sit above it), so a call outside their misses compiled for
+// nothing kept; which framework called it is not known, so no action.
 var inProcess = []struct{ lib, framework, cache, enable string }{
 	{"libllvmlite", "Numba", "numba", "enable cache=True on the @numba.jit/@njit functions (and a persistent NUMBA_CACHE_DIR)"},
+	{"libnvrtc", "NVRTC", "", ""},
 }
 
 // NoCache finds compiles that had no cache.
@@ -43,7 +46,7 @@ func NoCache(r *record.Record) []NoCacheCompile {
 		// cache could save next time; what lies outside them had none.
 		var cached []record.JITWindow
 		for _, w := range r.JIT.Windows {
-			if w.Kind == "in_process" && w.Source == ip.cache {
+			if w.Kind == "in_process" && (w.Source == ip.cache || ip.cache == "") {
 				cached = append(cached, w)
 			}
 		}
@@ -60,8 +63,11 @@ func NoCache(r *record.Record) []NoCacheCompile {
 			continue
 		}
 		n := NoCacheCompile{Framework: ip.framework, Source: ip.lib, NS: ns, Calls: calls}
-		n.Sentence = fmt.Sprintf("%s compiled with no cache: %s in %d calls of %s; %s", ip.framework, seconds(ns), calls, ip.lib, ip.enable)
-		n.Action = &Action{Action: ip.enable, SavesNS: ns, Evidence: n.Sentence}
+		n.Sentence = fmt.Sprintf("%s compiled with no cache: %s in %d calls of %s", ip.framework, seconds(ns), calls, ip.lib)
+		if ip.enable != "" {
+			n.Sentence += "; " + ip.enable
+			n.Action = &Action{Action: ip.enable, SavesNS: ns, Evidence: n.Sentence}
+		}
 		out = append(out, n)
 	}
 	if c := subprocessNoCache(r); c != nil {

@@ -548,6 +548,7 @@ func (e *Sensor) Finish(rec *record.Record) error {
 	}
 	if j != nil {
 		e.survival(j.Caches)
+		otherRoots(j.Caches, Registry, rec.User, rightsFS{fs: DefaultFS, a: e.opts.Actor})
 	}
 	rec.JIT = j
 	rec.Warnings = append(rec.Warnings, e.warnings...)
