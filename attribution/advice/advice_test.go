@@ -141,3 +141,12 @@ func TestMissesWithEntriesElsewhereAreAMovedRoot(t *testing.T) {
 		t.Fatalf("misses = %+v", m)
 	}
 }
+
+func TestInTreeCacheGetsNoExport(t *testing.T) {
+	c := numbaCache("**/__pycache__", nil)
+	c.Via, c.Survival, c.FS = "in-tree", "", ""
+	p := PersistList(&record.Record{JIT: &record.JIT{Caches: []record.Cache{c}}})
+	if len(p) != 1 || p[0].Export != "" || len(Exports(p)) != 0 || p[0].Action != nil {
+		t.Fatalf("in-tree: %+v", p)
+	}
+}

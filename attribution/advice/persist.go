@@ -49,9 +49,12 @@ func PersistList(r *record.Record) []Persist {
 		}
 		p := Persist{Cache: c.Name, Framework: c.Framework, Root: c.Root, SizeBytes: c.SizeBytes, FS: c.FS,
 			Survival: c.Survival, Age: c.SurvivalAge, Env: c.MovedBy, RerunNS: c.CompileNS}
-		if p.Env != "" {
+		// An in-tree cache (every __pycache__ beside the sources) lives
+		// wherever the sources do: nothing says it should move.
+		inTree := strings.Contains(c.Root, "*") || c.Root == ""
+		if p.Env != "" && !inTree {
 			dir := c.Root
-			if !p.Survives() || strings.Contains(dir, "*") || dir == "" {
+			if !p.Survives() {
 				dir = "${XDG_CACHE_HOME:-$HOME/.cache}/" + c.Name
 				p.Export = "export " + p.Env + "=\"" + dir + "\""
 			} else {

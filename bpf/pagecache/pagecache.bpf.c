@@ -482,7 +482,6 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 		return 0;
 	}
 	__sync_fetch_and_add(&fs->missed, n);
-	note_order(&key, folio->index, n, nr < 0);
 	__u64 lo = folio->index, hi = folio->index + n - 1;
 	if (same_file(&t->ra_file, &key) && lo <= t->ra_hi + 1 && hi + 1 >= t->ra_lo) {
 		if (lo < t->ra_lo)
@@ -501,6 +500,7 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	if (nr < 0 && (t->flags & TF_FAULT_TS) && now >= t->fault_ts && now - t->fault_ts < FAULT_TS_MAX_NS)
 		start = t->fault_ts;
 	open_fill(t, start, now);
+	note_order(&key, lo, n, nr < 0);
 	return 0;
 }
 

@@ -2,6 +2,7 @@ package jit
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/coldtrace/coldtrace/record"
@@ -19,8 +20,8 @@ func (e *Sensor) survival(caches []record.Cache) {
 	}
 	for i := range caches {
 		c := &caches[i]
-		if c.Root == "" || c.Unreadable {
-			continue
+		if !filepath.IsAbs(c.Root) || strings.Contains(c.Root, "*") || c.Unreadable {
+			continue // an in-tree cache has no one filesystem
 		}
 		var f residency.FSFacts
 		var ferr error
