@@ -211,6 +211,12 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.Caches, s.Compilers = []record.Cache{}, []record.Compiler{}
 	if r.JIT != nil {
 		s.Caches = append(s.Caches, r.JIT.Caches...)
+		// Entry names (up to 2,000 per kind and cache) are for diff,
+		// which reads records; the summary stays small.
+		for i := range s.Caches {
+			c := &s.Caches[i]
+			c.MissedKeys, c.WrittenKeys, c.StaleKeys, c.HitKeys = nil, nil, nil, nil
+		}
 		s.Compilers = append(s.Compilers, r.JIT.Compilers...)
 	}
 	s.Downloads = []Download{}
