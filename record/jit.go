@@ -64,6 +64,40 @@ type Cache struct {
 	Disabled   string `json:"disabled,omitempty"`
 	// Notes say in words what the health fields mean for the next run.
 	Notes []string `json:"notes,omitempty"`
+	// EntriesStale counts entries this run found and read, then wrote
+	// again: present, but their key no longer matched (Numba's index
+	// names the source's timestamp).
+	EntriesStale uint64 `json:"entries_stale,omitempty"`
+	// MissedKeys, WrittenKeys and StaleKeys name those entries (paths
+	// below Root), sorted, at most 2,000 each (KeysCapped: more were
+	// left out), so that a diff can tell a changed key from a moved root.
+	MissedKeys  []string `json:"missed_keys,omitempty"`
+	WrittenKeys []string `json:"written_keys,omitempty"`
+	StaleKeys   []string `json:"stale_keys,omitempty"`
+	KeysCapped  bool     `json:"keys_capped,omitempty"`
+	// Survival says whether the root outlives a reboot or its container,
+	// by DESIGN's one rule (its filesystem and systemd-tmpfiles ageing):
+	// "persistent", "lost at reboot", "container layer" or "aged";
+	// SurvivalAge is the ageing rule's age and file, when one applies.
+	Survival    string `json:"survival,omitempty"`
+	SurvivalAge string `json:"survival_age,omitempty"`
+	// MovedBy is the environment variable that sets the root, highest
+	// precedence first ("NUMBA_CACHE_DIR"), whether or not it was set.
+	MovedBy string `json:"moved_by,omitempty"`
+	// HitKeys names the entries found and used (as MissedKeys).
+	HitKeys []string `json:"hit_keys,omitempty"`
+	// OtherRoots are default locations of the same cache, other than
+	// Root, that hold files at the end of a run whose lookups all missed:
+	// HOME, XDG_CACHE_HOME or a variable moved the cache away from them.
+	OtherRoots []OtherRoot `json:"other_roots,omitempty"`
+}
+
+// OtherRoot is a location of a cache the run did not use, and what it
+// holds.
+type OtherRoot struct {
+	Path      string `json:"path"`
+	Files     int64  `json:"files"`
+	SizeBytes int64  `json:"size_bytes"`
 }
 
 // Compiler is one compiler program's runs as subprocesses. WallNS is the

@@ -173,6 +173,9 @@ type File struct {
 	// process used in its own mount namespace, is not valid there or
 	// names another mount.
 	HostPath string `json:"host_path,omitempty"`
+	// Order says how the misses came (read or fault, in which order);
+	// nil when the sensor kept none for this file.
+	Order *ReadOrder `json:"order,omitempty"`
 }
 
 // The kinds of evictor.

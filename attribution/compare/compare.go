@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/attribution/advice"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -26,6 +27,9 @@ type Diff struct {
 	Compilers []Compiler `json:"compilers"`
 	GPUs      []GPU      `json:"gpus"`
 	Downloads []Download `json:"downloads"`
+	// CacheChanges say, for each cache B missed in, whether A's entries
+	// were there to use: a moved root or a changed key.
+	CacheChanges []advice.CacheChange `json:"cache_changes"`
 	// Warnings say why the two runs may not be comparable: other hosts,
 	// other commands, lost events.
 	Warnings []string `json:"warnings,omitempty"`
@@ -182,6 +186,7 @@ func New(a, b *record.Record, ra, rb *attribution.Result) *Diff {
 	}
 	d.Files = files(a, b, ra, rb)
 	d.Caches = caches(a, b)
+	d.CacheChanges = append([]advice.CacheChange{}, advice.Compare(a, b)...)
 	d.Compilers = compilers(ra, rb)
 	d.GPUs = gpus(ra, rb)
 	d.Downloads = downloads(ra, rb)

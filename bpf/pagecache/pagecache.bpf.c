@@ -15,6 +15,7 @@
 #include "common.h"
 #include "files.h"
 #include "syscall64.h"
+#include "order.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -572,5 +573,6 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	if (nr < 0 && (t->flags & TF_FAULT_TS) && now >= t->fault_ts && now - t->fault_ts < FAULT_TS_MAX_NS)
 		start = t->fault_ts;
 	open_fill(t, start, now);
+	note_order(&key, lo, n, nr < 0);
 	return 0;
 }

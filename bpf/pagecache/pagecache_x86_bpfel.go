@@ -73,6 +73,17 @@ type PagecachePathEvent struct {
 	Names     [2112]int8
 }
 
+type PagecacheReadOrder struct {
+	_          structs.HostLayout
+	Next       uint64
+	LastJump   int64
+	Misses     uint64
+	FaultPages uint64
+	ReadPages  uint64
+	Jumps      [5]uint64
+	SameStride uint64
+}
+
 type PagecacheRunBlock struct {
 	_        structs.HostLayout
 	Inserted uint64
@@ -134,6 +145,7 @@ const (
 	PagecacheMapLost                = "lost"
 	PagecacheMapPathScratch         = "path_scratch"
 	PagecacheMapPaths               = "paths"
+	PagecacheMapReadOrders          = "read_orders"
 	PagecacheMapRunPages            = "run_pages"
 	PagecacheMapSmallHits           = "small_hits"
 	PagecacheMapTaskStates          = "task_states"
@@ -204,6 +216,7 @@ type PagecacheMapSpecs struct {
 	Lost        *ebpf.MapSpec `ebpf:"lost"`
 	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
 	Paths       *ebpf.MapSpec `ebpf:"paths"`
+	ReadOrders  *ebpf.MapSpec `ebpf:"read_orders"`
 	RunPages    *ebpf.MapSpec `ebpf:"run_pages"`
 	SmallHits   *ebpf.MapSpec `ebpf:"small_hits"`
 	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
@@ -244,6 +257,7 @@ type PagecacheMaps struct {
 	Lost        *ebpf.Map `ebpf:"lost"`
 	PathScratch *ebpf.Map `ebpf:"path_scratch"`
 	Paths       *ebpf.Map `ebpf:"paths"`
+	ReadOrders  *ebpf.Map `ebpf:"read_orders"`
 	RunPages    *ebpf.Map `ebpf:"run_pages"`
 	SmallHits   *ebpf.Map `ebpf:"small_hits"`
 	TaskStates  *ebpf.Map `ebpf:"task_states"`
@@ -258,6 +272,7 @@ func (m *PagecacheMaps) Close() error {
 		m.Lost,
 		m.PathScratch,
 		m.Paths,
+		m.ReadOrders,
 		m.RunPages,
 		m.SmallHits,
 		m.TaskStates,

@@ -100,6 +100,8 @@ func renderReport(format string, w io.Writer, rec *record.Record, res *attributi
 		return pprof.Write(w, rec, res)
 	case "perfetto":
 		return timeline.Write(w, rec, res)
+	case "persist":
+		return writePersist(w, rec)
 	}
 	return fmt.Errorf("%w: unknown format %q (want %s)", errUsage, format, strings.Join(reportFormats, ", "))
 }

@@ -255,6 +255,8 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	out := fs.StringP("output", "o", "", "write to `PATH` instead of stdout")
 	segs := fs.Bool("segments", false, "print one row per segment (marks, or --split-idle cuts)")
 	splitIdle := fs.Duration("split-idle", 0, "with --segments on a record without marks: cut at idle stretches of at least `D`")
+	persist := fs.Bool("persist", false, "print the shell export lines that keep the caches this run wrote (valid sh)")
+	baselinePath := fs.String("baseline", "", "sequential read rates per device from `RECORD` when this run has none")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: coldtrace report [flags] RECORD\n\nflags:\n")
 		fs.PrintDefaults()
@@ -294,7 +296,19 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := writeReport(a, *out, f, stdout, rec, nil, *top); err != nil {
+	if *persist {
+		if err := writeReport(a, *out, "persist", stdout, rec, nil, 0); err != nil {
+			return fail(stderr, exitFailure, err)
+		}
+		return 0
+	}
+	var baseline *record.Record
+	if *baselinePath != "" {
+		if baseline, err = readRecordAs(a, *baselinePath); err != nil {
+			return fail(stderr, exitFailure, fmt.Errorf("--baseline: %w", err))
+		}
+	}
+	if err := writeReportBaseline(a, *out, f, stdout, rec, baseline, *top); err != nil {
 		return fail(stderr, exitFailure, err)
 	}
 	return 0

@@ -130,6 +130,9 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 		}
 		tw.Flush()
 	}
+	for _, ch := range d.CacheChanges {
+		fmt.Fprintf(&b, "    why: %s\n", esc(ch.Sentence))
+	}
 	if len(d.Compilers) > 0 {
 		b.WriteString("\n  compilers (A → B)\n")
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/attribution/advice"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/segments"
 	"github.com/coldtrace/coldtrace/report/words"
@@ -70,6 +71,14 @@ type Summary struct {
 	// breakdown; absent for an unmarked run.
 	Marks    []record.Mark   `json:"marks,omitempty"`
 	Segments []segments.JSON `json:"segments,omitempty"`
+
+	// From attribution/advice: why caches missed, what to persist, how
+	// files were read, compiles with no cache, ranked next steps.
+	CacheMisses []advice.CacheMiss      `json:"cache_misses"`
+	Persist     []advice.Persist        `json:"persist"`
+	Reads       []advice.FileRead       `json:"reads"`
+	NoCache     []advice.NoCacheCompile `json:"no_cache"`
+	Advice      []advice.Action         `json:"advice"`
 }
 
 // Download is one network fetch (README: "downloads[]").
@@ -194,6 +203,12 @@ func FilesByCost(files []record.File) []record.File {
 // New builds the JSON summary of r; res is its attribution (computed
 // when nil).
 func New(r *record.Record, res *attribution.Result) *Summary {
+	return NewBaseline(r, res, nil)
+}
+
+// NewBaseline is New with a baseline record for the devices' sequential
+// rates (--baseline).
+func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Record) *Summary {
 	if res == nil {
 		res = attribution.Analyze(r)
 	}
@@ -222,6 +237,12 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 	s.Caches, s.Compilers = []record.Cache{}, []record.Compiler{}
 	if r.JIT != nil {
 		s.Caches = append(s.Caches, r.JIT.Caches...)
+		// Entry names (up to 2,000 per kind and cache) are for diff,
+		// which reads records; the summary stays small.
+		for i := range s.Caches {
+			c := &s.Caches[i]
+			c.MissedKeys, c.WrittenKeys, c.StaleKeys, c.HitKeys = nil, nil, nil, nil
+		}
 		s.Compilers = append(s.Compilers, r.JIT.Compilers...)
 	}
 	s.Downloads = []Download{}
@@ -243,14 +264,25 @@ func New(r *record.Record, res *attribution.Result) *Summary {
 	if len(r.Marks) > 0 {
 		s.Segments = segments.ToJSON(attribution.Options{}.AnalyzeSegments(r, attribution.Segments(r, attribution.SegmentOptions{})))
 	}
+	a := advice.Of(r, baseline)
+	s.CacheMisses = append([]advice.CacheMiss{}, a.Misses...)
+	s.Persist = append([]advice.Persist{}, a.Persist...)
+	s.Reads = append([]advice.FileRead{}, a.Reads...)
+	s.NoCache = append([]advice.NoCacheCompile{}, a.NoCache...)
+	s.Advice = append([]advice.Action{}, a.Next...)
 	return s
 }
 
 // Write writes the summary of r as indented JSON.
 func Write(w io.Writer, r *record.Record, res *attribution.Result) error {
+	return WriteBaseline(w, r, res, nil)
+}
+
+// WriteBaseline is Write with a baseline record (NewBaseline).
+func WriteBaseline(w io.Writer, r *record.Record, res *attribution.Result, baseline *record.Record) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(New(r, res)); err != nil {
+	if err := enc.Encode(NewBaseline(r, res, baseline)); err != nil {
 		return fmt.Errorf("write JSON summary: %w", err)
 	}
 	return nil

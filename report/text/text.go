@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/attribution/advice"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/summary"
@@ -16,6 +17,9 @@ import (
 // Options shape the terminal summary.
 type Options struct {
 	TopFiles int // files listed; 10 when zero
+	// Baseline is a record whose sequential reads give each device's
+	// rate when this run has none (--baseline).
+	Baseline *record.Record
 }
 
 // Write writes the terminal summary of r; res is its attribution
@@ -96,6 +100,9 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 		}
 	}
 
+	adv := advice.Of(r, opt.Baseline)
+	writeAdvice(&b, adv)
+
 	if len(r.Processes) > 0 {
 		fmt.Fprintf(&b, "\n  %-8s %-16s %9s %9s %9s %9s\n", "pid", "process", "on-CPU", "off-CPU", "I/O wait", "run queue")
 		shown := 0
@@ -119,6 +126,7 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "  warning: %s\n", format.Escape(w))
 	}
+	writeNext(&b, adv)
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}

@@ -170,6 +170,8 @@ type rootState struct {
 	hits       uint64
 	misses     uint64
 	written    uint64
+	stale      uint64 // entries read and then written again: their key no longer matched
+	keys       entryKeys
 	looked     map[pidKey]bool
 	entries    map[string]*entry
 	fills      map[string]bool // paths written as (parts of) entries
@@ -359,6 +361,7 @@ func (cs *cacheState) read(r *rootState, key string, st stamp) {
 	if _, ok := e.hitBy[st.pid]; !ok {
 		e.hitBy[st.pid] = st
 		r.hits++
+		r.keys.hit.add(key)
 	}
 }
 
@@ -380,6 +383,9 @@ func (cs *cacheState) fill(r *rootState, key, p string, st stamp, birth *stamp) 
 			// stale, so the read was a miss.
 			delete(e.hitBy, st.pid)
 			r.hits--
+			r.stale++
+			r.keys.stale.add(key)
+			r.keys.hit.remove(key)
 			start = h
 		} else if birth != nil {
 			start = *birth
@@ -391,11 +397,13 @@ func (cs *cacheState) fill(r *rootState, key, p string, st stamp, birth *stamp) 
 		r.misses++
 		e.own[pid] = true
 	}
+	r.keys.missed.add(key)
 	clear(e.marks)
 	e.own[st.pid] = true
 	ep.end = st
 	ep.filled = true
 	r.written++
+	r.keys.written.add(key)
 	r.episodes = append(r.episodes, ep)
 	e.open = nil
 	e.last = ep
@@ -404,7 +412,10 @@ func (cs *cacheState) fill(r *rootState, key, p string, st stamp, birth *stamp) 
 // finish counts the failed lookups that were never filled as misses.
 func (cs *cacheState) finish() {
 	for _, r := range cs.roots.byKey {
-		for _, e := range r.entries {
+		for key, e := range r.entries {
+			if len(e.marks) > 0 {
+				r.keys.missed.add(key)
+			}
 			r.misses += uint64(len(e.marks))
 			clear(e.marks)
 			e.open = nil

@@ -71,6 +71,14 @@ var builtinUprobes = []struct{ lib, symbol string }{
 	{"libcuda", "cuModuleLoadData"},
 	{"libcuda", "cuModuleLoadDataEx"},
 	{"libcuda", "cuLinkComplete"},
+	// Numba compiles in process through llvmlite: optimisation passes,
+	// then MCJIT's code generation at finalisation (or EmitToMemory when
+	// it caches the object code). A Numba function without cache=True
+	// leaves no cache lookup, so these calls are its only trace.
+	{"libllvmlite", "LLVMPY_RunPassManager"},
+	{"libllvmlite", "LLVMPY_RunFunctionPassManager"},
+	{"libllvmlite", "LLVMPY_FinalizeObject"},
+	{"libllvmlite", "LLVMPY_TargetMachineEmitToMemory"},
 }
 
 // Options configure the JIT sensor.
@@ -537,6 +545,10 @@ func (e *Sensor) Finish(rec *record.Record) error {
 	default:
 		j.PathSyscalls = fmt.Sprintf("traced from +%v, when %s; cache lookups before that are not counted",
 			e.syscallsFrom.Sub(rec.Start).Round(time.Millisecond), e.syscallsWhy)
+	}
+	if j != nil {
+		e.survival(j.Caches)
+		otherRoots(j.Caches, Registry, rec.User, rightsFS{fs: DefaultFS, a: e.opts.Actor})
 	}
 	rec.JIT = j
 	rec.Warnings = append(rec.Warnings, e.warnings...)

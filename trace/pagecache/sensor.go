@@ -202,6 +202,9 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fill(rec, rec.Host.PageSize)
+	if err := s.readOrders(rec); err != nil {
+		rec.Warnings = append(rec.Warnings, "pagecache: "+err.Error())
+	}
 	lost, err := sensor.Lost(s.p.objs.Lost, bpfpc.PagecacheLostKindLOST_RINGBUF, bpfpc.PagecacheLostKindLOST_FILES,
 		bpfpc.PagecacheLostKindLOST_FILL_END, bpfpc.PagecacheLostKindLOST_PAGES)
 	if err != nil {

@@ -1,0 +1,92 @@
+// Package advice turns a record into what the user should change: why a
+// cache missed, which caches to persist and how, how each file was read,
+// which compiles had no cache, and a short ranked list of next steps.
+// Pure: it reads the record and nothing else, and says nothing the
+// record's data does not support.
+package advice
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// Advice is everything this package says about one run.
+type Advice struct {
+	Misses  []CacheMiss      `json:"cache_misses,omitempty"`
+	Persist []Persist        `json:"persist,omitempty"`
+	Reads   []FileRead       `json:"reads,omitempty"`
+	NoCache []NoCacheCompile `json:"no_cache,omitempty"`
+	Next    []Action         `json:"advice,omitempty"`
+}
+
+// Action is one next step: what to do, the seconds it would save on the
+// next cold run, and the evidence from this run.
+type Action struct {
+	Action   string `json:"action"`
+	SavesNS  int64  `json:"saves_ns"`
+	Evidence string `json:"evidence"`
+}
+
+// MaxActions is how many next steps a report lists.
+const MaxActions = 5
+
+// Of computes the advice for one record.
+func Of(r *record.Record, baseline *record.Record) Advice {
+	var a Advice
+	a.Misses = Misses(r)
+	a.Persist = PersistList(r)
+	a.Reads = Reads(r, baseline)
+	a.NoCache = NoCache(r)
+	a.Next = nextSteps(a)
+	return a
+}
+
+// nextSteps ranks the actions the findings support, largest saving
+// first, at most MaxActions.
+func nextSteps(a Advice) []Action {
+	var out []Action
+	for _, m := range a.Misses {
+		if m.Action != nil {
+			out = append(out, *m.Action)
+		}
+	}
+	for _, p := range a.Persist {
+		if p.Action != nil {
+			out = append(out, *p.Action)
+		}
+	}
+	for _, f := range a.Reads {
+		if f.Action != nil {
+			out = append(out, *f.Action)
+		}
+	}
+	for _, n := range a.NoCache {
+		if n.Action != nil {
+			out = append(out, *n.Action)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y Action) int { return cmp.Compare(y.SavesNS, x.SavesNS) })
+	if len(out) > MaxActions {
+		out = out[:MaxActions]
+	}
+	return out
+}
+
+// keyHint says what a framework puts in its cache key, so that a key
+// change can be traced to its cause.
+func keyHint(framework string) string {
+	switch {
+	case strings.HasPrefix(framework, "Numba"):
+		return "the source file's modification time or size, the Numba or Python version, or the CPU"
+	case strings.HasPrefix(framework, "Triton"):
+		return "a different Triton/torch version, GPU, path or host in the key"
+	case strings.HasPrefix(framework, "PyTorch Inductor"):
+		return "a different torch version, GPU, graph or config in the key"
+	case strings.HasPrefix(framework, "Python"):
+		return "the source file's modification time or size"
+	}
+	return "a different version, device, path or host in the key"
+}

@@ -1,0 +1,260 @@
+package advice
+
+import (
+	"fmt"
+	"path"
+
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// Reasons a cache missed.
+const (
+	// KeyChanged: the cache held entries, the run looked them up and none
+	// matched (or it found them and wrote them again).
+	KeyChanged = "key changed"
+	// MovedRoot: the run used another root than the one holding the
+	// entries (HOME, XDG or an environment variable moved it), or the
+	// same entries were filed under another directory.
+	MovedRoot = "moved root"
+	// Cold: nothing to find; a first run.
+	Cold = "cold"
+)
+
+// CacheMiss says why one cache's lookups missed.
+type CacheMiss struct {
+	Cache     string `json:"cache"`
+	Framework string `json:"framework,omitempty"`
+	Root      string `json:"root"`
+	Reason    string `json:"reason"`
+	// Lookups, Misses, Stale: this run's counts; Present is what the
+	// root held that this run did not write (bytes).
+	Lookups  uint64 `json:"lookups"`
+	Misses   uint64 `json:"misses"`
+	Stale    uint64 `json:"stale,omitempty"`
+	Present  int64  `json:"present_bytes,omitempty"`
+	Sentence string `json:"sentence"`
+	// Action is the next step this supports, when one does.
+	Action *Action `json:"-"`
+}
+
+// Misses explains, for each cache whose lookups all missed, whether it
+// held entries that no longer matched (a changed key) or was empty.
+// Caches with hits are left out: they worked.
+func Misses(r *record.Record) []CacheMiss {
+	if r.JIT == nil {
+		return nil
+	}
+	var out []CacheMiss
+	for _, c := range r.JIT.Caches {
+		if c.Misses == 0 || c.Hits > 0 || !compiles(c) {
+			continue
+		}
+		m := CacheMiss{Cache: c.Name, Framework: c.Framework, Root: c.Root, Lookups: c.Lookups, Misses: c.Misses, Stale: c.EntriesStale}
+		if c.SizeBytes > int64(c.BytesWritten) {
+			m.Present = c.SizeBytes - int64(c.BytesWritten)
+		}
+		switch {
+		case len(c.OtherRoots) > 0:
+			m.Reason = MovedRoot
+			o := c.OtherRoots[0]
+			m.Sentence = fmt.Sprintf("%s cache: this run looked in %s (%s) and its %d lookups missed, while %s holds %d files (%s): "+
+				"HOME, XDG_CACHE_HOME or a variable moved the cache — not a cold cache", name(c), c.Root, viaWords(c.Via), c.Lookups,
+				o.Path, o.Files, bytesWords(o.SizeBytes))
+			if c.CompileNS > 0 && c.MovedBy != "" {
+				m.Action = &Action{
+					Action:   fmt.Sprintf("point the %s cache back at its entries: export %s=%s", name(c), c.MovedBy, shellQuote(o.Path)),
+					SavesNS:  c.CompileNS,
+					Evidence: m.Sentence,
+				}
+			}
+		case c.EntriesStale > 0 || m.Present > 0:
+			m.Reason = KeyChanged
+			held := fmt.Sprintf("held %s this run found and could not use", plural(c.EntriesStale, "an entry", "entries"))
+			if c.EntriesStale == 0 {
+				held = fmt.Sprintf("holds %s this run did not write", bytesWords(m.Present))
+			}
+			m.Sentence = fmt.Sprintf("%s cache %s %s; the %d lookups of this run matched none: its key changed — %s",
+				name(c), c.Root, held, c.Lookups, keyHint(c.Framework))
+			if c.CompileNS > 0 {
+				m.Action = &Action{
+					Action:   fmt.Sprintf("keep the %s cache key stable between runs (%s)", name(c), keyHint(c.Framework)),
+					SavesNS:  c.CompileNS,
+					Evidence: m.Sentence,
+				}
+			}
+		default:
+			m.Reason = Cold
+			m.Sentence = fmt.Sprintf("%s cache %s was empty: a first run", name(c), c.Root)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// compiles says whether a cache's misses are compiles (not downloads):
+// its compile time is the cost of a miss.
+func compiles(c record.Cache) bool { return c.CompileNS > 0 || c.EntriesWritten > 0 }
+
+// name is a cache's framework name, else its short name.
+func name(c record.Cache) string {
+	if c.Framework != "" {
+		return c.Framework
+	}
+	return c.Name
+}
+
+func bytesWords(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// CacheChange is what happened to one cache between two runs A and B.
+type CacheChange struct {
+	Cache  string `json:"cache"`
+	Reason string `json:"reason"`
+	// RootA and RootB are the roots the two runs used, with what decided
+	// them.
+	RootA string `json:"root_a"`
+	RootB string `json:"root_b"`
+	ViaA  string `json:"via_a,omitempty"`
+	ViaB  string `json:"via_b,omitempty"`
+	// Unused are entries A wrote that B never looked up; Foreign are B's
+	// misses under names A never wrote; Stale are A's entries B found and
+	// wrote again.
+	Unused   int    `json:"unused"`
+	Foreign  int    `json:"foreign"`
+	Stale    int    `json:"stale"`
+	Sentence string `json:"sentence"`
+}
+
+// Compare explains, for each cache B missed in, whether A's entries were
+// there to be used: a root that moved, entries filed under another
+// directory (a moved program), or a key that changed.
+func Compare(a, b *record.Record) []CacheChange {
+	if a.JIT == nil || b.JIT == nil {
+		return nil
+	}
+	var out []CacheChange
+	for _, cb := range b.JIT.Caches {
+		if cb.Misses == 0 {
+			continue
+		}
+		ca, ok := sameCache(a.JIT.Caches, cb)
+		if !ok || ca.EntriesWritten == 0 {
+			continue // A wrote nothing there: B's misses are not A's loss
+		}
+		ch := CacheChange{Cache: cb.Name, RootA: ca.Root, RootB: cb.Root, ViaA: ca.Via, ViaB: cb.Via}
+		if ca.Root != cb.Root {
+			ch.Reason = MovedRoot
+			ch.Unused = len(ca.WrittenKeys)
+			ch.Foreign = len(cb.MissedKeys)
+			by := "its location"
+			switch {
+			case cb.Via != ca.Via:
+				by = fmt.Sprintf("A's root came from %s, B's from %s", viaWords(ca.Via), viaWords(cb.Via))
+			case cb.Via != "" && cb.Via != "default":
+				by = cb.Via + " changed"
+			default:
+				by = "HOME or XDG_CACHE_HOME changed"
+			}
+			ch.Sentence = fmt.Sprintf("%s: the root moved (%s): A wrote %d entries in %s, B looked in %s and missed %d — not a cold cache",
+				name(cb), by, ca.EntriesWritten, ca.Root, cb.Root, cb.Misses)
+			out = append(out, ch)
+			continue
+		}
+		written := set(ca.WrittenKeys)
+		looked := set(cb.MissedKeys, cb.StaleKeys, cb.HitKeys)
+		for k := range written {
+			if !looked[k] {
+				ch.Unused++
+			}
+		}
+		stale := set(cb.StaleKeys)
+		for k := range written {
+			if stale[k] {
+				ch.Stale++
+			}
+		}
+		movedDir := 0
+		bases := map[string]bool{}
+		for k := range written {
+			bases[path.Base(k)] = true
+		}
+		for _, k := range cb.MissedKeys {
+			if !written[k] {
+				ch.Foreign++
+				if bases[path.Base(k)] {
+					movedDir++
+				}
+			}
+		}
+		switch {
+		case ch.Stale > 0:
+			ch.Reason = KeyChanged
+			ch.Sentence = fmt.Sprintf("%s: B found %d of the entries A wrote and they did not match: the key changed — %s",
+				name(cb), ch.Stale, keyHint(cb.Framework))
+		case movedDir > 0:
+			ch.Reason = MovedRoot
+			ch.Sentence = fmt.Sprintf("%s: B missed %d entries under names A wrote in another directory (%d of A's entries unused): "+
+				"the program or its sources moved, and the cache files entries by their location — not a cold cache",
+				name(cb), movedDir, ch.Unused)
+		case ch.Foreign > 0 && ch.Unused > 0:
+			ch.Reason = KeyChanged
+			ch.Sentence = fmt.Sprintf("%s: A wrote %d entries B never looked up, and B missed under %d names A never wrote: the key changed — %s",
+				name(cb), ch.Unused, ch.Foreign, keyHint(cb.Framework))
+		default:
+			continue
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+func viaWords(v string) string {
+	if v == "" || v == "default" {
+		return "the default (HOME)"
+	}
+	return v
+}
+
+// sameCache finds the cache of A that is b's: the same name.
+func sameCache(cs []record.Cache, b record.Cache) (record.Cache, bool) {
+	var best record.Cache
+	found := false
+	for _, c := range cs {
+		if c.Name != b.Name {
+			continue
+		}
+		if c.Root == b.Root {
+			return c, true
+		}
+		if !found || c.EntriesWritten > best.EntriesWritten {
+			best, found = c, true
+		}
+	}
+	return best, found
+}
+
+func set(lists ...[]string) map[string]bool {
+	m := map[string]bool{}
+	for _, l := range lists {
+		for _, s := range l {
+			m[s] = true
+		}
+	}
+	return m
+}
+
+func plural(n uint64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,62 @@
+package text
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/coldtrace/coldtrace/attribution/advice"
+	"github.com/coldtrace/coldtrace/report/format"
+)
+
+// writeAdvice writes what the run says to change: why caches missed,
+// what to persist, how the slow files were read, compiles with no cache.
+func writeAdvice(b *strings.Builder, a advice.Advice) {
+	if len(a.Misses) > 0 {
+		b.WriteString("\n  why caches missed\n")
+		for _, m := range a.Misses {
+			fmt.Fprintf(b, "    %s\n", format.Escape(m.Sentence))
+		}
+	}
+	if len(a.Persist) > 0 {
+		b.WriteString("\n  what to persist (caches this run wrote)\n")
+		fmt.Fprintf(b, "    %-10s %-36s %9s %-8s %-16s %-22s %9s\n", "cache", "root", "size", "fs", "survives", "moved by", "rerun")
+		for _, p := range a.Persist {
+			surv := p.Survival
+			switch {
+			case surv == "":
+				surv = "unknown"
+			case p.Age != "":
+				surv += " " + p.Age
+			}
+			env := p.Env
+			if env == "" {
+				env = "(none)"
+			}
+			fmt.Fprintf(b, "    %-10s %-36s %9s %-8s %-16s %-22s %9s\n", format.Escape(p.Cache), format.Escape(format.Path(p.Root, 36)),
+				format.Bytes(uint64(max(p.SizeBytes, 0))), format.Escape(p.FS), format.Escape(surv), env, format.Duration(p.RerunNS))
+		}
+		for _, line := range advice.Exports(a.Persist) {
+			fmt.Fprintf(b, "    %s\n", format.Escape(line))
+		}
+	}
+	if len(a.Reads) > 0 {
+		b.WriteString("\n  how files were read\n")
+		for _, f := range a.Reads {
+			fmt.Fprintf(b, "    %s\n", format.Escape(f.Sentence))
+		}
+	}
+	for _, n := range a.NoCache {
+		fmt.Fprintf(b, "\n  %s\n", format.Escape(n.Sentence))
+	}
+}
+
+// writeNext ends the report with the ranked next steps.
+func writeNext(b *strings.Builder, a advice.Advice) {
+	if len(a.Next) == 0 {
+		return
+	}
+	b.WriteString("\n  next steps\n")
+	for i, s := range a.Next {
+		fmt.Fprintf(b, "    %d. %s (saves ~%s)\n       evidence: %s\n", i+1, format.Escape(s.Action), format.Duration(s.SavesNS), format.Escape(s.Evidence))
+	}
+}
