@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -71,11 +70,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 		fmt.Fprint(stderr, "usage: sudo coldtrace bench [flags] --a 'CMD…' --b 'CMD…'\n       sudo coldtrace bench [flags] --cold-warm -- CMD [ARGS…]\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return o, err
-		}
-		return o, fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args); err != nil {
+		return o, err
 	}
 	o.command = fs.Args()
 	switch {
@@ -168,11 +164,8 @@ func commandOf(side, line, file string, a actor.Actor) ([]string, error) {
 
 func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseBenchFlags(args, stderr)
-	if errors.Is(err, pflag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
-		return fail(stderr, exitUsage, err)
+		return parseFailed(stderr, err)
 	}
 	a, err := actor.Resolve("", os.Getenv)
 	if err != nil {
@@ -303,8 +296,6 @@ func writeBenchJSON(w io.Writer, rep *abrun.Report) error {
 	if rep.Plan.Shuffle {
 		order = "shuffle"
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(benchJSON{Schema: "coldtrace.bench/v1", A: rep.Plan.A, B: rep.Plan.B, Order: order,
+	return encodeJSON(w, benchJSON{Schema: "coldtrace.bench/v1", A: rep.Plan.A, B: rep.Plan.B, Order: order,
 		Report: rep, Verdict: bench.Verdict(rep.Summary)})
 }

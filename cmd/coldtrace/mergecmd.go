@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,11 +28,8 @@ func mergeCommand(args []string, stdout, stderr io.Writer) int {
 			"categories, and the causes all ranks shared or only some had.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return fail(stderr, exitUsage, fmt.Errorf("%w: %v", errUsage, err))
+	if err := parseFlags(fs, args); err != nil {
+		return parseFailed(stderr, err)
 	}
 	if fs.NArg() == 0 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: merge takes record files (usage: coldtrace merge [--json] RECORD…)", errUsage))

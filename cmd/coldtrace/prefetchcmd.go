@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,11 +35,8 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 			"cached, several files at once. Refuses when they would not fit, unless --force.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return fail(stderr, exitUsage, fmt.Errorf("%w: %v", errUsage, err))
+	if err := parseFlags(fs, args); err != nil {
+		return parseFailed(stderr, err)
 	}
 	if *from == "" && fs.NArg() == 0 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: nothing to prefetch; usage: coldtrace prefetch PATH...|--from RECORD", errUsage))
@@ -52,16 +48,14 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	var paths []string
-	var rate float64
-	if *from != "" {
-		in, err := readRecordInput(who, *from, stderr)
-		if err != nil {
-			return fail(stderr, exitFailure, err)
-		}
-		paths, rate = in.paths(stderr), in.diskRate
+	paths, in, err := targetPaths(who, *from, fs.Args(), stderr)
+	if err != nil {
+		return fail(stderr, exitFailure, err)
 	}
-	paths = append(paths, fs.Args()...)
+	var rate float64
+	if in != nil {
+		rate = in.diskRate
+	}
 	plan, probs := residency.PlanPrefetch(who.actor, paths)
 	printProblems(stderr, probs)
 	partial := 0
@@ -134,9 +128,7 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 			}
 			out.Files = append(out.Files, e)
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(out)
+		err = encodeJSON(stdout, out)
 	} else {
 		_, err = fmt.Fprintf(stdout, "coldtrace prefetch: read %s of %s (%s; the rest was cached) in %s, %.0f MB/s\n",
 			format.Bytes(uint64(res.ReadBytes)), plural(len(plan.Files), "file"), format.Bytes(uint64(plan.TotalBytes)),
@@ -180,9 +172,7 @@ func writePrefetchPlan(w io.Writer, plan residency.Plan, rate float64, fit error
 		if fit != nil {
 			out.Refusal = fit.Error()
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return encodeJSON(w, out)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "coldtrace prefetch --dry-run: would read %s of %s (%s)\n", format.Bytes(uint64(plan.MissingBytes)),

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -80,11 +78,8 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 			"the kernel caches of the invoking user, and whether the next run will be cold. Runs nothing.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return fail(stderr, exitUsage, fmt.Errorf("%w: %v", errUsage, err))
+	if err := parseFlags(fs, args); err != nil {
+		return parseFailed(stderr, err)
 	}
 	who, err := invokingUser()
 	if err != nil {
@@ -95,9 +90,7 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, exitFailure, err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
+		err = encodeJSON(stdout, rep)
 	} else {
 		err = writeStatusText(stdout, rep, *top)
 	}
@@ -115,16 +108,10 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) (*statusReport, bool, error) {
 	rep := &statusReport{Schema: StatusSchema, Record: from,
 		User: statusUser{UID: who.id.UID, Name: who.id.User, Home: who.env["HOME"]}, byName: map[string][]string{}}
-	var in *recordInput
-	var all []string
-	if from != "" {
-		var err error
-		if in, err = readRecordInput(who, from, stderr); err != nil {
-			return nil, false, err
-		}
-		all = in.paths(stderr)
+	all, in, err := targetPaths(who, from, paths, stderr)
+	if err != nil {
+		return nil, false, err
 	}
-	all = append(all, paths...)
 	var probs []residency.Problem
 	if len(all) > 0 {
 		rep.Files, probs = residency.Stat(who.actor, all)
