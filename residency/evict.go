@@ -42,16 +42,11 @@ func Evict(a Actor, paths []string) ([]Evicted, []Problem) {
 
 func evictOne(fh *os.File, t target) (Evicted, error) {
 	e := Evicted{Path: t.path, Size: t.size}
-	before, err := cachestat(fh, 0, 0)
-	var unknown *UnknownError
-	switch {
-	case errors.As(err, &unknown):
-		e.Unknown = unknown.Reason
-	case err != nil:
+	before, unknown, err := cachestatFile(fh)
+	if err != nil {
 		return e, err
-	default:
-		e.Known, e.Before = true, before
 	}
+	e.Known, e.Unknown, e.Before = unknown == "", unknown, before
 	// DONTNEED skips dirty pages: write them first. Without cachestat
 	// we cannot tell whether any are dirty, and fdatasync of a clean
 	// file costs nothing.

@@ -163,14 +163,13 @@ func openAndDo[T any](t target, do func(fh *os.File, t target) (T, error)) (T, e
 // statOpen asks cachestat about the open file t.
 func statOpen(fh *os.File, t target) (File, error) {
 	f := File{Path: t.path, Size: t.size, Pages: pagesOf(t.size), dev: t.dev, ino: t.ino}
-	c, err := cachestat(fh, 0, 0)
-	var unknown *UnknownError
-	switch {
-	case errors.As(err, &unknown):
-		f.Unknown = unknown.Reason
-		return f, nil
-	case err != nil:
+	c, unknown, err := cachestatFile(fh)
+	if err != nil {
 		return File{}, err
+	}
+	if unknown != "" {
+		f.Unknown = unknown
+		return f, nil
 	}
 	f.Known, f.Counts, f.CachedBytes = true, c, cachedBytes(c.Cached, t.size)
 	return f, nil

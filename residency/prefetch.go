@@ -57,25 +57,20 @@ func PlanPrefetch(a Actor, paths []string) (Plan, []Problem) {
 
 func planOne(fh *os.File, t target) (Planned, error) {
 	pf := Planned{Path: t.path, Size: t.size}
-	c, err := cachestat(fh, 0, 0)
-	var unknown *UnknownError
-	switch {
-	case errors.As(err, &unknown):
-		pf.Unknown = unknown.Reason
-		if t.size > 0 {
-			pf.Missing = []Range{{0, t.size}}
-		}
-	case err != nil:
+	c, unknown, err := cachestatFile(fh)
+	if err != nil {
 		return pf, err
-	case c.Cached == 0:
-		pf.Known = true
+	}
+	pf.Known, pf.Unknown = unknown == "", unknown
+	switch {
+	case !pf.Known || c.Cached == 0:
+		// Unknown residency is read whole, like an uncached file.
 		if t.size > 0 {
 			pf.Missing = []Range{{0, t.size}}
 		}
 	case c.Cached >= pagesOf(t.size):
-		pf.Known, pf.CachedBytes = true, t.size
+		pf.CachedBytes = t.size
 	default:
-		pf.Known = true
 		if pf.Missing, err = missingRanges(fh, t.size); err != nil {
 			return pf, err
 		}
