@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/coldtrace/coldtrace/attribution/abtest"
 	"github.com/coldtrace/coldtrace/internal/abrun"
 	"github.com/coldtrace/coldtrace/internal/actor"
@@ -41,8 +39,7 @@ type benchOptions struct {
 
 func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 	var o benchOptions
-	fs := pflag.NewFlagSet("coldtrace bench", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("coldtrace bench", "usage: sudo coldtrace bench [flags] --a 'CMD…' --b 'CMD…'\n       sudo coldtrace bench [flags] --cold-warm -- CMD [ARGS…]\n\nflags:\n", stderr)
 	fs.SetInterspersed(false)
 	fs.IntVarP(&o.pairs, "pairs", "n", 5, "A/B pairs: the order is A B A B … A, so every B is bracketed")
 	fs.StringVar(&o.a, "a", "", "command A, split into arguments without a shell ('…' and \"…\" quote)")
@@ -66,10 +63,6 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 	fs.Float64Var(&o.busyCPU, "busy-cpu", 0.25, "flag runs during which other processes used this many CPUs on average")
 	fs.Float64Var(&o.busyIOMiB, "busy-io", 20, "flag runs during which other processes did this many MiB/s of block I/O")
 	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: sudo coldtrace bench [flags] --a 'CMD…' --b 'CMD…'\n       sudo coldtrace bench [flags] --cold-warm -- CMD [ARGS…]\n\nflags:\n")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args); err != nil {
 		return o, err
 	}

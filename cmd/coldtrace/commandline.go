@@ -9,6 +9,18 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// newFlagSet is the flag set of a subcommand: errors and usage go to
+// stderr, the usage being usage then the flags' defaults.
+func newFlagSet(name, usage string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
 // parseFlags parses args into fs. The error is pflag.ErrHelp after
 // --help (the usage is printed), or wraps errUsage.
 func parseFlags(fs *pflag.FlagSet, args []string) error {

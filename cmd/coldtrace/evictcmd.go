@@ -5,8 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
 )
@@ -15,16 +13,11 @@ import (
 // those files from the page cache (never drop_caches), and say what
 // could not be dropped and why.
 func evictCommand(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("coldtrace evict", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("coldtrace evict", "usage: coldtrace evict [--json] PATH...|--from RECORD\n\n"+
+		"Drops exactly these files (directories recursively) from the page cache: dirty pages are\n"+
+		"written back first (fdatasync), then POSIX_FADV_DONTNEED; cachestat verifies.\n\nflags:\n", stderr)
 	from := fs.String("from", "", "evict the files `RECORD` read from disk")
 	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: coldtrace evict [--json] PATH...|--from RECORD\n\n"+
-			"Drops exactly these files (directories recursively) from the page cache: dirty pages are\n"+
-			"written back first (fdatasync), then POSIX_FADV_DONTNEED; cachestat verifies.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args); err != nil {
 		return parseFailed(stderr, err)
 	}

@@ -5,8 +5,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/spf13/pflag"
-
 	"github.com/coldtrace/coldtrace/attribution/merge"
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/outfile"
@@ -17,17 +15,12 @@ import (
 // mergeCommand is `coldtrace merge [--json] RECORD…`: the records of the
 // ranks or nodes of one job, as one answer.
 func mergeCommand(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("coldtrace merge", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("coldtrace merge", "usage: coldtrace merge [flags] RECORD...\n\n"+
+		"Merges the records (-o) of the ranks or nodes of one job, labelled with --label rank=N\n"+
+		"or host=NAME: the slowest rank and why against the median rank, each rank's\n"+
+		"categories, and the causes all ranks shared or only some had.\n\nflags:\n", stderr)
 	asJSON := fs.Bool("json", false, "print the merge as JSON (schema "+reportmerge.Schema+")")
 	out := fs.StringP("output", "o", "", "write to `PATH` instead of stdout")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: coldtrace merge [flags] RECORD...\n\n"+
-			"Merges the records (-o) of the ranks or nodes of one job, labelled with --label rank=N\n"+
-			"or host=NAME: the slowest rank and why against the median rank, each rank's\n"+
-			"categories, and the causes all ranks shared or only some had.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args); err != nil {
 		return parseFailed(stderr, err)
 	}

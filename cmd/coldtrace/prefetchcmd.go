@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/report/format"
@@ -22,19 +21,14 @@ import (
 // needs and is not cached, files in the order the run read them, several
 // at once, after checking that it fits.
 func prefetchCommand(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("coldtrace prefetch", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("coldtrace prefetch", "usage: coldtrace prefetch [--dry-run] [--force] PATH...|--from RECORD\n\n"+
+		"Reads into the page cache only the ranges of these files (directories recursively) that are not\n"+
+		"cached, several files at once. Refuses when they would not fit, unless --force.\n\nflags:\n", stderr)
 	from := fs.String("from", "", "prefetch the files `RECORD` read from disk, in the order it read them")
 	dryRun := fs.Bool("dry-run", false, "list what would be read, read nothing")
 	force := fs.Bool("force", false, "read even when it does not fit in memory (MemAvailable, the memory cgroup's limit)")
 	workers := fs.Int("jobs", 4, "files read at once")
 	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: coldtrace prefetch [--dry-run] [--force] PATH...|--from RECORD\n\n"+
-			"Reads into the page cache only the ranges of these files (directories recursively) that are not\n"+
-			"cached, several files at once. Refuses when they would not fit, unless --force.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args); err != nil {
 		return parseFailed(stderr, err)
 	}

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/coldtrace/coldtrace/internal/kcache"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
@@ -67,17 +65,12 @@ type prediction struct {
 // now, the registry's caches for the invoking user, and what the next
 // run will therefore be. It runs nothing.
 func statusCommand(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("coldtrace status", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("coldtrace status", "usage: coldtrace status [--from RECORD] [--json] [PATH...]\n\n"+
+		"How much of a run's files (or of PATHs, directories recursively) is in the page cache now,\n"+
+		"the kernel caches of the invoking user, and whether the next run will be cold. Runs nothing.\n\nflags:\n", stderr)
 	from := fs.String("from", "", "the files `RECORD` read from disk, and the caches it used")
 	asJSON := fs.Bool("json", false, "print JSON (schema "+StatusSchema+")")
 	top := fs.Int("top", 20, "files listed in the text")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: coldtrace status [--from RECORD] [--json] [PATH...]\n\n"+
-			"How much of a run's files (or of PATHs, directories recursively) is in the page cache now,\n"+
-			"the kernel caches of the invoking user, and whether the next run will be cold. Runs nothing.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args); err != nil {
 		return parseFailed(stderr, err)
 	}
