@@ -46,6 +46,17 @@ func unknownReason(err error) string {
 	return err.Error()
 }
 
+// cachestatFile counts the pages of all of f. unknown says why this
+// user may not see them ("" when it may); err is any other failure.
+func cachestatFile(f *os.File) (c Counts, unknown string, err error) {
+	c, err = cachestat(f, 0, 0)
+	var u *UnknownError
+	if errors.As(err, &u) {
+		return Counts{}, u.Reason, nil
+	}
+	return c, "", err
+}
+
 // cachestat counts the pages of f in [off, off+length) (length 0: to the
 // end). It must run inside the Actor: the kernel checks the calling
 // thread's credentials. EPERM and ENOSYS come back as an *UnknownError.

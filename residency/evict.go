@@ -3,6 +3,7 @@ package residency
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,44 +37,16 @@ type Evicted struct {
 // cachestat to see what went. It never touches other files (no
 // drop_caches).
 func Evict(a Actor, paths []string) ([]Evicted, []Problem) {
-	var out []Evicted
-	var probs []Problem
-	err := a.Do(func() error {
-		targets, p := expand(paths)
-		probs = p
-		for _, t := range targets {
-			e, err := evictOne(t)
-			if err != nil {
-				probs = append(probs, Problem{t.path, err})
-				continue
-			}
-			out = append(out, e)
-		}
-		return nil
-	})
-	if err != nil {
-		probs = append(probs, Problem{"(all)", err})
-	}
-	return out, probs
+	return eachFile(a, paths, evictOne)
 }
 
-func evictOne(t target) (Evicted, error) {
-	fh, err := openRegular(t.path)
-	if err != nil {
-		return Evicted{}, unwrapPath(err)
-	}
-	defer fh.Close()
+func evictOne(fh *os.File, t target) (Evicted, error) {
 	e := Evicted{Path: t.path, Size: t.size}
-	before, err := cachestat(fh, 0, 0)
-	var unknown *UnknownError
-	switch {
-	case errors.As(err, &unknown):
-		e.Unknown = unknown.Reason
-	case err != nil:
+	before, unknown, err := cachestatFile(fh)
+	if err != nil {
 		return e, err
-	default:
-		e.Known, e.Before = true, before
 	}
+	e.Known, e.Unknown, e.Before = unknown == "", unknown, before
 	// DONTNEED skips dirty pages: write them first. Without cachestat
 	// we cannot tell whether any are dirty, and fdatasync of a clean
 	// file costs nothing.

@@ -121,47 +121,55 @@ func (f File) Fraction() float64 {
 // Stat reports the residency of paths (directories recursively), with the
 // rights of a.
 func Stat(a Actor, paths []string) ([]File, []Problem) {
-	var files []File
+	return eachFile(a, paths, statOpen)
+}
+
+// eachFile opens every regular file below paths (directories
+// recursively), with the rights of a, and hands it to do. A path that
+// cannot be opened, or that do fails on, is a Problem; the other results
+// come back in order.
+func eachFile[T any](a Actor, paths []string, do func(fh *os.File, t target) (T, error)) ([]T, []Problem) {
+	var out []T
 	var probs []Problem
 	err := a.Do(func() error {
 		targets, p := expand(paths)
 		probs = p
 		for _, t := range targets {
-			f, err := statOne(t)
+			v, err := openAndDo(t, do)
 			if err != nil {
 				probs = append(probs, Problem{t.path, err})
 				continue
 			}
-			files = append(files, f)
+			out = append(out, v)
 		}
 		return nil
 	})
 	if err != nil {
 		probs = append(probs, Problem{"(all)", err})
 	}
-	return files, probs
+	return out, probs
 }
 
-// statOne opens t read-only and asks cachestat about it.
-func statOne(t target) (File, error) {
+func openAndDo[T any](t target, do func(fh *os.File, t target) (T, error)) (T, error) {
 	fh, err := openRegular(t.path)
 	if err != nil {
-		return File{}, unwrapPath(err)
+		var zero T
+		return zero, unwrapPath(err)
 	}
 	defer fh.Close()
-	return statOpen(fh, t)
+	return do(fh, t)
 }
 
+// statOpen asks cachestat about the open file t.
 func statOpen(fh *os.File, t target) (File, error) {
 	f := File{Path: t.path, Size: t.size, Pages: pagesOf(t.size), dev: t.dev, ino: t.ino}
-	c, err := cachestat(fh, 0, 0)
-	var unknown *UnknownError
-	switch {
-	case errors.As(err, &unknown):
-		f.Unknown = unknown.Reason
-		return f, nil
-	case err != nil:
+	c, unknown, err := cachestatFile(fh)
+	if err != nil {
 		return File{}, err
+	}
+	if unknown != "" {
+		f.Unknown = unknown
+		return f, nil
 	}
 	f.Known, f.Counts, f.CachedBytes = true, c, cachedBytes(c.Cached, t.size)
 	return f, nil

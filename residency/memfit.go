@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/coldtrace/coldtrace/internal/mountinfo"
 )
 
 // Memory is the room the page cache has for a caller: the system's
@@ -98,7 +100,7 @@ func memAvailable(path string) (int64, error) {
 
 // memoryCgroupDir finds the directory of the caller's memory cgroup: the
 // v1 memory hierarchy when one is mounted, else the v2 unified one.
-func memoryCgroupDir(cgroupFile, mountinfo string) (dir string, v2 bool, err error) {
+func memoryCgroupDir(cgroupFile, mountInfoFile string) (dir string, v2 bool, err error) {
 	data, err := os.ReadFile(cgroupFile)
 	if err != nil {
 		return "", false, fmt.Errorf("read memory cgroup: %w", err)
@@ -119,26 +121,21 @@ func memoryCgroupDir(cgroupFile, mountinfo string) (dir string, v2 bool, err err
 			}
 		}
 	}
-	mounts, err := os.ReadFile(mountinfo)
+	mounts, err := os.ReadFile(mountInfoFile)
 	if err != nil {
 		return "", false, fmt.Errorf("read mounts: %w", err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(mounts))
 	var v2Dir string
 	for sc.Scan() {
-		// id parent major:minor root mountpoint opts... - fstype source superopts
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		m, ok := mountinfo.Parse(sc.Text())
 		if !ok {
 			continue
 		}
-		a, b := strings.Fields(pre), strings.Fields(post)
-		if len(a) < 5 || len(b) < 3 {
-			continue
-		}
-		root, mnt := unescapeMount(a[3]), unescapeMount(a[4])
-		switch b[0] {
+		root, mnt := m.Root, m.MountPoint
+		switch m.FSType {
 		case "cgroup":
-			if v1Path != "" && hasOpt(b[2], "memory") {
+			if v1Path != "" && hasOpt(m.SuperOptions, "memory") {
 				if rel, ok := strings.CutPrefix(v1Path, root); ok {
 					return filepath.Join(mnt, rel), false, nil
 				}
@@ -164,25 +161,6 @@ func hasOpt(opts, want string) bool {
 		}
 	}
 	return false
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // statValue reads one "key value" line of a memory.stat file.

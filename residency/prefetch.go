@@ -46,55 +46,31 @@ type Plan struct {
 // mapping of each file, used only where cachestat answered: both are
 // truthful under the same permission, and mincore gives the exact pages.
 func PlanPrefetch(a Actor, paths []string) (Plan, []Problem) {
-	var plan Plan
-	var probs []Problem
-	err := a.Do(func() error {
-		targets, p := expand(paths)
-		probs = p
-		for _, t := range targets {
-			pf, err := planOne(t)
-			if err != nil {
-				probs = append(probs, Problem{t.path, err})
-				continue
-			}
-			plan.Files = append(plan.Files, pf)
-			plan.TotalBytes += pf.Size
-			plan.MissingBytes += pf.MissingBytes
-		}
-		return nil
-	})
-	if err != nil {
-		probs = append(probs, Problem{"(all)", err})
+	files, probs := eachFile(a, paths, planOne)
+	plan := Plan{Files: files}
+	for _, pf := range files {
+		plan.TotalBytes += pf.Size
+		plan.MissingBytes += pf.MissingBytes
 	}
 	return plan, probs
 }
 
-func planOne(t target) (Planned, error) {
-	fh, err := openRegular(t.path)
-	if err != nil {
-		return Planned{}, unwrapPath(err)
-	}
-	defer fh.Close()
+func planOne(fh *os.File, t target) (Planned, error) {
 	pf := Planned{Path: t.path, Size: t.size}
-	c, err := cachestat(fh, 0, 0)
-	var unknown *UnknownError
-	switch {
-	case errors.As(err, &unknown):
-		pf.Unknown = unknown.Reason
-		if t.size > 0 {
-			pf.Missing = []Range{{0, t.size}}
-		}
-	case err != nil:
+	c, unknown, err := cachestatFile(fh)
+	if err != nil {
 		return pf, err
-	case c.Cached == 0:
-		pf.Known = true
+	}
+	pf.Known, pf.Unknown = unknown == "", unknown
+	switch {
+	case !pf.Known || c.Cached == 0:
+		// Unknown residency is read whole, like an uncached file.
 		if t.size > 0 {
 			pf.Missing = []Range{{0, t.size}}
 		}
 	case c.Cached >= pagesOf(t.size):
-		pf.Known, pf.CachedBytes = true, t.size
+		pf.CachedBytes = t.size
 	default:
-		pf.Known = true
 		if pf.Missing, err = missingRanges(fh, t.size); err != nil {
 			return pf, err
 		}

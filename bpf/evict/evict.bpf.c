@@ -151,6 +151,33 @@ static __always_inline __u32 folio_order(struct folio *folio)
 	return 0;
 }
 
+/* Pages in the folio. */
+static __always_inline __u64 folio_pages(struct folio *folio)
+{
+	return 1ull << (folio_order(folio) & 31);
+}
+
+/* The run's entry for the file of inode, with its key; NULL for a file
+ * the run did not touch. */
+static __always_inline struct file_stats *run_file(struct inode *inode, struct file_key *key)
+{
+	key->dev = inode->i_sb->s_dev;
+	key->ino = inode->i_ino;
+	return bpf_map_lookup_elem(&files, key);
+}
+
+/* Inserts init at key in a map where the key was missing, and returns the
+ * entry: another CPU's insertion in between is as good; a full map loses
+ * the pages. */
+static __always_inline void *insert_missing(void *map, const void *key, const void *init)
+{
+	if (bpf_map_update_elem(map, key, init, BPF_NOEXIST) && !bpf_map_lookup_elem(map, key)) {
+		count_lost(LOST_PAGES);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(map, key);
+}
+
 /* Sets the evicted bits of pages [lo, hi] the run inserted. */
 static __always_inline void mark_evicted(struct file_key *key, __u64 lo, __u64 hi)
 {
@@ -171,14 +198,11 @@ static __always_inline void mark_evicted(struct file_key *key, __u64 lo, __u64 h
 SEC("tp_btf/mm_filemap_delete_from_page_cache")
 int BPF_PROG(on_delete, struct folio *folio)
 {
-	struct inode *inode = folio->mapping->host;
 	struct file_key key = {};
-	key.dev = inode->i_sb->s_dev;
-	key.ino = inode->i_ino;
-	struct file_stats *fs = bpf_map_lookup_elem(&files, &key);
+	struct file_stats *fs = run_file(folio->mapping->host, &key);
 	if (!fs)
 		return 0;
-	__u64 n = 1ull << (folio_order(folio) & 31);
+	__u64 n = folio_pages(folio);
 	__sync_fetch_and_add(&fs->evicted, n);
 	mark_evicted(&key, folio->index, folio->index + n - 1);
 
@@ -206,11 +230,7 @@ int BPF_PROG(on_delete, struct folio *folio)
 	if (!es) {
 		struct evict_stats ne = {};
 		bpf_get_current_comm(ne.comm, sizeof(ne.comm));
-		if (bpf_map_update_elem(&evictors, &ek, &ne, BPF_NOEXIST) && !bpf_map_lookup_elem(&evictors, &ek)) {
-			count_lost(LOST_PAGES);
-			return 0;
-		}
-		es = bpf_map_lookup_elem(&evictors, &ek);
+		es = insert_missing(&evictors, &ek, &ne);
 		if (!es)
 			return 0;
 	}
@@ -227,15 +247,13 @@ int BPF_PROG(on_other_insert, struct folio *folio)
 		return 0; /* the run's own: bpf/pagecache */
 	struct inode *inode = folio->mapping->host;
 	struct file_key key = {};
-	key.dev = inode->i_sb->s_dev;
-	key.ino = inode->i_ino;
-	struct file_stats *fs = bpf_map_lookup_elem(&files, &key);
+	struct file_stats *fs = run_file(inode, &key);
 	if (!fs)
 		return 0;
 	/* New data written by someone else is not a read from disk. */
 	if (writes_files(current_syscall(task)) || folio->index >= (((__u64)inode->i_size + 4095) >> 12))
 		return 0;
-	__u64 n = 1ull << (folio_order(folio) & 31);
+	__u64 n = folio_pages(folio);
 	__sync_fetch_and_add(&fs->others_inserted, n);
 	fs->other_ins_ts = bpf_ktime_get_ns();
 	struct inserter_key ik = {};
@@ -246,11 +264,7 @@ int BPF_PROG(on_other_insert, struct folio *folio)
 	if (!is) {
 		struct inserter_stats ni = {};
 		bpf_get_current_comm(ni.comm, sizeof(ni.comm));
-		if (bpf_map_update_elem(&inserters, &ik, &ni, BPF_NOEXIST) && !bpf_map_lookup_elem(&inserters, &ik)) {
-			count_lost(LOST_PAGES);
-			return 0;
-		}
-		is = bpf_map_lookup_elem(&inserters, &ik);
+		is = insert_missing(&inserters, &ik, &ni);
 		if (!is)
 			return 0;
 	}

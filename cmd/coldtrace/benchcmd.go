@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/attribution/abtest"
 	"github.com/coldtrace/coldtrace/internal/abrun"
@@ -42,8 +39,7 @@ type benchOptions struct {
 
 func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 	var o benchOptions
-	fs := pflag.NewFlagSet("coldtrace bench", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("coldtrace bench", "usage: sudo coldtrace bench [flags] --a 'CMD…' --b 'CMD…'\n       sudo coldtrace bench [flags] --cold-warm -- CMD [ARGS…]\n\nflags:\n", stderr)
 	fs.SetInterspersed(false)
 	fs.IntVarP(&o.pairs, "pairs", "n", 5, "A/B pairs: the order is A B A B … A, so every B is bracketed")
 	fs.StringVar(&o.a, "a", "", "command A, split into arguments without a shell ('…' and \"…\" quote)")
@@ -67,15 +63,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 	fs.Float64Var(&o.busyCPU, "busy-cpu", 0.25, "flag runs during which other processes used this many CPUs on average")
 	fs.Float64Var(&o.busyIOMiB, "busy-io", 20, "flag runs during which other processes did this many MiB/s of block I/O")
 	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: sudo coldtrace bench [flags] --a 'CMD…' --b 'CMD…'\n       sudo coldtrace bench [flags] --cold-warm -- CMD [ARGS…]\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return o, err
-		}
-		return o, fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args); err != nil {
+		return o, err
 	}
 	o.command = fs.Args()
 	switch {
@@ -168,11 +157,8 @@ func commandOf(side, line, file string, a actor.Actor) ([]string, error) {
 
 func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseBenchFlags(args, stderr)
-	if errors.Is(err, pflag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
-		return fail(stderr, exitUsage, err)
+		return parseFailed(stderr, err)
 	}
 	a, err := actor.Resolve("", os.Getenv)
 	if err != nil {
@@ -303,8 +289,6 @@ func writeBenchJSON(w io.Writer, rep *abrun.Report) error {
 	if rep.Plan.Shuffle {
 		order = "shuffle"
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(benchJSON{Schema: "coldtrace.bench/v1", A: rep.Plan.A, B: rep.Plan.B, Order: order,
+	return encodeJSON(w, benchJSON{Schema: "coldtrace.bench/v1", A: rep.Plan.A, B: rep.Plan.B, Order: order,
 		Report: rep, Verdict: bench.Verdict(rep.Summary)})
 }

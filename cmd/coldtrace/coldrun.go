@@ -128,15 +128,10 @@ func (c *coldOptions) evictFiles(made *record.MadeCold, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	var paths []string
-	if c.from != "" {
-		in, err := readRecordInput(who, c.from, stderr)
-		if err != nil {
-			return err
-		}
-		paths = in.paths(stderr)
+	paths, _, err := targetPaths(who, c.from, c.evict, stderr)
+	if err != nil {
+		return err
 	}
-	paths = append(paths, c.evict...)
 	if len(paths) == 0 {
 		fmt.Fprintf(stderr, "coldtrace: warning: --cold=%s names no files to evict (--from RECORD or --evict PATH): the page cache is left as it is\n", c.value)
 		return nil

@@ -24,13 +24,8 @@ func doctorCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 // runDoctor runs the check-up with base, which tests use to hide a
 // tracepoint (doctor.Options.Hide); flags fill in the rest.
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, base doctor.Options) int {
-	fs := pflag.NewFlagSet("coldtrace doctor", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("coldtrace doctor", "usage: sudo coldtrace doctor [--dir DIR]\n\nchecks that coldtrace can trace here and counts right; exit 0 when all is well\n\nflags:\n", stderr)
 	fs.StringVar(&base.Dir, "dir", "", "check page-cache counting on the filesystem of `DIR` (default: the current directory)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: sudo coldtrace doctor [--dir DIR]\n\nchecks that coldtrace can trace here and counts right; exit 0 when all is well\n\nflags:\n")
-		fs.PrintDefaults()
-	}
 	err := fs.Parse(args)
 	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

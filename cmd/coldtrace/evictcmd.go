@@ -1,13 +1,9 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
@@ -17,21 +13,13 @@ import (
 // those files from the page cache (never drop_caches), and say what
 // could not be dropped and why.
 func evictCommand(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("coldtrace evict", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("coldtrace evict", "usage: coldtrace evict [--json] PATH...|--from RECORD\n\n"+
+		"Drops exactly these files (directories recursively) from the page cache: dirty pages are\n"+
+		"written back first (fdatasync), then POSIX_FADV_DONTNEED; cachestat verifies.\n\nflags:\n", stderr)
 	from := fs.String("from", "", "evict the files `RECORD` read from disk")
 	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: coldtrace evict [--json] PATH...|--from RECORD\n\n"+
-			"Drops exactly these files (directories recursively) from the page cache: dirty pages are\n"+
-			"written back first (fdatasync), then POSIX_FADV_DONTNEED; cachestat verifies.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return fail(stderr, exitUsage, fmt.Errorf("%w: %v", errUsage, err))
+	if err := parseFlags(fs, args); err != nil {
+		return parseFailed(stderr, err)
 	}
 	if *from == "" && fs.NArg() == 0 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: nothing to evict; usage: coldtrace evict PATH...|--from RECORD", errUsage))
@@ -40,21 +28,14 @@ func evictCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	var paths []string
-	if *from != "" {
-		in, err := readRecordInput(who, *from, stderr)
-		if err != nil {
-			return fail(stderr, exitFailure, err)
-		}
-		paths = in.paths(stderr)
+	paths, _, err := targetPaths(who, *from, fs.Args(), stderr)
+	if err != nil {
+		return fail(stderr, exitFailure, err)
 	}
-	paths = append(paths, fs.Args()...)
 	done, probs := residency.Evict(who.actor, paths)
 	printProblems(stderr, probs)
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(struct {
+		err = encodeJSON(stdout, struct {
 			Schema string              `json:"schema"`
 			Files  []residency.Evicted `json:"files"`
 		}{"coldtrace.evict/v1", done})

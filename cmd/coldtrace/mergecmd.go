@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/attribution/merge"
 	"github.com/coldtrace/coldtrace/internal/actor"
@@ -18,22 +15,14 @@ import (
 // mergeCommand is `coldtrace merge [--json] RECORD…`: the records of the
 // ranks or nodes of one job, as one answer.
 func mergeCommand(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("coldtrace merge", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("coldtrace merge", "usage: coldtrace merge [flags] RECORD...\n\n"+
+		"Merges the records (-o) of the ranks or nodes of one job, labelled with --label rank=N\n"+
+		"or host=NAME: the slowest rank and why against the median rank, each rank's\n"+
+		"categories, and the causes all ranks shared or only some had.\n\nflags:\n", stderr)
 	asJSON := fs.Bool("json", false, "print the merge as JSON (schema "+reportmerge.Schema+")")
 	out := fs.StringP("output", "o", "", "write to `PATH` instead of stdout")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: coldtrace merge [flags] RECORD...\n\n"+
-			"Merges the records (-o) of the ranks or nodes of one job, labelled with --label rank=N\n"+
-			"or host=NAME: the slowest rank and why against the median rank, each rank's\n"+
-			"categories, and the causes all ranks shared or only some had.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return fail(stderr, exitUsage, fmt.Errorf("%w: %v", errUsage, err))
+	if err := parseFlags(fs, args); err != nil {
+		return parseFailed(stderr, err)
 	}
 	if fs.NArg() == 0 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: merge takes record files (usage: coldtrace merge [--json] RECORD…)", errUsage))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/report/format"
@@ -23,24 +21,16 @@ import (
 // needs and is not cached, files in the order the run read them, several
 // at once, after checking that it fits.
 func prefetchCommand(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("coldtrace prefetch", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("coldtrace prefetch", "usage: coldtrace prefetch [--dry-run] [--force] PATH...|--from RECORD\n\n"+
+		"Reads into the page cache only the ranges of these files (directories recursively) that are not\n"+
+		"cached, several files at once. Refuses when they would not fit, unless --force.\n\nflags:\n", stderr)
 	from := fs.String("from", "", "prefetch the files `RECORD` read from disk, in the order it read them")
 	dryRun := fs.Bool("dry-run", false, "list what would be read, read nothing")
 	force := fs.Bool("force", false, "read even when it does not fit in memory (MemAvailable, the memory cgroup's limit)")
 	workers := fs.Int("jobs", 4, "files read at once")
 	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: coldtrace prefetch [--dry-run] [--force] PATH...|--from RECORD\n\n"+
-			"Reads into the page cache only the ranges of these files (directories recursively) that are not\n"+
-			"cached, several files at once. Refuses when they would not fit, unless --force.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return fail(stderr, exitUsage, fmt.Errorf("%w: %v", errUsage, err))
+	if err := parseFlags(fs, args); err != nil {
+		return parseFailed(stderr, err)
 	}
 	if *from == "" && fs.NArg() == 0 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: nothing to prefetch; usage: coldtrace prefetch PATH...|--from RECORD", errUsage))
@@ -52,16 +42,14 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	var paths []string
-	var rate float64
-	if *from != "" {
-		in, err := readRecordInput(who, *from, stderr)
-		if err != nil {
-			return fail(stderr, exitFailure, err)
-		}
-		paths, rate = in.paths(stderr), in.diskRate
+	paths, in, err := targetPaths(who, *from, fs.Args(), stderr)
+	if err != nil {
+		return fail(stderr, exitFailure, err)
 	}
-	paths = append(paths, fs.Args()...)
+	var rate float64
+	if in != nil {
+		rate = in.diskRate
+	}
 	plan, probs := residency.PlanPrefetch(who.actor, paths)
 	printProblems(stderr, probs)
 	partial := 0
@@ -134,9 +122,7 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 			}
 			out.Files = append(out.Files, e)
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(out)
+		err = encodeJSON(stdout, out)
 	} else {
 		_, err = fmt.Fprintf(stdout, "coldtrace prefetch: read %s of %s (%s; the rest was cached) in %s, %.0f MB/s\n",
 			format.Bytes(uint64(res.ReadBytes)), plural(len(plan.Files), "file"), format.Bytes(uint64(plan.TotalBytes)),
@@ -180,9 +166,7 @@ func writePrefetchPlan(w io.Writer, plan residency.Plan, rate float64, fit error
 		if fit != nil {
 			out.Refusal = fit.Error()
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return encodeJSON(w, out)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "coldtrace prefetch --dry-run: would read %s of %s (%s)\n", format.Bytes(uint64(plan.MissingBytes)),

@@ -85,6 +85,20 @@ func readRecordInput(who actingUser, path string, stderr io.Writer) (*recordInpu
 	return in, nil
 }
 
+// targetPaths are the paths status, evict and prefetch work on: the
+// files the record at from read from disk, in the order the run first
+// read them (none when from is ""), then paths. in is nil without a
+// record.
+func targetPaths(who actingUser, from string, paths []string, stderr io.Writer) (all []string, in *recordInput, err error) {
+	if from != "" {
+		if in, err = readRecordInput(who, from, stderr); err != nil {
+			return nil, nil, err
+		}
+		all = in.paths(stderr)
+	}
+	return append(all, paths...), in, nil
+}
+
 // filesReadFromDisk are the record's files with pages missed, in the
 // order the run first touched them (the first sample that shows them;
 // files no sample shows come last, by id).

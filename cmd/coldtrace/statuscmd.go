@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -10,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/internal/kcache"
 	"github.com/coldtrace/coldtrace/report/format"
@@ -69,22 +65,14 @@ type prediction struct {
 // now, the registry's caches for the invoking user, and what the next
 // run will therefore be. It runs nothing.
 func statusCommand(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("coldtrace status", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("coldtrace status", "usage: coldtrace status [--from RECORD] [--json] [PATH...]\n\n"+
+		"How much of a run's files (or of PATHs, directories recursively) is in the page cache now,\n"+
+		"the kernel caches of the invoking user, and whether the next run will be cold. Runs nothing.\n\nflags:\n", stderr)
 	from := fs.String("from", "", "the files `RECORD` read from disk, and the caches it used")
 	asJSON := fs.Bool("json", false, "print JSON (schema "+StatusSchema+")")
 	top := fs.Int("top", 20, "files listed in the text")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: coldtrace status [--from RECORD] [--json] [PATH...]\n\n"+
-			"How much of a run's files (or of PATHs, directories recursively) is in the page cache now,\n"+
-			"the kernel caches of the invoking user, and whether the next run will be cold. Runs nothing.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return fail(stderr, exitUsage, fmt.Errorf("%w: %v", errUsage, err))
+	if err := parseFlags(fs, args); err != nil {
+		return parseFailed(stderr, err)
 	}
 	who, err := invokingUser()
 	if err != nil {
@@ -95,9 +83,7 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, exitFailure, err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
+		err = encodeJSON(stdout, rep)
 	} else {
 		err = writeStatusText(stdout, rep, *top)
 	}
@@ -115,16 +101,10 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) (*statusReport, bool, error) {
 	rep := &statusReport{Schema: StatusSchema, Record: from,
 		User: statusUser{UID: who.id.UID, Name: who.id.User, Home: who.env["HOME"]}, byName: map[string][]string{}}
-	var in *recordInput
-	var all []string
-	if from != "" {
-		var err error
-		if in, err = readRecordInput(who, from, stderr); err != nil {
-			return nil, false, err
-		}
-		all = in.paths(stderr)
+	all, in, err := targetPaths(who, from, paths, stderr)
+	if err != nil {
+		return nil, false, err
 	}
-	all = append(all, paths...)
 	var probs []residency.Problem
 	if len(all) > 0 {
 		rep.Files, probs = residency.Stat(who.actor, all)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/coldtrace/coldtrace/trace/jit"
@@ -38,7 +39,7 @@ func ParseClasses(v string) ([]Class, error) {
 		c := Class(strings.TrimSpace(f))
 		switch c {
 		case PageCache, JIT, Pycache, Downloads:
-			if !containsClass(out, c) {
+			if !slices.Contains(out, c) {
 				out = append(out, c)
 			}
 		default:
@@ -88,7 +89,7 @@ type ColdPlan struct {
 func Plan(specs []jit.Spec, env jit.Env, classes []Class, tmpRoot string) ColdPlan {
 	var p ColdPlan
 	for _, s := range specs {
-		if !containsClass(classes, ClassOf(s)) {
+		if !slices.Contains(classes, ClassOf(s)) {
 			continue
 		}
 		variable, hasDefault, spared := "", false, ""
@@ -114,7 +115,7 @@ func Plan(specs []jit.Spec, env jit.Env, classes []Class, tmpRoot string) ColdPl
 			p.Overrides = append(p.Overrides, Override{Cache: s.Name, Env: variable, Dir: filepath.Join(tmpRoot, s.Name)})
 		}
 	}
-	if containsClass(classes, Downloads) && !p.sets(torchHub.Env) {
+	if slices.Contains(classes, Downloads) && !p.sets(torchHub.Env) {
 		p.Overrides = append(p.Overrides, Override{Cache: torchHub.Cache, Env: torchHub.Env, Dir: filepath.Join(tmpRoot, torchHub.Cache)})
 	}
 	return p
@@ -205,15 +206,6 @@ func leadingVar(tmpl string) (string, bool) {
 func anySet(paths []string, env jit.Env) bool {
 	for _, tmpl := range paths {
 		if v, ok := leadingVar(tmpl); ok && env[v] != "" {
-			return true
-		}
-	}
-	return false
-}
-
-func containsClass(list []Class, c Class) bool {
-	for _, x := range list {
-		if x == c {
 			return true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,7 +78,7 @@ func Survey(a residency.Actor, roots []jit.Root, env jit.Env, opt Options) []Cac
 			Root: r.Path, Via: r.Via, InTree: r.Anywhere != ""}
 		for _, sw := range r.Spec.Switches {
 			c.Switches = append(c.Switches, sw.Env)
-			if v := env[sw.Env]; v != "" && (len(sw.Values) == 0 || contains(sw.Values, v)) {
+			if v := env[sw.Env]; v != "" && (len(sw.Values) == 0 || slices.Contains(sw.Values, v)) {
 				c.Disabled = append(c.Disabled, sw.Env+"="+v+": "+sw.Effect)
 			}
 		}
@@ -155,15 +156,6 @@ func skipped(s *jit.Spec, name string) bool {
 func matchAny(globs []string, name string) bool {
 	for _, g := range globs {
 		if ok, _ := path.Match(g, name); ok {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
 			return true
 		}
 	}
