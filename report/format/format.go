@@ -213,3 +213,21 @@ func ProcessLabel(pid int32, comm string) string {
 	}
 	return fmt.Sprintf("%s[%d]", comm, pid)
 }
+
+// Files names one or two paths (shortened), or the first and a count of
+// the others: "a and b", "a and 3 other files".
+func Files(paths []string) string {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = Path(p, PathWidth)
+	}
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	case 2:
+		return names[0] + " and " + names[1]
+	}
+	return fmt.Sprintf("%s and %d other files", names[0], len(names)-1)
+}

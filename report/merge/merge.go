@@ -65,7 +65,7 @@ func reason(c compare.Change) string {
 	switch c.Category {
 	case attribution.DiskRead:
 		if len(c.Files) > 0 {
-			return " — its node did not have " + files(c.Files) + " cached"
+			return " — its node did not have " + format.Files(c.Files) + " cached"
 		}
 		if c.BBytesFromDisk > c.ABytesFromDisk {
 			return fmt.Sprintf(" — %s read from disk against %s", format.Bytes(c.BBytesFromDisk), format.Bytes(c.ABytesFromDisk))
@@ -87,7 +87,7 @@ func reason(c compare.Change) string {
 			for i, d := range c.Downloads {
 				names[i] = d.Name
 			}
-			return " — it downloaded " + files(names)
+			return " — it downloaded " + format.Files(names)
 		}
 	case attribution.GPUCompute:
 		if c.GPU != nil {
@@ -95,21 +95,6 @@ func reason(c compare.Change) string {
 		}
 	}
 	return ""
-}
-
-// files names up to two paths (shortened), then a count of the others.
-func files(paths []string) string {
-	names := make([]string, len(paths))
-	for i, p := range paths {
-		names[i] = format.Path(p, format.PathWidth)
-	}
-	switch len(names) {
-	case 1:
-		return names[0]
-	case 2:
-		return names[0] + " and " + names[1]
-	}
-	return fmt.Sprintf("%s and %d other files", names[0], len(names)-1)
 }
 
 // WriteText writes the job for people: the sentence, a table of ranks by

@@ -52,7 +52,7 @@ func changeDetail(c compare.Change) string {
 			if less {
 				verb = "cached"
 			}
-			return " (" + fileList(c.Files) + " " + wasWere(len(c.Files)) + " " + verb + ")"
+			return " (" + format.Files(c.Files) + " " + wasWere(len(c.Files)) + " " + verb + ")"
 		}
 		if c.ABytesFromDisk != c.BBytesFromDisk {
 			return fmt.Sprintf(" (%s read from disk instead of %s)", format.Bytes(c.BBytesFromDisk), format.Bytes(c.ABytesFromDisk))
@@ -92,9 +92,9 @@ func changeDetail(c compare.Change) string {
 				names[i] = x.Name
 			}
 			if less {
-				return " (" + fileList(names) + " were already downloaded)"
+				return " (" + format.Files(names) + " were already downloaded)"
 			}
-			return " (" + fileList(names) + " were downloaded)"
+			return " (" + format.Files(names) + " were downloaded)"
 		}
 	case attribution.GPUCompute:
 		if c.GPU != nil {
@@ -116,21 +116,4 @@ func wasWere(n int) string {
 		return "was"
 	}
 	return "were"
-}
-
-// fileList names up to two paths (shortened), then a count of the others.
-func fileList(paths []string) string {
-	names := make([]string, len(paths))
-	for i, p := range paths {
-		names[i] = format.Path(p, format.PathWidth)
-	}
-	switch len(names) {
-	case 1:
-		return names[0]
-	case 2:
-		return names[0] + " and " + names[1]
-	case 3:
-		return names[0] + " and 2 other files"
-	}
-	return fmt.Sprintf("%s and %d other files", names[0], len(names)-1)
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/coldtrace/coldtrace/internal/mountinfo"
 )
 
 // kernelDev encodes major:minor the way the kernel stores s_dev
@@ -53,46 +55,11 @@ func readMountTable(file string) (mountTable, error) {
 }
 
 func parseMountInfoLine(line string) (mount, bool) {
-	fields := strings.Fields(line)
-	if len(fields) < 7 {
-		return mount{}, false
-	}
-	maj, min, ok := strings.Cut(fields[2], ":")
+	m, ok := mountinfo.Parse(line)
 	if !ok {
 		return mount{}, false
 	}
-	ma, err1 := strconv.ParseUint(maj, 10, 32)
-	mi, err2 := strconv.ParseUint(min, 10, 32)
-	if err1 != nil || err2 != nil {
-		return mount{}, false
-	}
-	m := mount{dev: kernelDev(uint32(ma), uint32(mi)), root: unescapeMount(fields[3]), mountPoint: unescapeMount(fields[4])}
-	for i := 6; i < len(fields); i++ {
-		if fields[i] == "-" && i+1 < len(fields) {
-			m.fsType = fields[i+1]
-			break
-		}
-	}
-	return m, true
-}
-
-// unescapeMount undoes the octal escapes (\040 for space) of mountinfo.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return mount{dev: kernelDev(m.Major, m.Minor), root: m.Root, mountPoint: m.MountPoint, fsType: m.FSType}, true
 }
 
 // resolve turns a path inside the filesystem of dev into an absolute path,
