@@ -111,9 +111,14 @@ struct ucall {
 	__u64 cpu_ns;
 };
 
+/* A ring buffer's pages are all mapped into coldtrace when its reader
+ * opens it, twice over (the data is mapped again after itself): its size
+ * counts twice in coldtrace's RSS from the start. 8 MiB made 16 MiB of
+ * it; plain opens stay in the kernel now (quiet_open), and 2 MiB holds
+ * some 150 exec records between two reads. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20);
+	__uint(max_entries, 2 << 20);
 } jit_events SEC(".maps");
 
 /* Task storage: no hash of the tid on each of the 36 path-syscall

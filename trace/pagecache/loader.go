@@ -25,6 +25,7 @@ func load(shared map[string]*ebpf.Map) (*probes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load page-cache probes: %w", err)
 	}
+	sensor.SizeRing(spec, bpfpc.PagecacheMapPaths)
 	p := &probes{}
 	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
 		return nil, sensor.LoadError("page-cache probes", err)

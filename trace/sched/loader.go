@@ -56,6 +56,7 @@ func load() (*probes, error) {
 	if err := spec.Variables[bpfsched.SchedVarNcpus].Set(uint32(ncpus)); err != nil {
 		return nil, fmt.Errorf("load scheduler probes: %w", err)
 	}
+	sensor.SizeRing(spec, bpfsched.SchedMapEvents)
 	p := &probes{ncpus: ncpus}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		return nil, sensor.LoadError("scheduler probes", err)
