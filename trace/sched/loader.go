@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -41,7 +42,7 @@ type probes struct {
 	ncpus int
 }
 
-func load() (*probes, error) {
+func load(kernel *btf.Cache) (*probes, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise memlock limit: %w", err)
 	}
@@ -58,7 +59,7 @@ func load() (*probes, error) {
 	}
 	sensor.SizeRing(spec, bpfsched.SchedMapEvents)
 	p := &probes{ncpus: ncpus}
-	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Cache: kernel}); err != nil {
 		return nil, sensor.LoadError("scheduler probes", err)
 	}
 	return p, nil
