@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
@@ -79,7 +80,10 @@ func start(ctx context.Context, opts Options) (*session, error) {
 // load loads the sensors in dependency order: the scheduler creates the
 // shared maps the others take.
 func (s *session) load() error {
-	sc, err := sched.Load()
+	// One kernel BTF for every load: each object decoding its own was
+	// some 30 ms of CPU apiece at startup.
+	kernel := btf.NewCache()
+	sc, err := sched.LoadBTF(kernel)
 	if err != nil {
 		return err
 	}
@@ -91,7 +95,7 @@ func (s *session) load() error {
 	var j *jit.Sensor
 	if !s.opts.NoJIT {
 		j, err = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, CacheDirs: s.opts.CacheDirs,
-			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor()})
+			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel})
 		if errors.Is(err, jit.ErrOption) {
 			return fmt.Errorf("%w: %v", ErrPreflight, err)
 		}
@@ -101,7 +105,7 @@ func (s *session) load() error {
 		fileSeen = j.FileSeen
 	}
 	pc, err := pagecache.Load(pagecache.Options{Shared: shared, IOWaiting: sc.IOWaiting,
-		FillWaiting: sc.FillWaiting, FileSeen: fileSeen})
+		FillWaiting: sc.FillWaiting, FileSeen: fileSeen, BTF: kernel})
 	if err != nil {
 		if j != nil {
 			j.Close()
@@ -113,7 +117,7 @@ func (s *session) load() error {
 	// after both (it reads the processes).
 	s.sensors = append(s.sensors, pc)
 	// Evictions are written into the files the page cache finished.
-	ev, err := evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has})
+	ev, err := evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
 	if err != nil {
 		if j != nil {
 			j.Close()
@@ -134,7 +138,7 @@ func (s *session) load() error {
 	}
 	// Downloads finish after the page cache (the paths of written files)
 	// and the JIT sensor (the caches they land in).
-	if err := s.loadDownload(sc.Shared()); err != nil {
+	if err := s.loadDownload(sc.Shared(), kernel); err != nil {
 		return err
 	}
 	if !s.opts.NoGPU {
@@ -146,11 +150,11 @@ func (s *session) load() error {
 
 // loadDownload loads and attaches the network sensor, unless the options
 // turn it off.
-func (s *session) loadDownload(shared sched.Shared) error {
+func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache) error {
 	if s.opts.NoNetwork {
 		return nil
 	}
-	dl, err := download.Open(download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor()})
+	dl, err := download.Open(download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel})
 	if err != nil {
 		return err
 	}

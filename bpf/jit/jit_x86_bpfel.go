@@ -26,6 +26,7 @@ type JitExecEvent struct {
 	EnvLen       uint32
 	EnvTruncated uint32
 	Pad          uint32
+	Gen          uint64
 	Filename     [256]int8
 	Args         [1024]int8
 	Env          [12288]int8
@@ -56,6 +57,7 @@ type JitForkEvent struct {
 	Ppid uint32
 	Pad  uint32
 	Ts   uint64
+	Gen  uint64
 }
 
 type JitJitEventKind uint32
@@ -83,6 +85,17 @@ type JitPending struct {
 	Nr   int32
 	Pad  uint32
 	Args [5]uint64
+}
+
+type JitProcVerdict struct {
+	_   structs.HostLayout
+	Gen uint64
+}
+
+type JitRootPrefix struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Data      [128]uint8
 }
 
 type JitThread struct {
@@ -177,6 +190,9 @@ const (
 	JitMapLastWake              = "last_wake"
 	JitMapLost                  = "lost"
 	JitMapPending               = "pending"
+	JitMapProcGen               = "proc_gen"
+	JitMapProcVerdicts          = "proc_verdicts"
+	JitMapRootPrefixes          = "root_prefixes"
 	JitMapTaskStates            = "task_states"
 	JitMapThreads               = "threads"
 	JitMapUcalls                = "ucalls"
@@ -193,8 +209,13 @@ const (
 	JitVarBtfAnchorForkEvent    = "_btf_anchor_fork_event"
 	JitVarBtfAnchorJitEventKind = "_btf_anchor_jit_event_kind"
 	JitVarBtfAnchorLostKind     = "_btf_anchor_lost_kind"
+	JitVarBtfAnchorProcVerdict  = "_btf_anchor_proc_verdict"
+	JitVarBtfAnchorRootPrefix   = "_btf_anchor_root_prefix"
 	JitVarBtfAnchorThreadFlag   = "_btf_anchor_thread_flag"
 	JitVarBtfAnchorUprobeEvent  = "_btf_anchor_uprobe_event"
+	JitVarAnywhereCount         = "anywhere_count"
+	JitVarAnywhereHash          = "anywhere_hash"
+	JitVarGenSeq                = "gen_seq"
 )
 
 // LoadJit returns the embedded CollectionSpec for Jit.
@@ -255,15 +276,18 @@ type JitProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type JitMapSpecs struct {
-	ExecScratch *ebpf.MapSpec `ebpf:"exec_scratch"`
-	FileScratch *ebpf.MapSpec `ebpf:"file_scratch"`
-	JitEvents   *ebpf.MapSpec `ebpf:"jit_events"`
-	LastWake    *ebpf.MapSpec `ebpf:"last_wake"`
-	Lost        *ebpf.MapSpec `ebpf:"lost"`
-	Pending     *ebpf.MapSpec `ebpf:"pending"`
-	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
-	Threads     *ebpf.MapSpec `ebpf:"threads"`
-	Ucalls      *ebpf.MapSpec `ebpf:"ucalls"`
+	ExecScratch  *ebpf.MapSpec `ebpf:"exec_scratch"`
+	FileScratch  *ebpf.MapSpec `ebpf:"file_scratch"`
+	JitEvents    *ebpf.MapSpec `ebpf:"jit_events"`
+	LastWake     *ebpf.MapSpec `ebpf:"last_wake"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	Pending      *ebpf.MapSpec `ebpf:"pending"`
+	ProcGen      *ebpf.MapSpec `ebpf:"proc_gen"`
+	ProcVerdicts *ebpf.MapSpec `ebpf:"proc_verdicts"`
+	RootPrefixes *ebpf.MapSpec `ebpf:"root_prefixes"`
+	TaskStates   *ebpf.MapSpec `ebpf:"task_states"`
+	Threads      *ebpf.MapSpec `ebpf:"threads"`
+	Ucalls       *ebpf.MapSpec `ebpf:"ucalls"`
 }
 
 // JitVariableSpecs contains global variables before they are loaded into the kernel.
@@ -273,8 +297,13 @@ type JitVariableSpecs struct {
 	BtfAnchorForkEvent    *ebpf.VariableSpec `ebpf:"_btf_anchor_fork_event"`
 	BtfAnchorJitEventKind *ebpf.VariableSpec `ebpf:"_btf_anchor_jit_event_kind"`
 	BtfAnchorLostKind     *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
+	BtfAnchorProcVerdict  *ebpf.VariableSpec `ebpf:"_btf_anchor_proc_verdict"`
+	BtfAnchorRootPrefix   *ebpf.VariableSpec `ebpf:"_btf_anchor_root_prefix"`
 	BtfAnchorThreadFlag   *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
 	BtfAnchorUprobeEvent  *ebpf.VariableSpec `ebpf:"_btf_anchor_uprobe_event"`
+	AnywhereCount         *ebpf.VariableSpec `ebpf:"anywhere_count"`
+	AnywhereHash          *ebpf.VariableSpec `ebpf:"anywhere_hash"`
+	GenSeq                *ebpf.VariableSpec `ebpf:"gen_seq"`
 }
 
 // JitObjects contains all objects after they have been loaded into the kernel.
@@ -297,15 +326,18 @@ func (o *JitObjects) Close() error {
 //
 // It can be passed to LoadJitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type JitMaps struct {
-	ExecScratch *ebpf.Map `ebpf:"exec_scratch"`
-	FileScratch *ebpf.Map `ebpf:"file_scratch"`
-	JitEvents   *ebpf.Map `ebpf:"jit_events"`
-	LastWake    *ebpf.Map `ebpf:"last_wake"`
-	Lost        *ebpf.Map `ebpf:"lost"`
-	Pending     *ebpf.Map `ebpf:"pending"`
-	TaskStates  *ebpf.Map `ebpf:"task_states"`
-	Threads     *ebpf.Map `ebpf:"threads"`
-	Ucalls      *ebpf.Map `ebpf:"ucalls"`
+	ExecScratch  *ebpf.Map `ebpf:"exec_scratch"`
+	FileScratch  *ebpf.Map `ebpf:"file_scratch"`
+	JitEvents    *ebpf.Map `ebpf:"jit_events"`
+	LastWake     *ebpf.Map `ebpf:"last_wake"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	Pending      *ebpf.Map `ebpf:"pending"`
+	ProcGen      *ebpf.Map `ebpf:"proc_gen"`
+	ProcVerdicts *ebpf.Map `ebpf:"proc_verdicts"`
+	RootPrefixes *ebpf.Map `ebpf:"root_prefixes"`
+	TaskStates   *ebpf.Map `ebpf:"task_states"`
+	Threads      *ebpf.Map `ebpf:"threads"`
+	Ucalls       *ebpf.Map `ebpf:"ucalls"`
 }
 
 func (m *JitMaps) Close() error {
@@ -316,6 +348,9 @@ func (m *JitMaps) Close() error {
 		m.LastWake,
 		m.Lost,
 		m.Pending,
+		m.ProcGen,
+		m.ProcVerdicts,
+		m.RootPrefixes,
 		m.TaskStates,
 		m.Threads,
 		m.Ucalls,
@@ -329,8 +364,13 @@ type JitVariables struct {
 	BtfAnchorForkEvent    *ebpf.Variable `ebpf:"_btf_anchor_fork_event"`
 	BtfAnchorJitEventKind *ebpf.Variable `ebpf:"_btf_anchor_jit_event_kind"`
 	BtfAnchorLostKind     *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
+	BtfAnchorProcVerdict  *ebpf.Variable `ebpf:"_btf_anchor_proc_verdict"`
+	BtfAnchorRootPrefix   *ebpf.Variable `ebpf:"_btf_anchor_root_prefix"`
 	BtfAnchorThreadFlag   *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
 	BtfAnchorUprobeEvent  *ebpf.Variable `ebpf:"_btf_anchor_uprobe_event"`
+	AnywhereCount         *ebpf.Variable `ebpf:"anywhere_count"`
+	AnywhereHash          *ebpf.Variable `ebpf:"anywhere_hash"`
+	GenSeq                *ebpf.Variable `ebpf:"gen_seq"`
 }
 
 // JitPrograms contains all programs after they have been loaded into the kernel.

@@ -261,7 +261,7 @@ func kernel() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
-func writeJSON(path string, res *results) error {
+func writeJSON(path string, res any) error {
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err

@@ -46,6 +46,16 @@
 //	ctxswitch    300k pipe round trips between two threads pinned to one
 //	             CPU (~400k switches/s untraced)
 //	groundtruth  sleep 1 s, cold read of 512 MiB, spin ~1 s of fixed work
+//	pysmallfiles the same 20,000 files, stat+open+read+close from
+//	             /usr/bin/python3 (the JIT sensor's path probes attach)
+//	pyimport     every importable non-test module of the standard
+//	             library, numpy and torch (when installed), .pyc present
+//	pyread       the cold 1 GiB read in Python, 1 MiB os.read calls
+//
+// -long D runs one traced long run instead (testdata/bench/work.py
+// pylong): 32 threads reading files, a compiler every 3 s; it reports
+// coldtrace's CPU, its RSS at one minute and at the end, the record's size
+// and lost events, and checks the attribution invariants on the record.
 //
 // Exit status: 0 when every budget is met (or -smoke, or skipped: not
 // root), 1 when a budget is missed (each miss is named), 2 on errors.
@@ -77,6 +87,7 @@ type options struct {
 	maxBg     float64
 	redos     int
 	profDir   string
+	long      time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -97,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.maxBg, "max-bg", 0.25, "repeat a run when other processes used more than this share of the CPUs during it (1: never)")
 	fs.IntVar(&o.redos, "redos", 3, "times a run may be repeated for -max-bg")
 	fs.StringVar(&o.profDir, "profile-dir", "", "with -bpf-stats: also write coldtrace's CPU profile of that run to `DIR`/coldtrace-WORKLOAD.pprof (COLDTRACE_CPUPROFILE)")
+	fs.DurationVar(&o.long, "long", 0, "instead of the workloads, one traced long run of `D` (e.g. 10m): 32 Python threads re-reading files, a compiler every 3 s; coldtrace's CPU, RSS growth, record size and lost events against per-hour bounds")
 	ctArgs := fs.String("coldtrace-args", "", "extra coldtrace flags, space-separated (e.g. --no-gpu)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -166,6 +178,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "bench: %s\n", why)
 		return 2
+	}
+	if o.long > 0 {
+		lr, err := benchLong(o, stdout, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "bench: error: %v\n", err)
+			return 2
+		}
+		lr.print(stdout)
+		if o.jsonPath != "" {
+			if err := writeJSON(o.jsonPath, lr); err != nil {
+				fmt.Fprintf(stderr, "bench: error: %v\n", err)
+				return 2
+			}
+		}
+		if len(lr.Misses) > 0 {
+			for _, m := range lr.Misses {
+				fmt.Fprintf(stdout, "  MISS long: %s\n", m)
+			}
+			return 1
+		}
+		return 0
 	}
 	res, err := benchmark(o, stdout, stderr)
 	if err != nil {

@@ -135,13 +135,14 @@ func (r *runner) runOnce(w *workload, kind string, index int, stats *progCapture
 		}
 	}
 	if w.WarmFirst {
-		warm := exec.Command(r.work, append([]string{"0"}, w.Args...)...)
+		prog := w.program(r.work)
+		warm := exec.Command(prog[0], append(append(prog[1:], "0"), w.Args...)...)
 		if out, err := warm.CombinedOutput(); err != nil {
 			return res, fmt.Errorf("warm %s: %v: %s", w.Name, err, out)
 		}
 	}
 	startAt := monoNS() + r.o.delay.Nanoseconds()
-	argv := append([]string{r.work, strconv.FormatInt(startAt, 10)}, w.Args...)
+	argv := append(append(w.program(r.work), strconv.FormatInt(startAt, 10)), w.Args...)
 	var jsonPath string
 	if traced {
 		r.seq++

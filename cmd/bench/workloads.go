@@ -36,12 +36,28 @@ type workload struct {
 	// out between runs, which made some "warm" runs partly cold (±20% run
 	// to run).
 	WarmFirst bool `json:"warm_first,omitempty"`
+	// Prog, when set, runs the workload instead of the C helper: an
+	// interpreter and its script (the Python workloads).
+	Prog []string `json:"prog,omitempty"`
 	// MinRate, when set, is the switches per second the untraced runs must
 	// reach for the workload to be what it claims.
 	MinRate float64 `json:"min_switch_rate,omitempty"`
 }
 
-var workloadNames = []string{"seqread", "mmap", "smallfiles", "forkexec", "ctxswitch", "groundtruth"}
+var workloadNames = []string{"seqread", "mmap", "smallfiles", "forkexec", "ctxswitch", "groundtruth",
+	"pysmallfiles", "pyimport", "pyread"}
+
+// python is the interpreter of the Python workloads: the system's, as a
+// user would run it (issue 20).
+const python = "/usr/bin/python3"
+
+// program is the command line in front of the start time.
+func (w *workload) program(work string) []string {
+	if len(w.Prog) > 0 {
+		return append([]string(nil), w.Prog...)
+	}
+	return []string{work}
+}
 
 func validWorkload(name string) bool {
 	for _, n := range workloadNames {
@@ -155,7 +171,68 @@ func setup(o options, dir, src string, log func(string, ...any)) (work string, w
 			Budget: 1.05, NoLoss: true, File: gt, Cold: true,
 			Args: []string{"groundtruth", gt, strconv.FormatInt(sz.gtSleep.Milliseconds(), 10), strconv.FormatUint(iters, 10)}})
 	}
-	return work, ws, nil
+	pyws, err := setupPython(dir, src, sz, want, big, log)
+	if err != nil {
+		return "", nil, err
+	}
+	return work, append(ws, pyws...), nil
+}
+
+// setupPython returns the Python workloads (testdata/bench/work.py run by
+// /usr/bin/python3): the cost of the JIT sensor's path-syscall probes,
+// which attach from a Python program's first instruction, where the C
+// workloads never see them.
+func setupPython(dir, src string, sz sizes, want func(string) bool, big string, log func(string, ...any)) ([]*workload, error) {
+	if !want("pysmallfiles") && !want("pyimport") && !want("pyread") {
+		return nil, nil
+	}
+	if _, err := os.Stat(python); err != nil {
+		log("no %s: the Python workloads are skipped", python)
+		return nil, nil
+	}
+	prog := []string{python, filepath.Join(src, "work.py")}
+	var ws []*workload
+	if want("pysmallfiles") {
+		tree := filepath.Join(dir, "pytree")
+		log("creating %d small files under %s", sz.smallFiles, tree)
+		if err := os.Mkdir(tree, 0o755); err != nil {
+			return nil, err
+		}
+		n := strconv.Itoa(sz.smallFiles)
+		if out, err := exec.Command(filepath.Join(dir, "work"), "0", "mkfiles", tree, n).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("create small files: %v: %s", err, out)
+		}
+		ws = append(ws, &workload{Name: "pysmallfiles", Title: fmt.Sprintf("Python: stat+open+read %d small files", sz.smallFiles),
+			Budget: 1.05, NoLoss: true, Prog: prog, Args: []string{"pysmallfiles", tree, n}, WarmFirst: true})
+	}
+	if want("pyimport") {
+		// The modules this interpreter imports without error, listed once
+		// (the listing also writes every .pyc: the runs are warm imports).
+		list := filepath.Join(dir, "modules.txt")
+		cmd := exec.Command(prog[0], prog[1], "0", "pymodules", list)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("list Python modules: %v: %s", err, out)
+		}
+		out, err := os.ReadFile(list)
+		if err != nil {
+			return nil, err
+		}
+		n := bytes.Count(out, []byte("\n"))
+		log("%d importable modules (stdlib, numpy, torch when installed)", n)
+		ws = append(ws, &workload{Name: "pyimport", Title: fmt.Sprintf("Python: import %d modules", n),
+			Budget: 1.05, NoLoss: true, Prog: prog, Args: []string{"pyimport", list}, WarmFirst: true})
+	}
+	if want("pyread") {
+		if _, err := os.Stat(big); err != nil {
+			log("writing %s (%d MiB)", big, sz.bigFile>>20)
+			if err := writeDataFile(big, sz.bigFile, 1); err != nil {
+				return nil, err
+			}
+		}
+		ws = append(ws, &workload{Name: "pyread", Title: fmt.Sprintf("Python: cold read %s, 1 MiB os.read", human(sz.bigFile)),
+			Budget: 1.02, NoLoss: true, File: big, Cold: true, Prog: prog, Args: []string{"pyread", big}})
+	}
+	return ws, nil
 }
 
 // writeDataFile writes size bytes of incompressible data and syncs them, so

@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
@@ -36,6 +37,9 @@ type Shared struct {
 	// with (the command's user: internal/actor), so a sudo user's run
 	// never names a file that user could not see. Nil: coldtrace's own.
 	Rights interface{ Do(func() error) error }
+	// BTF, when set, is the kernel BTF cache shared with the other
+	// sensors' loads: decoded once per run.
+	BTF *btf.Cache
 }
 
 // Sensor is the loaded network probes and their reader.
@@ -84,7 +88,7 @@ func Open(shared Shared) (*Sensor, error) {
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfdl.DownloadMapTaskStates: shared.TaskStates,
 		bpfdl.DownloadMapThreads:    shared.Threads,
-	}}
+	}, Cache: shared.BTF}
 	if err := bpfdl.LoadDownloadObjects(&s.objs, opts); err != nil {
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {

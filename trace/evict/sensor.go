@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 
 	bpfevict "github.com/coldtrace/coldtrace/bpf/evict"
@@ -26,6 +27,8 @@ type Options struct {
 	// Cgroup returns a process's memory cgroup ("" when unknown); by
 	// default read from /proc/PID/cgroup.
 	Cgroup func(pid int32) string
+	// BTF is the kernel BTF the sensors share (nil: loaded for this one).
+	BTF *btf.Cache
 }
 
 // Sensor is the loaded eviction sensor.
@@ -65,7 +68,7 @@ func Load(opts Options) (*Sensor, error) {
 	s := &Sensor{opts: opts, cgroups: map[int32]string{},
 		evKeys: make([]bpfevict.EvictEvictKey, sensor.BatchSize), evVals: make([]bpfevict.EvictEvictStats, sensor.BatchSize),
 		insKeys: make([]bpfevict.EvictInserterKey, sensor.BatchSize), insVals: make([]bpfevict.EvictInserterStats, sensor.BatchSize)}
-	if err := spec.LoadAndAssign(&s.objs, &ebpf.CollectionOptions{MapReplacements: opts.Shared}); err != nil {
+	if err := spec.LoadAndAssign(&s.objs, &ebpf.CollectionOptions{MapReplacements: opts.Shared, Cache: opts.BTF}); err != nil {
 		return nil, sensor.LoadError("eviction probes", err)
 	}
 	o := &s.objs

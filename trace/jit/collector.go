@@ -115,6 +115,27 @@ type Collector struct {
 	PathSyscalls bool
 	// Seen counts every event handed to the collector.
 	Seen uint64
+	// OnRoot, when set, is told of each fixed root (not in-tree) as it is
+	// added, before the event that brought it returns.
+	OnRoot func(path string)
+}
+
+// FixedRoots are the paths of the fixed roots known so far.
+func (c *Collector) FixedRoots() []string {
+	out := make([]string, 0, len(c.roots.fixed))
+	for _, st := range c.roots.fixed {
+		out = append(out, st.root.Path)
+	}
+	return out
+}
+
+// addRoot registers r and tells OnRoot of a new fixed root.
+func (c *Collector) addRoot(r Root) *rootState {
+	st, added := c.roots.add(r)
+	if added && r.Anywhere == "" && c.OnRoot != nil {
+		c.OnRoot(r.Path)
+	}
+	return st
 }
 
 // NewCollector returns a collector with the --cache-dir roots in place.
@@ -134,7 +155,7 @@ func NewCollector(cfg Config) (*Collector, error) {
 			return nil, fmt.Errorf("--cache-dir %q: want NAME=PATH", v)
 		}
 		s := UserSpec(name, dir)
-		c.roots.add(Root{Spec: &s, Path: dir, Via: "--cache-dir"})
+		c.addRoot(Root{Spec: &s, Path: dir, Via: "--cache-dir"})
 	}
 	return c, nil
 }
@@ -177,7 +198,7 @@ func (c *Collector) proc(pid int32) *proc {
 // resolve adds the roots the environment of process pid gives.
 func (c *Collector) resolve(pid int32, p *proc) {
 	for _, r := range Resolve(c.specs, p.env, c.identity(p)) {
-		st, _ := c.roots.add(r)
+		st := c.addRoot(r)
 		for _, sw := range switchesSet(r.Spec, p.env) {
 			if st.switchPIDs == nil {
 				st.switchPIDs = map[string]map[int32]bool{}

@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
@@ -95,6 +96,9 @@ type Options struct {
 	// Syscalls is when the path-syscall probes attach: SyscallsAuto (the
 	// default) or SyscallsAlways.
 	Syscalls string
+	// BTF, when set, is the kernel BTF cache shared by every sensor's
+	// load: decoded once per run, not once per object.
+	BTF *btf.Cache
 	// Actor has the command's rights (actor.Actor.CommandActor): the
 	// command's program and the cache trees are read with them, never
 	// with root's. The zero Actor reads nothing.
@@ -124,6 +128,7 @@ type Sensor struct {
 	targets      []*uprobeTarget
 	attached     map[string]bool // "dev:ino:symbol"
 	warnings     []string
+	quiet        *quietSet // nil: every open reaches user space
 }
 
 // Load loads the JIT probes and attaches those needed from the start.
@@ -159,11 +164,34 @@ func (e *Sensor) start() error {
 	e.attached = map[string]bool{}
 
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
-		bpfjit.JitMapThreads: e.opts.Shared[bpfjit.JitMapThreads], bpfjit.JitMapTaskStates: e.opts.Shared[bpfjit.JitMapTaskStates]}}
-	if err := bpfjit.LoadJitObjects(&e.objs, opts); err != nil {
+		bpfjit.JitMapThreads: e.opts.Shared[bpfjit.JitMapThreads], bpfjit.JitMapTaskStates: e.opts.Shared[bpfjit.JitMapTaskStates]},
+		Cache: e.opts.BTF}
+	spec, err := bpfjit.LoadJit()
+	if err != nil {
+		return fmt.Errorf("load JIT probes: %w", err)
+	}
+	hashes, quiet := anywhereHashes(Registry)
+	if quiet {
+		var arr [quietMaxAnywhere]uint64
+		copy(arr[:], hashes)
+		if err := spec.Variables[bpfjit.JitVarAnywhereHash].Set(arr); err != nil {
+			return fmt.Errorf("load JIT probes: %w", err)
+		}
+		if err := spec.Variables[bpfjit.JitVarAnywhereCount].Set(uint32(len(hashes))); err != nil {
+			return fmt.Errorf("load JIT probes: %w", err)
+		}
+	}
+	if err := spec.LoadAndAssign(&e.objs, opts); err != nil {
 		return sensor.LoadError("JIT probes", err)
 	}
 	e.loaded = true
+	if quiet {
+		e.quiet = &quietSet{prefixes: e.objs.RootPrefixes, verdicts: e.objs.ProcVerdicts}
+		for _, r := range col.FixedRoots() {
+			e.quiet.addRoot(r)
+		}
+		col.OnRoot = e.quiet.addRoot
+	}
 	for _, p := range []*ebpf.Program{e.objs.OnJitExec, e.objs.OnJitFork} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
@@ -195,8 +223,9 @@ func (e *Sensor) start() error {
 	}
 	// Started last: nothing above needs the lock.
 	// File records do not always wake the reader (see jit.bpf.c): it
-	// polls for them too.
-	if e.ring, err = sensor.StartRing(e.objs.JitEvents, 20*time.Millisecond, e.handleLocked); err != nil {
+	// polls for them too, every 50 ms like the other rings (20 ms was 0.3%
+	// of a core in a long run; plain opens no longer come this way).
+	if e.ring, err = sensor.StartRing(e.objs.JitEvents, 50*time.Millisecond, e.handleLocked); err != nil {
 		return err
 	}
 	return nil
@@ -440,12 +469,14 @@ func (e *Sensor) handle(b []byte) {
 		file := sensor.CString(ev.Filename[:])
 		e.col.Exec(int32(ev.Pid), ev.Uid, file, env)
 		e.useSeen(int32(ev.Pid), file)
+		e.quiet.resolved(int32(ev.Pid), ev.Gen)
 	case bpfjit.JitJitEventKindJE_FORK:
 		ev, ok := sensor.Decode[bpfjit.JitForkEvent](b, unsafe.Sizeof(bpfjit.JitForkEvent{}))
 		if !ok {
 			return
 		}
 		e.col.Fork(int32(ev.Pid), int32(ev.Ppid))
+		e.quiet.resolved(int32(ev.Pid), ev.Gen)
 	case bpfjit.JitJitEventKindJE_UPROBE:
 		ev, ok := sensor.Decode[bpfjit.JitUprobeEvent](b, unsafe.Sizeof(bpfjit.JitUprobeEvent{}))
 		if !ok || ev.Cookie >= uint64(len(e.targets)) {
@@ -552,6 +583,9 @@ func (e *Sensor) Finish(rec *record.Record) error {
 	}
 	rec.JIT = j
 	rec.Warnings = append(rec.Warnings, e.warnings...)
+	if e.quiet != nil && e.quiet.err != nil {
+		rec.Warnings = append(rec.Warnings, e.quiet.err.Error())
+	}
 	rec.Warnings = append(rec.Warnings, warns...)
 	rec.Self.EventsSeen += e.col.Seen
 	n, err := sensor.SumPerCPU(e.objs.Lost, uint32(bpfjit.JitLostKindLOST_RINGBUF))

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
@@ -20,13 +21,14 @@ type probes struct {
 
 // load loads the page-cache object with the scheduler's shared maps in
 // place of its own.
-func load(shared map[string]*ebpf.Map) (*probes, error) {
+func load(shared map[string]*ebpf.Map, kernel *btf.Cache) (*probes, error) {
 	spec, err := bpfpc.LoadPagecache()
 	if err != nil {
 		return nil, fmt.Errorf("load page-cache probes: %w", err)
 	}
+	sensor.SizeRing(spec, bpfpc.PagecacheMapPaths)
 	p := &probes{}
-	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
+	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: shared, Cache: kernel}); err != nil {
 		return nil, sensor.LoadError("page-cache probes", err)
 	}
 	return p, nil

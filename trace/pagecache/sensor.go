@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
 	"github.com/coldtrace/coldtrace/record"
@@ -55,6 +56,9 @@ type Options struct {
 	// traced process reads or maps it. It is called from the reader
 	// goroutine.
 	FileSeen func(pid int32, path string)
+	// BTF, when set, is the kernel BTF cache shared with the other
+	// sensors' loads: decoded once per run.
+	BTF *btf.Cache
 	// MountInfo is the mount table to resolve paths with
 	// (/proc/self/mountinfo when empty).
 	MountInfo string
@@ -91,7 +95,7 @@ func Load(opts Options) (*Sensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := load(opts.Shared)
+	p, err := load(opts.Shared, opts.BTF)
 	if err != nil {
 		return nil, err
 	}

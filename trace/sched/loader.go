@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -48,7 +49,7 @@ type probes struct {
 	reserved, nextOwn int
 }
 
-func load() (*probes, error) {
+func load(kernel *btf.Cache) (*probes, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise memlock limit: %w", err)
 	}
@@ -63,8 +64,9 @@ func load() (*probes, error) {
 	if err := spec.Variables[bpfsched.SchedVarNcpus].Set(uint32(ncpus)); err != nil {
 		return nil, fmt.Errorf("load scheduler probes: %w", err)
 	}
+	sensor.SizeRing(spec, bpfsched.SchedMapEvents)
 	p := &probes{ncpus: ncpus}
-	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Cache: kernel}); err != nil {
 		return nil, sensor.LoadError("scheduler probes", err)
 	}
 	return p, nil

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"github.com/cilium/ebpf/btf"
 	"os"
 	"sort"
 	"strings"
@@ -91,8 +92,12 @@ type Sensor struct {
 
 // Load loads and attaches the scheduler probes. Nothing is tracked until
 // Seed.
-func Load() (*Sensor, error) {
-	p, err := load()
+func Load() (*Sensor, error) { return LoadBTF(nil) }
+
+// LoadBTF is Load with a kernel BTF cache shared with the other sensors'
+// loads (nil: a cache of its own).
+func LoadBTF(kernel *btf.Cache) (*Sensor, error) {
+	p, err := load(kernel)
 	if err != nil {
 		return nil, err
 	}
