@@ -41,7 +41,7 @@ type workload struct {
 	MinRate float64 `json:"min_switch_rate,omitempty"`
 }
 
-var workloadNames = []string{"seqread", "mmap", "smallfiles", "forkexec", "ctxswitch", "groundtruth"}
+var workloadNames = append([]string{"seqread", "mmap", "smallfiles", "forkexec", "ctxswitch", "groundtruth"}, networkWorkloadNames...)
 
 func validWorkload(name string) bool {
 	for _, n := range workloadNames {
@@ -155,6 +155,7 @@ func setup(o options, dir, src string, log func(string, ...any)) (work string, w
 			Budget: 1.05, NoLoss: true, File: gt, Cold: true,
 			Args: []string{"groundtruth", gt, strconv.FormatInt(sz.gtSleep.Milliseconds(), 10), strconv.FormatUint(iters, 10)}})
 	}
+	ws = append(ws, networkWorkloads(sz, want)...)
 	return work, ws, nil
 }
 
