@@ -139,3 +139,54 @@ c.close()
 		t.Errorf("an idle keep-alive connection counted as a download: %+v", rec.Downloads)
 	}
 }
+
+// TestHubOfflineHealth: a run with HF_HUB_OFFLINE=1 whose model is in a
+// Hugging Face cache under HOME reads it there, downloads nothing, and
+// the cache's health says the next run cannot download either, in the
+// text and in the record.
+func TestHubOfflineHealth(t *testing.T) {
+	requireTracing(t)
+	home := t.TempDir()
+	blob := filepath.Join(home, ".cache/huggingface/hub/models--org--m/blobs/abc123")
+	if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(blob, []byte("weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs("../../testdata/workloads/hubfetch.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run.rec")
+	// The URL is never fetched: the blob is there.
+	code, _, stderr := coldtrace(t, []string{"HOME=" + home, "HF_HUB_OFFLINE=1"}, "-o", out, "--",
+		"/usr/bin/python3", script, "http://127.0.0.1:9/model")
+	if code != 0 {
+		t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
+	}
+	t.Logf("coldtrace said:\n%s", stderr)
+	rec := readRecord(t, out)
+	if len(rec.Downloads) != 0 {
+		t.Errorf("downloads %+v", rec.Downloads)
+	}
+	if rec.JIT == nil {
+		t.Fatal("no caches in the record")
+	}
+	var found bool
+	for _, c := range rec.JIT.Caches {
+		if c.Name != "huggingface" {
+			continue
+		}
+		found = true
+		if c.Offline != "HF_HUB_OFFLINE=1" || c.Disabled != "" || c.Root != filepath.Join(home, ".cache/huggingface/hub") {
+			t.Errorf("huggingface cache %+v: want offline by HF_HUB_OFFLINE=1, not disabled", c)
+		}
+	}
+	if !found {
+		t.Fatalf("no huggingface cache in %+v", rec.JIT.Caches)
+	}
+	if want := "HF_HUB_OFFLINE=1: offline, a rerun cannot download: a file missing from the cache fails the run"; !strings.Contains(stderr, want) {
+		t.Errorf("the summary lacks %q", want)
+	}
+}
