@@ -55,7 +55,7 @@ func FateOf(r *record.Record, d record.Download) (Fate, *record.Cache) {
 		return FateNoCache, nil
 	case c.Volatile || c.FS == "tmpfs" || c.FS == "ramfs":
 		return FateVolatile, c
-	case c.FS == "overlay" || c.FS == "overlayfs":
+	case c.ContainerLayer || c.FS == "overlay" || c.FS == "overlayfs":
 		return FateContainer, c
 	}
 	return FateKept, c

@@ -53,7 +53,10 @@ type Cache struct {
 	// disables or bypasses the cache, as "VAR=value".
 	FS       string `json:"fs,omitempty"`
 	Volatile bool   `json:"volatile,omitempty"`
-	Missing  bool   `json:"missing,omitempty"`
+	// ContainerLayer: the root is on overlay, a container's writable
+	// layer, lost when the container is replaced.
+	ContainerLayer bool `json:"container_layer,omitempty"`
+	Missing        bool `json:"missing,omitempty"`
 	// Unreadable: the command's user may not list the root, so coldtrace
 	// did not size it (SizeBytes and Files are zero, not measured).
 	Unreadable bool   `json:"unreadable,omitempty"`
@@ -62,6 +65,10 @@ type Cache struct {
 	SizeCapped bool   `json:"size_capped,omitempty"`
 	LimitBytes int64  `json:"limit_bytes,omitempty"`
 	Disabled   string `json:"disabled,omitempty"`
+	// Offline is the switch that keeps the next run off the network
+	// ("HF_HUB_OFFLINE=1"): it cannot download, so a file the cache lacks
+	// fails it instead of being fetched.
+	Offline string `json:"offline,omitempty"`
 	// Notes say in words what the health fields mean for the next run.
 	Notes []string `json:"notes,omitempty"`
 	// EntriesStale counts entries this run found and read, then wrote

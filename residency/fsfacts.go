@@ -67,7 +67,7 @@ func RootFacts(root string, rules TmpfilesRules) (FSFacts, error) {
 	switch {
 	case fstype.Volatile(magic):
 		f.Survival = LostAtReboot
-	case f.FS == "overlay":
+	case fstype.ContainerLayer(magic):
 		f.Survival = ContainerLayer
 	default:
 		f.Survival = Persistent

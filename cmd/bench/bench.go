@@ -99,6 +99,7 @@ func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 		log("%s: median ratio %.3f (%.3f–%.3f), untraced %v", w.Name, s.RatioMedian, s.RatioMin, s.RatioMax,
 			time.Duration(s.UntracedMedianNS).Round(time.Millisecond))
 	}
+	relativeBudgets(res)
 	printTable(stdout, res, time.Since(begin))
 	return res, nil
 }

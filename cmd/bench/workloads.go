@@ -44,8 +44,8 @@ type workload struct {
 	MinRate float64 `json:"min_switch_rate,omitempty"`
 }
 
-var workloadNames = []string{"seqread", "mmap", "smallfiles", "forkexec", "ctxswitch", "groundtruth",
-	"pysmallfiles", "pyimport", "pyread"}
+var workloadNames = append([]string{"seqread", "mmap", "smallfiles", "forkexec", "ctxswitch", "groundtruth",
+	"pysmallfiles", "pyimport", "pyread"}, networkWorkloadNames...)
 
 // python is the interpreter of the Python workloads: the system's, as a
 // user would run it (issue 20).
@@ -175,7 +175,9 @@ func setup(o options, dir, src string, log func(string, ...any)) (work string, w
 	if err != nil {
 		return "", nil, err
 	}
-	return work, append(ws, pyws...), nil
+	ws = append(ws, pyws...)
+	ws = append(ws, networkWorkloads(sz, want)...)
+	return work, ws, nil
 }
 
 // setupPython returns the Python workloads (testdata/bench/work.py run by

@@ -343,6 +343,9 @@ func writeCacheTable(b *strings.Builder, rep *statusReport) {
 		for _, d := range c.Disabled {
 			fmt.Fprintf(b, "      DISABLED: %s\n", d)
 		}
+		for _, o := range c.Offline {
+			fmt.Fprintf(b, "      OFFLINE: %s\n", o)
+		}
 		if len(c.Disabled) == 0 && len(c.Switches) > 0 {
 			fmt.Fprintf(b, "      off switches: %s\n", strings.Join(c.Switches, ", "))
 		}

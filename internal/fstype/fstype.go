@@ -53,6 +53,13 @@ func Volatile(t int64) bool {
 	return t == unix.TMPFS_MAGIC || t == unix.RAMFS_MAGIC
 }
 
+// ContainerLayer reports an overlay filesystem: where a cache lives, it
+// is a container's writable layer (overlay's upper directory), lost when
+// the container is replaced, so a new container starts cold.
+func ContainerLayer(t int64) bool {
+	return t == unix.OVERLAYFS_SUPER_MAGIC
+}
+
 // Of is the statfs f_type of path, or its nearest existing ancestor when path does not
 // exist (where it would be created); missing says that happened.
 func Of(path string) (magic int64, missing bool, err error) {

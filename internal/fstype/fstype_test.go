@@ -15,6 +15,9 @@ func TestName(t *testing.T) {
 			t.Errorf("Name(%#x) = %q, want %q", magic, got, want)
 		}
 	}
+	if !ContainerLayer(unix.OVERLAYFS_SUPER_MAGIC) || ContainerLayer(unix.TMPFS_MAGIC) || ContainerLayer(unix.EXT4_SUPER_MAGIC) {
+		t.Error("ContainerLayer: overlay must be, tmpfs and ext4 must not")
+	}
 	if !Volatile(unix.RAMFS_MAGIC) || Volatile(unix.EXT4_SUPER_MAGIC) {
 		t.Error("Volatile: ramfs must be, ext4 must not")
 	}

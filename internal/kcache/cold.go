@@ -115,9 +115,6 @@ func Plan(specs []jit.Spec, env jit.Env, classes []Class, tmpRoot string) ColdPl
 			p.Overrides = append(p.Overrides, Override{Cache: s.Name, Env: variable, Dir: filepath.Join(tmpRoot, s.Name)})
 		}
 	}
-	if slices.Contains(classes, Downloads) && !p.sets(torchHub.Env) {
-		p.Overrides = append(p.Overrides, Override{Cache: torchHub.Cache, Env: torchHub.Env, Dir: filepath.Join(tmpRoot, torchHub.Cache)})
-	}
 	return p
 }
 
@@ -127,23 +124,6 @@ var holdsMore = map[string]string{
 	"HF_HOME":        "it also holds the Hugging Face login token",
 	"HOME":           "it is the user's home",
 	"XDG_CACHE_HOME": "it moves every cache of every program",
-}
-
-// torchHub is torch.hub's download directory ($TORCH_HOME/hub, default
-// ~/.cache/torch/hub: torch/hub.py, _get_torch_home): weights fetched by
-// torch.hub.load and torchvision's pretrained models. The registry
-// describes no such cache (its misses are downloads the download sensor
-// sees), so the downloads class moves it by itself.
-var torchHub = Override{Cache: "torch_hub", Env: "TORCH_HOME"}
-
-// sets reports whether the plan sets variable.
-func (p ColdPlan) sets(variable string) bool {
-	for _, o := range p.Overrides {
-		if o.Env == variable {
-			return true
-		}
-	}
-	return false
 }
 
 // Environ is the plan as VAR=value lines. Use Apply to put them in an

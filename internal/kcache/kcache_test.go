@@ -142,7 +142,7 @@ func survey(t *testing.T, base string) map[string]Cache {
 	mkfile(t, filepath.Join(numba, "mod.f-3.py312.1.nbc"), 10)
 	mkfile(t, filepath.Join(numba, "mod.f-3.py312.nbi.tmp.123"), 10)
 	env := jit.Env{"HOME": filepath.Join(base, "home"), "TRITON_CACHE_DIR": triton, "NUMBA_CACHE_DIR": numba,
-		"TRITON_ALWAYS_COMPILE": "1"}
+		"TRITON_ALWAYS_COMPILE": "1", "HF_HUB_OFFLINE": "1"}
 	roots := jit.Resolve(jit.Registry, env, jit.Identity{Cwd: base})
 	out := map[string]Cache{}
 	for _, c := range Survey(residency.Self{}, roots, env, Options{}) {
@@ -162,6 +162,11 @@ func TestSurvey(t *testing.T) {
 	}
 	if len(tr.Disabled) != 1 || !strings.HasPrefix(tr.Disabled[0], "TRITON_ALWAYS_COMPILE=1: ") {
 		t.Errorf("triton switches: %v", tr.Disabled)
+	}
+	// Offline is no off switch: the hub cache is read, not downloaded to.
+	if hf := cs["huggingface"]; len(hf.Disabled) != 0 || len(hf.Offline) != 1 ||
+		!strings.HasPrefix(hf.Offline[0], "HF_HUB_OFFLINE=1: offline") || len(hf.Switches) != 0 {
+		t.Errorf("huggingface: %+v", hf)
 	}
 	if nb := cs["numba"]; nb.Entries != 2 || nb.Files != 2 {
 		t.Errorf("numba: %+v", nb)

@@ -46,7 +46,10 @@ type Cache struct {
 	// it does"); Switches every switch that would disable it.
 	Disabled []string `json:"disabled,omitempty"`
 	Switches []string `json:"switches,omitempty"`
-	Error    string   `json:"error,omitempty"`
+	// Offline are the network switches set ("HF_HUB_OFFLINE=1: what it
+	// does"): the cache is read, but a file it lacks is not downloaded.
+	Offline []string `json:"offline,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // Options bound a survey: a walk stops after MaxFiles files or MaxTime
@@ -77,9 +80,17 @@ func Survey(a residency.Actor, roots []jit.Root, env jit.Env, opt Options) []Cac
 		c := Cache{Name: r.Spec.Name, Framework: r.Spec.Framework, Compiles: r.Spec.Compiles,
 			Root: r.Path, Via: r.Via, InTree: r.Anywhere != ""}
 		for _, sw := range r.Spec.Switches {
-			c.Switches = append(c.Switches, sw.Env)
-			if v := env[sw.Env]; v != "" && (len(sw.Values) == 0 || slices.Contains(sw.Values, v)) {
+			v := env[sw.Env]
+			set := v != "" && (len(sw.Values) == 0 || slices.Contains(sw.Values, v))
+			switch {
+			case sw.Offline && set:
+				c.Offline = append(c.Offline, sw.Env+"="+v+": "+sw.Effect)
+			case sw.Offline:
+			case set:
+				c.Switches = append(c.Switches, sw.Env)
 				c.Disabled = append(c.Disabled, sw.Env+"="+v+": "+sw.Effect)
+			default:
+				c.Switches = append(c.Switches, sw.Env)
 			}
 		}
 		if !c.InTree {

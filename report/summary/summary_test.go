@@ -169,3 +169,27 @@ func TestSummaryDownloads(t *testing.T) {
 		t.Errorf("no downloads is not []: %s", empty)
 	}
 }
+
+// TestSummaryHubHealth: the hub cache's offline switch, container layer
+// and notes reach the JSON.
+func TestSummaryHubHealth(t *testing.T) {
+	r := &record.Record{JIT: &record.JIT{Caches: []record.Cache{
+		{Name: "huggingface", Root: "/data/hf/hub", Hits: 1, FS: "overlay", ContainerLayer: true, Offline: "HF_HUB_OFFLINE=1",
+			Notes: []string{"HF_HUB_OFFLINE=1: offline: a rerun cannot download, so a file missing from the cache fails the run"}},
+	}}}
+	b, _ := json.Marshal(New(r, nil))
+	var back struct {
+		Caches []record.Cache `json:"caches"`
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if c := back.Caches[0]; c.Offline != "HF_HUB_OFFLINE=1" || !c.ContainerLayer || len(c.Notes) != 1 {
+		t.Errorf("caches[0] %+v from %s", c, b)
+	}
+	for _, k := range []string{`"offline":"HF_HUB_OFFLINE=1"`, `"container_layer":true`} {
+		if !strings.Contains(string(b), k) {
+			t.Errorf("JSON lacks %s", k)
+		}
+	}
+}

@@ -98,6 +98,9 @@ func cacheHealth(c record.Cache) string {
 		if c.Volatile {
 			s += " (emptied on reboot: the first run after a boot starts cold)"
 		}
+		if c.ContainerLayer {
+			s += " (a container's writable layer: a new container starts cold)"
+		}
 		parts = append(parts, s)
 	}
 	if c.Unreadable {
@@ -125,6 +128,11 @@ func cacheHealth(c record.Cache) string {
 				}
 			}
 			parts = append(parts, line)
+		}
+	}
+	if c.Offline != "" {
+		for _, sw := range strings.Split(c.Offline, ", ") {
+			parts = append(parts, sw+": offline, a rerun cannot download: a file missing from the cache fails the run")
 		}
 	}
 	return strings.Join(parts, "; ")

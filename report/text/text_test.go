@@ -200,3 +200,26 @@ func TestTextMachineSection(t *testing.T) {
 		}
 	}
 }
+
+// TestHubHealthText: the hub cache's network switches and a container
+// layer are said in its health line.
+func TestHubHealthText(t *testing.T) {
+	r := &record.Record{JIT: &record.JIT{Caches: []record.Cache{
+		{Name: "huggingface", Root: "/data/hf/hub", Lookups: 2, Hits: 2, FS: "overlay", ContainerLayer: true,
+			Offline: "HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1"},
+	}}}
+	out := jitSection(r)
+	t.Log("\n" + out)
+	for _, want := range []string{
+		"on overlay (a container's writable layer: a new container starts cold)",
+		"HF_HUB_OFFLINE=1: offline, a rerun cannot download: a file missing from the cache fails the run",
+		"TRANSFORMERS_OFFLINE=1: offline, a rerun cannot download",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	if strings.Contains(out, "disabled by") {
+		t.Error("an offline hub is not a disabled cache")
+	}
+}

@@ -20,6 +20,7 @@
  *   calibrate               spin iterations per second, for groundtruth
  *   mkfiles DIR N           create the small files (setup, not timed)
  *   touch BYTES             write to BYTES of fresh memory (setup, not timed)
+ *   tcpstream, tcppong      network workloads: see net.c
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -247,6 +248,8 @@ static uint64_t pingpong(long n)
 	return got;
 }
 
+#include "net.c"
+
 static volatile uint64_t sink;
 
 static void spin(uint64_t iters)
@@ -343,6 +346,10 @@ int main(int argc, char **argv)
 		check = pingpong(atol(a[0]));
 	else if (!strcmp(mode, "groundtruth") && na == 3)
 		check = groundtruth(a[0], atol(a[1]), strtoull(a[2], NULL, 10));
+	else if (!strcmp(mode, "tcpstream") && na == 1)
+		check = tcpstream(strtoull(a[0], NULL, 10));
+	else if (!strcmp(mode, "tcppong") && na == 2)
+		check = tcppong(atol(a[0]), (size_t)atol(a[1]));
 	else if (!strcmp(mode, "calibrate") && na == 0)
 		check = calibrate();
 	else if (!strcmp(mode, "touch") && na == 1)

@@ -33,10 +33,13 @@ type FS interface {
 type Health struct {
 	FS       string // filesystem type name
 	Volatile bool   // lost on reboot (tmpfs, ramfs)
-	Missing  bool
-	Size     int64
-	Files    int64
-	Capped   bool // the walk stopped early: Size is a lower bound
+	// ContainerLayer: an overlay filesystem, a container's writable
+	// layer, lost when the container is replaced.
+	ContainerLayer bool
+	Missing        bool
+	Size           int64
+	Files          int64
+	Capped         bool // the walk stopped early: Size is a lower bound
 	// Unreadable: the root could not be listed with the rights it was
 	// looked at with (the command's user); Size and Files say nothing.
 	Unreadable bool
@@ -605,11 +608,21 @@ func (c *Collector) cacheRecord(r *rootState, compileNS int64, fs FS) record.Cac
 		if r.root.Anywhere == "" {
 			h := fs.Health(r.root.Path)
 			rc.FS, rc.Volatile, rc.Missing = h.FS, h.Volatile, h.Missing
+			rc.ContainerLayer = h.ContainerLayer
 			rc.SizeBytes, rc.Files, rc.SizeCapped = h.Size, h.Files, h.Capped
 			rc.Unreadable = h.Unreadable
 		}
 	}
 	for _, sw := range r.switches {
+		if sw.Offline {
+			if rc.Offline == "" {
+				rc.Offline = sw.Env
+			} else {
+				rc.Offline += ", " + sw.Env
+			}
+			rc.Notes = append(rc.Notes, sw.Env+": "+sw.Effect)
+			continue
+		}
 		if rc.Disabled == "" {
 			rc.Disabled = sw.Env
 		} else {
@@ -617,8 +630,16 @@ func (c *Collector) cacheRecord(r *rootState, compileNS int64, fs FS) record.Cac
 		}
 		rc.Notes = append(rc.Notes, sw.Env+": "+sw.Effect)
 	}
+	// A weights cache that is lost means the next run downloads again.
+	again := "starts cold"
+	if !s.Compiles {
+		again = "downloads again"
+	}
 	if rc.Volatile {
-		rc.Notes = append(rc.Notes, "on "+rc.FS+": emptied on reboot, so the first run after a boot starts cold")
+		rc.Notes = append(rc.Notes, "on "+rc.FS+": emptied on reboot, so the first run after a boot "+again)
+	}
+	if rc.ContainerLayer {
+		rc.Notes = append(rc.Notes, "on "+rc.FS+": a container's writable layer, lost when the container is replaced, so a new container "+again)
 	}
 	if rc.Missing {
 		rc.Notes = append(rc.Notes, "the directory does not exist at the end of the run: nothing was kept")

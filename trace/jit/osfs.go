@@ -68,6 +68,7 @@ func (o OSFS) Health(root string) Health {
 	var h Health
 	if magic, missing, err := fstype.Of(root); err == nil {
 		h.FS, h.Volatile, h.Missing = fstype.Name(magic), fstype.Volatile(magic), missing
+		h.ContainerLayer = fstype.ContainerLayer(magic)
 	} else {
 		h.Missing = true
 	}

@@ -59,7 +59,14 @@ type Switch struct {
 	Values []string
 	// Effect says what it does, in words.
 	Effect string
+	// Offline: the switch keeps the next run off the network rather than
+	// disabling the cache; a file the cache lacks then fails the run.
+	Offline bool
 }
+
+// hubTrue are the values huggingface_hub reads as true (_is_true:
+// the value upper-cased in 1, ON, YES, TRUE), as they are written.
+var hubTrue = []string{"1", "ON", "YES", "TRUE", "on", "yes", "true", "On", "Yes", "True"}
 
 // Registry is every known cache, from ../shared/cache-registry.md.
 var Registry = []Spec{
@@ -117,7 +124,23 @@ var Registry = []Spec{
 		Temp:   []string{"*.incomplete"},
 		Ignore: []string{".locks", "refs"},
 		Hit:    "refs read, snapshot symlink opened",
+		// huggingface_hub reads TRANSFORMERS_OFFLINE too (constants.py:
+		// HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE).
+		Switches: []Switch{
+			{Env: "HF_HUB_OFFLINE", Values: hubTrue, Offline: true, Effect: "offline: a rerun cannot download, so a file missing from the cache fails the run"},
+			{Env: "TRANSFORMERS_OFFLINE", Values: hubTrue, Offline: true, Effect: "offline: a rerun cannot download, so a file missing from the cache fails the run"},
+		},
 		Source: "huggingface_hub/constants.py, file_download.py",
+	},
+	{
+		// torch.hub: download_url_to_file writes a temporary file beside
+		// the destination (1.13: tempfile's tmpXXXXXXXX; 2.x:
+		// <name>.<uuid>.partial) and moves it into checkpoints/.
+		Name: "torch_hub", Framework: "torch.hub (weights)",
+		Paths:  []string{"$TORCH_HOME/hub", "$XDG_CACHE_HOME/torch/hub", "~/.cache/torch/hub"},
+		Temp:   []string{"tmp*", "*.partial"},
+		Hit:    "checkpoints/<file> found (stat) and read",
+		Source: "torch/hub.py (get_dir, _get_torch_home, download_url_to_file, load_state_dict_from_url)",
 	},
 	{
 		Name: "vllm", Framework: "vLLM", Compiles: true,

@@ -185,7 +185,7 @@ func switchesSet(s *Spec, env Env) []Switch {
 			continue
 		}
 		if len(sw.Values) == 0 || containsStr(sw.Values, v) {
-			out = append(out, Switch{Env: sw.Env + "=" + v, Effect: sw.Effect})
+			out = append(out, Switch{Env: sw.Env + "=" + v, Effect: sw.Effect, Offline: sw.Offline})
 		}
 	}
 	return out
