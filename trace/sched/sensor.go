@@ -254,8 +254,9 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		// slot can only project an interval twice, and maxT keeps each
 		// counter's largest value: torn reads over-count until the next
 		// poll, they never lose time. The thread time lost under load
-		// (up to ~45 ms, about one run in ten; e2e tests retry once) has
-		// another cause, not yet found.
+		// (README Limitations) is lost in the kernel program: a switch-in
+		// that on_switch did not record (its next switch-out finds the
+		// thread off the CPU), 2-10 ms a time.
 		acc.prev = maxT(acc.prev, cur)
 		d.miss = sub(min(acc.prev.miss, acc.prev.cpu), acc.missOut)
 		acc.missOut += d.miss
