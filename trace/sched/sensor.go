@@ -254,9 +254,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		// slot can only project an interval twice, and maxT keeps each
 		// counter's largest value: torn reads over-count until the next
 		// poll, they never lose time. The thread time lost under load
-		// (README Limitations) is lost in the kernel program: a switch-in
-		// that on_switch did not record (its next switch-out finds the
-		// thread off the CPU), 2-10 ms a time.
+		// (README Limitations) has another cause, not yet found.
 		acc.prev = maxT(acc.prev, cur)
 		d.miss = sub(min(acc.prev.miss, acc.prev.cpu), acc.missOut)
 		acc.missOut += d.miss
