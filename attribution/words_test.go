@@ -43,6 +43,8 @@ func TestVerdictWords(t *testing.T) {
 func TestGoldenVerdictWords(t *testing.T) {
 	want := map[string]string{
 		"cat-cold":        "cold start: 88% disk reads (/tmp/ctrec/big.bin not in page cache); a warm rerun should take ~11ms.",
+		"cat-shared":      "cold start: 88% disk reads (/tmp/ctrec/big.bin not in page cache); a warm rerun should take ~11ms.",
+		"cat-thrash":      "thrashing: /tmp/ctrec/big.bin (64.0 MiB) was read from disk 3.0× (192.0 MiB) because the run's memory cgroup limit (32.0 MiB) is below the data it reads; a rerun will read it again and will not be faster (~60ms). Raise the limit above ~76.8 MiB, or read the file once. The run waited 6ms for a CPU: 2 other processes (sh) used 160ms of CPU during it.",
 		"cold-ml":         "cold start: 30% disk reads (/home/dev/models/qwen_image_fp8.safetensors not in page cache), 24% JIT compile (ptxas, triton), 8% downloads (transformer/diffusion_pytorch_model.safetensors, 300.0 MiB from huggingface.co at 629 MB/s, into the huggingface cache: kept for the next run); a warm rerun should take ~2.3s.",
 		"reader-spinner":  "cold start: 90% disk reads (models/qwen_image_fp8.safetensors and 1 other file not in page cache); a warm rerun should take ~1.0s.",
 		"sleep-read-spin": "cold start: 13% disk reads (data/big.bin not in page cache); a warm rerun should take ~3.0s.",

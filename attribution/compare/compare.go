@@ -192,6 +192,7 @@ func New(a, b *record.Record, ra, rb *attribution.Result) *Diff {
 	d.Downloads = downloads(ra, rb)
 	d.Warnings = warnings(a, b)
 	d.Verdict = d.verdict()
+	d.Verdict.Machine = machineChanges(a, b, ra, rb)
 	return d
 }
 

@@ -32,6 +32,10 @@ type Verdict struct {
 	DeltaNS int64       `json:"delta_ns"`
 	With    []Change    `json:"with,omitempty"`
 	Against []Change    `json:"against,omitempty"`
+	// Machine are causes of the machine one run had and the other did
+	// not (re-reads after eviction, evictions by others, shared reads,
+	// waits for CPUs): differences no cache explains.
+	Machine []MachineChange `json:"machine,omitempty"`
 }
 
 // Change is one category's change with the evidence behind it: for

@@ -25,6 +25,9 @@ type document struct {
 	A       run    `json:"a"`
 	B       run    `json:"b"`
 	Verdict string `json:"verdict"`
+	// Machine are the verdict's machine causes as data (the verdict
+	// string says them).
+	Machine []compare.MachineChange `json:"machine,omitempty"`
 }
 
 type run struct {
@@ -35,7 +38,8 @@ type run struct {
 // WriteJSON writes d as indented JSON.
 func WriteJSON(w io.Writer, d *compare.Diff) error {
 	doc := document{Schema: Schema, Diff: d, A: run{d.A, words.Verdict(d.A.Verdict)},
-		B: run{d.B, words.Verdict(d.B.Verdict)}, Verdict: words.Comparison(d.Verdict)}
+		B: run{d.B, words.Verdict(d.B.Verdict)}, Verdict: words.Comparison(d.Verdict),
+		Machine: d.Verdict.Machine}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(doc); err != nil {

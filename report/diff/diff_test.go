@@ -169,3 +169,27 @@ func TestDiffSaysMadeCold(t *testing.T) {
 		t.Errorf("B cold, A not: warnings %q", d.Warnings)
 	}
 }
+
+// TestDiffSaysTheMachine: a thrashing, contended run against a plain one.
+func TestDiffSaysTheMachine(t *testing.T) {
+	d := compare.New(fixtures.Record(t, "cat-thrash"), fixtures.Record(t, "cat-cold"), nil, nil)
+	var text, js bytes.Buffer
+	if err := WriteText(&text, d, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, d); err != nil {
+		t.Fatal(err)
+	}
+	if want := "under its memory cgroup limit of 32.0 MiB; B once."; !strings.Contains(text.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, text.String())
+	}
+	var doc struct {
+		Machine []compare.MachineChange `json:"machine"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Machine) != 2 || doc.Machine[0].Kind != compare.MachineReread || doc.Machine[0].Side != "A" || doc.Machine[1].Kind != compare.MachineContention {
+		t.Errorf("JSON machine %+v", doc.Machine)
+	}
+}

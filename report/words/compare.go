@@ -14,7 +14,7 @@ import (
 func Comparison(v compare.Verdict) string {
 	walls := fmt.Sprintf("%s → %s", format.Duration(v.AWallNS), format.Duration(v.BWallNS))
 	if v.Kind == compare.Same {
-		return fmt.Sprintf("A and B took about as long (%s).", walls)
+		return withMachine(fmt.Sprintf("A and B took about as long (%s).", walls), v)
 	}
 	word := "slower"
 	if v.Kind == compare.Faster {
@@ -27,7 +27,7 @@ func Comparison(v compare.Verdict) string {
 	if len(v.Against) > 0 {
 		s += "; but " + changes(v.Against)
 	}
-	return s + "."
+	return withMachine(s+".", v)
 }
 
 func changes(cs []compare.Change) string {

@@ -253,6 +253,13 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		// Fill waits are part of the run queue and other waits: never more.
 		d.fillRunq = min(d.fillRunq, d.runq)
 		d.fillWait = min(d.fillWait, d.runq+d.other)
+		// A poll may copy a slot while on_switch writes it (no lock).
+		// Flags sit before the counters and are written last, so a copy
+		// that sees TF_DEAD has the final counters; a torn copy of a live
+		// slot can only project an interval twice, and maxT keeps each
+		// counter's largest value: torn reads over-count until the next
+		// poll, they never lose time. The thread time lost under load
+		// (README Limitations) has another cause, not yet found.
 		acc.prev = maxT(acc.prev, cur)
 		d.miss = sub(min(acc.prev.miss, acc.prev.cpu), acc.missOut)
 		acc.missOut += d.miss
