@@ -346,18 +346,6 @@ func (a *attacher) finish() *record.Record {
 	end := sensor.MonotonicNS()
 	rec.WallNS = int64(end - s.startMono)
 	s.poll(end)
-	rec.Samples = s.samples
-	if w := s.ckpt.stop(); w != "" {
-		rec.Warnings = append(rec.Warnings, w)
-	}
-	if s.pollErr != nil {
-		rec.Warnings = append(rec.Warnings, s.pollErr.Error())
-	}
-	for _, sn := range s.sensors {
-		if err := sn.Finish(rec); err != nil {
-			rec.Warnings = append(rec.Warnings, err.Error())
-		}
-	}
-	rec.Self = selfCost(rec.Self)
+	s.finishSensors(rec)
 	return rec
 }

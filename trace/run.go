@@ -316,19 +316,7 @@ func (s *session) finish(state *os.ProcessState) *record.Record {
 		rec.ExitCode = 127
 	}
 	s.sched.Exited(s.child.Pid(), rec.WallNS, rec.ExitCode)
-	rec.Samples = s.samples
-	if w := s.ckpt.stop(); w != "" {
-		rec.Warnings = append(rec.Warnings, w)
-	}
-	if s.pollErr != nil {
-		rec.Warnings = append(rec.Warnings, s.pollErr.Error())
-	}
-	for _, sn := range s.sensors {
-		if err := sn.Finish(rec); err != nil {
-			rec.Warnings = append(rec.Warnings, err.Error())
-		}
-	}
-	rec.Self = selfCost(rec.Self)
+	s.finishSensors(rec)
 	if len(running) > 0 {
 		rec.Warnings = append(rec.Warnings, runningWarning(running, rec.Processes))
 	}
@@ -388,4 +376,24 @@ func (s *session) close() {
 		}
 	}
 	s.sensors = nil
+}
+
+// finishSensors closes a run or an attach alike, after the last poll: the
+// samples, the checkpoints' and the polls' warnings, each sensor's part of
+// the record, and coldtrace's own cost. A sensor that fails leaves a
+// warning; the others still finish.
+func (s *session) finishSensors(rec *record.Record) {
+	rec.Samples = s.samples
+	if w := s.ckpt.stop(); w != "" {
+		rec.Warnings = append(rec.Warnings, w)
+	}
+	if s.pollErr != nil {
+		rec.Warnings = append(rec.Warnings, s.pollErr.Error())
+	}
+	for _, sn := range s.sensors {
+		if err := sn.Finish(rec); err != nil {
+			rec.Warnings = append(rec.Warnings, err.Error())
+		}
+	}
+	rec.Self = selfCost(rec.Self)
 }

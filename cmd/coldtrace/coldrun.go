@@ -91,16 +91,12 @@ type coldRun struct {
 // command's user's rights (they are that user's, so nothing of root's is
 // left for the command to find) and plans the command's environment.
 // Nothing is done when --cold was not given: the result is nil.
-func (c *coldOptions) prepare(userFlag string, stderr io.Writer) (*coldRun, error) {
+func (c *coldOptions) prepare(a actor.Actor, stderr io.Writer) (*coldRun, error) {
 	if c.value == "" {
 		return nil, nil
 	}
 	// Nothing is evicted or created for a run that cannot be traced.
 	if err := trace.Preflight(); err != nil {
-		return nil, err
-	}
-	a, err := actor.Resolve(userFlag, os.Getenv)
-	if err != nil {
 		return nil, err
 	}
 	r := &coldRun{made: &record.MadeCold{}, owner: a.CommandActor(), keep: c.keep}

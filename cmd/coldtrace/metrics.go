@@ -35,8 +35,8 @@ func (o *metricsOptions) addFlags(fs *pflag.FlagSet) {
 }
 
 // check parses the labels and checks the outputs before the run, with
-// the rights of the user coldtrace acts for (user is --user).
-func (o *metricsOptions) check(user string) error {
+// the rights of a, the user coldtrace acts for.
+func (o *metricsOptions) check(a actor.Actor) error {
 	labels, err := metrics.ParseLabels(o.labelPairs)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -51,11 +51,9 @@ func (o *metricsOptions) check(user string) error {
 	if o.textfileDir == "" {
 		return nil
 	}
-	if o.actor, err = actor.Resolve(user, os.Getenv); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	st, err := os.Stat(o.textfileDir)
-	if err != nil {
+	o.actor = a
+	var st os.FileInfo
+	if err := a.Do(func() (err error) { st, err = os.Stat(o.textfileDir); return err }); err != nil {
 		return fmt.Errorf("%w: --prom-textfile: %v", errUsage, err)
 	}
 	if !st.IsDir() {

@@ -137,7 +137,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		fmt.Fprintf(stderr, "coldtrace: warning: %s\n", msg)
 	})
 	ckpt := o.checkpoints.writer(a, o.recordPath, launched, stderr)
-	if err := o.metrics.check(o.user); err != nil {
+	if err := o.metrics.check(a); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
 
@@ -148,7 +148,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	cold, err := o.cold.prepare(o.user, stderr)
+	cold, err := o.cold.prepare(a, stderr)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
