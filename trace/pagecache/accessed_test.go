@@ -193,6 +193,14 @@ func TestPagesAccessedOncePerRead(t *testing.T) {
 					makeWarm(t, path)
 				}
 				f := traceFile(t, path, c.command)
+				if !cold && f.PagesMissed != 0 {
+					// Memory handed back to the host or DAMON can take a few
+					// idle pages between the warm-up and the read (the miss
+					// count is then right): warm up once more.
+					t.Logf("warm run missed %d pages evicted after the warm-up; once more", f.PagesMissed)
+					makeWarm(t, path)
+					f = traceFile(t, path, c.command)
+				}
 				hit := 0.0
 				if f.PagesAccessed > 0 {
 					hit = 100 * float64(int64(f.PagesAccessed)-int64(f.PagesMissed)) / float64(f.PagesAccessed)
