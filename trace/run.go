@@ -104,8 +104,8 @@ func (s *session) load() error {
 		}
 		fileSeen = j.FileSeen
 	}
-	pc, err := pagecache.Load(pagecache.Options{Shared: shared, IOWaiting: sc.IOWaiting,
-		FillWaiting: sc.FillWaiting, FileSeen: fileSeen, BTF: kernel})
+	pc, err := pagecache.Load(pagecache.Options{Shared: shared, Waiting: sc.Waiting,
+		FileSeen: fileSeen, BTF: kernel})
 	if err != nil {
 		if j != nil {
 			j.Close()

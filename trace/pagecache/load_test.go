@@ -18,7 +18,7 @@ func TestLoadWithSharedMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	s, err := Load(Options{Shared: sc.Shared().Replacements(), IOWaiting: sc.IOWaiting})
+	s, err := Load(Options{Shared: sc.Shared().Replacements(), Waiting: sc.Waiting})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,10 @@ const SmallFilesPath = "[small files (<256 KiB), cache hits only]"
 var smallFiles = sensor.FileKey{}
 
 // drainPeriod is how often the reader looks for path records, which are
-// written without a wake-up (see wakeup_flags in pagecache.bpf.c).
+// written without a wake-up (see wakeup_flags in pagecache.bpf.c). It
+// does not slow down while the ring is idle, as the other rings' readers
+// do: a path record (a library mapped) can be what attaches the JIT
+// sensor's path probes, and every 50 ms of delay is lookups not seen.
 const drainPeriod = 50 * time.Millisecond
 
 type fileTimes struct {
@@ -32,6 +35,12 @@ type fileTimes struct {
 	io, miss                           int64
 	reread, shared                     uint64
 	fillWait                           int64
+}
+
+// polledFile is one file table entry as a poll read it.
+type polledFile struct {
+	key   sensor.FileKey
+	stats bpfpc.PagecacheFileStats
 }
 
 type fileAcc struct {
@@ -46,12 +55,10 @@ type Options struct {
 	// Shared are the scheduler object's maps by name (sched.Shared's
 	// Replacements).
 	Shared map[string]*ebpf.Map
-	// IOWaiting returns, at each poll, the I/O wait of ongoing off-CPU
-	// intervals by file (sched.Sensor.IOWaiting, polled first).
-	IOWaiting func() map[sensor.FileKey]int64
-	// FillWaiting is the same for waits inside fills
-	// (sched.Sensor.FillWaiting).
-	FillWaiting func() map[sensor.FileKey]int64
+	// Waiting returns, after each poll has read the file counters, the
+	// I/O waits and fill waits of ongoing off-CPU intervals by file that
+	// those counters cannot hold yet (sched.Sensor.Waiting, polled first).
+	Waiting func() (io, fill map[sensor.FileKey]int64)
 	// FileSeen, when set, is told the path of each file the first time a
 	// traced process reads or maps it. It is called from the reader
 	// goroutine.
@@ -84,6 +91,7 @@ type Sensor struct {
 
 	fileKeyBuf []bpfpc.PagecacheFileKey
 	fileBuf    []bpfpc.PagecacheFileStats
+	polled     []polledFile
 }
 
 // Load reads the mount table, loads and attaches the page-cache probes.
@@ -104,7 +112,7 @@ func Load(opts Options) (*Sensor, error) {
 		p.close()
 		return nil, err
 	}
-	if s.ring, err = sensor.StartRing(p.objs.Paths, drainPeriod, s.handle); err != nil {
+	if s.ring, err = sensor.StartRing(p.objs.Paths, drainPeriod, drainPeriod, s.handle); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -152,16 +160,9 @@ func (s *Sensor) handle(raw []byte) {
 // Poll reads the files' cumulative counters and adds their deltas to
 // sample.
 func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
-	var waiting map[sensor.FileKey]int64
-	if s.opts.IOWaiting != nil {
-		waiting = s.opts.IOWaiting()
-	}
-	var fillWaiting map[sensor.FileKey]int64
-	if s.opts.FillWaiting != nil {
-		fillWaiting = s.opts.FillWaiting()
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var waiting, fillWaiting map[sensor.FileKey]int64
 	fileSample := func(k sensor.FileKey, fs *bpfpc.PagecacheFileStats) {
 		acc := s.files[k]
 		if acc == nil {
@@ -183,11 +184,20 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			sample.Files = append(sample.Files, d)
 		}
 	}
+	// The counters first, then the ongoing waits they cannot hold yet
+	// (see sched.Sensor.Waiting).
+	s.polled = s.polled[:0]
 	err := sensor.ReadMap(s.p.objs.Files, s.fileKeyBuf, s.fileBuf, func(key bpfpc.PagecacheFileKey, fs *bpfpc.PagecacheFileStats) {
-		fileSample(sensor.FileKey{Dev: key.Dev, Ino: key.Ino}, fs)
+		s.polled = append(s.polled, polledFile{sensor.FileKey{Dev: key.Dev, Ino: key.Ino}, *fs})
 	})
 	if err != nil {
 		return fmt.Errorf("read file table: %w", err)
+	}
+	if s.opts.Waiting != nil {
+		waiting, fillWaiting = s.opts.Waiting()
+	}
+	for i := range s.polled {
+		fileSample(s.polled[i].key, &s.polled[i].stats)
 	}
 	smallPages, err := sensor.SumPerCPU(s.p.objs.SmallHits, 0)
 	if err != nil {

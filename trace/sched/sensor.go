@@ -29,8 +29,13 @@ const (
 )
 
 // drainPeriod is how often the reader looks for records written without
-// a wake-up (see wakeup_flags in sched.bpf.c).
-const drainPeriod = 50 * time.Millisecond
+// a wake-up (see wakeup_flags in sched.bpf.c); idleDrain how seldom, once
+// no process has forked, exec'd or exited for a while: nothing waits for
+// these records before the end of the run.
+const (
+	drainPeriod = 50 * time.Millisecond
+	idleDrain   = 400 * time.Millisecond
+)
 
 // threadTimes are one thread's cumulative times, ongoing intervals
 // included up to the poll.
@@ -56,6 +61,17 @@ type threadAcc struct {
 	fillOut, fillRunqOut int64
 }
 
+// ongoingWait is an off-CPU interval a thread was in at a poll: the
+// kernel charges it to its file only when the thread runs again, so the
+// poll projects it up to now.
+type ongoingWait struct {
+	slot     uint32
+	lastTs   uint64 // the switch out that began it
+	flags    uint32
+	file     sensor.FileKey
+	io, fill int64
+}
+
 type procAcc struct {
 	pid, ppid  int32
 	comm, exe  string
@@ -77,11 +93,9 @@ type Sensor struct {
 	threads   map[uint32]*threadAcc
 	procs     map[int32]*procAcc
 	seen      uint64
-	// waiting is the I/O wait of the ongoing off-CPU intervals at the last
-	// poll, by the file waited for.
-	waiting map[sensor.FileKey]int64
-	// fillWaiting is the same for waits inside page-cache fills.
-	fillWaiting map[sensor.FileKey]int64
+	// waits are the ongoing off-CPU intervals at the last poll that wait
+	// for a file (I/O wait, or a wait inside its fill).
+	waits []ongoingWait
 	// recycleErrs counts dead threads' slots that could not be freed.
 	recycleErrs int
 	recycleErr  error
@@ -107,7 +121,7 @@ func LoadBTF(kernel *btf.Cache) (*Sensor, error) {
 		p.close()
 		return nil, err
 	}
-	if s.ring, err = sensor.StartRing(p.objs.Events, drainPeriod, s.handle); err != nil {
+	if s.ring, err = sensor.StartRing(p.objs.Events, drainPeriod, idleDrain, s.handle); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -197,8 +211,7 @@ func (s *Sensor) proc(pid int32) *procAcc {
 func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	waiting := map[sensor.FileKey]int64{}
-	fillWaiting := map[sensor.FileKey]int64{}
+	var waits []ongoingWait
 	var dead []uint32 // slots
 	nslots, err := s.p.slotsInUse()
 	if err != nil {
@@ -216,6 +229,8 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		// its ongoing time counts until that switch.
 		if v.LastTs != 0 && now > v.LastTs && v.Flags&tfDead == 0 {
 			d := int64(now - v.LastTs)
+			w := ongoingWait{slot: slot, lastTs: v.LastTs, flags: v.Flags,
+				file: sensor.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}}
 			switch {
 			case v.Flags&tfOnCPU != 0:
 				cur.cpu += d
@@ -225,9 +240,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 				}
 			case v.Flags&tfOutIO != 0:
 				cur.io += d
-				if v.WaitFile.Ino != 0 {
-					waiting[sensor.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}] += d
-				}
+				w.io = d
 			case v.Flags&tfOutRunQ != 0:
 				cur.runq += d
 			default:
@@ -235,12 +248,13 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			}
 			if v.Flags&tfOutFill != 0 && v.Flags&tfOnCPU == 0 {
 				cur.fillWait += d
-				if v.WaitFile.Ino != 0 {
-					fillWaiting[sensor.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}] += d
-				}
+				w.fill = d
 				if v.Flags&tfOutRunQ != 0 {
 					cur.fillRunq += d
 				}
+			}
+			if w.file.Ino != 0 && (w.io > 0 || w.fill > 0) {
+				waits = append(waits, w)
 			}
 		}
 		acc := s.threads[v.Tid]
@@ -277,8 +291,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	if err != nil {
 		return fmt.Errorf("read thread table: %w", err)
 	}
-	s.waiting = waiting
-	s.fillWaiting = fillWaiting
+	s.waits = waits
 	// A dead thread's counters are final: free its slot for the next fork
 	// (the kernel writes a slot only while its task lives). A slot that
 	// cannot be pushed stays cleared and unused: the table has 65,536.
@@ -298,21 +311,32 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	return nil
 }
 
-// IOWaiting is, from the last poll, the I/O wait of the threads' ongoing
-// off-CPU intervals by the file they wait for: the kernel charges a wait
-// to its file only when the thread runs again.
-func (s *Sensor) IOWaiting() map[sensor.FileKey]int64 {
+// Waiting is, by file, the I/O waits and the waits inside page-cache
+// fills of the ongoing off-CPU intervals the last poll projected, less
+// those the kernel has charged since: call it after reading the file
+// counters. The kernel adds a wait to the thread and to its file when
+// the thread runs again; a wait that ended between the thread poll and
+// the file read is in the file's counter already, and projecting it
+// again would count it twice (and the poller's running maximum would
+// keep the excess for good). A thread whose slot still shows the same
+// switch out had not run again when the files were read.
+func (s *Sensor) Waiting() (io, fill map[sensor.FileKey]int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.waiting
-}
-
-// FillWaiting is, from the last poll, the waits inside page-cache fills
-// of the threads' ongoing off-CPU intervals by file, as IOWaiting.
-func (s *Sensor) FillWaiting() map[sensor.FileKey]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.fillWaiting
+	io, fill = map[sensor.FileKey]int64{}, map[sensor.FileKey]int64{}
+	var v bpfsched.SchedThread
+	for _, w := range s.waits {
+		if err := s.p.objs.Threads.Lookup(w.slot, &v); err != nil || v.LastTs != w.lastTs || v.Flags != w.flags {
+			continue
+		}
+		if w.io > 0 {
+			io[w.file] += w.io
+		}
+		if w.fill > 0 {
+			fill[w.file] += w.fill
+		}
+	}
+	return io, fill
 }
 
 // LivePIDs are the tracked processes that still have a thread that has
