@@ -57,8 +57,12 @@ type Conn struct {
 }
 
 // IsDownload applies the shared definition.
-func (c Conn) IsDownload() bool {
-	if c.Bytes < MinBytes || c.Receives == 0 {
+func (c Conn) IsDownload() bool { return c.Bytes >= MinBytes && c.downloadShaped() }
+
+// downloadShaped is the shared definition less its size: the traffic so
+// far is a download's (large receives, or far more received than sent).
+func (c Conn) downloadShaped() bool {
+	if c.Receives == 0 {
 		return false
 	}
 	large := c.Bytes/c.Receives >= MinMeanReceive && c.Bytes/MinMeanAsymmetry >= c.Sent

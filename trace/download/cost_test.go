@@ -21,10 +21,10 @@ import (
 const pidfdThread = unix.O_EXCL
 
 // receive connects to a local server that sends n messages of size
-// bytes, and reads them one receive each, on the calling thread. It
-// returns the bytes read; before it closes the connection, it calls
-// check.
-func receive(t *testing.T, n, size int, check func()) int {
+// bytes, and reads them one receive each, on the calling thread, each
+// answered with ack bytes. It returns the bytes read; before it closes
+// the connection, it calls check.
+func receive(t *testing.T, n, size, ack int, check func()) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -37,13 +37,13 @@ func receive(t *testing.T, n, size int, check func()) int {
 		}
 		defer c.Close()
 		msg := make([]byte, size)
-		ack := make([]byte, 1)
+		answer := make([]byte, ack)
 		for range n {
 			if _, err := c.Write(msg); err != nil {
 				return
 			}
 			// One message in flight, so that each receive returns one.
-			if _, err := c.Read(ack); err != nil {
+			if _, err := io.ReadFull(c, answer); err != nil {
 				return
 			}
 		}
@@ -53,15 +53,15 @@ func receive(t *testing.T, n, size int, check func()) int {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	buf := make([]byte, size)
+	buf := make([]byte, max(size, ack))
 	got := 0
 	for range n {
-		k, err := io.ReadFull(c, buf)
+		k, err := io.ReadFull(c, buf[:size])
 		got += k
 		if err != nil {
 			t.Fatalf("receive: %v", err)
 		}
-		if _, err := c.Write(buf[:1]); err != nil {
+		if _, err := c.Write(buf[:ack]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -156,7 +156,7 @@ func TestPerEventCost(t *testing.T) {
 				t.Errorf("%s: connections of this process: %+v", name, mine)
 			}
 		}
-		if got := receive(t, n, size, check); got != n*size {
+		if got := receive(t, n, size, 1, check); got != n*size {
 			t.Fatalf("read %d bytes, want %d", got, n*size)
 		}
 		c1, r1 := runStats(t, s.objs.OnRecv)
@@ -177,4 +177,49 @@ func TestPerEventCost(t *testing.T) {
 	perRun := float64(baseTime.Nanoseconds()) / float64(baseRuns)
 	extra := float64(total.Nanoseconds()) - perRun*float64(runs)
 	t.Logf("a tracked receive on its connection: about %.0f ns", perRun+extra/n)
+}
+
+// TestWriteHooksWaitForADownload: the tmpfs write probes (syscall
+// tracepoints, paid by every write on the machine) stay detached through
+// a ping-pong of small messages that passes tmpfsHookBytes, and attach at
+// the first poll after a connection shaped like a download passes it.
+func TestWriteHooksWaitForADownload(t *testing.T) {
+	testenv.RequireTracing(t)
+	shared := sharedMaps(t)
+	s, err := Open(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	fd, err := unix.PidfdOpen(unix.Gettid(), pidfdThread)
+	if err != nil {
+		t.Skipf("pidfd of a thread: %v", err)
+	}
+	defer unix.Close(fd)
+	st := bpfdl.DownloadTstate{Slot: 1, Tgid: uint32(unix.Getpid())}
+	if err := shared.TaskStates.Update(uint32(fd), &st, ebpf.UpdateAny); err != nil {
+		t.Fatalf("track this thread: %v", err)
+	}
+	defer shared.TaskStates.Delete(uint32(fd))
+	poll := func() {
+		if err := s.Poll(monotonicNS(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 64-byte messages answered in kind: 2.5 MiB received, as much sent.
+	const n, size = 40000, 64
+	receive(t, n, size, size, poll)
+	if s.writeHooks {
+		t.Fatalf("a ping-pong of %d-byte messages (%d bytes each way) attached the tmpfs write probes", size, n*size)
+	}
+	// A small request, a large answer: 2 MiB in 64 KiB receives.
+	receive(t, 32, 64<<10, 1, poll)
+	if !s.writeHooks {
+		t.Fatal("a 2 MiB download-shaped receive did not attach the tmpfs write probes")
+	}
 }

@@ -161,11 +161,14 @@ func (s *Sensor) Start() error {
 	return nil
 }
 
-// tmpfsHookBytes is what a tracked connection receives before the
-// tmpfs write probes are attached: they run at every write(2) on the
-// machine (90 ns each, measured with bpf_stats under load), a cost a run
-// without downloads should not pay. A download into tmpfs is linked from
-// the first poll after that on; its earlier writes are not counted.
+// tmpfsHookBytes is what a tracked connection receives, shaped like a
+// download (Conn.downloadShaped), before the tmpfs write probes are
+// attached: they run at every write(2) on the machine (90 ns each,
+// measured with bpf_stats under load, and any syscalls tracepoint puts
+// every task's syscalls on the slow path), a cost a run without downloads
+// should not pay — nor a conversation of small messages, which passes
+// 1 MiB within a second. A download into tmpfs is linked from the first
+// poll after that on; its earlier writes are not counted.
 const tmpfsHookBytes = 1 << 20
 
 // attachWriteHooks attaches the tmpfs write probes, once.
@@ -254,7 +257,8 @@ func (s *Sensor) Begin(startMono uint64) { s.startMono = startMono }
 // become, downloads keep their progress, so chatter over a long run
 // costs no memory; one that qualifies late gets its earlier bytes in its
 // first sample. Poll also attaches the tmpfs write probes once a
-// connection received tmpfsHookBytes, and names the files being written.
+// connection shaped like a download received tmpfsHookBytes, and names
+// the files being written.
 func (s *Sensor) Poll(nowMono uint64, _ *record.Sample) error {
 	var sk uint64
 	var raw bpfdl.DownloadConn
@@ -264,8 +268,8 @@ func (s *Sensor) Poll(nowMono uint64, _ *record.Sample) error {
 		if raw.Bytes == 0 {
 			continue
 		}
-		hooks = hooks || raw.Bytes >= tmpfsHookBytes
 		c := decodeConn(&raw)
+		hooks = hooks || (c.Bytes >= tmpfsHookBytes && c.downloadShaped())
 		k := ConnKey{c.Sk, c.ID}
 		if c.Bytes >= MinBytes && !c.IsDownload() {
 			delete(s.progress, k)
