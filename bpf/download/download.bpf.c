@@ -297,8 +297,7 @@ static __always_inline void report_closed(struct conn *c)
 		return;
 	c->closed = 1;
 	/* One event per connection: wake the reader only when it is filling. */
-	__u64 flags = bpf_ringbuf_query(&closed_conns, BPF_RB_AVAIL_DATA) > (64 << 10) ? 0 : BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&closed_conns, c, sizeof(*c), flags))
+	if (bpf_ringbuf_output(&closed_conns, c, sizeof(*c), ring_wakeup(&closed_conns)))
 		count_net_lost(DL_RINGBUF);
 }
 

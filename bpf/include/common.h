@@ -140,6 +140,15 @@ static __always_inline void count_lost(enum lost_kind kind)
 		*v += 1;
 }
 
+/* The wake-up flag for a record submitted to ring: none while the ring is
+ * less than half full (user space drains it on a timer anyway: a wake-up
+ * costs microseconds, an IPI on a VM), a wake-up once it is. Relative to
+ * the ring's size, which user space may shrink at load time. */
+static __always_inline __u64 ring_wakeup(void *ring)
+{
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 2 ? 0 : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline struct tstate *task_state(struct task_struct *task)
 {
 	return bpf_task_storage_get(&task_states, task, 0, 0);

@@ -68,12 +68,11 @@ struct {
 	__type(value, struct path_event);
 } path_scratch SEC(".maps");
 
-/* Waking the reader costs microseconds (an IPI on a VM); a file-heavy
- * start-up sends thousands of events. User space drains the
- * buffer every 50 ms anyway, so wake it only when the buffer fills up. */
+/* A file-heavy start-up sends thousands of events: wake the reader only
+ * when the buffer fills up (ring_wakeup). */
 static __always_inline __u64 wakeup_flags(void)
 {
-	return bpf_ringbuf_query(&paths, BPF_RB_AVAIL_DATA) > (1 << 20) ? 0 : BPF_RB_NO_WAKEUP;
+	return ring_wakeup(&paths);
 }
 
 /* A filter in front of the file table: bit h(key) is set once the key

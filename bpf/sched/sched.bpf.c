@@ -75,12 +75,11 @@ struct {
 	__type(value, __u32);
 } next_slot SEC(".maps");
 
-/* Waking the reader costs microseconds (an IPI on a VM); a fork storm
- * sends thousands of events. User space drains the buffer every 50 ms
- * anyway, so wake it only when the buffer fills up. */
+/* A fork storm sends thousands of events: wake the reader only when the
+ * buffer fills up (ring_wakeup). */
 static __always_inline __u64 wakeup_flags(void)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (1 << 20) ? 0 : BPF_RB_NO_WAKEUP;
+	return ring_wakeup(&events);
 }
 
 /* Syscalls whose I/O waits are not page-cache reads: their iowait is not

@@ -224,8 +224,9 @@ func (e *Sensor) start() error {
 	// Started last: nothing above needs the lock.
 	// File records do not always wake the reader (see jit.bpf.c): it
 	// polls for them too, every 50 ms like the other rings (20 ms was 0.3%
-	// of a core in a long run; plain opens no longer come this way).
-	if e.ring, err = sensor.StartRing(e.objs.JitEvents, 50*time.Millisecond, e.handleLocked); err != nil {
+	// of a core in a long run; plain opens no longer come this way), and
+	// every 400 ms while none come: the first record of a burst wakes it.
+	if e.ring, err = sensor.StartRing(e.objs.JitEvents, 50*time.Millisecond, 400*time.Millisecond, e.handleLocked); err != nil {
 		return err
 	}
 	return nil

@@ -14,7 +14,12 @@ import (
 
 // Ring reads one BPF ring buffer on its own goroutine and hands each
 // record to a handler. Records written without a wake-up are found by
-// waking every period anyway.
+// waking every period anyway; while the ring stays empty the wait doubles
+// up to idle (the Go runtime's timer wake-ups were a third of coldtrace's
+// CPU in a long, quiet run), and the first record brings it back. The
+// probes wake the reader when a ring is half full (ring_wakeup in
+// bpf/include/common.h), so a long wait cannot lose records; it only
+// delays them.
 type Ring struct {
 	rd      *ringbuf.Reader
 	flushed chan struct{}
@@ -24,29 +29,33 @@ type Ring struct {
 }
 
 // StartRing opens a reader on m and calls handle for each record from a
-// new goroutine until Close. handle must not keep raw after it returns.
-func StartRing(m *ebpf.Map, period time.Duration, handle func(raw []byte)) (*Ring, error) {
+// new goroutine until Close, looking every period, or up to every idle
+// while the ring stays empty. handle must not keep raw after it returns.
+func StartRing(m *ebpf.Map, period, idle time.Duration, handle func(raw []byte)) (*Ring, error) {
 	rd, err := ringbuf.NewReader(m)
 	if err != nil {
 		return nil, fmt.Errorf("open ring buffer %s: %w", m, err)
 	}
 	r := &Ring{rd: rd, flushed: make(chan struct{}, 1), done: make(chan struct{})}
-	go r.read(period, handle)
+	go r.read(period, max(idle, period), handle)
 	return r, nil
 }
 
-func (r *Ring) read(period time.Duration, handle func([]byte)) {
+func (r *Ring) read(period, idle time.Duration, handle func([]byte)) {
 	defer close(r.done)
 	var rec ringbuf.Record
+	wait := period
 	for {
-		r.rd.SetDeadline(time.Now().Add(period))
+		r.rd.SetDeadline(time.Now().Add(wait))
 		err := r.rd.ReadInto(&rec)
 		switch {
 		case err == nil:
 			handle(rec.RawSample)
+			wait = period
 		case errors.Is(err, ringbuf.ErrClosed):
 			return
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			wait = min(2*wait, idle)
 		case errors.Is(err, ringbuf.ErrFlushed):
 			select {
 			case r.flushed <- struct{}{}:
