@@ -91,14 +91,27 @@ func checkPageCache(ctx context.Context, a actor.Actor, dir string) (out []Check
 	}
 	// The warm read must miss exactly the pages that are not cached just
 	// before it: none, unless memory pressure or DAMON took some back in
-	// between, which cachestat tells.
+	// between, which cachestat tells. Between that look and the read lies
+	// the traced run's start (half a second on a slow VM), in which a VM
+	// whose host takes its free memory back can lose a few pages more: a
+	// warm read that misses more than cachestat said is done once again.
+	var second record.File
 	var wantWarm uint64
-	if st, probs := residency.Stat(a, []string{path}); len(probs) == 0 && len(st) == 1 && st[0].Known && st[0].Cached < testFilePages {
-		wantWarm = testFilePages - st[0].Cached
-	}
-	second, err := tracedRead(ctx, a, path)
-	if err != nil {
-		return append(out, Check{Status: Fail, Name: name, Detail: err.Error(), Lacks: lacks})
+	var retried string
+	for try := 1; try <= 2; try++ {
+		wantWarm = 0
+		if st, probs := residency.Stat(a, []string{path}); len(probs) == 0 && len(st) == 1 && st[0].Known && st[0].Cached < testFilePages {
+			wantWarm = testFilePages - st[0].Cached
+		}
+		second, err = tracedRead(ctx, a, path)
+		if err != nil {
+			return append(out, Check{Status: Fail, Name: name, Detail: err.Error(), Lacks: lacks})
+		}
+		if second.PagesMissed <= wantWarm || try == 2 {
+			break
+		}
+		retried = fmt.Sprintf(" (read again: the first warm read missed %d pages where %d were not cached just before it: evicted while the trace started)",
+			second.PagesMissed, wantWarm)
 	}
 	check := func(what string, f record.File, wantMissed uint64) Check {
 		c := Check{Status: OK, Name: fmt.Sprintf("page cache, %s read of a %d-page file in %s", what, testFilePages, abs),
@@ -114,8 +127,9 @@ func checkPageCache(ctx context.Context, a actor.Actor, dir string) (out []Check
 	} else {
 		out = append(out, check("first", first, 0))
 	}
-	out = append(out, check("warm", second, wantWarm))
-	return out
+	warm := check("warm", second, wantWarm)
+	warm.Detail += retried
+	return append(out, warm)
 }
 
 // writeTestFile writes size bytes to a new file in dir, readable by the

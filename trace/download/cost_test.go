@@ -69,6 +69,42 @@ func receive(t *testing.T, n, size, ack int, check func()) int {
 	return got
 }
 
+// startSensor opens and starts the download sensor on maps standing in
+// for the core's; both are closed when the test ends.
+func startSensor(t *testing.T) (*Sensor, Shared) {
+	t.Helper()
+	shared := sharedMaps(t)
+	s, err := Open(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return s, shared
+}
+
+// trackThread puts the calling thread, which the caller has locked to its
+// goroutine, into the tracked set (slot 1) until the returned function
+// runs.
+func trackThread(t *testing.T, shared Shared) (untrack func()) {
+	t.Helper()
+	fd, err := unix.PidfdOpen(unix.Gettid(), pidfdThread)
+	if err != nil {
+		t.Skipf("pidfd of a thread: %v", err)
+	}
+	st := bpfdl.DownloadTstate{Slot: 1, Tgid: uint32(unix.Getpid())}
+	if err := shared.TaskStates.Update(uint32(fd), &st, ebpf.UpdateAny); err != nil {
+		unix.Close(fd)
+		t.Fatalf("track this thread: %v", err)
+	}
+	return func() {
+		shared.TaskStates.Delete(uint32(fd))
+		unix.Close(fd)
+	}
+}
+
 // runStats is one program's run count and time so far.
 func runStats(t *testing.T, p *ebpf.Program) (uint64, time.Duration) {
 	st, err := p.Stats()
@@ -90,15 +126,7 @@ func TestPerEventCost(t *testing.T) {
 		t.Fatalf("enable bpf_stats: %v", err)
 	}
 	defer stats.Close()
-	shared := sharedMaps(t)
-	s, err := Open(shared)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	s, shared := startSensor(t)
 	const n, size = 20000, 64
 
 	// An empty program on the same tracepoint: what bpf_stats itself
@@ -120,16 +148,7 @@ func TestPerEventCost(t *testing.T) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		if tracked {
-			fd, err := unix.PidfdOpen(unix.Gettid(), pidfdThread)
-			if err != nil {
-				t.Skipf("pidfd of a thread: %v", err)
-			}
-			defer unix.Close(fd)
-			st := bpfdl.DownloadTstate{Slot: 1, Tgid: uint32(unix.Getpid())}
-			if err := shared.TaskStates.Update(uint32(fd), &st, ebpf.UpdateAny); err != nil {
-				t.Fatalf("track this thread: %v", err)
-			}
-			defer shared.TaskStates.Delete(uint32(fd))
+			defer trackThread(t, shared)()
 		}
 		c0, r0 := runStats(t, s.objs.OnRecv)
 		sc0, sr0 := runStats(t, s.objs.OnSend)
@@ -185,27 +204,10 @@ func TestPerEventCost(t *testing.T) {
 // the first poll after a connection shaped like a download passes it.
 func TestWriteHooksWaitForADownload(t *testing.T) {
 	testenv.RequireTracing(t)
-	shared := sharedMaps(t)
-	s, err := Open(shared)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	s, shared := startSensor(t)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	fd, err := unix.PidfdOpen(unix.Gettid(), pidfdThread)
-	if err != nil {
-		t.Skipf("pidfd of a thread: %v", err)
-	}
-	defer unix.Close(fd)
-	st := bpfdl.DownloadTstate{Slot: 1, Tgid: uint32(unix.Getpid())}
-	if err := shared.TaskStates.Update(uint32(fd), &st, ebpf.UpdateAny); err != nil {
-		t.Fatalf("track this thread: %v", err)
-	}
-	defer shared.TaskStates.Delete(uint32(fd))
+	defer trackThread(t, shared)()
 	poll := func() {
 		if err := s.Poll(monotonicNS(), nil); err != nil {
 			t.Fatal(err)

@@ -176,15 +176,7 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	shared := sharedMaps(t)
-	s, err := Open(shared)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	s, shared := startSensor(t)
 
 	stopPolls, polled := make(chan struct{}), make(chan error, 1)
 	go func() {
