@@ -68,13 +68,6 @@ struct {
 	__type(value, struct path_event);
 } path_scratch SEC(".maps");
 
-/* A file-heavy start-up sends thousands of events: wake the reader only
- * when the buffer fills up (ring_wakeup). */
-static __always_inline __u64 wakeup_flags(void)
-{
-	return ring_wakeup(&paths);
-}
-
 /* A filter in front of the file table: bit h(key) is set once the key
  * has an entry, so the common small-file hit (no entry) skips the hash
  * lookup. A set bit only means "look it up". */
@@ -285,7 +278,7 @@ static __always_inline void emit_path(struct inode *inode, __u32 dev, __u64 ino,
 	__u64 size = offsetof(struct path_event, names) + off;
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
-	if (bpf_ringbuf_output(&paths, ev, size, wakeup_flags()))
+	if (bpf_ringbuf_output(&paths, ev, size, ring_wakeup(&paths)))
 		count_lost(LOST_RINGBUF);
 }
 

@@ -75,13 +75,6 @@ struct {
 	__type(value, __u32);
 } next_slot SEC(".maps");
 
-/* A fork storm sends thousands of events: wake the reader only when the
- * buffer fills up (ring_wakeup). */
-static __always_inline __u64 wakeup_flags(void)
-{
-	return ring_wakeup(&events);
-}
-
 /* Syscalls whose I/O waits are not page-cache reads: their iowait is not
  * put on the last file read. */
 static __always_inline bool syncs_files(long id)
@@ -235,7 +228,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		fill_comm(ev->comm, child);
 		ev->filename[0] = 0;
 		ev->args_len = 0;
-		bpf_ringbuf_submit(ev, wakeup_flags());
+		bpf_ringbuf_submit(ev, ring_wakeup(&events));
 	}
 	return 0;
 }
@@ -272,7 +265,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	ev->pad2 = 0;
 	if (len && bpf_probe_read_user(ev->args, len, (void *)start) == 0)
 		ev->args_len = len;
-	bpf_ringbuf_submit(ev, wakeup_flags());
+	bpf_ringbuf_submit(ev, ring_wakeup(&events));
 	return 0;
 }
 
@@ -302,6 +295,6 @@ int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 	fill_comm(ev->comm, p);
 	ev->filename[0] = 0;
 	ev->args_len = 0;
-	bpf_ringbuf_submit(ev, wakeup_flags());
+	bpf_ringbuf_submit(ev, ring_wakeup(&events));
 	return 0;
 }

@@ -24,7 +24,7 @@ const SmallFilesPath = "[small files (<256 KiB), cache hits only]"
 var smallFiles = sensor.FileKey{}
 
 // drainPeriod is how often the reader looks for path records, which are
-// written without a wake-up (see wakeup_flags in pagecache.bpf.c). It
+// written without a wake-up (see ring_wakeup in bpf/include/common.h). It
 // does not slow down while the ring is idle, as the other rings' readers
 // do: a path record (a library mapped) can be what attaches the JIT
 // sensor's path probes, and every 50 ms of delay is lookups not seen.

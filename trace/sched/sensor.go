@@ -29,7 +29,7 @@ const (
 )
 
 // drainPeriod is how often the reader looks for records written without
-// a wake-up (see wakeup_flags in sched.bpf.c); idleDrain how seldom, once
+// a wake-up (see ring_wakeup in bpf/include/common.h); idleDrain how seldom, once
 // no process has forked, exec'd or exited for a while: nothing waits for
 // these records before the end of the run.
 const (
