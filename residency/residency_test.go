@@ -137,11 +137,22 @@ func TestEvictStatusPrefetch(t *testing.T) {
 	if len(probs) != 0 || len(plan.Files) != 1 {
 		t.Fatalf("PlanPrefetch: %+v %v", plan, probs)
 	}
-	if p := plan.Files[0]; !p.Known || p.MissingBytes != size-f.CachedBytes || len(p.Missing) == 0 || p.Missing[0].Off < size/2-size/100 {
-		t.Fatalf("plan: %+v (status said %d cached)", p, f.CachedBytes)
+	// The plan is the second half, and any page of the first half the
+	// machine took back since the read (DAMON, memory pressure: seen
+	// here, a few pages): what status counted as not cached.
+	p := plan.Files[0]
+	var secondHalf int64
+	for _, r := range p.Missing {
+		if end := r.Off + r.Len; end > size/2 {
+			secondHalf += end - max(r.Off, size/2)
+		}
+	}
+	if !p.Known || p.MissingBytes != size-f.CachedBytes || secondHalf < size/2-size/100 {
+		t.Fatalf("plan: %+v, %d bytes of the second half (status said %d cached)", p, secondHalf, f.CachedBytes)
 	}
 
 	var last Progress
+	reclaimed := testenv.FileReclaim(t)
 	before := readIOBytes(t)
 	res := Prefetch(context.Background(), Self{}, plan, Options{OnProgress: func(p Progress) { last = p }})
 	fromDisk := readIOBytes(t) - before
@@ -159,12 +170,16 @@ func TestEvictStatusPrefetch(t *testing.T) {
 		t.Errorf("prefetch caused %d bytes of disk reads for %d missing", fromDisk, plan.MissingBytes)
 	}
 	t.Logf("prefetch: %d bytes read, %d from disk, %.0f MB/s", res.ReadBytes, fromDisk, float64(res.ReadBytes)/res.Elapsed.Seconds()/1e6)
-	if f := statOneFile(t, Self{}, path); f.Cached != f.Pages {
-		t.Errorf("after prefetch: %+v", f)
-	}
-	// Nothing is missing now: a second plan reads nothing.
-	if plan2, _ := PlanPrefetch(Self{}, []string{path}); plan2.MissingBytes != 0 {
-		t.Errorf("second plan: %+v", plan2)
+	// The whole file is cached now, and a second plan reads nothing:
+	// but for pages the machine took back since (DAMON pages out file
+	// pages it finds idle; seen here: 58 pages within a second, with
+	// 22 GB free).
+	f = statOneFile(t, Self{}, path)
+	plan2, _ := PlanPrefetch(Self{}, []string{path})
+	if gone := reclaimed(); f.Pages-f.Cached > gone || uint64(plan2.MissingBytes)/uint64(pageSize) > gone {
+		t.Errorf("after prefetch: %+v; second plan %+v (the machine reclaimed %d file pages meanwhile)", f, plan2, gone)
+	} else if f.Cached != f.Pages {
+		t.Logf("after prefetch: %d pages not cached, of %d the machine reclaimed meanwhile", f.Pages-f.Cached, gone)
 	}
 }
 

@@ -205,13 +205,22 @@ func TestPagesAccessedOncePerRead(t *testing.T) {
 				if f.PagesAccessed > 0 {
 					hit = 100 * float64(int64(f.PagesAccessed)-int64(f.PagesMissed)) / float64(f.PagesAccessed)
 				}
-				t.Logf("accessed %d, missed %d (file %d pages, read %d times): hit %.1f%%", f.PagesAccessed, f.PagesMissed, filePages, c.reads, hit)
+				t.Logf("accessed %d, missed %d, re-read %d, evicted %d (file %d pages, read %d times): hit %.1f%%",
+					f.PagesAccessed, f.PagesMissed, f.PagesReread, f.PagesEvicted, filePages, c.reads, hit)
 				want := c.reads * filePages
 				if f.PagesAccessed < want-c.reads || f.PagesAccessed > want {
 					t.Errorf("pages accessed %d, want %d times the file's %d", f.PagesAccessed, c.reads, filePages)
 				}
-				if cold && (f.PagesMissed < filePages-1 || f.PagesMissed > filePages) {
-					t.Errorf("cold: pages missed %d, want the file's %d (the first read's hit 0%%)", f.PagesMissed, filePages)
+				// A page read ahead, taken back by the machine (DAMON, memory
+				// pressure) before it was read and read again is missed
+				// twice: seen in CI, one page. The sensor counts those
+				// re-reads, and each needs an eviction seen in the run.
+				if f.PagesReread > f.PagesEvicted {
+					t.Errorf("%d pages re-read but only %d evicted during the run", f.PagesReread, f.PagesEvicted)
+				}
+				if first := f.PagesMissed - min(f.PagesReread, f.PagesMissed); cold && (first < filePages-1 || first > filePages) {
+					t.Errorf("cold: pages missed %d (%d re-read after eviction), want the file's %d (the first read's hit 0%%)",
+						f.PagesMissed, f.PagesReread, filePages)
 				}
 				if !cold && f.PagesMissed != 0 {
 					t.Errorf("warm: pages missed %d, want 0 (hit 100%%)", f.PagesMissed)
