@@ -296,4 +296,11 @@ type SelfCost struct {
 	MaxRSSBytes  uint64 `json:"max_rss_bytes"`
 	EventsSeen   uint64 `json:"events_seen"`
 	BPFRunTimeNS uint64 `json:"bpf_run_time_ns,omitempty"`
+	// SwitchInsUnseen counts switches to a traced thread that its
+	// sched_switch program never saw: the thread was switched out twice
+	// in a row (under CPU contention, a few per thousand switches on
+	// the kernels measured). Each such interval was split into its wait
+	// and its run by the kernel's own on-CPU clock of the thread, so
+	// thread times stay whole; only the wait's start is approximate.
+	SwitchInsUnseen uint64 `json:"switch_ins_unseen,omitempty"`
 }

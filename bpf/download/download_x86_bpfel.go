@@ -68,13 +68,13 @@ type DownloadRxSlot struct {
 }
 
 type DownloadThread struct {
-	_        structs.HostLayout
-	Tid      uint32
-	Tgid     uint32
-	Flags    uint32
-	Pad      uint32
-	LastTs   uint64
-	WaitFile struct {
+	_         structs.HostLayout
+	Tid       uint32
+	Tgid      uint32
+	Flags     uint32
+	UnseenIns uint32
+	LastTs    uint64
+	WaitFile  struct {
 		_   structs.HostLayout
 		Dev uint32
 		Pad uint32
@@ -89,6 +89,7 @@ type DownloadThread struct {
 	FillWaitNs uint64
 	FillRunqNs uint64
 	FillMark   uint64
+	ExecNs     uint64
 }
 
 type DownloadTstate struct {

@@ -107,7 +107,7 @@ type EvictThread struct {
 	Tid        uint32
 	Tgid       uint32
 	Flags      uint32
-	Pad        uint32
+	UnseenIns  uint32
 	LastTs     uint64
 	WaitFile   EvictFileKey
 	CpuNs      uint64
@@ -119,6 +119,7 @@ type EvictThread struct {
 	FillWaitNs uint64
 	FillRunqNs uint64
 	FillMark   uint64
+	ExecNs     uint64
 }
 
 type EvictTstate struct {

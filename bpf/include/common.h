@@ -84,7 +84,10 @@ struct thread {
 	__u32 tid; /* 0: free slot */
 	__u32 tgid;
 	__u32 flags;
-	__u32 pad;
+	/* Switch-ins the sched_switch program did not see (under load, a
+	 * thread is sometimes switched out twice in a row: cause not found).
+	 * The interval since the last switch out is then split by exec_ns. */
+	__u32 unseen_ins;
 	__u64 last_ts; /* last switch in (on CPU) or out (off CPU) */
 	struct file_key wait_file; /* file blocked on (I/O wait, or a wait inside its fill) at the last switch out */
 	__u64 cpu_ns;
@@ -102,6 +105,10 @@ struct thread {
 	 * ongoing part, as it does for cpu_ns, so that a long fill is not
 	 * seen as CPU in one interval and as fill in the next. */
 	__u64 fill_mark;
+	/* The kernel's own on-CPU clock of the thread (se.sum_exec_runtime)
+	 * at its last switch out: what splits an interval whose switch in
+	 * was not seen into its wait and its run. */
+	__u64 exec_ns;
 };
 
 struct {

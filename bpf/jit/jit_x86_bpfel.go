@@ -99,13 +99,13 @@ type JitRootPrefix struct {
 }
 
 type JitThread struct {
-	_        structs.HostLayout
-	Tid      uint32
-	Tgid     uint32
-	Flags    uint32
-	Pad      uint32
-	LastTs   uint64
-	WaitFile struct {
+	_         structs.HostLayout
+	Tid       uint32
+	Tgid      uint32
+	Flags     uint32
+	UnseenIns uint32
+	LastTs    uint64
+	WaitFile  struct {
 		_   structs.HostLayout
 		Dev uint32
 		Pad uint32
@@ -120,6 +120,7 @@ type JitThread struct {
 	FillWaitNs uint64
 	FillRunqNs uint64
 	FillMark   uint64
+	ExecNs     uint64
 }
 
 type JitTstate struct {

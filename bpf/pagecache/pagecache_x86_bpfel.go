@@ -103,7 +103,7 @@ type PagecacheThread struct {
 	Tid        uint32
 	Tgid       uint32
 	Flags      uint32
-	Pad        uint32
+	UnseenIns  uint32
 	LastTs     uint64
 	WaitFile   PagecacheFileKey
 	CpuNs      uint64
@@ -115,6 +115,7 @@ type PagecacheThread struct {
 	FillWaitNs uint64
 	FillRunqNs uint64
 	FillMark   uint64
+	ExecNs     uint64
 }
 
 type PagecacheTstate struct {

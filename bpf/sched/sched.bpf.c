@@ -90,6 +90,34 @@ static __always_inline bool syncs_files(long id)
 	return writes_files(id);
 }
 
+/* The wait of d ns that ends when t is switched in, by the kind its
+ * switch out recorded. */
+static __always_inline void charge_wait(struct thread *t, __u64 d)
+{
+	if (t->flags & TF_OUT_IOWAIT) {
+		t->iowait_ns += d;
+		if (t->wait_file.ino) {
+			struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
+			if (fs)
+				__sync_fetch_and_add(&fs->iowait_ns, d);
+		}
+	} else if (t->flags & TF_OUT_RUNNABLE) {
+		t->runq_ns += d;
+	} else {
+		t->other_ns += d;
+	}
+	if (t->flags & TF_OUT_FILL) {
+		t->fill_wait_ns += d;
+		if (t->flags & TF_OUT_RUNNABLE)
+			t->fill_runq_ns += d;
+		if (t->wait_file.ino) {
+			struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
+			if (fs)
+				__sync_fetch_and_add(&fs->fill_wait_ns, d);
+		}
+	}
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
@@ -97,8 +125,35 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct tstate *s = task_state(prev);
 	struct thread *t = s ? slot_thread(s) : NULL;
 	if (s && t) {
-		if ((t->flags & TF_ON_CPU) && now > t->last_ts)
+		/* The scheduler has brought the clock up to date before the
+		 * switch (update_curr). */
+		__u64 exec = prev->se.sum_exec_runtime;
+		if ((t->flags & TF_ON_CPU) && now > t->last_ts) {
 			t->cpu_ns += now - t->last_ts;
+		} else if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts) {
+			/* Switched out, yet its switch in was not seen: under
+			 * load this kernel sometimes runs a thread without a
+			 * sched_switch to it reaching the program (measured: a
+			 * few per thousand switches beside busy loops; not a
+			 * recursion miss). The interval since the switch out was
+			 * a wait, then a run: the kernel's on-CPU clock of the
+			 * thread tells how long the run was. (It is also how a
+			 * thread seeded from user space, its state unknown,
+			 * comes to its first switch out.) */
+			__u64 d = now - t->last_ts;
+			__u64 run = exec > t->exec_ns ? exec - t->exec_ns : 0;
+			if (run > d)
+				run = d;
+			t->cpu_ns += run;
+			if (d > run)
+				charge_wait(t, d - run);
+			if (t->flags & (TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL) || t->switches)
+				t->unseen_ins++;
+			/* The fill's CPU is the run, not the wait. */
+			if (s->mark_ts < now - run)
+				s->mark_ts = now - run;
+		}
+		t->exec_ns = exec;
 		bool iowait = BPF_CORE_READ_BITFIELD(prev, in_iowait);
 		/* A fill interval stops while the thread is off the CPU; its
 		 * waits, other than for I/O, still belong to the fill: a warm
@@ -136,31 +191,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	s = task_state(next);
 	t = s ? slot_thread(s) : NULL;
 	if (s && t) {
-		if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts) {
-			__u64 d = now - t->last_ts;
-			if (t->flags & TF_OUT_IOWAIT) {
-				t->iowait_ns += d;
-				if (t->wait_file.ino) {
-					struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
-					if (fs)
-						__sync_fetch_and_add(&fs->iowait_ns, d);
-				}
-			} else if (t->flags & TF_OUT_RUNNABLE) {
-				t->runq_ns += d;
-			} else {
-				t->other_ns += d;
-			}
-			if (t->flags & TF_OUT_FILL) {
-				t->fill_wait_ns += d;
-				if (t->flags & TF_OUT_RUNNABLE)
-					t->fill_runq_ns += d;
-				if (t->wait_file.ino) {
-					struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
-					if (fs)
-						__sync_fetch_and_add(&fs->fill_wait_ns, d);
-				}
-			}
-		}
+		if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts)
+			charge_wait(t, now - t->last_ts);
 		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL)) | TF_ON_CPU;
 		t->last_ts = now;
 		s->mark_ts = now;

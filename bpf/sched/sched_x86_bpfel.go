@@ -91,7 +91,7 @@ type SchedThread struct {
 	Tid        uint32
 	Tgid       uint32
 	Flags      uint32
-	Pad        uint32
+	UnseenIns  uint32
 	LastTs     uint64
 	WaitFile   SchedFileKey
 	CpuNs      uint64
@@ -103,6 +103,7 @@ type SchedThread struct {
 	FillWaitNs uint64
 	FillRunqNs uint64
 	FillMark   uint64
+	ExecNs     uint64
 }
 
 type SchedThreadFlag uint32

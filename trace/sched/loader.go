@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -96,7 +98,7 @@ func (p *probes) attach() error {
 // from then on by the kernel side. Its counters take slot 0 of the thread
 // array; its task storage is written through a pidfd.
 func (p *probes) seed(tid int, nowNS uint64) error {
-	t := bpfsched.SchedThread{Tid: uint32(tid), Tgid: uint32(tid), LastTs: nowNS}
+	t := bpfsched.SchedThread{Tid: uint32(tid), Tgid: uint32(tid), LastTs: nowNS, ExecNs: execNS(tid, tid)}
 	if err := p.objs.Threads.Update(uint32(0), &t, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("track pid %d: %w", tid, err)
 	}
@@ -140,4 +142,24 @@ func (p *probes) close() error {
 	p.links = nil
 	keep(p.objs.Close())
 	return first
+}
+
+// execNS is the kernel's on-CPU clock of thread tid of pid so far
+// (sum_exec_runtime, the first field of schedstat), or 0 if it cannot be
+// read. A seeded thread's first switch out splits the time since the
+// seed with it; 0 counts all of it as CPU.
+func execNS(pid, tid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }

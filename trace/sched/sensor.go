@@ -59,6 +59,9 @@ type threadAcc struct {
 	// fillOut and fillRunqOut are the fill waits reported so far (capped
 	// per interval as the deltas are).
 	fillOut, fillRunqOut int64
+	// unseenIns is the kernel's count of the thread's switch-ins the
+	// program did not see (its intervals repaired in the kernel).
+	unseenIns uint32
 }
 
 // ongoingWait is an off-CPU interval a thread was in at a poll: the
@@ -272,9 +275,10 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		// that sees TF_DEAD has the final counters; a torn copy of a live
 		// slot can only project an interval twice, and maxT keeps each
 		// counter's largest value: torn reads over-count until the next
-		// poll, they never lose time. The thread time lost under load
-		// (README Limitations) has another cause, not yet found.
+		// poll, they never lose time. (Switch-ins the kernel never shows
+		// the program are repaired there: README Limitations.)
 		acc.prev = maxT(acc.prev, cur)
+		acc.unseenIns = max(acc.unseenIns, v.UnseenIns)
 		d.miss = sub(min(acc.prev.miss, acc.prev.cpu), acc.missOut)
 		acc.missOut += d.miss
 		acc.fillOut += d.fillWait
@@ -407,6 +411,7 @@ func (s *Sensor) Close() error {
 
 func (s *Sensor) fill(r *record.Record) {
 	for _, th := range s.threads {
+		r.Self.SwitchInsUnseen += uint64(th.unseenIns)
 		if th.comm == "" {
 			if p := s.procs[th.pid]; p != nil {
 				th.comm = p.comm
