@@ -93,9 +93,18 @@ const (
 	// is smaller than the drift, or the B runs' median lies within the
 	// range of the A runs.
 	NoDifference Kind = "no_difference_beyond_drift"
-	// TooFew: no B had a counted A beside it.
+	// TooFew: no B had a counted A beside it, or fewer than MinPairs
+	// pairs all agreed (Verdict.Pairs says how many).
 	TooFew Kind = "too_few_runs"
 )
+
+// MinPairs is the fewest pairs whose agreeing signs make a verdict on
+// their own: k pairs of one sign come by chance 2^(1-k) of the time when
+// A and B are the same (a sign test), 1 in 16 for 5, 1 in 8 for 4. Seen
+// in CI: the same command on both sides, two of six Bs in the slow mode,
+// and the other four all 0.4–3 ms faster. Fewer pairs make a verdict only
+// when every counted B lies beyond every counted A.
+const MinPairs = 5
 
 // CategoryDiff is one category's median difference (B minus A) across
 // the pairs, with its range.
@@ -127,6 +136,8 @@ type Verdict struct {
 	Interference bool `json:"interference_may_explain,omitempty"`
 	// CleanKind is the verdict from the pairs without interference.
 	CleanKind Kind `json:"clean_kind,omitempty"`
+	// Pairs is how many pairs were judged.
+	Pairs int `json:"pairs"`
 }
 
 // Summary is the judgement of one bench.
@@ -230,6 +241,7 @@ func Analyze(runs []Run, opt Options) Summary {
 	}
 	spread := spread{bMedian: Median(bWalls)}
 	spread.aLo, spread.aHi = MinMax(aWalls)
+	spread.bLo, spread.bHi = MinMax(bWalls)
 	s.Verdict = judge(s.Pairs, s.HasDrift, s.DriftNS, spread)
 	s.Verdict.Why = why(s.Categories, s.MedianNS, s.Verdict.Kind)
 
@@ -249,12 +261,14 @@ func Analyze(runs []Run, opt Options) Summary {
 	return s
 }
 
-// spread is where the counted runs lie: the As' range, the Bs' median.
-type spread struct{ aLo, aHi, bMedian int64 }
+// spread is where the counted runs lie: the As' range, the Bs' median
+// and range.
+type spread struct{ aLo, aHi, bMedian, bLo, bHi int64 }
 
 // judge applies the rule to pairs: no pair → TooFew; a range that
 // includes zero, |median| < |drift|, or a B median inside the As' range
-// → NoDifference; otherwise the sign of the median.
+// → NoDifference; fewer than MinPairs pairs → TooFew; otherwise the sign
+// of the median.
 func judge(pairs []Pair, hasDrift bool, driftNS int64, sp spread) Verdict {
 	if len(pairs) == 0 {
 		return Verdict{Kind: TooFew}
@@ -269,10 +283,13 @@ func judge(pairs []Pair, hasDrift bool, driftNS int64, sp spread) Verdict {
 		Straddles:    lo <= 0 && hi >= 0,
 		WithinDrift:  hasDrift && abs(med) < abs(driftNS),
 		WithinSpread: sp.bMedian >= sp.aLo && sp.bMedian <= sp.aHi,
+		Pairs:        len(pairs),
 	}
 	switch {
 	case v.Straddles || v.WithinDrift || v.WithinSpread:
 		v.Kind = NoDifference
+	case len(pairs) < MinPairs && !(med < 0 && sp.bHi < sp.aLo) && !(med > 0 && sp.bLo > sp.aHi):
+		v.Kind = TooFew
 	case med < 0:
 		v.Kind = BFaster
 	default:

@@ -161,6 +161,27 @@ func TestInterferenceMayExplain(t *testing.T) {
 	}
 }
 
+// The CI bench of the same command on both sides: two of its six Bs in
+// the slow mode (system time over twice the least), the other four 0.4–3 ms faster than the As
+// around them, one of them inside the As' range. Four pairs of one sign
+// come by chance 1 time in 8: no verdict. Every B well beyond every A is
+// one, however few the pairs.
+func TestFewPairsOfOneSign(t *testing.T) {
+	runs := series(60, 58, 57, 71, 62, 56, 58, 56, 61, 57, 59, 61, 58)
+	runs[3].SysNS, runs[11].SysNS = 29*ms, 27*ms // slow mode
+	s := Analyze(runs, Options{})
+	if len(s.Pairs) != 4 || s.MaxNS >= 0 {
+		t.Fatalf("pairs %+v: want four, all B faster", s.Pairs)
+	}
+	if s.Verdict.Kind != TooFew || s.Verdict.Pairs != 4 {
+		t.Errorf("verdict %+v, want too few pairs (4)", s.Verdict)
+	}
+	runs = series(200, 31, 210, 32, 205)
+	if s := Analyze(runs, Options{}); s.Verdict.Kind != BFaster {
+		t.Errorf("every B far beyond every A over 2 pairs: %+v", s.Verdict)
+	}
+}
+
 func TestTooFewAndFailed(t *testing.T) {
 	runs := series(1000, 900, 1000)
 	runs[0].Failed, runs[2].Failed = true, true

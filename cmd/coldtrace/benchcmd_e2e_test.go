@@ -154,7 +154,9 @@ func TestBenchColdWarm(t *testing.T) {
 	checkDiskFaster(t, d, stderr)
 }
 
-// The same command on both sides: no difference beyond drift.
+// The same command on both sides: no difference beyond drift, or too
+// few pairs to tell when slow-mode runs left fewer than abtest.MinPairs
+// (seen in CI: four pairs, all one way by chance); never a verdict.
 func TestBenchAAgainstA(t *testing.T) {
 	requireTracing(t)
 	mdPath := filepath.Join(t.TempDir(), "bench.md")
@@ -166,11 +168,13 @@ func TestBenchAAgainstA(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
 	d := readBench(t, jsonPath)
-	if d.Bench.Summary.Verdict.Kind != "no_difference_beyond_drift" || d.Bench.OutputsDiffer {
+	words := map[string]string{"no_difference_beyond_drift": "no difference beyond drift", "too_few_runs": "too few pairs to tell"}
+	kind := string(d.Bench.Summary.Verdict.Kind)
+	if words[kind] == "" || d.Bench.OutputsDiffer {
 		t.Errorf("verdict %q, outputs differ %v:\n%s", d.Verdict, d.Bench.OutputsDiffer, stderr)
 	}
 	md, err := os.ReadFile(mdPath)
-	if err != nil || !strings.Contains(string(md), "no difference beyond drift") {
+	if err != nil || words[kind] != "" && !strings.Contains(string(md), words[kind]) {
 		t.Errorf("markdown: %v\n%s", err, md)
 	}
 }
