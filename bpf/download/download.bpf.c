@@ -137,6 +137,24 @@ static __always_inline void count_net_lost(enum dl_lost kind)
 		*v += 1;
 }
 
+/* Writes to the conns and writes tables, per CPU: the poller walks the
+ * tables (all their buckets, however few entries) only when this has
+ * moved, so a run without downloads pays one lookup a poll. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} table_writes SEC(".maps");
+
+static __always_inline void count_write(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&table_writes, &zero);
+	if (n)
+		*n += 1;
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 << 10);
@@ -336,6 +354,7 @@ int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int
 		name_peer(&c);
 		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
 			count_net_lost(DL_CONNS);
+		count_write();
 		return 0;
 	}
 	struct conn *c = bpf_map_lookup_elem(&conns, &key);
@@ -343,9 +362,11 @@ int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int
 		return 0;
 	if (newstate == TCP_ESTABLISHED && !c->established_ts) {
 		c->established_ts = bpf_ktime_get_ns();
+		count_write();
 	} else if (newstate == TCP_CLOSE) {
 		report_closed(c);
 		bpf_map_delete_elem(&conns, &key);
+		count_write();
 	}
 	return 0;
 }
@@ -393,6 +414,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 		}
 		r->last_ts = now;
 	}
+	count_write();
 	return 0;
 }
 
@@ -412,6 +434,7 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 		return 0;
 	__sync_fetch_and_add(&c->sent, ret);
 	__sync_fetch_and_add(&c->sends, 1);
+	count_write();
 	return 0;
 }
 
@@ -482,6 +505,7 @@ static __always_inline void link_write(struct rx_slot *r, struct inode *inode, _
 	if (bytes)
 		__sync_fetch_and_add(&w->bytes, bytes);
 	w->last_ts = now;
+	count_write();
 }
 
 /* A folio inserted by a thread that has received on a tracked

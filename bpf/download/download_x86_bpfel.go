@@ -156,6 +156,7 @@ const (
 	DownloadMapLost                = "lost"
 	DownloadMapNetLost             = "net_lost"
 	DownloadMapRxSlots             = "rx_slots"
+	DownloadMapTableWrites         = "table_writes"
 	DownloadMapTaskStates          = "task_states"
 	DownloadMapThreads             = "threads"
 	DownloadMapWrites              = "writes"
@@ -236,6 +237,7 @@ type DownloadMapSpecs struct {
 	Lost          *ebpf.MapSpec `ebpf:"lost"`
 	NetLost       *ebpf.MapSpec `ebpf:"net_lost"`
 	RxSlots       *ebpf.MapSpec `ebpf:"rx_slots"`
+	TableWrites   *ebpf.MapSpec `ebpf:"table_writes"`
 	TaskStates    *ebpf.MapSpec `ebpf:"task_states"`
 	Threads       *ebpf.MapSpec `ebpf:"threads"`
 	Writes        *ebpf.MapSpec `ebpf:"writes"`
@@ -278,6 +280,7 @@ type DownloadMaps struct {
 	Lost          *ebpf.Map `ebpf:"lost"`
 	NetLost       *ebpf.Map `ebpf:"net_lost"`
 	RxSlots       *ebpf.Map `ebpf:"rx_slots"`
+	TableWrites   *ebpf.Map `ebpf:"table_writes"`
 	TaskStates    *ebpf.Map `ebpf:"task_states"`
 	Threads       *ebpf.Map `ebpf:"threads"`
 	Writes        *ebpf.Map `ebpf:"writes"`
@@ -293,6 +296,7 @@ func (m *DownloadMaps) Close() error {
 		m.Lost,
 		m.NetLost,
 		m.RxSlots,
+		m.TableWrites,
 		m.TaskStates,
 		m.Threads,
 		m.Writes,

@@ -85,6 +85,24 @@ struct {
 	__type(value, struct inserter_stats);
 } inserters SEC(".maps");
 
+/* Writes to the evictors and inserters tables, per CPU: the poller reads
+ * the tables (a walk of all their buckets, however few entries) only
+ * when this has moved. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} table_writes SEC(".maps");
+
+static __always_inline void count_write(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&table_writes, &zero);
+	if (n)
+		*n += 1;
+}
+
 /* Threads inside a reclaim bracket: tid -> evict_kind. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -236,6 +254,7 @@ int BPF_PROG(on_delete, struct folio *folio)
 	}
 	__sync_fetch_and_add(&es->pages, n);
 	__sync_fetch_and_add(&es->events, 1);
+	count_write();
 	return 0;
 }
 
@@ -269,5 +288,6 @@ int BPF_PROG(on_other_insert, struct folio *folio)
 			return 0;
 	}
 	__sync_fetch_and_add(&is->pages, n);
+	count_write();
 	return 0;
 }

@@ -150,6 +150,7 @@ const (
 	EvictMapLost                = "lost"
 	EvictMapReclaiming          = "reclaiming"
 	EvictMapRunPages            = "run_pages"
+	EvictMapTableWrites         = "table_writes"
 	EvictMapTaskStates          = "task_states"
 	EvictMapThreads             = "threads"
 	EvictProgOnDelete           = "on_delete"
@@ -217,14 +218,15 @@ type EvictProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type EvictMapSpecs struct {
-	Evictors   *ebpf.MapSpec `ebpf:"evictors"`
-	Files      *ebpf.MapSpec `ebpf:"files"`
-	Inserters  *ebpf.MapSpec `ebpf:"inserters"`
-	Lost       *ebpf.MapSpec `ebpf:"lost"`
-	Reclaiming *ebpf.MapSpec `ebpf:"reclaiming"`
-	RunPages   *ebpf.MapSpec `ebpf:"run_pages"`
-	TaskStates *ebpf.MapSpec `ebpf:"task_states"`
-	Threads    *ebpf.MapSpec `ebpf:"threads"`
+	Evictors    *ebpf.MapSpec `ebpf:"evictors"`
+	Files       *ebpf.MapSpec `ebpf:"files"`
+	Inserters   *ebpf.MapSpec `ebpf:"inserters"`
+	Lost        *ebpf.MapSpec `ebpf:"lost"`
+	Reclaiming  *ebpf.MapSpec `ebpf:"reclaiming"`
+	RunPages    *ebpf.MapSpec `ebpf:"run_pages"`
+	TableWrites *ebpf.MapSpec `ebpf:"table_writes"`
+	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
+	Threads     *ebpf.MapSpec `ebpf:"threads"`
 }
 
 // EvictVariableSpecs contains global variables before they are loaded into the kernel.
@@ -256,14 +258,15 @@ func (o *EvictObjects) Close() error {
 //
 // It can be passed to LoadEvictObjects or ebpf.CollectionSpec.LoadAndAssign.
 type EvictMaps struct {
-	Evictors   *ebpf.Map `ebpf:"evictors"`
-	Files      *ebpf.Map `ebpf:"files"`
-	Inserters  *ebpf.Map `ebpf:"inserters"`
-	Lost       *ebpf.Map `ebpf:"lost"`
-	Reclaiming *ebpf.Map `ebpf:"reclaiming"`
-	RunPages   *ebpf.Map `ebpf:"run_pages"`
-	TaskStates *ebpf.Map `ebpf:"task_states"`
-	Threads    *ebpf.Map `ebpf:"threads"`
+	Evictors    *ebpf.Map `ebpf:"evictors"`
+	Files       *ebpf.Map `ebpf:"files"`
+	Inserters   *ebpf.Map `ebpf:"inserters"`
+	Lost        *ebpf.Map `ebpf:"lost"`
+	Reclaiming  *ebpf.Map `ebpf:"reclaiming"`
+	RunPages    *ebpf.Map `ebpf:"run_pages"`
+	TableWrites *ebpf.Map `ebpf:"table_writes"`
+	TaskStates  *ebpf.Map `ebpf:"task_states"`
+	Threads     *ebpf.Map `ebpf:"threads"`
 }
 
 func (m *EvictMaps) Close() error {
@@ -274,6 +277,7 @@ func (m *EvictMaps) Close() error {
 		m.Lost,
 		m.Reclaiming,
 		m.RunPages,
+		m.TableWrites,
 		m.TaskStates,
 		m.Threads,
 	)

@@ -147,13 +147,21 @@ static __always_inline void count_lost(enum lost_kind kind)
 		*v += 1;
 }
 
+/* Whether ring is at least half full, relative to its size, which user
+ * space may shrink at load time. */
+static __always_inline bool ring_half_full(void *ring)
+{
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 2;
+}
+
 /* The wake-up flag for a record submitted to ring: none while the ring is
  * less than half full (user space drains it on a timer anyway: a wake-up
- * costs microseconds, an IPI on a VM), a wake-up once it is. Relative to
- * the ring's size, which user space may shrink at load time. */
+ * costs microseconds, an IPI on a VM), a forced one once it is. Not 0:
+ * the kernel's default wakes the reader only when it has read everything
+ * before the record, never with half a ring waiting. */
 static __always_inline __u64 ring_wakeup(void *ring)
 {
-	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 2 ? 0 : BPF_RB_NO_WAKEUP;
+	return ring_half_full(ring) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline struct tstate *task_state(struct task_struct *task)

@@ -252,6 +252,32 @@ static long walk_step(__u64 i, struct walk_ctx *c)
 	return 0;
 }
 
+/* A path record can be what attaches the JIT probes (a process maps
+ * libcuda): it wakes the reader, which otherwise looks only every 400 ms
+ * while the ring stays empty, at most every PATH_WAKE_NS. Records in
+ * between wait for the reader's next look, 50 ms once it has seen one. */
+#define PATH_WAKE_NS (50 * 1000 * 1000)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} path_wake SEC(".maps");
+
+static __always_inline __u64 path_wakeup(void)
+{
+	__u32 zero = 0;
+	__u64 *last = bpf_map_lookup_elem(&path_wake, &zero);
+	__u64 now = bpf_ktime_get_ns();
+	if (ring_half_full(&paths) || (last && now - *last >= PATH_WAKE_NS)) {
+		if (last)
+			*last = now; /* racing CPUs: at worst one more wake-up */
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	return BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void emit_path(struct inode *inode, __u32 dev, __u64 ino, __u32 tgid)
 {
 	struct hlist_node *first = inode->i_dentry.first;
@@ -278,7 +304,7 @@ static __always_inline void emit_path(struct inode *inode, __u32 dev, __u64 ino,
 	__u64 size = offsetof(struct path_event, names) + off;
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
-	if (bpf_ringbuf_output(&paths, ev, size, ring_wakeup(&paths)))
+	if (bpf_ringbuf_output(&paths, ev, size, path_wakeup()))
 		count_lost(LOST_RINGBUF);
 }
 

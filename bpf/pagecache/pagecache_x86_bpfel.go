@@ -145,6 +145,7 @@ const (
 	PagecacheMapFillEnds            = "fill_ends"
 	PagecacheMapLost                = "lost"
 	PagecacheMapPathScratch         = "path_scratch"
+	PagecacheMapPathWake            = "path_wake"
 	PagecacheMapPaths               = "paths"
 	PagecacheMapReadOrders          = "read_orders"
 	PagecacheMapRunPages            = "run_pages"
@@ -216,6 +217,7 @@ type PagecacheMapSpecs struct {
 	FillEnds    *ebpf.MapSpec `ebpf:"fill_ends"`
 	Lost        *ebpf.MapSpec `ebpf:"lost"`
 	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
+	PathWake    *ebpf.MapSpec `ebpf:"path_wake"`
 	Paths       *ebpf.MapSpec `ebpf:"paths"`
 	ReadOrders  *ebpf.MapSpec `ebpf:"read_orders"`
 	RunPages    *ebpf.MapSpec `ebpf:"run_pages"`
@@ -257,6 +259,7 @@ type PagecacheMaps struct {
 	FillEnds    *ebpf.Map `ebpf:"fill_ends"`
 	Lost        *ebpf.Map `ebpf:"lost"`
 	PathScratch *ebpf.Map `ebpf:"path_scratch"`
+	PathWake    *ebpf.Map `ebpf:"path_wake"`
 	Paths       *ebpf.Map `ebpf:"paths"`
 	ReadOrders  *ebpf.Map `ebpf:"read_orders"`
 	RunPages    *ebpf.Map `ebpf:"run_pages"`
@@ -272,6 +275,7 @@ func (m *PagecacheMaps) Close() error {
 		m.FillEnds,
 		m.Lost,
 		m.PathScratch,
+		m.PathWake,
 		m.Paths,
 		m.ReadOrders,
 		m.RunPages,

@@ -61,6 +61,13 @@ type Sensor struct {
 	tries     map[FileKey]int
 	// writeHooks is set once the tmpfs write probes are attached.
 	writeHooks bool
+	// tableWrites is the kernel's count of writes to the connection and
+	// written-file tables at the last walk of them (walked is false
+	// before the first); unnamed counts written files the last walk
+	// left to look for again.
+	tableWrites uint64
+	walked      bool
+	unnamed     int
 
 	// noResolver says why host names are not probed, or is "".
 	noResolver string
@@ -260,6 +267,35 @@ func (s *Sensor) Begin(startMono uint64) { s.startMono = startMono }
 // connection shaped like a download received tmpfsHookBytes, and names
 // the files being written.
 func (s *Sensor) Poll(nowMono uint64, _ *record.Sample) error {
+	var perCPU []uint64
+	if err := s.objs.TableWrites.Lookup(uint32(0), &perCPU); err != nil {
+		return fmt.Errorf("poll network tables: %w", err)
+	}
+	var writes uint64
+	for _, n := range perCPU {
+		writes += n
+	}
+	if !s.walked || writes != s.tableWrites || s.unnamed > 0 {
+		// Read before the walk: a write during it moves it again.
+		s.tableWrites, s.walked = writes, true
+		if err := s.walk(nowMono); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	dropped := s.dropped
+	s.dropped, s.polling = nil, true
+	s.mu.Unlock()
+	for _, k := range dropped {
+		delete(s.progress, k)
+	}
+	return nil
+}
+
+// walk reads the connection table into the progress of each open
+// connection, attaches the tmpfs write probes once a download shows, and
+// names the files downloads write while they are open.
+func (s *Sensor) walk(nowMono uint64) error {
 	var sk uint64
 	var raw bpfdl.DownloadConn
 	hooks := false
@@ -289,17 +325,7 @@ func (s *Sensor) Poll(nowMono uint64, _ *record.Sample) error {
 			return err
 		}
 	}
-	if err := s.nameWrites(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	dropped := s.dropped
-	s.dropped, s.polling = nil, true
-	s.mu.Unlock()
-	for _, k := range dropped {
-		delete(s.progress, k)
-	}
-	return nil
+	return s.nameWrites()
 }
 
 // maxNameTries is how many polls look for a written file among its
@@ -312,6 +338,7 @@ const maxNameTries = 5
 func (s *Sensor) nameWrites() error {
 	var wk bpfdl.DownloadWriteKey
 	var ws bpfdl.DownloadWriteStats
+	s.unnamed = 0
 	it := s.objs.Writes.Iterate()
 	for it.Next(&wk, &ws) {
 		k := FileKey{Dev: wk.Dev, Ino: wk.Ino}
@@ -321,8 +348,8 @@ func (s *Sensor) nameWrites() error {
 		if p := openPath(ws.Tgid, k); p != "" {
 			s.openNames[k] = p
 			delete(s.tries, k)
-		} else {
-			s.tries[k]++
+		} else if s.tries[k]++; s.tries[k] < maxNameTries {
+			s.unnamed++
 		}
 	}
 	if err := it.Err(); err != nil {

@@ -23,12 +23,18 @@ const SmallFilesPath = "[small files (<256 KiB), cache hits only]"
 // smallFiles is their key. No file has inode 0.
 var smallFiles = sensor.FileKey{}
 
-// drainPeriod is how often the reader looks for path records, which are
-// written without a wake-up (see ring_wakeup in bpf/include/common.h). It
-// does not slow down while the ring is idle, as the other rings' readers
-// do: a path record (a library mapped) can be what attaches the JIT
-// sensor's path probes, and every 50 ms of delay is lookups not seen.
-const drainPeriod = 50 * time.Millisecond
+// The reader looks for path records every drainPeriod while they come,
+// slowing to idleDrain while the ring stays empty (its wake-ups were
+// half of coldtrace's CPU under an idle command). A path record (a
+// library mapped) can be what attaches the JIT sensor's path probes, and
+// every 50 ms of delay is lookups not seen: the probes wake the reader
+// for a path record at most every 50 ms (path_wakeup in
+// bpf/pagecache), so the first after a quiet spell is read at once and
+// the rest within drainPeriod.
+const (
+	drainPeriod = 50 * time.Millisecond
+	idleDrain   = 400 * time.Millisecond
+)
 
 type fileTimes struct {
 	accessed, missed, evicted, created uint64
@@ -112,7 +118,7 @@ func Load(opts Options) (*Sensor, error) {
 		p.close()
 		return nil, err
 	}
-	if s.ring, err = sensor.StartRing(p.objs.Paths, drainPeriod, drainPeriod, s.handle); err != nil {
+	if s.ring, err = sensor.StartRing(p.objs.Paths, drainPeriod, idleDrain, s.handle); err != nil {
 		p.close()
 		return nil, err
 	}
