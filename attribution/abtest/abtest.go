@@ -334,13 +334,23 @@ func classify(runs []Run, opt Options) []Status {
 	}
 	for _, side := range []Side{A, B} {
 		least := int64(-1)
+		var sideWalls []int64
 		for i, r := range runs {
-			if r.Side == side && st[i] == Counted && (least < 0 || r.SysNS < least) {
-				least = r.SysNS
+			if r.Side == side && st[i] == Counted {
+				sideWalls = append(sideWalls, r.WallNS)
+				if least < 0 || r.SysNS < least {
+					least = r.SysNS
+				}
 			}
 		}
+		// The slow mode costs time: a run with the system time of it but
+		// no slower than its side's median was not slowed, and setting
+		// it apart would only skew the pairs (seen in CI: a 60 ms command
+		// whose system time ranged 0–14 ms from run to run lost its three
+		// fastest As that way, and the Bs all looked faster).
+		median := Median(sideWalls)
 		for i, r := range runs {
-			if r.Side == side && st[i] == Counted && least >= 0 &&
+			if r.Side == side && st[i] == Counted && least >= 0 && r.WallNS > median &&
 				float64(r.SysNS) > opt.SlowFactor*float64(least) && r.SysNS-least >= opt.SlowFloorNS {
 				st[i] = Slow
 			}

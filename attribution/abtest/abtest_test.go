@@ -182,6 +182,30 @@ func TestFewPairsOfOneSign(t *testing.T) {
 	}
 }
 
+// The second CI bench of the same command on both sides: system time
+// 0–14 ms from run to run of a 60 ms command. Three of the As had twice
+// the least and 10 ms over it, yet no slower a wall: set apart as slow,
+// they left the Bs bracketed by the slower As, and all six pairs said B
+// was faster. Only a run that was slower too is in the slow mode.
+func TestSlowModeNeedsASlowerRun(t *testing.T) {
+	runs := series(63, 59, 59, 58, 58, 59, 58, 58, 60, 60, 58, 60, 60)
+	for i, sys := range []int64{14, 8, 0, 6, 4, 7, 10, 11, 9, 13, 12, 11, 5} {
+		runs[i].SysNS = sys * ms
+	}
+	s := Analyze(runs, Options{})
+	if s.Status[0] != Slow {
+		t.Errorf("run 1 (63 ms, 14 ms of system time): %s, want slow mode", s.Status[0])
+	}
+	for _, i := range []int{6, 10} {
+		if s.Status[i] == Slow {
+			t.Errorf("run %d (58 ms, faster than its side's median) set apart as slow", i+1)
+		}
+	}
+	if s.Verdict.Kind == BFaster || s.Verdict.Kind == BSlower {
+		t.Errorf("verdict %+v for the same command on both sides (pairs %+v)", s.Verdict, s.Pairs)
+	}
+}
+
 func TestTooFewAndFailed(t *testing.T) {
 	runs := series(1000, 900, 1000)
 	runs[0].Failed, runs[2].Failed = true, true

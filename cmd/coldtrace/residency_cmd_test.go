@@ -575,6 +575,7 @@ func TestStatusFromTracedRun(t *testing.T) {
 		t.Fatalf("evict: %d %s", code, errb.String())
 	}
 	rec := filepath.Join(dir, "run.ctrace")
+	reclaimed := testenv.FileReclaim(t)
 	cmd := exec.Command(os.Args[0], "run", "-q", "-o", rec, "--", "cat", model)
 	cmd.Env = append(os.Environ(), asMainEnv+"=1")
 	var cerr bytes.Buffer
@@ -584,14 +585,17 @@ func TestStatusFromTracedRun(t *testing.T) {
 	}
 
 	// The record may also list a binary the run faulted in (DAMON pages
-	// idle ones out); the model must be among the files, warm.
+	// idle ones out); the model must be among the files, warm, but for
+	// pages the machine reclaimed since (seen in CI: one, and the
+	// prediction then says "warm" with 4 KiB missing).
 	doc := runStatusJSON(t, "--from", rec)
+	gone := reclaimed()
 	hasModel := false
 	for _, f := range doc.Files {
-		hasModel = hasModel || (f.Path == model && f.Cached == f.Pages)
+		hasModel = hasModel || (f.Path == model && f.Pages-f.Cached <= gone)
 	}
 	if !hasModel || doc.Prediction == nil || doc.Prediction.State != "warm" {
-		t.Fatalf("after the traced read: %+v %+v", doc.Files, doc.Prediction)
+		t.Fatalf("after the traced read (the machine reclaimed %d file pages meanwhile): %+v %+v", gone, doc.Files, doc.Prediction)
 	}
 	out.Reset()
 	errb.Reset()
