@@ -17,6 +17,7 @@
 
 #include "common.h"
 #include "syscall64.h"
+#include "table_writes.h"
 #include <bpf/bpf_endian.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -135,24 +136,6 @@ static __always_inline void count_net_lost(enum dl_lost kind)
 	__u64 *v = bpf_map_lookup_elem(&net_lost, &k);
 	if (v)
 		*v += 1;
-}
-
-/* Writes to the conns and writes tables, per CPU: the poller walks the
- * tables (all their buckets, however few entries) only when this has
- * moved, so a run without downloads pays one lookup a poll. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} table_writes SEC(".maps");
-
-static __always_inline void count_write(void)
-{
-	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&table_writes, &zero);
-	if (n)
-		*n += 1;
 }
 
 struct {

@@ -29,6 +29,7 @@
 #include "common.h"
 #include "files.h"
 #include "syscall64.h"
+#include "table_writes.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -84,24 +85,6 @@ struct {
 	__type(key, struct inserter_key);
 	__type(value, struct inserter_stats);
 } inserters SEC(".maps");
-
-/* Writes to the evictors and inserters tables, per CPU: the poller reads
- * the tables (a walk of all their buckets, however few entries) only
- * when this has moved. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} table_writes SEC(".maps");
-
-static __always_inline void count_write(void)
-{
-	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&table_writes, &zero);
-	if (n)
-		*n += 1;
-}
 
 /* Threads inside a reclaim bracket: tid -> evict_kind. */
 struct {

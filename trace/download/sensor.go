@@ -267,13 +267,9 @@ func (s *Sensor) Begin(startMono uint64) { s.startMono = startMono }
 // connection shaped like a download received tmpfsHookBytes, and names
 // the files being written.
 func (s *Sensor) Poll(nowMono uint64, _ *record.Sample) error {
-	var perCPU []uint64
-	if err := s.objs.TableWrites.Lookup(uint32(0), &perCPU); err != nil {
+	writes, err := sensor.SumPerCPU(s.objs.TableWrites, 0)
+	if err != nil {
 		return fmt.Errorf("poll network tables: %w", err)
-	}
-	var writes uint64
-	for _, n := range perCPU {
-		writes += n
 	}
 	if !s.walked || writes != s.tableWrites || s.unnamed > 0 {
 		// Read before the walk: a write during it moves it again.

@@ -107,20 +107,16 @@ func (s *Sensor) Poll(_ uint64, _ *record.Sample) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Read before the tables: a write after it moves it again.
-	var perCPU []uint64
-	if err := s.objs.TableWrites.Lookup(uint32(0), &perCPU); err != nil {
-		return fmt.Errorf("read eviction table writes: %w", err)
-	}
-	var writes uint64
-	for _, n := range perCPU {
-		writes += n
+	writes, err := sensor.SumPerCPU(s.objs.TableWrites, 0)
+	if err != nil {
+		return fmt.Errorf("eviction table writes: %w", err)
 	}
 	if s.polled && writes == s.writes {
 		return nil // nothing new: most polls of most runs
 	}
 	s.writes, s.polled = writes, true
 	evictors := make(map[bpfevict.EvictEvictKey]bpfevict.EvictEvictStats, len(s.evictors))
-	err := sensor.ReadMap(s.objs.Evictors, s.evKeys, s.evVals, func(k bpfevict.EvictEvictKey, v *bpfevict.EvictEvictStats) {
+	err = sensor.ReadMap(s.objs.Evictors, s.evKeys, s.evVals, func(k bpfevict.EvictEvictKey, v *bpfevict.EvictEvictStats) {
 		s.cgroupOf(int32(k.Tgid), bpfevict.EvictEvictKind(k.Kind))
 		evictors[k] = *v
 	})
