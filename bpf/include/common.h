@@ -164,20 +164,6 @@ static __always_inline __u64 ring_wakeup(void *ring)
 	return ring_half_full(ring) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-/* The wake-up flag for a record its reader should see soon, rate-limited:
- * a forced wake-up when the last one (*last, kept per object) was at least
- * period_ns before now, or the ring is half full; none otherwise. CPUs
- * racing on *last cost at most one more wake-up. */
-static __always_inline __u64 ring_wakeup_every(void *ring, __u64 *last, __u64 now, __u64 period_ns)
-{
-	if (ring_half_full(ring) || !last || now - *last >= period_ns) {
-		if (last)
-			*last = now;
-		return BPF_RB_FORCE_WAKEUP;
-	}
-	return BPF_RB_NO_WAKEUP;
-}
-
 static __always_inline struct tstate *task_state(struct task_struct *task)
 {
 	return bpf_task_storage_get(&task_states, task, 0, 0);

@@ -155,10 +155,11 @@ BTF_ANCHOR(enum jit_event_kind, jit_event_kind);
 BTF_ANCHOR(struct fork_event, fork_event);
 BTF_ANCHOR(struct uprobe_event, uprobe_event);
 
-/* Waking the reader for each record costs more than the record: records
- * wake it at most every WAKE_NS, or once the ring is half full; it also
- * looks on its own. */
+/* Waking the reader for each record costs more than the record: file
+ * events wake it only every WAKE_NS or once WAKE_BYTES are waiting; it
+ * also polls on its own. Exec, fork and uprobe records wake it as usual. */
 #define WAKE_NS (10 * 1000 * 1000)
+#define WAKE_BYTES (256 * 1024)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -170,7 +171,14 @@ struct {
 static __always_inline __u64 wake_flags(__u64 now)
 {
 	__u32 zero = 0;
-	return ring_wakeup_every(&jit_events, bpf_map_lookup_elem(&last_wake, &zero), now, WAKE_NS);
+	__u64 *last = bpf_map_lookup_elem(&last_wake, &zero);
+	if (!last)
+		return 0;
+	if (now - *last >= WAKE_NS || bpf_ringbuf_query(&jit_events, BPF_RB_AVAIL_DATA) >= WAKE_BYTES) {
+		*last = now;
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	return BPF_RB_NO_WAKEUP;
 }
 
 /* Read-only opens that succeed are most of a Python program's path

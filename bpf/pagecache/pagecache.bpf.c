@@ -268,7 +268,14 @@ struct {
 static __always_inline __u64 path_wakeup(void)
 {
 	__u32 zero = 0;
-	return ring_wakeup_every(&paths, bpf_map_lookup_elem(&path_wake, &zero), bpf_ktime_get_ns(), PATH_WAKE_NS);
+	__u64 *last = bpf_map_lookup_elem(&path_wake, &zero);
+	__u64 now = bpf_ktime_get_ns();
+	if (ring_half_full(&paths) || (last && now - *last >= PATH_WAKE_NS)) {
+		if (last)
+			*last = now; /* racing CPUs: at worst one more wake-up */
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	return BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void emit_path(struct inode *inode, __u32 dev, __u64 ino, __u32 tgid)
