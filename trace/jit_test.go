@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -199,33 +200,48 @@ func TestJitTritonLike(t *testing.T) {
 
 // TestJitPythonBytecode imports modules with a fresh PYTHONPYCACHEPREFIX:
 // the first run misses and writes .pyc files, the second hits them.
+// TestJitPythonBytecode: a cold run of imports misses and writes the
+// bytecode cache, a warm one finds it, both when the page cache tells
+// Python's cache (the default: no path syscall traced) and when the path
+// syscalls are traced from the start.
 func TestJitPythonBytecode(t *testing.T) {
 	requireTracing(t)
 	py := realPython(t)
-	prefix := filepath.Join(t.TempDir(), "pycache")
-	cmd := []string{"env", "-u", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX=" + prefix,
-		py, "-c", "import json, csv, email.message, http.client, decimal, argparse"}
+	for _, mode := range []string{JITSyscallsAuto, JITSyscallsAlways} {
+		prefix := filepath.Join(t.TempDir(), "pycache")
+		cmd := []string{"env", "-u", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX=" + prefix,
+			py, "-c", "import json, csv, email.message, http.client, decimal, argparse"}
 
-	rec, _ := jitRun(t, Options{Command: cmd})
-	c := findCache(rec, "python", prefix)
-	if c == nil {
-		logJIT(t, rec)
-		t.Fatalf("no python cache at %s", prefix)
-	}
-	t.Logf("cold: %+v", *c)
-	if c.Misses < 5 || c.EntriesWritten < 5 || c.Hits != 0 {
-		t.Errorf("cold run: python %+v, want misses and entries written, no hits", *c)
-	}
-	cold := *c
+		rec, _ := jitRun(t, Options{Command: cmd, JITSyscalls: mode})
+		c := findCache(rec, "python", prefix)
+		if c == nil {
+			logJIT(t, rec)
+			t.Fatalf("%s: no python cache at %s", mode, prefix)
+		}
+		t.Logf("%s: path syscalls %q", mode, rec.JIT.PathSyscalls)
+		t.Logf("%s cold: %+v", mode, *c)
+		if traced := strings.HasPrefix(rec.JIT.PathSyscalls, "traced"); traced != (mode == JITSyscallsAlways) {
+			t.Errorf("%s: path syscalls %q", mode, rec.JIT.PathSyscalls)
+		}
+		if c.Misses < 5 || c.EntriesWritten < 5 || c.Hits != 0 || c.CompileNS <= 0 {
+			t.Errorf("%s cold run: python %+v, want misses and entries written (≥5), no hits, compile time", mode, *c)
+		}
+		// From the page cache, a miss is a source read, and each source
+		// read here is compiled and written.
+		if mode == JITSyscallsAuto && c.Misses != c.EntriesWritten {
+			t.Errorf("%s cold run: %d misses, %d entries written", mode, c.Misses, c.EntriesWritten)
+		}
+		cold := *c
 
-	rec, _ = jitRun(t, Options{Command: cmd})
-	c = findCache(rec, "python", prefix)
-	if c == nil {
-		t.Fatalf("warm run: no python cache at %s", prefix)
-	}
-	t.Logf("warm: %+v", *c)
-	if c.Hits < cold.EntriesWritten || c.Misses != 0 || c.EntriesWritten != 0 {
-		t.Errorf("warm run: python %+v, want ≥%d hits and no misses", *c, cold.EntriesWritten)
+		rec, _ = jitRun(t, Options{Command: cmd, JITSyscalls: mode})
+		c = findCache(rec, "python", prefix)
+		if c == nil {
+			t.Fatalf("%s warm run: no python cache at %s", mode, prefix)
+		}
+		t.Logf("%s warm: %+v", mode, *c)
+		if c.Hits < cold.EntriesWritten || c.Misses != 0 || c.EntriesWritten != 0 {
+			t.Errorf("%s warm run: python %+v, want ≥%d hits and no misses", mode, *c, cold.EntriesWritten)
+		}
 	}
 }
 
@@ -511,26 +527,34 @@ func TestJitOverheadImports(t *testing.T) {
 }
 
 // TestJitSyscallsAttach checks when the path-syscall probes attach in the
-// default mode: before the start for a Python command (also through
-// env(1)), when the interpreter appears for a shell that starts one, and
-// never for a command that uses no framework. The bytecode cache is seen
-// in the first two.
+// default mode: not for Python alone, whose bytecode cache the page cache
+// tells (through env(1) too), nor for a command that uses no framework;
+// when a Python process imports a framework's package (Numba, whose
+// cache lookups need them). The bytecode cache is seen in every Python
+// case.
 func TestJitSyscallsAttach(t *testing.T) {
 	requireTracing(t)
 	py := realPython(t)
 	prefix := filepath.Join(t.TempDir(), "pycache")
 	script := "import json, csv, email.message, http.client, decimal, argparse"
-	cases := []struct {
+	type tc struct {
 		name    string
 		command []string
-		want    string // prefix of PathSyscalls
-	}{
-		{"env python3", []string{"env", "-u", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX=" + prefix, py, "-c", script}, "traced from the start"},
-		{"sh, no framework", []string{"sh", "-c", "sleep 0.2; true"}, ""},
-		// The imports wait 0.3 s: the probes attach some 10 ms after the
-		// interpreter starts (a framework's cache lookups come much later
-		// than its start-up too).
-		{"sh then python3", []string{"sh", "-c", "sleep 0.1; unset PYTHONDONTWRITEBYTECODE; PYTHONPYCACHEPREFIX=" + prefix + " " + py + " -c 'import time; time.sleep(0.3); " + script + "'"}, "traced from +"},
+		want    string // prefix of PathSyscalls ("": no JIT record at all)
+		python  bool   // the bytecode cache at prefix has lookups
+	}
+	cases := []tc{
+		{"env python3", []string{"env", "-u", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX=" + prefix, py, "-c", script}, "not traced", true},
+		{"sh, no framework", []string{"sh", "-c", "sleep 0.2; true"}, "", false},
+		{"sh then python3", []string{"sh", "-c", "sleep 0.1; unset PYTHONDONTWRITEBYTECODE; PYTHONPYCACHEPREFIX=" + prefix + " " + py + " -c '" + script + "'"}, "not traced", true},
+	}
+	if exec.Command("/usr/bin/python3", "-c", "import numba").Run() == nil {
+		// The import waits 0.3 s before the bytecode imports: the probes
+		// attach some 50 ms after numba's first module is read.
+		cases = append(cases, tc{"python3 imports numba", []string{"env", "-u", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX=" + prefix + "-numba",
+			"/usr/bin/python3", "-c", "import numba, time; time.sleep(0.3); " + script}, "traced from +", false})
+	} else {
+		t.Log("no Numba for /usr/bin/python3 (python3-numba): the import trigger is not checked")
 	}
 	for _, c := range cases {
 		rec, _ := jitRun(t, Options{Command: c.command, JITSyscalls: JITSyscallsAuto})
@@ -539,18 +563,75 @@ func TestJitSyscallsAttach(t *testing.T) {
 			got = rec.JIT.PathSyscalls
 		}
 		t.Logf("%s: %q", c.name, got)
-		if c.want == "" {
-			if strings.HasPrefix(got, "traced") {
-				t.Errorf("%s: path syscalls %q, want them not traced (no framework ran)", c.name, got)
-			}
-			continue
-		}
-		if !strings.HasPrefix(got, c.want) {
+		if !strings.HasPrefix(got, c.want) || c.want == "" && got != "" {
 			t.Errorf("%s: path syscalls %q, want %q…", c.name, got, c.want)
+		}
+		if c.want == "traced from +" && !strings.Contains(got, "imported numba") {
+			t.Errorf("%s: path syscalls %q, want them attached for the numba import", c.name, got)
+		}
+		if !c.python {
+			continue
 		}
 		if cache := findCache(rec, "python", prefix); cache == nil || cache.Lookups == 0 {
 			logJIT(t, rec)
 			t.Errorf("%s: no lookups in the python cache at %s", c.name, prefix)
 		}
+	}
+}
+
+// TestJitPythonSourcesAsData: .py files read as data are no bytecode
+// lookups. A C program reading them sends nothing (only Python processes'
+// reads are sent); a Python program that reads them, with bytecode
+// writing on, compiles nothing and writes no .pyc, so they are no misses.
+// The same Python program importing one of them is one miss and one entry.
+func TestJitPythonSourcesAsData(t *testing.T) {
+	requireTracing(t)
+	py := realPython(t)
+	dir := t.TempDir()
+	const n = 40
+	for i := 0; i < n; i++ {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%02d.py", i)), []byte(fmt.Sprintf("X = %d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pycache := filepath.Join(dir, "__pycache__")
+	ours := regexp.MustCompile(`(^|/)m\d\d\.cpython-\d+\.pyc$`)
+	misses := func(rec *record.Record) uint64 {
+		var m uint64
+		if rec.JIT != nil {
+			for _, c := range rec.JIT.Caches {
+				if c.Name == "python" {
+					for _, k := range c.MissedKeys {
+						if ours.MatchString(k) {
+							m++
+						}
+					}
+				}
+			}
+		}
+		return m
+	}
+	rec, _ := jitRun(t, Options{Command: []string{"sh", "-c", "cat " + dir + "/*.py >/dev/null"}})
+	if m := misses(rec); m != 0 {
+		t.Errorf("cat of %d .py files: %d python misses", n, m)
+	}
+	read := fmt.Sprintf("import glob\nfor p in glob.glob(%q): open(p).read()", dir+"/*.py")
+	rec, _ = jitRun(t, Options{Command: []string{"env", "-u", "PYTHONDONTWRITEBYTECODE", py, "-c", read}})
+	if m := misses(rec); m != 0 {
+		logJIT(t, rec)
+		t.Errorf("python reading %d .py files as data: %d python misses", n, m)
+	}
+	if _, err := os.Stat(pycache); err == nil {
+		t.Fatalf("%s exists: the data reads compiled something", pycache)
+	}
+	imp := fmt.Sprintf("import sys; sys.path.insert(0, %q); import m07", dir)
+	rec, _ = jitRun(t, Options{Command: []string{"env", "-u", "PYTHONDONTWRITEBYTECODE", py, "-c", imp}})
+	c := findCache(rec, "python", "")
+	if c == nil || misses(rec) != 1 {
+		logJIT(t, rec)
+		t.Fatalf("import m07: python cache %+v, want one miss under %s", c, dir)
+	}
+	if _, err := os.Stat(pycache); err != nil {
+		t.Errorf("import m07 wrote no .pyc: %v", err)
 	}
 }

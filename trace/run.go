@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -91,54 +93,79 @@ func (s *session) load() error {
 	s.sensors = append(s.sensors, sc)
 	shared := sc.Shared().Replacements()
 
-	var fileSeen func(int32, string)
+	// The other sensors take only the scheduler's maps, so they load in
+	// two lanes at once: the verifier runs in the loading thread, and one
+	// lane after another was some 150 ms of a 200 ms start on two CPUs.
+	// The lanes are about even: page cache and evictions, JIT and network.
 	var j *jit.Sensor
+	var jitSeen atomic.Pointer[jit.Sensor]
+	var fileSeen func(sensor.FileSeen)
 	if !s.opts.NoJIT {
-		j, err = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, CacheDirs: s.opts.CacheDirs,
+		// Path records reach the JIT sensor only once the command runs,
+		// after both lanes finished; until then there is none to see.
+		fileSeen = func(f sensor.FileSeen) {
+			if js := jitSeen.Load(); js != nil {
+				js.FileSeen(f)
+			}
+		}
+	}
+	var pc *pagecache.Sensor
+	var ev *evict.Sensor
+	var dl *download.Sensor
+	var pcErr, jitErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if pc, pcErr = pagecache.Load(pagecache.Options{Shared: shared, Waiting: sc.Waiting,
+			FileSeen: fileSeen, BTF: kernel}); pcErr != nil {
+			return
+		}
+		ev, pcErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
+	}()
+	if !s.opts.NoJIT {
+		j, jitErr = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
 			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel})
-		if errors.Is(err, jit.ErrOption) {
-			return fmt.Errorf("%w: %v", ErrPreflight, err)
+		if errors.Is(jitErr, jit.ErrOption) {
+			jitErr = fmt.Errorf("%w: %v", ErrPreflight, jitErr)
 		}
-		if err != nil {
-			return err
-		}
-		fileSeen = j.FileSeen
 	}
-	pc, err := pagecache.Load(pagecache.Options{Shared: shared, Waiting: sc.Waiting,
-		FileSeen: fileSeen, BTF: kernel})
-	if err != nil {
+	if jitErr == nil {
+		var onDownload func(int32)
 		if j != nil {
-			j.Close()
+			onDownload = j.DownloadSeen
 		}
-		return err
+		dl, jitErr = s.loadDownload(sc.Shared(), kernel, onDownload)
 	}
-	// The page cache polls right after the scheduler (it adds the
-	// scheduler's ongoing I/O waits to its files); the JIT sensor finishes
-	// after both (it reads the processes).
-	s.sensors = append(s.sensors, pc)
-	// Evictions are written into the files the page cache finished.
-	ev, err := evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
-	if err != nil {
-		if j != nil {
-			j.Close()
-		}
-		return err
+	wg.Wait()
+	jitSeen.Store(j)
+
+	// Poll and finish order: the page cache right after the scheduler (it
+	// adds the scheduler's ongoing I/O waits to its files), evictions
+	// into the files it finished, the JIT sensor after both (it reads the
+	// processes), downloads after the page cache (the paths of written
+	// files) and the JIT sensor (the caches they land in).
+	var mach *machine.Sensor
+	err = errors.Join(pcErr, jitErr)
+	if err == nil {
+		mach, err = machine.New(machine.Options{Traced: sc.Tracked().Has, LivePIDs: sc.LivePIDs})
 	}
-	s.sensors = append(s.sensors, ev)
-	mach, err := machine.New(machine.Options{Traced: sc.Tracked().Has, LivePIDs: sc.LivePIDs})
-	if err != nil {
-		if j != nil {
-			j.Close()
-		}
-		return err
+	if pc != nil {
+		s.sensors = append(s.sensors, pc)
 	}
-	s.sensors = append(s.sensors, mach)
+	if ev != nil {
+		s.sensors = append(s.sensors, ev)
+	}
+	if mach != nil {
+		s.sensors = append(s.sensors, mach)
+	}
 	if j != nil {
 		s.sensors = append(s.sensors, j)
 	}
-	// Downloads finish after the page cache (the paths of written files)
-	// and the JIT sensor (the caches they land in).
-	if err := s.loadDownload(sc.Shared(), kernel); err != nil {
+	if dl != nil {
+		s.sensors = append(s.sensors, dl)
+	}
+	if err != nil {
 		return err
 	}
 	if !s.opts.NoGPU {
@@ -149,17 +176,21 @@ func (s *session) load() error {
 }
 
 // loadDownload loads and attaches the network sensor, unless the options
-// turn it off.
-func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache) error {
+// turn it off (nil then).
+func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownload func(int32)) (*download.Sensor, error) {
 	if s.opts.NoNetwork {
-		return nil
+		return nil, nil
 	}
-	dl, err := download.Open(download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel})
+	dl, err := download.Open(download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
+		OnDownload: onDownload})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.sensors = append(s.sensors, dl)
-	return dl.Start()
+	if err := dl.Start(); err != nil {
+		dl.Close()
+		return nil, err
+	}
+	return dl, nil
 }
 
 // launch starts the command gated, seeds it into the tracked set and

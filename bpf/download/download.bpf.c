@@ -59,8 +59,7 @@ struct conn {
 	__u64 last_ts;    /* latest byte received */
 	__u64 bytes;
 	__u64 recvs;      /* receive calls that returned data */
-	__u64 sent;       /* bytes sent: a download's requests are tiny */
-	__u64 sends;
+	__u64 sent;       /* bytes sent (TCP's count, at the latest receive): a download's requests are tiny */
 	__u32 rx_threads; /* times the receiving thread changed */
 	__u32 closed;     /* reported at close (ring buffer) */
 	char host[HOST_LEN]; /* the name the peer was looked up by, or "" */
@@ -302,6 +301,18 @@ static __always_inline void report_closed(struct conn *c)
 		count_net_lost(DL_RINGBUF);
 }
 
+/* The bytes the socket sent, from TCP's own count (retransmissions
+ * included): what tells a download (a small request, a large answer) from
+ * a conversation whatever the client's buffer sizes (TLS reads a record's
+ * 5-byte header apart from its body). A probe on every send cost a 64-byte
+ * ping-pong a quarter of a microsecond per message; this is one load at
+ * each receive and at the close. */
+static __always_inline __u64 sent_bytes(const struct sock *sk)
+{
+	struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+	return tp->bytes_sent;
+}
+
 /* inet_sock_set_state: CLOSE -> SYN_SENT runs in the connecting thread
  * (in connect(2), blocking or not), so the tracked check there is what
  * keeps accepted connections out: they never pass SYN_SENT. The other
@@ -347,6 +358,7 @@ int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int
 		c->established_ts = bpf_ktime_get_ns();
 		count_write();
 	} else if (newstate == TCP_CLOSE) {
+		c->sent = sent_bytes(sk);
 		report_closed(c);
 		bpf_map_delete_elem(&conns, &key);
 		count_write();
@@ -379,6 +391,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__sync_fetch_and_add(&c->bytes, ret);
 	__sync_fetch_and_add(&c->recvs, 1);
+	c->sent = sent_bytes(sk);
 	if (!c->first_ts)
 		c->first_ts = now;
 	c->last_ts = now;
@@ -397,26 +410,6 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 		}
 		r->last_ts = now;
 	}
-	count_write();
-	return 0;
-}
-
-/* The sending twin: what tells a download (a small request, a large
- * answer) from a conversation whatever the client's buffer sizes (TLS
- * reads a record's 5-byte header apart from its body). */
-SEC("tp_btf/sock_send_length")
-int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
-{
-	if (ret <= 0)
-		return 0;
-	if (!current_state() || !tcp_sock(sk))
-		return 0;
-	__u64 key = (__u64)sk;
-	struct conn *c = bpf_map_lookup_elem(&conns, &key);
-	if (!c)
-		return 0;
-	__sync_fetch_and_add(&c->sent, ret);
-	__sync_fetch_and_add(&c->sends, 1);
 	count_write();
 	return 0;
 }

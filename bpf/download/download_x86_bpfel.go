@@ -29,7 +29,6 @@ type DownloadConn struct {
 	Bytes         uint64
 	Recvs         uint64
 	Sent          uint64
-	Sends         uint64
 	RxThreads     uint32
 	Closed        uint32
 	Host          [64]int8
@@ -164,7 +163,6 @@ const (
 	DownloadProgOnGaiReturn        = "on_gai_return"
 	DownloadProgOnGetaddrinfo      = "on_getaddrinfo"
 	DownloadProgOnRecv             = "on_recv"
-	DownloadProgOnSend             = "on_send"
 	DownloadProgOnSockState        = "on_sock_state"
 	DownloadProgOnTmpfsPwrite      = "on_tmpfs_pwrite"
 	DownloadProgOnTmpfsWrite       = "on_tmpfs_write"
@@ -219,7 +217,6 @@ type DownloadProgramSpecs struct {
 	OnGaiReturn   *ebpf.ProgramSpec `ebpf:"on_gai_return"`
 	OnGetaddrinfo *ebpf.ProgramSpec `ebpf:"on_getaddrinfo"`
 	OnRecv        *ebpf.ProgramSpec `ebpf:"on_recv"`
-	OnSend        *ebpf.ProgramSpec `ebpf:"on_send"`
 	OnSockState   *ebpf.ProgramSpec `ebpf:"on_sock_state"`
 	OnTmpfsPwrite *ebpf.ProgramSpec `ebpf:"on_tmpfs_pwrite"`
 	OnTmpfsWrite  *ebpf.ProgramSpec `ebpf:"on_tmpfs_write"`
@@ -320,7 +317,6 @@ type DownloadPrograms struct {
 	OnGaiReturn   *ebpf.Program `ebpf:"on_gai_return"`
 	OnGetaddrinfo *ebpf.Program `ebpf:"on_getaddrinfo"`
 	OnRecv        *ebpf.Program `ebpf:"on_recv"`
-	OnSend        *ebpf.Program `ebpf:"on_send"`
 	OnSockState   *ebpf.Program `ebpf:"on_sock_state"`
 	OnTmpfsPwrite *ebpf.Program `ebpf:"on_tmpfs_pwrite"`
 	OnTmpfsWrite  *ebpf.Program `ebpf:"on_tmpfs_write"`
@@ -332,7 +328,6 @@ func (p *DownloadPrograms) Close() error {
 		p.OnGaiReturn,
 		p.OnGetaddrinfo,
 		p.OnRecv,
-		p.OnSend,
 		p.OnSockState,
 		p.OnTmpfsPwrite,
 		p.OnTmpfsWrite,

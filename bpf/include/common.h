@@ -10,11 +10,15 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+/* A kernel pointer as an untrusted BTF pointer of type btf_id: its fields
+ * load directly (a fault reads as zero), no probe-read helper per field. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
 #define MAX_THREADS 65536
 #define MAX_FILES 65536
 
 /* thread.flags (published, in the threads array) and tstate.flags (the
- * current kernel entry, task storage only). Exported to Go by bpf2go. */
+ * current kernel entry, and what the task runs: task storage only). Exported to Go by bpf2go. */
 enum thread_flag {
 	TF_ON_CPU = 1 << 0,
 	TF_OUT_IOWAIT = 1 << 1,
@@ -25,6 +29,7 @@ enum thread_flag {
 	TF_EXITED = 1 << 6,
 	TF_DEAD = 1 << 8, /* switched out for the last time: the slot may be reused */
 	TF_OUT_FILL = 1 << 9, /* switched out, not for I/O, inside a kernel entry that fills the page cache */
+	TF_PYTHON = 1 << 10,  /* tstate: the thread runs a Python interpreter (executed one, or forked from one) */
 };
 
 /* Indices into each object's lost counters. Exported to Go by bpf2go. */
@@ -178,4 +183,16 @@ static __always_inline struct thread *slot_thread(struct tstate *s)
 {
 	__u32 slot = s->slot;
 	return bpf_map_lookup_elem(&threads, &slot);
+}
+
+/* The thread's on-CPU time up to now: the core's counter plus the
+ * current stint when it is on a CPU (it is, when its probes run). */
+static __always_inline __u64 thread_cpu(struct thread *t, __u64 now)
+{
+	if (!t)
+		return 0;
+	__u64 cpu = t->cpu_ns;
+	if ((t->flags & TF_ON_CPU) && now > t->last_ts)
+		cpu += now - t->last_ts;
+	return cpu;
 }

@@ -342,18 +342,6 @@ static __always_inline bool quiet_open(struct file_event *ev, long n, __u32 tgid
 	return !bpf_map_lookup_elem(&root_prefixes, &key);
 }
 
-/* The thread's on-CPU time up to now: the core's counter plus the
- * current stint when it is on a CPU (it is, when its probes run). */
-static __always_inline __u64 thread_cpu(struct thread *t, __u64 now)
-{
-	if (!t)
-		return 0;
-	__u64 cpu = t->cpu_ns;
-	if ((t->flags & TF_ON_CPU) && now > t->last_ts)
-		cpu += now - t->last_ts;
-	return cpu;
-}
-
 /* A program may read no further into its context than the smallest
  * record of the tracepoints it is attached to, so there is one entry
  * program per argument count. */

@@ -37,8 +37,26 @@ struct path_event {
 	__u32 depth;     /* names filled */
 	__u32 truncated; /* the walk stopped before the filesystem root */
 	__u32 len;       /* bytes of names used */
+	__u32 kind;      /* enum path_kind */
+	__u32 tid;       /* the thread that caused the record */
 	__u32 pad;
+	__u64 ts;        /* bpf_ktime_get_ns() */
+	__u64 cpu_ns;    /* the thread's on-CPU time so far (the JIT sensor's clock) */
 	char names[PATH_BUF + NAME_LEN];
+};
+
+/* Why a path was sent: a file's first sight by the run; the first read of
+ * a Python source or bytecode file by a process; a file whose first page
+ * the run inserted by writing it (a new file). The last two are how the
+ * JIT sensor tells Python's bytecode cache (hits, compiles, entries
+ * written) while no path syscall is traced: with any syscall tracepoint
+ * attached, every syscall of every task on the machine takes the kernel's
+ * slow path (about 0.1 µs), a tenth of a Python program that reads many
+ * small files. */
+enum path_kind {
+	PATH_SEEN = 0,
+	PATH_PY_READ = 1,
+	PATH_CREATED = 2,
 };
 
 struct {
@@ -221,8 +239,6 @@ struct walk_ctx {
 	__u32 done;
 };
 
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
-
 static long walk_step(__u64 i, struct walk_ctx *c)
 {
 	__u32 zero = 0;
@@ -278,7 +294,7 @@ static __always_inline __u64 path_wakeup(void)
 	return BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void emit_path(struct inode *inode, __u32 dev, __u64 ino, __u32 tgid)
+static __always_inline void emit_path(struct tstate *t, struct inode *inode, __u32 dev, __u64 ino, __u32 kind)
 {
 	struct hlist_node *first = inode->i_dentry.first;
 	if (!first)
@@ -292,7 +308,11 @@ static __always_inline void emit_path(struct inode *inode, __u32 dev, __u64 ino,
 	if (!ev)
 		return;
 	ev->pad = 0;
-	ev->tgid = tgid;
+	ev->tgid = t->tgid;
+	ev->kind = kind;
+	ev->tid = (__u32)bpf_get_current_pid_tgid();
+	ev->ts = bpf_ktime_get_ns();
+	ev->cpu_ns = thread_cpu(slot_thread(t), ev->ts);
 	ev->dev = dev;
 	ev->ino = ino;
 	ev->truncated = !c.done;
@@ -412,37 +432,98 @@ static __always_inline __u64 count_read(struct tstate *t, struct address_space *
  * read from disk for both. */
 #define SHARED_WINDOW_NS (100 * 1000 * 1000)
 
+/* One block of mark_inserted, run by bpf_loop: unrolled, the 17 blocks
+ * multiplied the verifier's states of on_add_to_cache (a quarter of a
+ * second of every start went to checking it). */
+struct mark_ctx {
+	struct run_block_key bk;
+	__u64 lo, hi, again;
+};
+
+static long mark_block(__u64 i, struct mark_ctx *c)
+{
+	__u64 b = c->lo / RUN_PAGES_BLOCK + i;
+	if (b * RUN_PAGES_BLOCK > c->hi)
+		return 1;
+	c->bk.block = b;
+	__u64 m = block_mask(b, c->lo, c->hi);
+	struct run_block *rb = bpf_map_lookup_elem(&run_pages, &c->bk);
+	if (!rb) {
+		struct run_block nb = {};
+		nb.inserted = m;
+		if (bpf_map_update_elem(&run_pages, &c->bk, &nb, BPF_NOEXIST) == 0)
+			return 0;
+		rb = bpf_map_lookup_elem(&run_pages, &c->bk);
+		if (!rb) {
+			count_lost(LOST_PAGES);
+			return 0;
+		}
+	}
+	c->again += __builtin_popcountll(rb->evicted & rb->inserted & m);
+	rb->evicted &= ~m;
+	rb->inserted |= m;
+	return 0;
+}
+
 /* Marks pages [lo, hi] of key as inserted by the run and returns how
  * many of them had been inserted by it before and evicted since. */
 static __always_inline __u64 mark_inserted(struct file_key *key, __u64 lo, __u64 hi)
 {
-	struct run_block_key bk = {};
-	bk.dev = key->dev;
-	bk.ino = key->ino;
-	__u64 again = 0;
-	for (int i = 0; i < MAX_FOLIO_BLOCKS; i++) {
-		__u64 b = lo / RUN_PAGES_BLOCK + i;
-		if (b * RUN_PAGES_BLOCK > hi)
-			break;
-		bk.block = b;
-		__u64 m = block_mask(b, lo, hi);
-		struct run_block *rb = bpf_map_lookup_elem(&run_pages, &bk);
-		if (!rb) {
-			struct run_block nb = {};
-			nb.inserted = m;
-			if (bpf_map_update_elem(&run_pages, &bk, &nb, BPF_NOEXIST) == 0)
-				continue;
-			rb = bpf_map_lookup_elem(&run_pages, &bk);
-			if (!rb) {
-				count_lost(LOST_PAGES);
-				continue;
-			}
-		}
-		again += __builtin_popcountll(rb->evicted & rb->inserted & m);
-		rb->evicted &= ~m;
-		rb->inserted |= m;
-	}
-	return again;
+	struct mark_ctx c = {};
+	c.bk.dev = key->dev;
+	c.bk.ino = key->ino;
+	c.lo = lo;
+	c.hi = hi;
+	bpf_loop(MAX_FOLIO_BLOCKS, mark_block, &c, 0);
+	return c.again;
+}
+
+/* The Python files each process has read, so each gets one record. */
+struct py_seen_key {
+	__u32 tgid;
+	__u32 dev;
+	__u64 ino;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct py_seen_key);
+	__type(value, __u8);
+} py_seen SEC(".maps");
+
+/* Whether the file's name ends in ".py" or ".pyc": a direct load of the
+ * name's length and one probe read of its last four bytes, paid by every
+ * read (batch) of a traced thread. */
+static __always_inline bool python_file(struct inode *inode)
+{
+	struct hlist_node *first = inode->i_dentry.first;
+	if (!first)
+		return false;
+	__u64 dp = (__u64)((void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias));
+	struct dentry *d = bpf_rdonly_cast((void *)dp, bpf_core_type_id_kernel(struct dentry));
+	__u32 len = d->d_name.len;
+	if (len < 4 || len > 255)
+		return false;
+	char tail[4];
+	if (bpf_probe_read_kernel(tail, sizeof(tail), d->d_name.name + len - 4))
+		return false;
+	return (tail[1] == '.' && tail[2] == 'p' && tail[3] == 'y') ||
+	       (tail[0] == '.' && tail[1] == 'p' && tail[2] == 'y' && tail[3] == 'c');
+}
+
+/* The first read of a Python file by a Python process: a record (see
+ * enum path_kind). Other programs reading .py files pay one flag test. */
+static __always_inline void python_read(struct tstate *t, struct inode *inode, struct file_key *key)
+{
+	if (!(t->flags & TF_PYTHON) || !python_file(inode))
+		return;
+	struct py_seen_key k = {.tgid = t->tgid, .dev = key->dev, .ino = key->ino};
+	if (bpf_map_lookup_elem(&py_seen, &k))
+		return;
+	__u8 one = 1;
+	bpf_map_update_elem(&py_seen, &k, &one, BPF_ANY);
+	emit_path(t, inode, key->dev, key->ino, PATH_PY_READ);
 }
 
 /* start: when the entry's fill began if it misses here, or 0 for now.
@@ -469,6 +550,8 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 	__u64 from = batched ? count_read(t, mapping, &key, lo, hi) : lo;
 	__u64 pages = hi >= from ? hi - from + 1 : 0;
 	bool small = size < SMALL_FILE_BYTES;
+	if (batched)
+		python_read(t, inode, &key);
 	struct file_stats *fs = small && !maybe_has_entry(&key) ? NULL : file_get(&key, !small);
 	if (!fs) {
 		__u32 zero = 0;
@@ -502,7 +585,7 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 	}
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
-		emit_path(inode, key.dev, key.ino, t->tgid);
+		emit_path(t, inode, key.dev, key.ino, PATH_SEEN);
 	}
 }
 
@@ -557,15 +640,16 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 		order = folio->_flags_1 & 0xff;
 	__u64 n = 1ull << (order & 31);
 	fs->last_tgid = t->tgid;
-	if (!fs->path_sent) {
-		fs->path_sent = 1;
-		emit_path(inode, key.dev, key.ino, t->tgid);
-	}
 	long nr = current_syscall(bpf_get_current_task_btf());
 	/* Reads never insert pages past the end of the file: those come from
 	 * a write that extends it, whatever the syscall (sendfile, splice,
 	 * copy_file_range into a file). */
-	if (writes_files(nr) || folio->index >= (((__u64)inode->i_size + 4095) >> 12)) {
+	bool created = writes_files(nr) || folio->index >= (((__u64)inode->i_size + 4095) >> 12);
+	if (!fs->path_sent) {
+		fs->path_sent = 1;
+		emit_path(t, inode, key.dev, key.ino, created ? PATH_CREATED : PATH_SEEN);
+	}
+	if (created) {
 		__sync_fetch_and_add(&fs->created, n);
 		return 0;
 	}
@@ -594,3 +678,4 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	note_order(&key, lo, n, nr < 0);
 	return 0;
 }
+BTF_ANCHOR(enum path_kind, path_kind);

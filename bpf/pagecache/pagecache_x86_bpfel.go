@@ -69,8 +69,27 @@ type PagecachePathEvent struct {
 	Depth     uint32
 	Truncated uint32
 	Len       uint32
+	Kind      uint32
+	Tid       uint32
 	Pad       uint32
+	Ts        uint64
+	CpuNs     uint64
 	Names     [2112]int8
+}
+
+type PagecachePathKind uint32
+
+const (
+	PagecachePathKindPATH_SEEN    PagecachePathKind = 0
+	PagecachePathKindPATH_PY_READ PagecachePathKind = 1
+	PagecachePathKindPATH_CREATED PagecachePathKind = 2
+)
+
+type PagecachePySeenKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Dev  uint32
+	Ino  uint64
 }
 
 type PagecacheReadOrder struct {
@@ -147,6 +166,7 @@ const (
 	PagecacheMapPathScratch         = "path_scratch"
 	PagecacheMapPathWake            = "path_wake"
 	PagecacheMapPaths               = "paths"
+	PagecacheMapPySeen              = "py_seen"
 	PagecacheMapReadOrders          = "read_orders"
 	PagecacheMapRunPages            = "run_pages"
 	PagecacheMapSmallHits           = "small_hits"
@@ -157,6 +177,7 @@ const (
 	PagecacheProgOnGetPages         = "on_get_pages"
 	PagecacheProgOnMapPages         = "on_map_pages"
 	PagecacheVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
+	PagecacheVarBtfAnchorPathKind   = "_btf_anchor_path_kind"
 	PagecacheVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
 )
 
@@ -219,6 +240,7 @@ type PagecacheMapSpecs struct {
 	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
 	PathWake    *ebpf.MapSpec `ebpf:"path_wake"`
 	Paths       *ebpf.MapSpec `ebpf:"paths"`
+	PySeen      *ebpf.MapSpec `ebpf:"py_seen"`
 	ReadOrders  *ebpf.MapSpec `ebpf:"read_orders"`
 	RunPages    *ebpf.MapSpec `ebpf:"run_pages"`
 	SmallHits   *ebpf.MapSpec `ebpf:"small_hits"`
@@ -231,6 +253,7 @@ type PagecacheMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type PagecacheVariableSpecs struct {
 	BtfAnchorLostKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
+	BtfAnchorPathKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
 }
 
@@ -261,6 +284,7 @@ type PagecacheMaps struct {
 	PathScratch *ebpf.Map `ebpf:"path_scratch"`
 	PathWake    *ebpf.Map `ebpf:"path_wake"`
 	Paths       *ebpf.Map `ebpf:"paths"`
+	PySeen      *ebpf.Map `ebpf:"py_seen"`
 	ReadOrders  *ebpf.Map `ebpf:"read_orders"`
 	RunPages    *ebpf.Map `ebpf:"run_pages"`
 	SmallHits   *ebpf.Map `ebpf:"small_hits"`
@@ -277,6 +301,7 @@ func (m *PagecacheMaps) Close() error {
 		m.PathScratch,
 		m.PathWake,
 		m.Paths,
+		m.PySeen,
 		m.ReadOrders,
 		m.RunPages,
 		m.SmallHits,
@@ -290,6 +315,7 @@ func (m *PagecacheMaps) Close() error {
 // It can be passed to LoadPagecacheObjects or ebpf.CollectionSpec.LoadAndAssign.
 type PagecacheVariables struct {
 	BtfAnchorLostKind   *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
+	BtfAnchorPathKind   *ebpf.Variable `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
 }
 

@@ -210,8 +210,10 @@ static __always_inline void fill_comm(char *dst, struct task_struct *task)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	if (!task_state(parent))
+	struct tstate *ps = task_state(parent);
+	if (!ps)
 		return 0;
+	__u32 inherited = ps->flags & TF_PYTHON;
 	__u64 now = bpf_ktime_get_ns();
 	__u32 ctid = BPF_CORE_READ(child, pid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
@@ -238,6 +240,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	struct tstate ns = {};
 	ns.slot = slot;
 	ns.tgid = ctgid;
+	ns.flags = inherited;
 	if (!bpf_task_storage_get(&task_states, child, &ns, BPF_LOCAL_STORAGE_GET_F_CREATE)) {
 		t->tid = 0;
 		bpf_map_push_elem(&free_slots, &slot, 0);
@@ -265,13 +268,53 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* Whether the image an exec runs is a Python interpreter: the base name of
+ * its interpreter (the program itself, or the #! line's) starts with
+ * "python". What the page cache's Python reads are sent for. The scan for
+ * the last '/' runs in bpf_loop: unrolled, the verifier walked every
+ * position the base could take. */
+struct base_scan {
+	char buf[128];
+	__u32 n;
+	__u32 base;
+};
+
+static long base_step(__u64 i, struct base_scan *c)
+{
+	if (i >= c->n)
+		return 1;
+	if (c->buf[i & 127] == '/')
+		c->base = i + 1;
+	return 0;
+}
+
+static __always_inline bool python_image(struct linux_binprm *bprm)
+{
+	struct base_scan c = {};
+	long n = bpf_probe_read_kernel_str(c.buf, sizeof(c.buf), BPF_CORE_READ(bprm, interp));
+	if (n <= 0)
+		return false;
+	c.n = n;
+	bpf_loop(sizeof(c.buf), base_step, &c, 0);
+	__u32 b = c.base;
+	if (b > sizeof(c.buf) - 7)
+		return false;
+	return c.buf[b] == 'p' && c.buf[b + 1] == 'y' && c.buf[b + 2] == 't' && c.buf[b + 3] == 'h' &&
+	       c.buf[b + 4] == 'o' && c.buf[b + 5] == 'n';
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	/* Task storage follows the task_struct, so a non-leader thread that
 	 * execs (and takes over the leader's pid) keeps its state and slot. */
-	if (!task_state(p))
+	struct tstate *s = task_state(p);
+	if (!s)
 		return 0;
+	if (python_image(bprm))
+		s->flags |= TF_PYTHON;
+	else
+		s->flags &= ~TF_PYTHON;
 	__u32 tid = BPF_CORE_READ(p, pid);
 	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {

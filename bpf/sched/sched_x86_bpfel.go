@@ -118,6 +118,7 @@ const (
 	SchedThreadFlagTF_EXITED       SchedThreadFlag = 64
 	SchedThreadFlagTF_DEAD         SchedThreadFlag = 256
 	SchedThreadFlagTF_OUT_FILL     SchedThreadFlag = 512
+	SchedThreadFlagTF_PYTHON       SchedThreadFlag = 1024
 )
 
 type SchedTstate struct {

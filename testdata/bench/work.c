@@ -13,7 +13,7 @@
  * Modes:
  *   seqread FILE            read FILE start to end, 1 MiB read()s
  *   mmapread FILE ROUNDS    ROUNDS times: mmap FILE, touch one byte per page, unmap
- *   smallfiles DIR N        stat+open+fstat+read+close DIR/dNNN/fNNNNN.py, N files
+ *   smallfiles DIR N        stat+open+fstat+read+close DIR/dNNN/fNNNNN.dat, N files
  *   forkexec N PROG         fork+exec PROG N times, one after the other
  *   pingpong N              two threads on one CPU pass a byte over two pipes N times
  *   groundtruth FILE MS IT  sleep MS, read FILE, spin IT iterations (phases_ns: the three)
@@ -111,7 +111,7 @@ static uint64_t mmapread(const char *path, long rounds)
 
 static void small_path(char *out, size_t n, const char *dir, long i)
 {
-	snprintf(out, n, "%s/d%03ld/f%05ld.py", dir, i / 100, i);
+	snprintf(out, n, "%s/d%03ld/f%05ld.dat", dir, i / 100, i);
 }
 
 /* Sizes like a package's modules: 512 B to 16 KiB, the same every run. */

@@ -6,7 +6,7 @@ It sleeps until CLOCK_MONOTONIC START_NS (0: start at once), times its
 work on the same clock and prints one JSON line in work.c's format, so
 the harness compares traced and untraced runs of Python as it does C:
 
-    pysmallfiles TREE N   stat, open, read, close TREE/dNNN/fNNNNN.py (work.c's
+    pysmallfiles TREE N   stat, open, read, close TREE/dNNN/fNNNNN.dat (work.c's
                           mkfiles layout), N files, absolute paths
     pyimport LIST         import every module named in LIST (one a line)
     pyread FILE           read FILE start to end, 1 MiB os.read calls
@@ -32,7 +32,7 @@ def mono_ns():
 def small_files(tree, n):
     check = 0
     for i in range(n):
-        p = "%s/d%03d/f%05d.py" % (tree, i // 100, i)
+        p = "%s/d%03d/f%05d.dat" % (tree, i // 100, i)
         st = os.stat(p)
         fd = os.open(p, os.O_RDONLY)
         try:

@@ -40,15 +40,21 @@ type Shared struct {
 	// BTF, when set, is the kernel BTF cache shared with the other
 	// sensors' loads: decoded once per run.
 	BTF *btf.Cache
+	// OnDownload, when set, is told once, from a poll, that a connection
+	// shaped like a download is receiving (process pid's): the JIT sensor
+	// traces the path syscalls from then on, so the file it fills is seen
+	// renamed into its cache.
+	OnDownload func(pid int32)
 }
 
 // Sensor is the loaded network probes and their reader.
 type Sensor struct {
-	rights interface{ Do(func() error) error }
-	objs   bpfdl.DownloadObjects
-	links  []link.Link
-	rd     *ringbuf.Reader
-	done   chan struct{}
+	onDownload func(pid int32)
+	rights     interface{ Do(func() error) error }
+	objs       bpfdl.DownloadObjects
+	links      []link.Link
+	rd         *ringbuf.Reader
+	done       chan struct{}
 
 	// progress is each open connection's bytes at every poll; only the
 	// session's goroutine (Poll, Finish) touches it.
@@ -91,7 +97,8 @@ func Open(shared Shared) (*Sensor, error) {
 	if shared.TaskStates == nil || shared.Threads == nil {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
-	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights}
+	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights,
+		onDownload: shared.OnDownload}
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfdl.DownloadMapTaskStates: shared.TaskStates,
 		bpfdl.DownloadMapThreads:    shared.Threads,
@@ -110,7 +117,6 @@ func Open(shared Shared) (*Sensor, error) {
 func (s *Sensor) tracepoints() map[string]*ebpf.Program {
 	return map[string]*ebpf.Program{
 		bpfdl.DownloadProgOnRecv:      s.objs.OnRecv,
-		bpfdl.DownloadProgOnSend:      s.objs.OnSend,
 		bpfdl.DownloadProgOnSockState: s.objs.OnSockState,
 		bpfdl.DownloadProgOnDlWrite:   s.objs.OnDlWrite,
 	}
@@ -295,13 +301,16 @@ func (s *Sensor) walk(nowMono uint64) error {
 	var sk uint64
 	var raw bpfdl.DownloadConn
 	hooks := false
+	var downloader int32
 	it := s.objs.Conns.Iterate()
 	for it.Next(&sk, &raw) {
 		if raw.Bytes == 0 {
 			continue
 		}
 		c := decodeConn(&raw)
-		hooks = hooks || (c.Bytes >= tmpfsHookBytes && c.downloadShaped())
+		if c.Bytes >= tmpfsHookBytes && c.downloadShaped() {
+			hooks, downloader = true, c.PID
+		}
 		k := ConnKey{c.Sk, c.ID}
 		if c.Bytes >= MinBytes && !c.IsDownload() {
 			delete(s.progress, k)
@@ -317,6 +326,9 @@ func (s *Sensor) walk(nowMono uint64) error {
 		return fmt.Errorf("poll network connections: %w", err)
 	}
 	if hooks && s.links != nil {
+		if !s.writeHooks && s.onDownload != nil {
+			s.onDownload(downloader)
+		}
 		if err := s.attachWriteHooks(); err != nil {
 			return err
 		}

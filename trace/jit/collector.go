@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/coldtrace/coldtrace/record"
 )
@@ -81,6 +82,7 @@ type RawFile struct {
 }
 
 type proc struct {
+	exe string // the file of its latest exec, as executed
 	cwd string
 	fds map[int32]string
 	env Env
@@ -118,6 +120,10 @@ type Collector struct {
 	PathSyscalls bool
 	// Seen counts every event handed to the collector.
 	Seen uint64
+	// pySources are the source reads of Python processes that write
+	// bytecode, by pid and the .pyc each maps to: a lookup once that .pyc
+	// is written (PythonFile).
+	pySources map[int32]map[string]FileEvent
 	// OnRoot, when set, is told of each fixed root (not in-tree) as it is
 	// added, before the event that brought it returns.
 	OnRoot func(path string)
@@ -236,7 +242,7 @@ func (c *Collector) Fork(pid, ppid int32) {
 		c.proc(pid)
 		return
 	}
-	p := &proc{cwd: parent.cwd, env: parent.env, uid: parent.uid, envSum: parent.envSum, fds: make(map[int32]string, len(parent.fds))}
+	p := &proc{exe: parent.exe, cwd: parent.cwd, env: parent.env, uid: parent.uid, envSum: parent.envSum, fds: make(map[int32]string, len(parent.fds))}
 	for k, v := range parent.fds {
 		p.fds[k] = v
 	}
@@ -255,6 +261,7 @@ func (c *Collector) Exec(pid int32, uid uint32, filename string, env []byte) {
 		c.procs[pid] = p
 	}
 	oldCwd := p.cwd
+	p.exe = filename
 	if c.cfg.Proc != nil {
 		// exec keeps the cwd: what the process inherited (or read when it
 		// was first seen) still holds, and reading /proc on every exec of
@@ -358,25 +365,97 @@ func (c *Collector) File(r RawFile) (FileEvent, bool) {
 			c.noteUse(r.PID, ev.Path)
 		}
 	}
-	if c.keep(&ev) {
-		if len(c.events) >= c.cfg.MaxEvents {
-			c.dropped++
-		} else {
-			c.events = append(c.events, ev)
-		}
-	}
+	c.Seen--
+	c.observe(ev)
 	return ev, true
 }
 
 // UsesFramework says whether a file with this base name (a program or a
-// library) belongs to a framework with a kernel cache in the Registry.
+// library) belongs to a framework in the Registry whose cache lookups
+// need the path syscalls traced: not Python itself, whose bytecode cache
+// the page-cache probes tell (PageCacheEvidence).
 func UsesFramework(base string) bool {
 	for i := range Registry {
-		if matchAny(Registry[i].Uses, base) {
+		if !Registry[i].PageCacheEvidence && matchAny(Registry[i].Uses, base) {
 			return true
 		}
 	}
 	return false
+}
+
+// genericVars are variables that cache paths use but that say nothing of
+// a framework being at work.
+var genericVars = map[string]bool{"HOME": true, "XDG_CACHE_HOME": true, "TMPDIR": true, "TEMP": true, "TMP": true,
+	"USER": true, "LOGNAME": true}
+
+// FrameworkVar names a variable set (non-empty) in env that places or
+// switches the cache of a framework in the Registry whose lookups need the
+// path syscalls (TRITON_CACHE_DIR, HF_HOME, HF_HUB_OFFLINE…), or "".
+func FrameworkVar(env Env) string {
+	for i := range Registry {
+		s := &Registry[i]
+		if s.PageCacheEvidence {
+			continue
+		}
+		for _, p := range append(append([]string{}, s.Paths...), s.Also...) {
+			for _, v := range pathVars(p) {
+				if !genericVars[v] && env[v] != "" {
+					return v
+				}
+			}
+		}
+		for _, sw := range s.Switches {
+			if env[sw.Env] != "" {
+				return sw.Env
+			}
+		}
+	}
+	return ""
+}
+
+// pathVars are the $VARs of a registry path.
+func pathVars(p string) []string {
+	var out []string
+	for {
+		i := strings.IndexByte(p, '$')
+		if i < 0 {
+			return out
+		}
+		p = p[i+1:]
+		j := strings.IndexFunc(p, func(r rune) bool { return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		if j < 0 {
+			j = len(p)
+		}
+		out = append(out, p[:j])
+		p = p[j:]
+	}
+}
+
+// frameworkVarOf is FrameworkVar of pid's environment.
+func (c *Collector) frameworkVarOf(pid int32) string {
+	if p := c.procs[pid]; p != nil {
+		return FrameworkVar(p.env)
+	}
+	return ""
+}
+
+// ImportedFramework names the package of a framework in the Registry
+// that a Python file at p belongs to (a directory of p named as one of
+// the specs' Packages), or "".
+func ImportedFramework(p string) string {
+	dir := path.Dir(p)
+	for dir != "/" && dir != "." {
+		base := path.Base(dir)
+		for i := range Registry {
+			for _, pkg := range Registry[i].Packages {
+				if base == pkg {
+					return pkg
+				}
+			}
+		}
+		dir = path.Dir(dir)
+	}
+	return ""
 }
 
 // noteUse records that pid opened or executed p: the frameworks p

@@ -48,6 +48,16 @@ type Spec struct {
 	// or executed that show the framework at work: a cache a switch
 	// turned off is reported only then (it has no activity of its own).
 	Uses []string
+	// Packages are Python packages (directory names) whose import by a
+	// traced process shows the framework at work: a pure-Python
+	// framework maps no library of its own. Like Uses, they attach the
+	// path-syscall probes.
+	Packages []string
+	// PageCacheEvidence says the cache's hits, misses and entries are
+	// told from the page-cache probes while no path syscall is traced
+	// (Python's bytecode: see pythonFile), so its use alone does not
+	// attach the path-syscall probes.
+	PageCacheEvidence bool
 	// Source is where the layout was read.
 	Source string
 }
@@ -89,6 +99,7 @@ var Registry = []Spec{
 		Hit:        "mkdir of the key directory fails with EEXIST; __grp__*.json, .json, .cubin read",
 		Switches:   []Switch{{Env: "TRITON_ALWAYS_COMPILE", Values: []string{"1", "true", "True"}, Effect: "the cache is bypassed: every kernel is compiled"}},
 		Uses:       []string{"libtriton.so*"},
+		Packages:   []string{"triton"},
 		Source:     "python/triton/knobs.py, runtime/cache.py (FileCacheManager)",
 	},
 	{
@@ -99,6 +110,7 @@ var Registry = []Spec{
 		Hit:      "key directory listed, entries opened for reading",
 		Switches: []Switch{{Env: "TORCHINDUCTOR_FORCE_DISABLE_CACHES", Values: []string{"1"}, Effect: "Inductor's caches are off: every graph is compiled"}},
 		Uses:     []string{"libtorch_python.so*"},
+		Packages: []string{"torch"},
 		Source:   "torch/_inductor/runtime/cache_dir_utils.py, codecache.py (write_atomic), config.py",
 	},
 	{
@@ -116,6 +128,7 @@ var Registry = []Spec{
 		EntryDepth: 2,
 		Ignore:     []string{"lock", "build.ninja", ".ninja_log", ".ninja_deps"},
 		Hit:        "ninja finds nothing to do; <name>.so opened for reading",
+		Packages:   []string{"torch"},
 		Source:     "torch/utils/cpp_extension.py, file_baton.py",
 	},
 	{
@@ -130,7 +143,8 @@ var Registry = []Spec{
 			{Env: "HF_HUB_OFFLINE", Values: hubTrue, Offline: true, Effect: "offline: a rerun cannot download, so a file missing from the cache fails the run"},
 			{Env: "TRANSFORMERS_OFFLINE", Values: hubTrue, Offline: true, Effect: "offline: a rerun cannot download, so a file missing from the cache fails the run"},
 		},
-		Source: "huggingface_hub/constants.py, file_download.py",
+		Packages: []string{"huggingface_hub", "transformers", "diffusers"},
+		Source:   "huggingface_hub/constants.py, file_download.py",
 	},
 	{
 		// torch.hub: download_url_to_file writes a temporary file beside
@@ -149,6 +163,7 @@ var Registry = []Spec{
 		Temp:       []string{".*.tmp", "*.tmp"},
 		Ignore:     []string{"*.lock"},
 		Hit:        "torch_compile_cache/<hash>/ entries read (writes go through Inductor/Triton)",
+		Packages:   []string{"vllm"},
 		Source:     "vllm/envs.py, vllm/compilation/backends.py",
 	},
 	{
@@ -158,6 +173,7 @@ var Registry = []Spec{
 		EntryDepth: 3,
 		Ignore:     []string{"*.lock", "build.ninja", ".ninja_log", ".ninja_deps"},
 		Hit:        "ninja runs and finds nothing to do; <name>.so opened for reading",
+		Packages:   []string{"flashinfer"},
 		Source:     "flashinfer/jit/env.py, jit/core.py, jit/cpp_ext.py",
 	},
 	{
@@ -166,15 +182,17 @@ var Registry = []Spec{
 		EntryDepth: 2,
 		Temp:       []string{"tmp"},
 		Hit:        "cache/kernel.<name>.<hex>/kernel.cubin opened for reading",
+		Packages:   []string{"deep_gemm"},
 		Source:     "csrc/jit/compiler.hpp",
 	},
 	{
 		Name: "jax", Framework: "JAX", Compiles: true,
-		Paths:   []string{"$JAX_COMPILATION_CACHE_DIR"},
-		Entries: []string{"*-cache"},
-		Ignore:  []string{"*-atime"},
-		Hit:     "<key>-cache read; <key>-atime rewritten",
-		Source:  "jax/_src/config.py, jax/_src/lru_cache.py",
+		Paths:    []string{"$JAX_COMPILATION_CACHE_DIR"},
+		Entries:  []string{"*-cache"},
+		Ignore:   []string{"*-atime"},
+		Hit:      "<key>-cache read; <key>-atime rewritten",
+		Packages: []string{"jax", "jaxlib"},
+		Source:   "jax/_src/config.py, jax/_src/lru_cache.py",
 	},
 	{
 		Name: "cupy", Framework: "CuPy", Compiles: true,
@@ -187,12 +205,13 @@ var Registry = []Spec{
 	},
 	{
 		Name: "numba", Framework: "Numba", Compiles: true,
-		Paths:   []string{"$NUMBA_CACHE_DIR", "**/__pycache__"},
-		Also:    []string{"$XDG_CACHE_HOME/numba", "~/.cache/numba"},
-		Entries: []string{"*.nbi", "*.nbc"},
-		Temp:    []string{"*.tmp.*"},
-		Hit:     ".nbi index read, source stat'ed, .nbc read",
-		Source:  "numba/core/caching.py",
+		Paths:    []string{"$NUMBA_CACHE_DIR", "**/__pycache__"},
+		Also:     []string{"$XDG_CACHE_HOME/numba", "~/.cache/numba"},
+		Entries:  []string{"*.nbi", "*.nbc"},
+		Temp:     []string{"*.tmp.*"},
+		Hit:      ".nbi index read, source stat'ed, .nbc read",
+		Packages: []string{"numba"},
+		Source:   "numba/core/caching.py",
 	},
 	{
 		Name: "pocl", Framework: "PoCL (OpenCL on CPU)", Compiles: true,
@@ -222,6 +241,7 @@ var Registry = []Spec{
 		EntryDepth: 1,
 		Ignore:     []string{"timing_cache.bin"},
 		Hit:        "<hash>/blob.bin read",
+		Packages:   []string{"torch_tensorrt"},
 		Source:     "py/torch_tensorrt/dynamo/_engine_cache.py",
 	},
 	{
@@ -235,19 +255,21 @@ var Registry = []Spec{
 	},
 	{
 		Name: "python", Framework: "Python bytecode", Compiles: true,
-		Paths:    []string{"$PYTHONPYCACHEPREFIX", "**/__pycache__"},
-		Entries:  []string{"*.pyc"},
-		Temp:     []string{"*.pyc.*"},
-		Hit:      "source stat'ed, .pyc read",
-		Switches: []Switch{{Env: "PYTHONDONTWRITEBYTECODE", Effect: "bytecode is never written: every import without a .pyc compiles again"}},
-		Uses:     []string{"python*", "libpython*"},
-		Source:   "CPython importlib/_bootstrap_external.py (_write_atomic)",
+		Paths:             []string{"$PYTHONPYCACHEPREFIX", "**/__pycache__"},
+		Entries:           []string{"*.pyc"},
+		Temp:              []string{"*.pyc.*"},
+		Hit:               "source stat'ed, .pyc read",
+		Switches:          []Switch{{Env: "PYTHONDONTWRITEBYTECODE", Effect: "bytecode is never written: every import without a .pyc compiles again"}},
+		Uses:              []string{"python*", "libpython*"},
+		PageCacheEvidence: true,
+		Source:            "CPython importlib/_bootstrap_external.py (_write_atomic)",
 	},
 	{
 		Name: "comfyui", Framework: "ComfyUI models (weights)",
-		Paths:  []string{"**/ComfyUI/models"},
-		Hit:    "models/<type>/<file> opened for reading",
-		Source: "folder_paths.py (extra_model_paths.yaml moves it: use --cache-dir comfyui=PATH)",
+		Paths:    []string{"**/ComfyUI/models"},
+		Hit:      "models/<type>/<file> opened for reading",
+		Packages: []string{"comfy"},
+		Source:   "folder_paths.py (extra_model_paths.yaml moves it: use --cache-dir comfyui=PATH)",
 	},
 }
 

@@ -29,6 +29,12 @@ func ParseEnviron(b []byte) Env {
 	return env
 }
 
+// ParseEnvList reads an environment as os.Environ gives it ("K=V"), the
+// first value of a variable set twice kept.
+func ParseEnvList(kvs []string) Env {
+	return ParseEnviron([]byte(strings.Join(kvs, "\x00")))
+}
+
 // Identity is what decides a traced process's paths besides its
 // environment: its cwd, for relative values, and its uid's passwd entry,
 // for ~ and {user} when HOME or USER are unset.

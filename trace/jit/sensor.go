@@ -89,6 +89,9 @@ type Options struct {
 	// Command is the traced command: when it runs a framework, the
 	// path-syscall probes attach before it starts.
 	Command []string
+	// Env is the command's environment ("K=V"): a framework's cache
+	// variable set in it attaches them before it starts too.
+	Env []string
 	// CacheDirs are extra kernel-cache directories, "NAME=PATH".
 	CacheDirs []string
 	// Uprobes are extra compile entry points, "LIB:SYMBOL".
@@ -124,11 +127,21 @@ type Sensor struct {
 	// yet), and why.
 	syscallsFrom time.Time
 	syscallsWhy  string
-	col          *Collector
-	targets      []*uprobeTarget
-	attached     map[string]bool // "dev:ino:symbol"
-	warnings     []string
-	quiet        *quietSet // nil: every open reaches user space
+	// syscallsMono is CLOCK_MONOTONIC once the path-syscall probes are
+	// attached: page-cache evidence of Python's cache from then on is
+	// theirs to see (0: not attached).
+	syscallsMono uint64
+	// pyProcs are the Python processes whose sources were read, and
+	// lastTag the latest cache tag in a .pyc name (see python.go).
+	pyProcs   map[int32]*pyProc
+	lastTag   string
+	pyPending []pendingPython
+	pyDropped int
+	col       *Collector
+	targets   []*uprobeTarget
+	attached  map[string]bool // "dev:ino:symbol"
+	warnings  []string
+	quiet     *quietSet // nil: every open reaches user space
 }
 
 // Load loads the JIT probes and attaches those needed from the start.
@@ -263,6 +276,9 @@ func syscallsAtStart(o *Options) string {
 		// the core's page-cache records, say when to probe it.
 		return "--jit-uprobe"
 	}
+	if v := FrameworkVar(ParseEnvList(append(envAssignments(o.Command), o.Env...))); v != "" {
+		return "the command's environment sets " + v
+	}
 	if len(o.Command) == 0 {
 		return ""
 	}
@@ -272,6 +288,28 @@ func syscallsAtStart(o *Options) string {
 		}
 	}
 	return ""
+}
+
+// envAssignments are the NAME=VALUE operands of an env(1) command line
+// (env -u X A=B prog: A=B), which the program then runs with.
+func envAssignments(argv []string) []string {
+	if len(argv) == 0 || path.Base(argv[0]) != "env" {
+		return nil
+	}
+	var out []string
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "-u" || a == "-C" || a == "-S":
+			i++
+		case strings.HasPrefix(a, "-"):
+		case strings.Contains(a, "="):
+			out = append(out, a)
+		default:
+			return out
+		}
+	}
+	return out
 }
 
 // imagesDeadline bounds the look at the command's program before the run
@@ -391,6 +429,7 @@ func (e *Sensor) attachSyscalls(why string) error {
 			e.links = append(e.links, l)
 		}
 	}
+	e.syscallsMono = sensor.MonotonicNS()
 	return nil
 }
 
@@ -409,19 +448,61 @@ func (e *Sensor) useSeen(pid int32, p string) {
 	}
 }
 
+// envSeen attaches the path-syscall probes when the environment of a
+// process that just executed sets a framework's cache variable
+// (TRITON_CACHE_DIR): the framework is about to look its cache up. Called
+// with e.mu held.
+func (e *Sensor) envSeen(pid int32) {
+	if !e.syscallsFrom.IsZero() {
+		return
+	}
+	if v := e.col.frameworkVarOf(pid); v != "" {
+		if err := e.attachSyscalls(fmt.Sprintf("pid %d has %s set", pid, v)); err != nil {
+			e.warnings = append(e.warnings, fmt.Sprintf("jit: attach the path-syscall probes: %v", err))
+		}
+	}
+}
+
+// DownloadSeen attaches the path-syscall probes when a traced process is
+// downloading: the file it fills is renamed into a cache (a Hugging Face
+// blob from its .incomplete name), which only they see when the cache is
+// on tmpfs, and a downloader's next step is often a cache lookup.
+func (e *Sensor) DownloadSeen(pid int32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.syscallsFrom.IsZero() {
+		return
+	}
+	if err := e.attachSyscalls(fmt.Sprintf("pid %d was downloading", pid)); err != nil {
+		e.warnings = append(e.warnings, fmt.Sprintf("jit: attach the path-syscall probes: %v", err))
+	}
+}
+
 // FileSeen is told of every file the core probes see a traced process
-// read or map for the first time: libraries opened before the path
-// syscalls were traced still get their uprobes, and a framework's
-// library brings the path-syscall probes in.
-func (e *Sensor) FileSeen(pid int32, p string) {
+// read, map or write for the first time, and of each process's first
+// read of a Python file: libraries opened before the path syscalls were
+// traced still get their uprobes, a framework's library or package
+// brings the path-syscall probes in, and Python's bytecode cache is told
+// from them until then (python.go).
+func (e *Sensor) FileSeen(f sensor.FileSeen) {
 	if e.col == nil {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.useSeen(pid, p)
-	if strings.Contains(path.Base(p), ".so") {
-		e.libraryOpened(p)
+	e.useSeen(f.PID, f.Path)
+	if f.Kind == sensor.SeenPythonRead && e.syscallsFrom.IsZero() {
+		if pkg := ImportedFramework(f.Path); pkg != "" {
+			if err := e.attachSyscalls(fmt.Sprintf("pid %d imported %s", f.PID, pkg)); err != nil {
+				e.warnings = append(e.warnings, fmt.Sprintf("jit: attach the path-syscall probes: %v", err))
+			}
+		}
+	}
+	if f.Kind != sensor.SeenFirst {
+		e.pythonFile(f)
+	}
+	if strings.Contains(path.Base(f.Path), ".so") {
+		e.libraryOpened(f.Path)
 	}
 }
 
@@ -470,6 +551,7 @@ func (e *Sensor) handle(b []byte) {
 		file := sensor.CString(ev.Filename[:])
 		e.col.Exec(int32(ev.Pid), ev.Uid, file, env)
 		e.useSeen(int32(ev.Pid), file)
+		e.envSeen(int32(ev.Pid))
 		e.quiet.resolved(int32(ev.Pid), ev.Gen)
 	case bpfjit.JitJitEventKindJE_FORK:
 		ev, ok := sensor.Decode[bpfjit.JitForkEvent](b, unsafe.Sizeof(bpfjit.JitForkEvent{}))
@@ -559,6 +641,7 @@ func (e *Sensor) Finish(rec *record.Record) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.flushPython()
 	var probes []ProbeState
 	for _, t := range e.targets {
 		if isBuiltin(t) && t.path == "" && t.err == "" {
@@ -571,7 +654,7 @@ func (e *Sensor) Finish(rec *record.Record) error {
 	switch {
 	case j == nil:
 	case e.syscallsFrom.IsZero():
-		j.PathSyscalls = "not traced: no process used a framework with a kernel cache"
+		j.PathSyscalls = "not traced: no process used a framework whose cache lookups need them (Python's bytecode cache is told from the page cache)"
 	case !e.syscallsFrom.After(rec.Start):
 		j.PathSyscalls = "traced from the start (" + e.syscallsWhy + ")"
 	default:

@@ -14,8 +14,10 @@ import (
 )
 
 // TestSyscallsAtStart checks which commands get the path-syscall probes
-// before they start: Python run directly, through env(1) or a script's
-// #! line, and any command with --cache-dir, --jit-uprobe or always.
+// before they start: any command with --cache-dir, --jit-uprobe or
+// always, not Python alone (its bytecode cache is told from the page
+// cache). The programs a command runs are still found through env(1) and
+// a script's #! line.
 func TestSyscallsAtStart(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -34,14 +36,15 @@ func TestSyscallsAtStart(t *testing.T) {
 		opts Options
 		want string // substring of the reason; "" for none
 	}{
-		{Options{Command: []string{py, "-c", "1"}}, "runs python3"},
-		{Options{Command: []string{"python3", "-c", "1"}}, "runs python3"},
-		{Options{Command: []string{"env", "-u", "X", "A=B", "python3", "-c", "1"}}, "runs python3"},
-		{Options{Command: []string{script}}, "runs python3"},
+		{Options{Command: []string{py, "-c", "1"}}, ""},
+		{Options{Command: []string{script}}, ""},
 		{Options{Command: []string{shell}}, ""},
 		{Options{Command: []string{"cat", "/dev/null"}}, ""},
 		{Options{Command: []string{"no-such-program-here"}}, ""},
 		{Options{Command: []string{"cat"}, Syscalls: SyscallsAlways}, "always"},
+		{Options{Command: []string{"env", "-u", "X", "TRITON_CACHE_DIR=/c", py}}, "sets TRITON_CACHE_DIR"},
+		{Options{Command: []string{py}, Env: []string{"HF_HOME=/h"}}, "sets HF_HOME"},
+		{Options{Command: []string{py}, Env: []string{"HOME=/h", "XDG_CACHE_HOME=/x", "PYTHONPYCACHEPREFIX=/p"}}, ""},
 		{Options{Command: []string{"cat"}, CacheDirs: []string{"x=/tmp"}}, "--cache-dir"},
 		{Options{Command: []string{"cat"}, Uprobes: []string{"libx:f"}}, "--jit-uprobe"},
 	}
@@ -54,6 +57,21 @@ func TestSyscallsAtStart(t *testing.T) {
 		got := syscallsAtStart(&c.opts)
 		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
 			t.Errorf("%v: %q, want %q", c.opts.Command, got, c.want)
+		}
+	}
+	for _, argv := range [][]string{{py, "-c", "1"}, {"python3", "-c", "1"}, {"env", "-u", "X", "A=B", "python3", "-c", "1"}, {script}} {
+		images := commandImages(argv)
+		found := false
+		for _, im := range images {
+			found = found || strings.HasPrefix(filepath.Base(im), "python3")
+		}
+		if !found {
+			t.Errorf("%v: images %q, want python3 among them", argv, images)
+		}
+	}
+	for _, im := range commandImages([]string{shell}) {
+		if strings.HasPrefix(filepath.Base(im), "python") {
+			t.Errorf("%s: images include %s: a shell script's own commands are not followed", shell, im)
 		}
 	}
 }

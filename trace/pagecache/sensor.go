@@ -65,10 +65,10 @@ type Options struct {
 	// I/O waits and fill waits of ongoing off-CPU intervals by file that
 	// those counters cannot hold yet (sched.Sensor.Waiting, polled first).
 	Waiting func() (io, fill map[sensor.FileKey]int64)
-	// FileSeen, when set, is told the path of each file the first time a
-	// traced process reads or maps it. It is called from the reader
-	// goroutine.
-	FileSeen func(pid int32, path string)
+	// FileSeen, when set, is told the path of each file the first time
+	// the run reads, maps or writes it, and of each Python process's first
+	// read of a .py or .pyc file. It is called from the reader goroutine.
+	FileSeen func(sensor.FileSeen)
 	// BTF, when set, is the kernel BTF cache shared with the other
 	// sensors' loads: decoded once per run.
 	BTF *btf.Cache
@@ -159,7 +159,8 @@ func (s *Sensor) handle(raw []byte) {
 	p, resolved := s.mounts.resolve(ev.Dev, fsPath)
 	s.mu.Unlock()
 	if s.opts.FileSeen != nil && !truncated && resolved {
-		s.opts.FileSeen(int32(ev.Tgid), p)
+		s.opts.FileSeen(sensor.FileSeen{PID: int32(ev.Tgid), TID: int32(ev.Tid), TS: ev.Ts, CPUNS: ev.CpuNs,
+			Path: p, Dev: ev.Dev, Ino: ev.Ino, Kind: sensor.SeenKind(ev.Kind)})
 	}
 }
 

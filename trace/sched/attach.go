@@ -3,6 +3,9 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -124,6 +127,9 @@ func (p *probes) seedThread(pid, tid int, nowNS uint64) (bool, error) {
 		return false, fmt.Errorf("track thread %d of pid %d: %w", tid, pid, err)
 	}
 	st := bpfsched.SchedTstate{Slot: slot, Tgid: uint32(pid)}
+	if pythonProcess(pid) {
+		st.Flags = tfPython // as at an exec of it (on_exec)
+	}
 	if err := p.objs.TaskStates.Update(uint32(fd), &st, ebpf.UpdateNoExist); err != nil {
 		var free bpfsched.SchedThread
 		_ = p.objs.Threads.Update(slot, &free, ebpf.UpdateAny)
@@ -134,4 +140,12 @@ func (p *probes) seedThread(pid, tid int, nowNS uint64) (bool, error) {
 		return false, fmt.Errorf("track thread %d of pid %d: task storage: %w", tid, pid, err)
 	}
 	return true, nil
+}
+
+// pythonProcess says whether pid runs a Python interpreter, as on_exec
+// decides it for a command: its program's base name starts with "python"
+// (a script's interpreter is the program /proc shows).
+func pythonProcess(pid int) bool {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	return err == nil && strings.HasPrefix(filepath.Base(exe), "python")
 }

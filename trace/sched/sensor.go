@@ -26,6 +26,7 @@ const (
 	tfExited  = uint32(bpfsched.SchedThreadFlagTF_EXITED)
 	tfDead    = uint32(bpfsched.SchedThreadFlagTF_DEAD)
 	tfOutFill = uint32(bpfsched.SchedThreadFlagTF_OUT_FILL)
+	tfPython  = uint32(bpfsched.SchedThreadFlagTF_PYTHON)
 )
 
 // drainPeriod is how often the reader looks for records written without
@@ -82,6 +83,7 @@ type procAcc struct {
 	start, end int64
 	exitCode   int
 	exited     bool
+	waited     bool // end and exit code from wait(2) (Exited)
 }
 
 // Sensor is the loaded scheduler sensor. Its ring buffer is read on its
@@ -187,6 +189,13 @@ func (s *Sensor) handle(raw []byte) {
 			p.comm = sensor.CString(ev.Comm[:])
 		}
 		p.exited = true
+		if p.waited {
+			// wait(2) told the session already, after the exit's
+			// teardown (the address space freed after this event, a
+			// quarter of a second for a large one on a slow VM): its
+			// end and status stand.
+			break
+		}
 		p.end = sensor.Rel(ev.Ts, s.startMono)
 		ws := unix.WaitStatus(ev.ExitCode)
 		if ws.Signaled() {
@@ -373,7 +382,7 @@ func (s *Sensor) Exited(pid int, endNS int64, exitCode int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p := s.procs[int32(pid)]; p != nil {
-		p.exited, p.end, p.exitCode = true, endNS, exitCode
+		p.exited, p.waited, p.end, p.exitCode = true, true, endNS, exitCode
 	}
 }
 
