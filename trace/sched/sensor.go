@@ -239,8 +239,16 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		// last switch, which can come after the command's exit is
 		// reported and after the final poll when others hold the CPUs:
 		// its ongoing time counts until that switch.
-		if v.LastTs != 0 && now > v.LastTs && v.Flags&tfDead == 0 {
-			d := int64(now - v.LastTs)
+		// A process wait(2) reported is gone, threads and all: its last
+		// switch out was missed (this kernel now and then runs a
+		// thread without its sched_switch reaching the program), and
+		// its time ends at that report, not at this poll.
+		end := now
+		if p := s.procs[int32(v.Tgid)]; p != nil && p.waited {
+			end = min(end, s.startMono+uint64(max(p.end, 0)))
+		}
+		if v.LastTs != 0 && end > v.LastTs && v.Flags&tfDead == 0 {
+			d := int64(end - v.LastTs)
 			w := ongoingWait{slot: slot, lastTs: v.LastTs, flags: v.Flags,
 				file: sensor.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}}
 			switch {
