@@ -218,6 +218,30 @@ func (s *Sensor) proc(pid int32) *procAcc {
 	return p
 }
 
+// unseenAfterNS is how long a thread may stay switched out runnable or
+// in I/O wait before a poll asks its own clock whether it ran meanwhile.
+const unseenAfterNS = 20e6
+
+// ranUnseen is how much of the d ns since v's last switch out it spent on
+// a CPU after all, added to cur's CPU: a switch in this kernel did not
+// show the program (see on_switch) leaves a running thread flagged as
+// waiting, and projecting the wait would count the interval twice once
+// the switch out repairs it from the same clock. Only threads waiting
+// runnable or for I/O this long are asked (one /proc read each): neither
+// lasts long, while sleeps do.
+func ranUnseen(v *bpfsched.SchedThread, d int64, cur *threadTimes) int64 {
+	if d < unseenAfterNS || v.ExecNs == 0 {
+		return 0
+	}
+	exec := execNS(int(v.Tgid), int(v.Tid))
+	if exec <= v.ExecNs {
+		return 0
+	}
+	run := min(int64(exec-v.ExecNs), d)
+	cur.cpu += run
+	return run
+}
+
 // Poll reads the threads' cumulative counters, adds their deltas to
 // sample, and frees the slots of threads that have exited for good.
 func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
@@ -259,9 +283,11 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 					cur.miss += int64(now - max(v.FillMark, v.LastTs))
 				}
 			case v.Flags&tfOutIO != 0:
+				d -= ranUnseen(v, d, &cur)
 				cur.io += d
 				w.io = d
 			case v.Flags&tfOutRunQ != 0:
+				d -= ranUnseen(v, d, &cur)
 				cur.runq += d
 			default:
 				cur.other += d
