@@ -365,7 +365,6 @@ func (c *Collector) File(r RawFile) (FileEvent, bool) {
 			c.noteUse(r.PID, ev.Path)
 		}
 	}
-	c.Seen--
 	c.observe(ev)
 	return ev, true
 }

@@ -244,6 +244,7 @@ func (c *Collector) exeTag(pid int32) string {
 // otherwise only once its .pyc is written after it: a source read with
 // nothing written is data (a program reading .py files), not an import.
 func (c *Collector) PythonFile(f sensor.FileSeen, pp *pyProc) {
+	c.Seen++
 	ev := FileEvent{TS: f.TS, PID: f.PID, TID: f.TID, CPUNS: f.CPUNS, Op: OpOpen, Path: f.Path}
 	switch {
 	case f.Kind == sensor.SeenCreated:
@@ -330,9 +331,9 @@ func renamedTo(p string, dev uint32, ino uint64) string {
 	return ""
 }
 
-// observe keeps an event under a cache root.
+// observe keeps an event under a cache root (the caller counts what it
+// was handed in Seen).
 func (c *Collector) observe(ev FileEvent) {
-	c.Seen++
 	if c.keep(&ev) {
 		if len(c.events) >= c.cfg.MaxEvents {
 			c.dropped++
