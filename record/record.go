@@ -46,8 +46,12 @@ type Record struct {
 	// job, model): metrics, pprof samples and `coldtrace merge` carry them.
 	Labels map[string]string `json:"labels,omitempty"`
 
-	// IntervalNS is the sampling period of Samples.
+	// IntervalNS is the polling period: the length of each sample up to
+	// Coarsened.FromNS.
 	IntervalNS int64 `json:"interval_ns"`
+	// Coarsened is set when a long run's later samples each sum several
+	// polls (bounded memory); nil when every sample is one poll.
+	Coarsened *Coarsening `json:"coarsened,omitempty"`
 	// StartupNS is coldtrace's own cost before the command was released:
 	// loading and attaching probes, starting the gated child.
 	StartupNS int64 `json:"startup_ns"`
@@ -55,10 +59,11 @@ type Record struct {
 	Lost Lost `json:"lost"`
 
 	// Files are indexed by File.ID (its position); samples refer to them.
-	Files     []File     `json:"files"`
-	Processes []Process  `json:"processes"`
-	Threads   []Thread   `json:"threads"`
-	Samples   []Sample   `json:"samples"`
+	Files     []File    `json:"files"`
+	Processes []Process `json:"processes"`
+	Threads   []Thread  `json:"threads"`
+	// Samples are the timeline; Encode writes them last, one at a time.
+	Samples   []Sample   `json:"samples,omitempty"`
 	Warnings  []string   `json:"warnings,omitempty"`
 	Self      SelfCost   `json:"self"`
 	JIT       *JIT       `json:"jit,omitempty"`
@@ -252,8 +257,20 @@ type Thread struct {
 	FillRunQueueNS int64 `json:"fill_runqueue_ns,omitempty"`
 }
 
-// Sample holds what changed in one polling interval (EndNS-IntervalNS,
-// EndNS]. Threads and files with nothing to report are left out; a thread
+// Coarsening says how a long run's timeline was kept in bounded memory:
+// the samples ending after FromNS sum PollsPerSample polls each (fewer
+// near a mark, and the last one whatever was left); their totals are the
+// polls' sums.
+type Coarsening struct {
+	FromNS         int64 `json:"from_ns"`
+	PollsPerSample int   `json:"polls_per_sample"`
+	// Polls is the number of polls the samples sum.
+	Polls int `json:"polls"`
+}
+
+// Sample holds what changed from the previous sample's EndNS (0 for the
+// first) to its own: one polling interval, or several where the record
+// is Coarsened. Threads and files with nothing to report are left out; a thread
 // absent from a sample was off-CPU and not waiting on I/O for all of it.
 type Sample struct {
 	EndNS   int64         `json:"t"`

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/trace/samples"
 	"github.com/coldtrace/coldtrace/trace/sensor"
 	"github.com/coldtrace/coldtrace/trace/target"
 )
@@ -75,7 +76,7 @@ func Attach(ctx context.Context, o AttachOptions) (*record.Record, error) {
 	if !opts.Actor.Resolved() {
 		return nil, fmt.Errorf("%w: actor not resolved", ErrPreflight)
 	}
-	s := &session{ctx: ctx, opts: opts}
+	s := &session{ctx: ctx, opts: opts, timeline: samples.New(opts.Timeline)}
 	if err := s.load(); err != nil {
 		s.close()
 		return nil, err
@@ -296,10 +297,7 @@ func (a *attacher) loop() {
 			if a.o.Cgroup != "" {
 				a.rescan()
 			}
-			s.poll(sensor.MonotonicNS())
-			if s.opts.OnSample != nil && len(s.samples) > 0 {
-				s.opts.OnSample(s.samples[len(s.samples)-1])
-			}
+			s.poll(sensor.MonotonicNS(), false)
 		case <-s.ckpt.tick():
 			s.checkpoint()
 		case label, ok := <-marks:
@@ -327,6 +325,7 @@ func (a *attacher) loop() {
 func (s *session) mark(label string) {
 	at := sensor.Rel(sensor.MonotonicNS(), s.startMono)
 	s.rec.Marks = append(s.rec.Marks, record.Mark{AtNS: at, Label: label})
+	s.timeline.Mark(at)
 	s.opts.Notify(fmt.Sprintf("mark %q at +%.3fs", label, float64(at)/1e9))
 }
 
@@ -345,7 +344,7 @@ func (a *attacher) finish() *record.Record {
 	rec := s.rec
 	end := sensor.MonotonicNS()
 	rec.WallNS = int64(end - s.startMono)
-	s.poll(end)
+	s.poll(end, true)
 	s.finishSensors(rec)
 	return rec
 }

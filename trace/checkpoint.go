@@ -93,18 +93,19 @@ func (c *checkpoints) stop() string {
 }
 
 // snapshot is the record of the run up to the last poll, marked partial.
-// Samples share their backing array with the session's (later appends
-// never touch the ones taken).
+// Its samples are a copy of the session's list; the store never writes a
+// sample it has handed out.
 func (s *session) snapshot() *record.Record {
 	rec := *s.rec
 	var at int64
-	if n := len(s.samples); n > 0 {
-		at = s.samples[n-1].EndNS
+	if last, ok := s.timeline.Last(); ok {
+		at = last.EndNS
 	}
 	rec.WallNS = at
 	rec.Partial = &record.Partial{AtNS: at, Reason: fmt.Sprintf(
 		"checkpoint written every %v while the command ran; coldtrace did not finish the run", s.ckpt.every)}
-	rec.Samples = slices.Clip(s.samples)
+	rec.Samples = s.timeline.Samples()
+	rec.Coarsened = s.timeline.Coarsening()
 	rec.Warnings = slices.Clone(s.rec.Warnings)
 	if s.pollErr != nil {
 		rec.Warnings = append(rec.Warnings, s.pollErr.Error())

@@ -7,6 +7,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/trace/samples"
 )
 
 // When the path-syscall probes attach (Options.JITSyscalls).
@@ -20,6 +21,9 @@ const (
 type Options struct {
 	Command  []string
 	Interval time.Duration // polling period; 100 ms when zero
+	// Timeline bounds the samples held (trace/samples); the zero value
+	// is samples.DefaultLimits.
+	Timeline samples.Limits
 	// Actor is for whom coldtrace works (internal/actor): the command
 	// runs as Actor.Command, and what the command names (its program, its
 	// cache trees) is read with the command's rights. Required: the zero
@@ -45,7 +49,9 @@ type Options struct {
 	// OnStart, when set, is called once the command has been released,
 	// with its pid; tests use it to send signals.
 	OnStart func(pid int)
-	// OnSample, when set, sees each sample as it is taken (live progress).
+	// OnSample, when set, sees each poll's sample as it is taken (live
+	// progress), the final poll's included: the record's samples are
+	// their sums (coarsened in a long run).
 	OnSample func(s record.Sample)
 
 	// NoGPU skips NVML sampling; GPUInterval is its period (100 ms when
@@ -84,6 +90,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Interval <= 0 {
 		o.Interval = 100 * time.Millisecond
+	}
+	if o.Timeline == (samples.Limits{}) {
+		o.Timeline = samples.DefaultLimits
 	}
 	if o.Launched.IsZero() {
 		o.Launched = time.Now()

@@ -23,6 +23,7 @@ import (
 	"github.com/coldtrace/coldtrace/trace/launch"
 	"github.com/coldtrace/coldtrace/trace/machine"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
+	"github.com/coldtrace/coldtrace/trace/samples"
 	"github.com/coldtrace/coldtrace/trace/sched"
 	"github.com/coldtrace/coldtrace/trace/sensor"
 )
@@ -54,7 +55,8 @@ type session struct {
 	// startMono is when the command was released (CLOCK_MONOTONIC ns).
 	startMono  uint64
 	foreground bool
-	samples    []record.Sample
+	timeline   *samples.Store
+	room       struct{ threads, files int } // the last poll's deltas
 	pollErr    error
 	ckpt       *checkpoints
 	watch      *launch.Watch // --kill-on-exit
@@ -71,7 +73,7 @@ func start(ctx context.Context, opts Options) (*session, error) {
 	if !opts.Actor.Resolved() {
 		return nil, fmt.Errorf("%w: %v", ErrPreflight, actor.ErrUnresolved)
 	}
-	s := &session{ctx: ctx, opts: opts}
+	s := &session{ctx: ctx, opts: opts, timeline: samples.New(opts.Timeline)}
 	if err := s.load(); err != nil {
 		s.close()
 		return nil, err
@@ -256,10 +258,7 @@ func (s *session) loop() *os.ProcessState {
 	for {
 		select {
 		case <-ticker.C:
-			s.poll(sensor.MonotonicNS())
-			if s.opts.OnSample != nil && len(s.samples) > 0 {
-				s.opts.OnSample(s.samples[len(s.samples)-1])
-			}
+			s.poll(sensor.MonotonicNS(), false)
 		case <-s.ckpt.tick():
 			s.checkpoint()
 		case label, ok := <-marks:
@@ -320,15 +319,33 @@ func (s *session) killAll() {
 	}
 }
 
-// poll takes one sample from every sensor.
-func (s *session) poll(now uint64) {
-	sample := record.Sample{EndNS: sensor.Rel(now, s.startMono)}
+// The page cache's file table is read only when a sample closes.
+var _ LazyPoller = (*pagecache.Sensor)(nil)
+
+// poll takes one sample from every sensor; a LazyPoller only when the
+// sample closes one of the timeline's, or when all is set (the last poll).
+func (s *session) poll(now uint64, all bool) {
+	// Room for as many deltas as last time: the sensors' appends would
+	// otherwise double their way up every poll.
+	sample := record.Sample{EndNS: sensor.Rel(now, s.startMono),
+		Threads: make([]record.ThreadDelta, 0, s.room.threads), Files: make([]record.FileDelta, 0, s.room.files)}
+	closes := all || s.timeline.Closes(sample.EndNS)
 	for _, sn := range s.sensors {
+		if _, lazy := sn.(LazyPoller); lazy && !closes {
+			continue
+		}
 		if err := sn.Poll(now, &sample); err != nil && s.pollErr == nil {
 			s.pollErr = err
 		}
 	}
-	s.samples = append(s.samples, sample)
+	s.room.threads = len(sample.Threads)
+	if closes {
+		s.room.files = len(sample.Files)
+	}
+	s.timeline.Add(sample)
+	if s.opts.OnSample != nil {
+		s.opts.OnSample(sample)
+	}
 }
 
 // finish takes the last sample and has every sensor fill its part of the
@@ -341,7 +358,7 @@ func (s *session) finish(state *os.ProcessState) *record.Record {
 		rec.Warnings = append(rec.Warnings, err.Error())
 	}
 	rec.WallNS = int64(end - s.startMono)
-	s.poll(end)
+	s.poll(end, true)
 	rec.ExitCode, rec.Signal = exitCode(state)
 	if rec.StartError != "" {
 		rec.ExitCode = 127
@@ -414,7 +431,8 @@ func (s *session) close() {
 // the record, and coldtrace's own cost. A sensor that fails leaves a
 // warning; the others still finish.
 func (s *session) finishSensors(rec *record.Record) {
-	rec.Samples = s.samples
+	rec.Samples = s.timeline.Samples()
+	rec.Coarsened = s.timeline.Coarsening()
 	if w := s.ckpt.stop(); w != "" {
 		rec.Warnings = append(rec.Warnings, w)
 	}

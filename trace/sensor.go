@@ -21,3 +21,14 @@ type Sensor interface {
 	// Close releases probes, maps and goroutines; it runs on every path.
 	Close() error
 }
+
+// LazyPoller is a sensor whose Poll the session skips while the timeline
+// sums several polls into one sample (past a long run's first minute,
+// trace/samples): its deltas come from cumulative counters, so the poll
+// that closes the sample carries the skipped polls' too, and the sums
+// stay exact. The page cache's file table is one: a walk of its hash map
+// visits every bucket, half a millisecond a poll however few files
+// changed, which was half of coldtrace's CPU in a long run.
+type LazyPoller interface {
+	PollsLazily()
+}

@@ -12,6 +12,7 @@
 package checkpoint
 
 import (
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -122,7 +123,7 @@ func (w *Writer) Write(rec *record.Record) error {
 	if rec.Partial == nil {
 		return fmt.Errorf("checkpoint %s: the record is not marked partial", w.path)
 	}
-	if err := outfile.Write(w.a, w.path, func(out io.Writer) error { return record.Encode(out, rec) }); err != nil {
+	if err := outfile.Write(w.a, w.path, func(out io.Writer) error { return record.EncodeLevel(out, rec, gzip.BestSpeed) }); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil

@@ -167,18 +167,25 @@ func rel(ts, start uint64) int64 {
 
 // threadTime sums tid's on-CPU time and its plain waits (off CPU, neither
 // I/O wait nor run queue) within (start, end], each sample's share
-// prorated by how much of its interval lies inside.
+// prorated by how much of its span lies inside. Samples are in time
+// order; the first spans interval.
 func threadTime(samples []record.Sample, interval int64, tid int32, start, end int64) (onCPU, wait int64) {
 	if interval <= 0 || end <= start {
 		return 0, 0
 	}
 	var cpu, other float64
-	for _, s := range samples {
-		lo, hi := max(s.EndNS-interval, start), min(s.EndNS, end)
-		if hi <= lo {
+	for i, s := range samples {
+		// A sample spans from the one before it: one interval, or several
+		// polls in a long run's coarsened timeline.
+		from := s.EndNS - interval
+		if i > 0 {
+			from = samples[i-1].EndNS
+		}
+		lo, hi := max(from, start), min(s.EndNS, end)
+		if hi <= lo || s.EndNS <= from {
 			continue
 		}
-		frac := float64(hi-lo) / float64(interval)
+		frac := float64(hi-lo) / float64(s.EndNS-from)
 		for _, t := range s.Threads {
 			if t.TID == tid {
 				cpu += frac * float64(t.CPUNS)

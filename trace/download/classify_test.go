@@ -121,3 +121,16 @@ func TestThreadTimeProratesPartialIntervals(t *testing.T) {
 		t.Errorf("on CPU %d, waiting %d; want 25 ms each", cpu, wait)
 	}
 }
+
+// A coarsened sample (a long run's, several polls) is prorated over its
+// own span, not over one interval.
+func TestThreadTimeCoarseSample(t *testing.T) {
+	samples := []record.Sample{
+		{EndNS: 100 * ms, Threads: []record.ThreadDelta{{TID: 1, CPUNS: 100 * ms}}},
+		{EndNS: 500 * ms, Threads: []record.ThreadDelta{{TID: 1, CPUNS: 200 * ms, OtherWaitNS: 200 * ms}}},
+	}
+	cpu, wait := threadTime(samples, 100*ms, 1, 300*ms, 500*ms)
+	if cpu != 100*ms || wait != 100*ms {
+		t.Errorf("on CPU %d, waiting %d; want 100 ms each (half of the 400 ms sample)", cpu, wait)
+	}
+}

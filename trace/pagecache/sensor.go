@@ -164,6 +164,10 @@ func (s *Sensor) handle(raw []byte) {
 	}
 }
 
+// PollsLazily: the session may skip polls while its timeline sums
+// several into one sample; the counters are cumulative (trace.LazyPoller).
+func (s *Sensor) PollsLazily() {}
+
 // Poll reads the files' cumulative counters and adds their deltas to
 // sample.
 func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
