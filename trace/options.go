@@ -22,7 +22,7 @@ type Options struct {
 	Command  []string
 	Interval time.Duration // polling period; 100 ms when zero
 	// Timeline bounds the samples held (trace/samples); the zero value
-	// is samples.DefaultLimits.
+	// is samples.DefaultLimits().
 	Timeline samples.Limits
 	// Actor is for whom coldtrace works (internal/actor): the command
 	// runs as Actor.Command, and what the command names (its program, its
@@ -92,7 +92,7 @@ func (o Options) withDefaults() Options {
 		o.Interval = 100 * time.Millisecond
 	}
 	if o.Timeline == (samples.Limits{}) {
-		o.Timeline = samples.DefaultLimits
+		o.Timeline = samples.DefaultLimits()
 	}
 	if o.Launched.IsZero() {
 		o.Launched = time.Now()

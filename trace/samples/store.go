@@ -30,7 +30,9 @@ type Limits struct {
 // as taken, up to 128 Ki entries (7 MiB); then at most 1,200 coarse
 // samples (an hour at the default interval is 1,106 samples of 3.2 s) or
 // 64 Ki entries (3.5 MiB), whichever fills first.
-var DefaultLimits = Limits{HeadPolls: 600, HeadEntries: 128 << 10, TailSamples: 1200, TailEntries: 64 << 10}
+func DefaultLimits() Limits {
+	return Limits{HeadPolls: 600, HeadEntries: 128 << 10, TailSamples: 1200, TailEntries: 64 << 10}
+}
 
 // minTail is the fewest coarse samples merging goes down to (fewer when
 // the tail's limit is smaller).
@@ -245,9 +247,6 @@ func (s *Store) Last() (record.Sample, bool) {
 	return s.last, s.polls > 0
 }
 
-// Polls is the number of samples added.
-func (s *Store) Polls() int { return s.polls }
-
 // Coarsening says where the samples stop being one poll each; nil while
 // every sample is one poll.
 func (s *Store) Coarsening() *record.Coarsening {
@@ -317,38 +316,10 @@ func (u *sum) clone() record.Sample {
 // thread and per file the sums of their deltas, in order of first
 // appearance. Neither argument's slices are written.
 func Merge(a, b record.Sample) record.Sample {
-	out := record.Sample{EndNS: max(a.EndNS, b.EndNS)}
-	if n := len(a.Threads) + len(b.Threads); n > 0 {
-		out.Threads = make([]record.ThreadDelta, 0, max(len(a.Threads), len(b.Threads)))
-		at := make(map[int32]int, n)
-		for _, list := range [][]record.ThreadDelta{a.Threads, b.Threads} {
-			for _, td := range list {
-				i, ok := at[td.TID]
-				if !ok {
-					at[td.TID] = len(out.Threads)
-					out.Threads = append(out.Threads, td)
-					continue
-				}
-				addThread(&out.Threads[i], td)
-			}
-		}
-	}
-	if n := len(a.Files) + len(b.Files); n > 0 {
-		out.Files = make([]record.FileDelta, 0, max(len(a.Files), len(b.Files)))
-		at := make(map[int]int, n)
-		for _, list := range [][]record.FileDelta{a.Files, b.Files} {
-			for _, fd := range list {
-				i, ok := at[fd.File]
-				if !ok {
-					at[fd.File] = len(out.Files)
-					out.Files = append(out.Files, fd)
-					continue
-				}
-				addFile(&out.Files[i], fd)
-			}
-		}
-	}
-	return out
+	var u sum
+	u.add(a)
+	u.add(b)
+	return u.take()
 }
 
 func addThread(t *record.ThreadDelta, d record.ThreadDelta) {

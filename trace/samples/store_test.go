@@ -88,7 +88,7 @@ func addTotals(a, b totals) totals {
 }
 
 func TestShortRunUntouched(t *testing.T) {
-	st := New(DefaultLimits)
+	st := New(DefaultLimits())
 	var want []record.Sample
 	for i := 1; i <= 500; i++ {
 		st.Add(poll(i))
