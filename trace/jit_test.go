@@ -444,6 +444,84 @@ func TestJitUprobe(t *testing.T) {
 	}
 }
 
+const llvmliteLikeC = `
+#include <time.h>
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+/* Named like llvmlite's code generation, a built-in probe. */
+__attribute__((noinline)) unsigned long LLVMPY_FinalizeObject(int ms) {
+	volatile unsigned long x = 0;
+	double t0 = now();
+	while ((now() - t0) * 1000 < ms)
+		x++;
+	return x;
+}
+`
+
+const llvmliteMainC = `
+#include <stdio.h>
+#include <unistd.h>
+unsigned long LLVMPY_FinalizeObject(int ms);
+int main(void) {
+	usleep(300000); /* time for the probe attached when ld.so mapped the library */
+	for (int i = 0; i < 4; i++)
+		LLVMPY_FinalizeObject(20);
+	printf("done\n");
+	return 0;
+}
+`
+
+// TestJitBuiltinUprobeWarmSmallLibrary: a built-in probe's library under
+// 256 KiB whose pages are all cached (Debian's libllvmlite.so is 166 KiB)
+// is mapped, never read through the page cache's misses; its first sight
+// still comes from the mapping, so the probe attaches without the path
+// syscalls and counts every call.
+func TestJitBuiltinUprobeWarmSmallLibrary(t *testing.T) {
+	requireTracing(t)
+	dir := t.TempDir()
+	lib := buildC(t, dir, "libllvmlite.so", llvmliteLikeC, "-shared", "-fPIC")
+	bin := buildC(t, dir, "llvmlite_main", llvmliteMainC, "-L"+dir, "-lllvmlite", "-Wl,-rpath,"+dir)
+	st, err := os.Stat(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() >= 256<<10 {
+		t.Fatalf("%s is %d bytes: not a small file", lib, st.Size())
+	}
+	// Cached: the compiler just wrote it; read it once more to be sure.
+	if _, err := os.ReadFile(lib); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := jitRun(t, Options{Command: []string{bin}})
+	if rec.JIT == nil {
+		t.Fatal("no JIT section")
+	}
+	const name = "libllvmlite:LLVMPY_FinalizeObject"
+	var up *record.JITUprobe
+	for i := range rec.JIT.Uprobes {
+		if rec.JIT.Uprobes[i].Name == name {
+			up = &rec.JIT.Uprobes[i]
+		}
+	}
+	if up == nil || up.Path != lib || up.Error != "" || up.Calls != 4 {
+		logJIT(t, rec)
+		t.Fatalf("uprobe %s: %+v, want 4 calls in %s (path syscalls: %s)", name, up, lib, rec.JIT.PathSyscalls)
+	}
+	t.Logf("%s: %d calls, %d ns of CPU; path syscalls: %s", name, up.Calls, up.CPUNS, rec.JIT.PathSyscalls)
+	var row *record.File
+	for i := range rec.Files {
+		if rec.Files[i].Path == lib {
+			row = &rec.Files[i]
+		}
+	}
+	if row == nil || row.PagesAccessed == 0 {
+		t.Errorf("mapped small library: row %+v, want its own row with the pages mapped", row)
+	}
+}
+
 // TestJitOverheadImports measures the JIT probes' cost on a Python
 // process importing 20,000 small modules (one stat, one open per module):
 // no tracing, the core probes alone, core and JIT probes; cold (every .pyc

@@ -64,8 +64,8 @@ struct {
 	__uint(max_entries, 4 << 20);
 } paths SEC(".maps");
 
-/* Files smaller than this that are only read from the page cache get no
- * entry of their own: a hash insertion and a path walk per file cost a
+/* Files smaller than this that are only read (not mapped) from the page
+ * cache get no entry of their own: a hash insertion and a path walk per file cost a
  * program that imports 20,000 small modules a tenth of its time, and a
  * warm module is not what makes a start slow. Their pages are counted
  * here; a small file that misses gets its entry at the insertion. */
@@ -549,7 +549,11 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 	}
 	__u64 from = batched ? count_read(t, mapping, &key, lo, hi) : lo;
 	__u64 pages = hi >= from ? hi - from + 1 : 0;
-	bool small = size < SMALL_FILE_BYTES;
+	/* Only reads of small files go uncounted per file: a mapped file is
+	 * a library or a model far more often than a module, and its first
+	 * sight is what probes a library's compile entry points (the JIT
+	 * sensor's uprobes), warm or not. */
+	bool small = batched && size < SMALL_FILE_BYTES;
 	if (batched)
 		python_read(t, inode, &key);
 	struct file_stats *fs = small && !maybe_has_entry(&key) ? NULL : file_get(&key, !small);

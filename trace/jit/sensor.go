@@ -272,8 +272,9 @@ func syscallsAtStart(o *Options) string {
 		return "--cache-dir"
 	}
 	if len(o.Uprobes) > 0 {
-		// A library named by --jit-uprobe may be small: its opens, not
-		// the core's page-cache records, say when to probe it.
+		// A library the user named is probed at its open, a little
+		// before the page cache reports its first mapping (which is
+		// what probes the built-in libraries).
 		return "--jit-uprobe"
 	}
 	if v := FrameworkVar(ParseEnvList(append(envAssignments(o.Command), o.Env...))); v != "" {
