@@ -13,7 +13,7 @@ import (
 // delta, most of the CPU coldtrace spent in the steady part of the run.
 func encodeRecord(w *bufio.Writer, r *Record) error {
 	head := *r
-	head.Samples = nil
+	head.Samples, head.SampleStream = nil, nil
 	b, err := json.Marshal(&head)
 	if err != nil {
 		return err
@@ -22,16 +22,31 @@ func encodeRecord(w *bufio.Writer, r *Record) error {
 	if _, err := w.Write(b[:len(b)-1]); err != nil {
 		return err
 	}
-	if len(r.Samples) > 0 {
+	n := len(r.Samples)
+	if r.SampleStream != nil {
+		n += r.SampleStream.Len()
+	}
+	if n > 0 {
 		w.WriteString(`,"samples":[`)
 		buf := make([]byte, 0, 4096)
-		for i := range r.Samples {
+		first := true
+		write := func(s *Sample) error {
 			buf = buf[:0]
-			if i > 0 {
+			if !first {
 				buf = append(buf, ',')
 			}
-			buf = appendSample(buf, &r.Samples[i])
-			if _, err := w.Write(buf); err != nil {
+			first = false
+			buf = appendSample(buf, s)
+			_, err := w.Write(buf)
+			return err
+		}
+		for i := range r.Samples {
+			if err := write(&r.Samples[i]); err != nil {
+				return err
+			}
+		}
+		if r.SampleStream != nil {
+			if err := r.SampleStream.Each(write); err != nil {
 				return err
 			}
 		}
@@ -39,6 +54,16 @@ func encodeRecord(w *bufio.Writer, r *Record) error {
 	}
 	_, err = w.WriteString("}\n")
 	return err
+}
+
+// SampleSource is a timeline read one sample at a time
+// (trace/samples.View).
+type SampleSource interface {
+	// Len is how many samples Each gives.
+	Len() int
+	// Each calls yield with each sample in time order; the sample is
+	// valid only until yield returns. It stops at yield's first error.
+	Each(yield func(*Sample) error) error
 }
 
 // appendSample appends s as encoding/json writes it (the same keys,

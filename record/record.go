@@ -63,7 +63,13 @@ type Record struct {
 	Processes []Process `json:"processes"`
 	Threads   []Thread  `json:"threads"`
 	// Samples are the timeline; Encode writes them last, one at a time.
-	Samples   []Sample   `json:"samples,omitempty"`
+	Samples []Sample `json:"samples,omitempty"`
+	// SampleStream, when set, is more of the timeline, after Samples,
+	// that Encode writes one sample at a time without holding them all
+	// decoded (a checkpoint's: the session keeps its samples packed). It
+	// is neither encoded as such nor decoded.
+	SampleStream SampleSource `json:"-"`
+
 	Warnings  []string   `json:"warnings,omitempty"`
 	Self      SelfCost   `json:"self"`
 	JIT       *JIT       `json:"jit,omitempty"`

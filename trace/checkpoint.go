@@ -93,8 +93,8 @@ func (c *checkpoints) stop() string {
 }
 
 // snapshot is the record of the run up to the last poll, marked partial.
-// Its samples are a copy of the session's list; the store never writes a
-// sample it has handed out.
+// Its samples are a view of the session's store, which never writes what
+// a view holds.
 func (s *session) snapshot() *record.Record {
 	rec := *s.rec
 	var at int64
@@ -104,7 +104,9 @@ func (s *session) snapshot() *record.Record {
 	rec.WallNS = at
 	rec.Partial = &record.Partial{AtNS: at, Reason: fmt.Sprintf(
 		"checkpoint written every %v while the command ran; coldtrace did not finish the run", s.ckpt.every)}
-	rec.Samples = s.timeline.Samples()
+	// Streamed by the encoder, packed until then: decoded all at once, a
+	// long run's timeline was megabytes of heap every minute.
+	rec.Samples, rec.SampleStream = nil, s.timeline.View()
 	rec.Coarsened = s.timeline.Coarsening()
 	rec.Warnings = slices.Clone(s.rec.Warnings)
 	if s.pollErr != nil {

@@ -304,7 +304,8 @@ func TestAdvicePersistTmpfs(t *testing.T) {
 		}
 	}
 	if p == nil || p.Survival != "lost at reboot" || p.Env != "NUMBA_CACHE_DIR" || p.RerunNS <= 0 || p.Root != cacheDir {
-		t.Fatalf("persist: %+v", p)
+		t.Fatalf("persist: %+v\ncache: lookups %d, hits %d, misses %d, written %d, compile %d ns; path syscalls: %s; windows %+v; uprobes %+v",
+			p, c.Lookups, c.Hits, c.Misses, c.EntriesWritten, c.CompileNS, r.JIT.PathSyscalls, r.JIT.Windows, r.JIT.Uprobes)
 	}
 	code, out, stderr := coldtrace(t, nil, "report", "--persist", s.recPath)
 	if code != 0 || !strings.Contains(out, "export NUMBA_CACHE_DIR=") {

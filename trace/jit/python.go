@@ -192,6 +192,10 @@ func (e *Sensor) pythonFile(f sensor.FileSeen) {
 		pp = e.pythonProc(f.PID)
 	}
 	e.pyPending = append(e.pyPending, pendingPython{f, pp})
+	if e.pyPendingPIDs == nil {
+		e.pyPendingPIDs = map[int32]bool{}
+	}
+	e.pyPendingPIDs[f.PID] = true
 }
 
 // maxPythonRecords bounds the Python records kept for the end of a run
@@ -217,7 +221,7 @@ func (e *Sensor) flushPython() {
 		}
 		e.col.PythonFile(p.f, p.pp)
 	}
-	e.pyPending = nil
+	e.pyPending, e.pyPendingPIDs = nil, nil
 	if e.pyDropped > 0 {
 		e.warnings = append(e.warnings, fmt.Sprintf("jit: %d page-cache records of Python files not kept (more than %d)", e.pyDropped, maxPythonRecords))
 	}

@@ -117,6 +117,7 @@ var ErrOption = errors.New("bad JIT option")
 type Sensor struct {
 	opts      Options
 	startMono uint64
+	prunedAt  uint64 // CLOCK_MONOTONIC of the last Prune (Poll)
 	objs      bpfjit.JitObjects
 	loaded    bool
 	links     []link.Link
@@ -133,15 +134,17 @@ type Sensor struct {
 	syscallsMono uint64
 	// pyProcs are the Python processes whose sources were read, and
 	// lastTag the latest cache tag in a .pyc name (see python.go).
-	pyProcs   map[int32]*pyProc
-	lastTag   string
-	pyPending []pendingPython
-	pyDropped int
-	col       *Collector
-	targets   []*uprobeTarget
-	attached  map[string]bool // "dev:ino:symbol"
-	warnings  []string
-	quiet     *quietSet // nil: every open reaches user space
+	pyProcs map[int32]*pyProc
+	// pyPendingPIDs are the processes with records in pyPending.
+	pyPendingPIDs map[int32]bool
+	lastTag       string
+	pyPending     []pendingPython
+	pyDropped     int
+	col           *Collector
+	targets       []*uprobeTarget
+	attached      map[string]bool // "dev:ino:symbol"
+	warnings      []string
+	quiet         *quietSet // nil: every open reaches user space
 }
 
 // Load loads the JIT probes and attaches those needed from the start.
@@ -252,9 +255,30 @@ func (e *Sensor) Begin(startMono uint64) {
 	e.mu.Unlock()
 }
 
+// pruneEvery is how often Poll drops the state of exited processes.
+const pruneEvery = 10 * time.Second
+
 // Poll is part of the session's sensor interface: JIT evidence is not
-// sampled.
-func (e *Sensor) Poll(uint64, *record.Sample) error { return nil }
+// sampled, but every pruneEvery (CLOCK_MONOTONIC now) the state of the
+// processes that exited is dropped.
+func (e *Sensor) Poll(now uint64, _ *record.Sample) error {
+	if e.col == nil || now < e.prunedAt+uint64(pruneEvery) {
+		return nil
+	}
+	e.prunedAt = now
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// A Python process's records wait for the end of the run, which reads
+	// its environment and program: it is kept.
+	keep := func(pid int32) bool { return e.pyPendingPIDs[pid] || processAlive(pid) }
+	e.col.Prune(keep, func(pid int32) { delete(e.pyProcs, pid) })
+	return nil
+}
+
+// processAlive says whether pid exists (a zombie does, until reaped).
+func processAlive(pid int32) bool {
+	return unix.Kill(int(pid), 0) != unix.ESRCH
+}
 
 // When the path-syscall probes attach (Options.Syscalls).
 const (

@@ -14,9 +14,8 @@ import (
 	"github.com/coldtrace/coldtrace/record"
 )
 
-// Limits size a store. Entries are thread and file deltas (56 bytes
-// each): a poll may hold a few or thousands, so the count of samples
-// alone bounds nothing.
+// Limits size a store. Entries are thread and file deltas: a poll may
+// hold a few or thousands, so the count of samples alone bounds nothing.
 type Limits struct {
 	// HeadPolls and HeadEntries end the part kept as taken: at that many
 	// polls or entries, whichever comes first.
@@ -27,9 +26,10 @@ type Limits struct {
 }
 
 // DefaultLimits: the first 600 polls (a minute at the default 100 ms)
-// as taken, up to 128 Ki entries (7 MiB); then at most 1,200 coarse
-// samples (an hour at the default interval is 1,106 samples of 3.2 s) or
-// 64 Ki entries (3.5 MiB), whichever fills first.
+// as taken, up to 128 Ki entries; then at most 1,200 coarse samples (an
+// hour at the default interval is 1,106 samples of 3.2 s) or 64 Ki
+// entries, whichever fills first. Packed, an entry is 6–16 bytes (56–64
+// as a struct): about 1.3 and 0.7 MiB.
 func DefaultLimits() Limits {
 	return Limits{HeadPolls: 600, HeadEntries: 128 << 10, TailSamples: 1200, TailEntries: 64 << 10}
 }
@@ -48,7 +48,7 @@ const maxStride = 1 << 20
 type Store struct {
 	lim Limits
 
-	kept []record.Sample // head, then the coarse tail
+	kept []packed // head, then the coarse tail
 	// head is the length of the part kept as taken; headDone once it
 	// stopped growing.
 	head        int
@@ -83,7 +83,7 @@ func (s *Store) Add(smp record.Sample) {
 	if !s.headDone {
 		n := entries(smp)
 		if s.head < s.lim.HeadPolls && s.headEntries+n <= s.lim.HeadEntries {
-			s.kept = append(s.kept, tight(smp))
+			s.kept = append(s.kept, pack(smp))
 			s.head++
 			s.headEntries += n
 			return
@@ -115,28 +115,11 @@ func (s *Store) flush() {
 }
 
 func (s *Store) push(smp record.Sample) {
-	s.kept = append(s.kept, tight(smp))
+	s.kept = append(s.kept, pack(smp))
 	s.tailEntries += entries(smp)
 	if s.over(1) {
 		s.coarsen()
 	}
-}
-
-// tight copies a sample's deltas into slices of their length: the
-// sensors' appends leave up to twice the room, and the samples are most
-// of what a run holds.
-func tight(smp record.Sample) record.Sample {
-	if len(smp.Threads) == 0 {
-		smp.Threads = nil
-	} else if cap(smp.Threads) > len(smp.Threads) {
-		smp.Threads = slices.Clone(smp.Threads)
-	}
-	if len(smp.Files) == 0 {
-		smp.Files = nil
-	} else if cap(smp.Files) > len(smp.Files) {
-		smp.Files = slices.Clone(smp.Files)
-	}
-	return smp
 }
 
 // over says whether the tail holds at least share of a limit.
@@ -184,7 +167,7 @@ func (s *Store) coarsen() {
 		s.kept = append(slices.Clip(s.kept[:s.head]), merged...)
 		s.tailEntries = 0
 		for _, m := range merged {
-			s.tailEntries += entries(m)
+			s.tailEntries += m.entries()
 		}
 		if s.stride < maxStride {
 			s.stride *= 2
@@ -195,31 +178,34 @@ func (s *Store) coarsen() {
 	}
 }
 
-func (s *Store) halve(tail []record.Sample, keepMarks bool) []record.Sample {
-	out := make([]record.Sample, 0, len(tail)/2+1)
+func (s *Store) halve(tail []packed, keepMarks bool) []packed {
+	out := make([]packed, 0, len(tail)/2+1)
+	var a, b record.Sample // decoded pairs, their room reused
 	for i := 0; i < len(tail); {
 		if i+1 == len(tail) {
 			out = append(out, tail[i])
 			break
 		}
-		if keepMarks && s.marked(s.startOf(tail, i), tail[i+1].EndNS) {
+		if keepMarks && s.marked(s.startOf(tail, i), tail[i+1].end) {
 			out = append(out, tail[i])
 			i++
 			continue
 		}
-		out = append(out, Merge(tail[i], tail[i+1]))
+		unpack(tail[i], &a)
+		unpack(tail[i+1], &b)
+		out = append(out, pack(Merge(a, b)))
 		i += 2
 	}
 	return out
 }
 
 // startOf is where tail[i] begins: the end of the sample before it.
-func (s *Store) startOf(tail []record.Sample, i int) int64 {
+func (s *Store) startOf(tail []packed, i int) int64 {
 	if i > 0 {
-		return tail[i-1].EndNS
+		return tail[i-1].end
 	}
 	if s.head > 0 {
-		return s.kept[s.head-1].EndNS
+		return s.kept[s.head-1].end
 	}
 	return 0
 }
@@ -232,12 +218,62 @@ func (s *Store) marked(from, to int64) bool {
 }
 
 // Samples returns the samples so far, the polls not yet summed into a
-// coarse sample included, in a slice of its own.
+// coarse sample included, decoded into slices of their own.
 func (s *Store) Samples() []record.Sample {
-	out := make([]record.Sample, len(s.kept), len(s.kept)+1)
-	copy(out, s.kept)
+	return s.View().Samples()
+}
+
+// View is the samples a store held when it was taken. The store never
+// writes what a view holds, so a checkpoint can read one on its own
+// goroutine while the run goes on.
+type View struct {
+	kept []packed
+	pend *record.Sample // the polls not yet summed into a coarse sample
+}
+
+// View returns the samples so far, the polls being summed included.
+func (s *Store) View() View {
+	v := View{kept: slices.Clip(s.kept)}
 	if s.pendN > 0 {
-		out = append(out, s.pend.clone())
+		p := s.pend.clone()
+		v.pend = &p
+	}
+	return v
+}
+
+// Len is how many samples the view holds.
+func (v View) Len() int {
+	if v.pend != nil {
+		return len(v.kept) + 1
+	}
+	return len(v.kept)
+}
+
+// Each calls yield with each sample in time order, decoded into one
+// sample whose slices are reused: valid only until yield returns. It
+// stops at yield's first error.
+func (v View) Each(yield func(*record.Sample) error) error {
+	var smp record.Sample
+	for _, p := range v.kept {
+		unpack(p, &smp)
+		if err := yield(&smp); err != nil {
+			return err
+		}
+	}
+	if v.pend != nil {
+		return yield(v.pend)
+	}
+	return nil
+}
+
+// Samples decodes the view's samples into slices of their own.
+func (v View) Samples() []record.Sample {
+	out := make([]record.Sample, 0, v.Len())
+	for _, p := range v.kept {
+		out = append(out, unpacked(p))
+	}
+	if v.pend != nil {
+		out = append(out, *v.pend)
 	}
 	return out
 }
@@ -255,7 +291,7 @@ func (s *Store) Coarsening() *record.Coarsening {
 	}
 	c := &record.Coarsening{PollsPerSample: s.stride, Polls: s.polls}
 	if s.head > 0 {
-		c.FromNS = s.kept[s.head-1].EndNS
+		c.FromNS = s.kept[s.head-1].end
 	}
 	return c
 }

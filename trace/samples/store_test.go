@@ -230,8 +230,12 @@ func TestEntriesBound(t *testing.T) {
 			continue
 		}
 		n := 0
-		for _, s := range st.Samples() {
-			n += len(s.Threads) + len(s.Files)
+		v := st.View()
+		for _, p := range v.kept {
+			n += p.entries()
+		}
+		if v.pend != nil {
+			n += len(v.pend.Threads) + len(v.pend.Files)
 		}
 		// At most twice minTail coarse samples of every file, and the polls
 		// being summed.

@@ -1,0 +1,41 @@
+package jit
+
+import "testing"
+
+// Exited processes are dropped at the second Prune that finds them gone;
+// a process Prune keeps, or one that came back (a reused pid), stays.
+func TestPruneDropsExitedProcesses(t *testing.T) {
+	c, err := NewCollector(Config{Proc: fakeProc{cwd: map[int32]string{1: "/"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Exec(1, 0, "/usr/bin/python3", []byte("HOME=/root\x00"))
+	c.Fork(2, 1)
+	c.Exec(2, 0, "/usr/bin/cc", []byte("HOME=/root\x00COLLECT_GCC=cc\x00"))
+	c.Fork(3, 1)
+	alive := map[int32]bool{1: true}
+	keep := func(pid int32) bool { return alive[pid] }
+	var dropped []int32
+	onDrop := func(pid int32) { dropped = append(dropped, pid) }
+
+	if n := c.Prune(keep, onDrop); n != 0 || len(c.procs) != 3 {
+		t.Fatalf("first prune dropped %d (%v), %d left: want none dropped yet", n, dropped, len(c.procs))
+	}
+	alive[3] = true // pid 3 is back before the second look
+	if n := c.Prune(keep, onDrop); n != 1 || len(dropped) != 1 || dropped[0] != 2 {
+		t.Fatalf("second prune dropped %d: %v, want pid 2", n, dropped)
+	}
+	if _, ok := c.procs[2]; ok {
+		t.Error("pid 2 still held")
+	}
+	for _, pid := range []int32{1, 3} {
+		if _, ok := c.procs[pid]; !ok {
+			t.Errorf("pid %d dropped", pid)
+		}
+	}
+	delete(alive, 3)
+	c.Prune(keep, onDrop)
+	if n := c.Prune(keep, onDrop); n != 1 || len(c.procs) != 1 {
+		t.Errorf("pid 3 gone twice: dropped %d, %d left", n, len(c.procs))
+	}
+}
