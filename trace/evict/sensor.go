@@ -70,10 +70,14 @@ func Load(opts Options) (*Sensor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load eviction probes: %w", err)
 	}
+	kernel := opts.BTF
+	// Not held past the load: the decoded kernel BTF is megabytes of heap
+	// (twice that of RSS) for the whole run.
+	opts.BTF = nil
 	s := &Sensor{opts: opts, cgroups: map[int32]string{},
 		evKeys: make([]bpfevict.EvictEvictKey, sensor.BatchSize), evVals: make([]bpfevict.EvictEvictStats, sensor.BatchSize),
 		insKeys: make([]bpfevict.EvictInserterKey, sensor.BatchSize), insVals: make([]bpfevict.EvictInserterStats, sensor.BatchSize)}
-	if err := spec.LoadAndAssign(&s.objs, &ebpf.CollectionOptions{MapReplacements: opts.Shared, Cache: opts.BTF}); err != nil {
+	if err := spec.LoadAndAssign(&s.objs, &ebpf.CollectionOptions{MapReplacements: opts.Shared, Cache: kernel}); err != nil {
 		return nil, sensor.LoadError("eviction probes", err)
 	}
 	o := &s.objs

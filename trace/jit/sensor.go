@@ -182,6 +182,7 @@ func (e *Sensor) start() error {
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfjit.JitMapThreads: e.opts.Shared[bpfjit.JitMapThreads], bpfjit.JitMapTaskStates: e.opts.Shared[bpfjit.JitMapTaskStates]},
 		Cache: e.opts.BTF}
+	e.opts.BTF = nil // not held past the load (see evict.Load)
 	spec, err := bpfjit.LoadJit()
 	if err != nil {
 		return fmt.Errorf("load JIT probes: %w", err)

@@ -113,6 +113,7 @@ func Load(opts Options) (*Sensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts.BTF = nil // not held past the load (see evict.Load)
 	s := newSensor(p, mounts, opts)
 	if err := p.attach(); err != nil {
 		p.close()
