@@ -353,17 +353,18 @@ func TestJitInProcess(t *testing.T) {
 	}
 }
 
-const uprobeLibC = `
+// spinLibC is a library whose function fn spins for ms milliseconds of
+// thread CPU time: the "compile". CPU time, so the spin lasts as long
+// however busy the machine is, and the probe's CPU time is compared with it.
+func spinLibC(fn string) string {
+	return `
 #include <time.h>
-/* Thread CPU time: the spin lasts as long in CPU time however busy the
- * machine is, and the probe's CPU time is compared with it. */
 static double now(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
-/* Spins for ms milliseconds of CPU: the "compile". */
-__attribute__((noinline)) unsigned long jit_compile_kernel(int ms) {
+__attribute__((noinline)) unsigned long ` + fn + `(int ms) {
 	volatile unsigned long x = 0;
 	double t0 = now();
 	while ((now() - t0) * 1000 < ms)
@@ -371,19 +372,24 @@ __attribute__((noinline)) unsigned long jit_compile_kernel(int ms) {
 	return x;
 }
 `
+}
 
-const uprobeMainC = `
+// spinMainC calls fn calls times for ms each, after a pause that gives a
+// probe attached when ld.so mapped the library time to attach.
+func spinMainC(fn string, calls, ms int) string {
+	return fmt.Sprintf(`
 #include <stdio.h>
 #include <unistd.h>
-unsigned long jit_compile_kernel(int ms);
+unsigned long %[1]s(int ms);
 int main(void) {
-	usleep(300000); /* time for a probe attached when ld.so opened the library */
-	for (int i = 0; i < 3; i++)
-		jit_compile_kernel(100);
+	usleep(300000);
+	for (int i = 0; i < %[2]d; i++)
+		%[1]s(%[3]d);
 	printf("done\n");
 	return 0;
 }
-`
+`, fn, calls, ms)
+}
 
 // TestJitUprobe probes a function of a shared library built here with
 // --jit-uprobe, named by path (attached at start) and by library name
@@ -392,8 +398,8 @@ int main(void) {
 func TestJitUprobe(t *testing.T) {
 	requireTracing(t)
 	dir := t.TempDir()
-	lib := buildC(t, dir, "libjittest.so", uprobeLibC, "-shared", "-fPIC")
-	bin := buildC(t, dir, "uprobe_main", uprobeMainC, "-L"+dir, "-ljittest", "-Wl,-rpath,"+dir)
+	lib := buildC(t, dir, "libjittest.so", spinLibC("jit_compile_kernel"), "-shared", "-fPIC")
+	bin := buildC(t, dir, "uprobe_main", spinMainC("jit_compile_kernel", 3, 100), "-L"+dir, "-ljittest", "-Wl,-rpath,"+dir)
 	for _, name := range []string{lib + ":jit_compile_kernel", "libjittest.so:jit_compile_kernel"} {
 		rec, _ := jitRun(t, Options{Command: []string{bin}, JITUprobes: []string{name}})
 		if rec.JIT == nil {
@@ -444,36 +450,6 @@ func TestJitUprobe(t *testing.T) {
 	}
 }
 
-const llvmliteLikeC = `
-#include <time.h>
-static double now(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-/* Named like llvmlite's code generation, a built-in probe. */
-__attribute__((noinline)) unsigned long LLVMPY_FinalizeObject(int ms) {
-	volatile unsigned long x = 0;
-	double t0 = now();
-	while ((now() - t0) * 1000 < ms)
-		x++;
-	return x;
-}
-`
-
-const llvmliteMainC = `
-#include <stdio.h>
-#include <unistd.h>
-unsigned long LLVMPY_FinalizeObject(int ms);
-int main(void) {
-	usleep(300000); /* time for the probe attached when ld.so mapped the library */
-	for (int i = 0; i < 4; i++)
-		LLVMPY_FinalizeObject(20);
-	printf("done\n");
-	return 0;
-}
-`
-
 // TestJitBuiltinUprobeWarmSmallLibrary: a built-in probe's library under
 // 256 KiB whose pages are all cached (Debian's libllvmlite.so is 166 KiB)
 // is mapped, never read through the page cache's misses; its first sight
@@ -482,8 +458,9 @@ int main(void) {
 func TestJitBuiltinUprobeWarmSmallLibrary(t *testing.T) {
 	requireTracing(t)
 	dir := t.TempDir()
-	lib := buildC(t, dir, "libllvmlite.so", llvmliteLikeC, "-shared", "-fPIC")
-	bin := buildC(t, dir, "llvmlite_main", llvmliteMainC, "-L"+dir, "-lllvmlite", "-Wl,-rpath,"+dir)
+	// Named like llvmlite's code generation, a built-in probe.
+	lib := buildC(t, dir, "libllvmlite.so", spinLibC("LLVMPY_FinalizeObject"), "-shared", "-fPIC")
+	bin := buildC(t, dir, "llvmlite_main", spinMainC("LLVMPY_FinalizeObject", 4, 20), "-L"+dir, "-lllvmlite", "-Wl,-rpath,"+dir)
 	st, err := os.Stat(lib)
 	if err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ func appendFields(b []byte, v ...int64) []byte {
 var errCorrupt = errors.New("samples: corrupt packed sample")
 
 // unpack decodes p into dst, reusing its slices' room; empty lists are
-// nil, as the store keeps them. Its panics only on a store's own bug.
+// nil, as the store keeps them. It panics only on the store's own bug.
 func unpack(p packed, dst *record.Sample) {
 	if err := unpackInto(p, dst); err != nil {
 		panic(err)
