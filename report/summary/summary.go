@@ -44,6 +44,11 @@ type Summary struct {
 	// run: the numbers end at Partial.AtNS and ExitCode means nothing.
 	Partial *record.Partial `json:"partial,omitempty"`
 
+	// Coarsened is set when a long run's later timeline samples each sum
+	// several polls: the totals above are exact, only the timeline (and
+	// anything read off it, such as phases) is coarser from FromNS on.
+	Coarsened *record.Coarsening `json:"coarsened,omitempty"`
+
 	// Labels are the run's --label pairs (host, rank, job, …).
 	Labels map[string]string `json:"labels,omitempty"`
 
@@ -216,7 +221,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 		StartError: r.StartError, Interrupted: r.Interrupted, Partial: r.Partial, WallNS: r.WallNS, StartupNS: r.StartupNS, LostEvents: r.Lost.Total(),
 		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self, MadeCold: r.MadeCold,
 		Files: []File{}, Processes: []Process{}}
-	s.Labels = r.Labels
+	s.Labels, s.Coarsened = r.Labels, r.Coarsened
 	for _, f := range FilesByCost(r.Files) {
 		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
 			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: HitRatio(f),

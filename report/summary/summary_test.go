@@ -112,6 +112,33 @@ func TestSummaryPartial(t *testing.T) {
 	}
 }
 
+// TestSummaryCoarsened: the JSON says from when a long run's timeline
+// sums several polls a sample, and has no key when it does not.
+func TestSummaryCoarsened(t *testing.T) {
+	r := fixtures.Record(t, "sleep-read-spin")
+	var b strings.Builder
+	if err := Write(&b, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), `"coarsened"`) {
+		t.Errorf("a fine timeline's summary has a coarsened key")
+	}
+	r.Coarsened = &record.Coarsening{FromNS: 6e11, PollsPerSample: 4, Polls: 9000}
+	b.Reset()
+	if err := Write(&b, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Coarsened *record.Coarsening `json:"coarsened"`
+	}
+	if err := json.Unmarshal([]byte(b.String()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Coarsened == nil || *doc.Coarsened != *r.Coarsened {
+		t.Errorf("coarsened = %+v, want %+v", doc.Coarsened, r.Coarsened)
+	}
+}
+
 func TestSummaryMadeCold(t *testing.T) {
 	r := fixtures.Record(t, "truth-cold")
 	var b strings.Builder

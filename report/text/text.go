@@ -54,6 +54,10 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 		fmt.Fprintf(&b, "  PARTIAL record: written at +%s during the run (%s); the numbers cover the run up to then\n",
 			format.Duration(r.Partial.AtNS), format.Escape(r.Partial.Reason))
 	}
+	if c := r.Coarsened; c != nil {
+		fmt.Fprintf(&b, "  timeline coarsened from +%s: each sample there sums %d polls (%d polls in all); totals are exact\n",
+			format.Duration(c.FromNS), c.PollsPerSample, c.Polls)
+	}
 	if r.Interrupted {
 		b.WriteString("  (interrupted: the numbers cover the run up to the interruption)\n")
 	}

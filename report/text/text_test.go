@@ -123,6 +123,28 @@ func TestTextPartial(t *testing.T) {
 	}
 }
 
+// TestTextCoarsened: a long run's coarsened timeline is said under the
+// header, and a run without one says nothing of it.
+func TestTextCoarsened(t *testing.T) {
+	r := fixtures.Record(t, "cold-ml")
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "coarsened") {
+		t.Errorf("a run with a fine timeline says it was coarsened:\n%s", b.String())
+	}
+	r.Coarsened = &record.Coarsening{FromNS: 1800e9, PollsPerSample: 8, Polls: 36001}
+	b.Reset()
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "timeline coarsened from +30m00s: each sample there sums 8 polls (36001 polls in all); totals are exact"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+}
+
 // TestTextSaysMadeCold: a run made cold on purpose says so under its
 // header, escaped (the classes come from the record).
 func TestTextSaysMadeCold(t *testing.T) {
