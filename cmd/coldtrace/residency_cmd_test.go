@@ -276,6 +276,7 @@ func TestEvictStatusPrefetchCommands(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	before := readIOBytes(t)
+	reclaimed := testenv.FileReclaim(t)
 	if code := prefetchCommand([]string{"--json", "--from", rec}, &out, &errb); code != 0 {
 		t.Fatalf("prefetch: exit %d: %s", code, errb.String())
 	}
@@ -293,18 +294,31 @@ func TestEvictStatusPrefetchCommands(t *testing.T) {
 		t.Errorf("prefetch caused %d bytes of disk reads for %d read", fromDisk, pf.ReadBytes)
 	}
 	t.Logf("prefetch read %d bytes, %d from disk", pf.ReadBytes, fromDisk)
-	if got := cachedShare(t, model); got != 1 {
-		t.Errorf("after prefetch: %.3f cached", got)
+
+	// Every page is cached after the prefetch, but for those the machine
+	// reclaimed since it began (seen in CI: 111 pages of 32,768 within a
+	// second, DAMON's pageout); those may only lower the figures, never
+	// turn the prediction cold.
+	doc = runStatusJSON(t, model)
+	gone := reclaimed()
+	if len(doc.Files) != 1 || doc.Files[0].Pages-doc.Files[0].Cached > gone {
+		t.Errorf("after prefetch (the machine reclaimed %d file pages meanwhile): %+v", gone, doc.Files)
 	}
+	whole := len(doc.Files) == 1 && doc.Files[0].Cached == doc.Files[0].Pages
 	doc = runStatusJSON(t, "--from", rec)
-	if p := doc.Prediction; p == nil || p.State != "warm" || !strings.Contains(p.Sentence, "next run: warm for the files it read from disk (128.0 of 128.0 MiB cached); Triton cache: 3 entries") {
+	wantSentence := "next run: warm for the files it read from disk (128.0 of 128.0 MiB cached); Triton cache: 3 entries"
+	if !whole {
+		wantSentence = "next run: warm for the files it read from disk ("
+	}
+	if p := doc.Prediction; p == nil || p.State != "warm" || !strings.Contains(p.Sentence, wantSentence) ||
+		!strings.Contains(p.Sentence, "Triton cache: 3 entries") {
 		t.Errorf("prediction after prefetch: %+v", p)
 	}
 	out.Reset()
 	errb.Reset()
 	if code := statusCommand([]string{"--from", rec}, &out, &errb); code != 0 || !strings.Contains(out.String(), "next run: warm") ||
-		!strings.Contains(out.String(), "100.0%") {
-		t.Errorf("status text: exit %d\n%s%s", code, out.String(), errb.String())
+		(whole && !strings.Contains(out.String(), "100.0%")) {
+		t.Errorf("status text (every page cached: %v): exit %d\n%s%s", whole, code, out.String(), errb.String())
 	}
 	t.Logf("status text:\n%s", out.String())
 
