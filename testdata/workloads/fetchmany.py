@@ -17,8 +17,15 @@ import time
 import urllib.parse
 
 
+# print() writes the line and its newline apart: two threads finishing
+# together would interleave them ("{...}{...}\n\n").
+report_lock = threading.Lock()
+
+
 def report(n, t0, t1):
-    print(json.dumps({"bytes": n, "t0": t0, "t1": t1}), flush=True)
+    with report_lock:
+        sys.stdout.write(json.dumps({"bytes": n, "t0": t0, "t1": t1}) + "\n")
+        sys.stdout.flush()
 
 
 def fetch(url):
