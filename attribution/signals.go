@@ -204,10 +204,14 @@ func buildGPU(g *record.GPU, sums []record.GPUSummary, wall int64) []*devTimelin
 		dt := &devTimeline{index: d}
 		for i := 1; i < len(ss); i++ {
 			sp := span{max(ss[i-1].TNS, 0), min(ss[i].TNS, wall)}
-			if sp.end <= sp.start || !ss[i].Has(record.GPUFieldUtil) {
+			interval := ss[i].TNS - ss[i-1].TNS
+			if sp.end <= sp.start || ss[i].UtilCoveredNS(interval) <= 0 {
 				continue
 			}
-			dt.spans = append(dt.spans, gpuSpan{sp, float64(min(ss[i].UtilGPUPct, 100)) / 100 * f})
+			// A coarse sample spreads its polls' busy time evenly over
+			// its interval; a part without readings counts as idle.
+			util := min(ss[i].UtilPctNS(interval)/float64(interval), 100) / 100
+			dt.spans = append(dt.spans, gpuSpan{sp, util * f})
 		}
 		out = append(out, dt)
 	}

@@ -69,7 +69,86 @@ type GPUSample struct {
 	SMClockMHz   uint32   `json:"sm_clock_mhz,omitempty"`
 	PowerMW      uint32   `json:"power_mw,omitempty"`
 	Absent       []string `json:"absent,omitempty"`
+
+	// Polls, past a long run's first minute, is how many polls this
+	// sample stands for (0: one, as taken). A coarse sample's interval is
+	// the sum of its polls'; util and mem_util are their means, rounded;
+	// mem_used, sm_clock_mhz and power_mw are the last poll's. The
+	// totals are kept exact beside them, so that a run's mean, peak and
+	// busy time do not depend on the coarsening: read them through
+	// UtilCoveredNS, UtilPctNS, BusyIn, UtilPeak and MemPeak.
+	Polls int `json:"polls,omitempty"`
+	// UtilNS is the part of the interval whose polls reported util;
+	// UtilSumPctNS and MemUtilSumPctNS are util and mem_util times their
+	// polls' intervals, summed; BusyNS is the time of the polls whose
+	// util was above 0.
+	UtilNS          int64  `json:"util_ns,omitempty"`
+	UtilSumPctNS    int64  `json:"util_pct_ns,omitempty"`
+	MemUtilSumPctNS int64  `json:"mem_util_pct_ns,omitempty"`
+	BusyNS          int64  `json:"busy_ns,omitempty"`
+	UtilPeakPct     uint32 `json:"util_peak,omitempty"`
+	MemPeakBytes    uint64 `json:"mem_peak,omitempty"`
+	// RunMemPeakBytes is the peak over the polls of the traced processes'
+	// summed device memory (coarse samples only: as taken, it is the
+	// processes' own entries at the sample's time that say it).
+	RunMemPeakBytes uint64 `json:"run_mem_peak,omitempty"`
 }
+
+// Coarse says whether the sample stands for more than one poll.
+func (s GPUSample) Coarse() bool { return s.Polls > 1 }
+
+// UtilCoveredNS is the part of the sample's interval dt (since the
+// device's sample before it) with a util reading.
+func (s GPUSample) UtilCoveredNS(dt int64) int64 {
+	if s.Coarse() {
+		return s.UtilNS
+	}
+	if !s.Has(GPUFieldUtil) {
+		return 0
+	}
+	return dt
+}
+
+// UtilPctNS is the sample's util integrated over its interval dt, in
+// percent-nanoseconds.
+func (s GPUSample) UtilPctNS(dt int64) float64 {
+	return s.pctNS(s.UtilSumPctNS, GPUFieldUtil, s.UtilGPUPct, dt)
+}
+
+// MemUtilPctNS is the sample's mem_util integrated over its interval dt.
+func (s GPUSample) MemUtilPctNS(dt int64) float64 {
+	return s.pctNS(s.MemUtilSumPctNS, GPUFieldMemUtil, s.UtilMemPct, dt)
+}
+
+// pctNS integrates a percentage field: a coarse sample's sum, or the
+// poll's reading times its interval.
+func (s GPUSample) pctNS(coarseSum int64, field string, pct uint32, dt int64) float64 {
+	if s.Coarse() {
+		return float64(coarseSum)
+	}
+	if !s.Has(field) {
+		return 0
+	}
+	return float64(pct) * float64(dt)
+}
+
+// BusyIn is the time of the sample's interval dt in which the device
+// reported a kernel running (util above 0).
+func (s GPUSample) BusyIn(dt int64) int64 {
+	if s.Coarse() {
+		return s.BusyNS
+	}
+	if s.Has(GPUFieldUtil) && s.UtilGPUPct > 0 {
+		return dt
+	}
+	return 0
+}
+
+// UtilPeak is the highest util of the polls the sample stands for.
+func (s GPUSample) UtilPeak() uint32 { return max(s.UtilGPUPct, s.UtilPeakPct) }
+
+// MemPeak is the most device memory used at one of its polls.
+func (s GPUSample) MemPeak() uint64 { return max(s.MemUsedBytes, s.MemPeakBytes) }
 
 // Has says whether the sample holds field (one of GPUField*).
 func (s GPUSample) Has(field string) bool {
@@ -95,7 +174,30 @@ type GPUProcessSample struct {
 	// samples (nvmlDeviceGetProcessUtilization) since the previous poll.
 	SMUtilPct  *uint32 `json:"sm_util,omitempty"`
 	MemUtilPct *uint32 `json:"mem_util,omitempty"`
+
+	// Polls is set on the entries of a coarse device sample (whose time
+	// they share): the polls of its interval that listed the process.
+	// mem_used is then the peak over them, sm_util and mem_util the means
+	// over the UtilPolls that had utilization, and SMUtilSumPct their sum.
+	Polls        int    `json:"polls,omitempty"`
+	UtilPolls    int    `json:"util_polls,omitempty"`
+	SMUtilSumPct uint64 `json:"sm_util_sum,omitempty"`
 }
+
+// SMUtilSum is the process's SM utilization summed over the polls the
+// entry stands for, with the count of polls that had one.
+func (p GPUProcessSample) SMUtilSum() (sum uint64, polls int) {
+	if p.Polls > 0 {
+		return p.SMUtilSumPct, p.UtilPolls
+	}
+	if p.SMUtilPct == nil {
+		return 0, 0
+	}
+	return uint64(*p.SMUtilPct), 1
+}
+
+// PollCount is how many polls the entry stands for.
+func (p GPUProcessSample) PollCount() int { return max(p.Polls, 1) }
 
 // GPUInterference is one GPU process that was not traced, over the run.
 type GPUInterference struct {
@@ -188,6 +290,7 @@ func (g *GPU) summarise(d GPUDevice) GPUSummary {
 	// VRAM: first and last samples that carry it, and the peak.
 	first := true
 	for _, s := range ss {
+		sum.RunVRAMPeakBytes = max(sum.RunVRAMPeakBytes, s.RunMemPeakBytes)
 		if !s.Has(GPUFieldMemUsed) {
 			continue
 		}
@@ -196,7 +299,7 @@ func (g *GPU) summarise(d GPUDevice) GPUSummary {
 			first = false
 		}
 		sum.VRAMEndBytes = s.MemUsedBytes
-		sum.VRAMPeakBytes = max(sum.VRAMPeakBytes, s.MemUsedBytes)
+		sum.VRAMPeakBytes = max(sum.VRAMPeakBytes, s.MemPeak())
 	}
 
 	// Utilization: samples after the first cover the run, each weighted by
@@ -206,15 +309,13 @@ func (g *GPU) summarise(d GPUDevice) GPUSummary {
 	for i := 1; i < len(ss); i++ {
 		s := ss[i]
 		dt := s.TNS - ss[i-1].TNS
-		if !s.Has(GPUFieldUtil) || dt <= 0 {
+		if s.UtilCoveredNS(dt) <= 0 || dt <= 0 {
 			continue
 		}
-		weighted += float64(s.UtilGPUPct) * float64(dt)
-		covered += dt
-		sum.UtilPeakPct = max(sum.UtilPeakPct, s.UtilGPUPct)
-		if s.UtilGPUPct > 0 {
-			sum.BusyNS += dt
-		}
+		weighted += s.UtilPctNS(dt)
+		covered += s.UtilCoveredNS(dt)
+		sum.UtilPeakPct = max(sum.UtilPeakPct, s.UtilPeak())
+		sum.BusyNS += s.BusyIn(dt)
 	}
 	if covered > 0 {
 		sum.UtilMeanPct = weighted / float64(covered)
@@ -232,12 +333,13 @@ func (g *GPU) summarise(d GPUDevice) GPUSummary {
 			continue
 		}
 		tracedSeen = true
-		if p.MemUsedBytes != nil {
+		// A coarse sample's entries hold peaks over its polls, whose sum
+		// could overstate the run's: that sample's own peak says it.
+		if p.MemUsedBytes != nil && p.Polls == 0 {
 			runMem[p.TNS] += *p.MemUsedBytes
 		}
-		if p.SMUtilPct != nil {
-			tracedUtil += float64(*p.SMUtilPct)
-		}
+		sm, _ := p.SMUtilSum()
+		tracedUtil += float64(sm)
 	}
 	for _, m := range runMem {
 		sum.RunVRAMPeakBytes = max(sum.RunVRAMPeakBytes, m)

@@ -565,11 +565,9 @@ func gpuSubjects(r *record.Record, row *attribution.Row) []subject {
 				if p.Device != g.Index {
 					continue
 				}
-				w := 1.0
-				if p.SMUtilPct != nil {
-					w = float64(*p.SMUtilPct) + 1
-				}
-				s.prior[p.PID] += w
+				// One for each poll that saw it, plus its SM utilization.
+				sm, _ := p.SMUtilSum()
+				s.prior[p.PID] += float64(p.PollCount()) + float64(sm)
 			}
 		}
 		out = append(out, s)

@@ -8,6 +8,11 @@
 // NVIDIA GPU (…)" once and does nothing else. Fields a GPU does not support
 // are absent from its samples; the rest goes on.
 //
+// A long run is held in bounded memory (series.go): each device's first
+// polls as taken, then coarse samples that sum twice as many polls each
+// time their part fills, with the sums that keep the record's GPU
+// summaries exact.
+//
 // The usual life:
 //
 //	s := gpu.Open(nvml.New(), gpu.Options{Traced: tracer.IsTraced})

@@ -56,7 +56,9 @@ type Sampler struct {
 
 	mu      sync.Mutex
 	shut    bool // Close ran: NVML must not be called again
-	samples []timedSample
+	based   bool
+	base    time.Time // the first poll: slots' times count from it
+	lim     seriesLimits
 	procs   map[procKey]*procTrack
 	names   map[int32]string
 	errs    map[string]*softErr
@@ -73,11 +75,9 @@ type device struct {
 	info        record.GPUDevice
 	unsupported map[string]bool
 	lastSeen    uint64 // NVML process utilization timestamp, µs
-}
-
-type timedSample struct {
-	at time.Time
-	s  record.GPUSample
+	series      *series
+	lastAt      time.Duration // the previous poll, since the base
+	polled      bool
 }
 
 type procKey struct {
@@ -85,17 +85,17 @@ type procKey struct {
 	pid int32
 }
 
-// procTrack is everything seen of one GPU process on one device.
+// procTrack is what is kept of one GPU process on one device besides
+// its entries in the device's series: whether it is the run's, and the
+// sums an untraced one is reported by.
 type procTrack struct {
-	tracedEver bool
-	polls      []procPoll
-}
-
-type procPoll struct {
-	at      time.Time
-	mem     *uint64
-	smUtil  *uint32
-	memUtil *uint32
+	tracedEver   bool
+	first, last  time.Time
+	polls        int
+	memPeak      uint64
+	utilPolls    int
+	smSum, muSum float64
+	smPeak       uint32
 }
 
 type softErr struct {
@@ -112,6 +112,7 @@ func Open(lib nvml.Interface, opts Options) *Sampler {
 		opts:     opts,
 		interval: opts.Interval,
 		procs:    map[procKey]*procTrack{},
+		lim:      defaultSeriesLimits(),
 		names:    map[int32]string{},
 		errs:     map[string]*softErr{},
 	}
@@ -158,6 +159,7 @@ func Open(lib nvml.Interface, opts Options) *Sampler {
 			unsupported: map[string]bool{},
 			lastSeen:    start,
 		}
+		d.series = newSeries(s.lim)
 		if name, ret := h.GetName(); ret == nvml.SUCCESS {
 			d.info.Name = name
 		} else {
@@ -318,6 +320,9 @@ func (s *Sampler) Sample() {
 		return
 	}
 	now := s.opts.Now()
+	if !s.based {
+		s.base, s.based = now, true
+	}
 	for _, d := range s.devices {
 		s.sampleDevice(d, now)
 	}
@@ -364,8 +369,14 @@ func (s *Sampler) sampleDevice(d *device, now time.Time) {
 			smp.PowerMW = p
 		}
 	}
-	s.samples = append(s.samples, timedSample{at: now, s: smp})
-	s.sampleProcesses(d, now)
+	at := now.Sub(s.base)
+	sl := slot{at: at, polls: 1, s: smp}
+	if d.polled {
+		sl.dt = at - d.lastAt
+	}
+	d.lastAt, d.polled = at, true
+	sl.procs, sl.runMem = s.sampleProcesses(d, now)
+	d.series.add(sl)
 }
 
 // check sorts an NVML return: true on success; on "not supported" the
@@ -396,7 +407,11 @@ func (s *Sampler) soft(key string, ret nvml.Return) {
 	e.count++
 }
 
-func (s *Sampler) sampleProcesses(d *device, now time.Time) {
+// sampleProcesses lists the device's processes at this poll, by pid, and
+// the traced ones' summed memory. That sum counts the processes known to
+// be the run's at the poll; one the tracer learns of later (it held GPU
+// memory before its fork was seen) is the run's in its own entries only.
+func (s *Sampler) sampleProcesses(d *device, now time.Time) ([]procEntry, uint64) {
 	type seen struct {
 		mem              *uint64
 		smSum, memSum, n uint64
@@ -459,11 +474,13 @@ func (s *Sampler) sampleProcesses(d *device, now time.Time) {
 		d.lastSeen = last
 	}
 
+	entries := make([]procEntry, 0, len(byPID))
+	var runMem uint64
 	for pid, p := range byPID {
 		k := procKey{dev: d.index, pid: pid}
 		t := s.procs[k]
 		if t == nil {
-			t = &procTrack{}
+			t = &procTrack{first: now}
 			s.procs[k] = t
 		}
 		if !t.tracedEver && s.opts.Traced != nil && s.opts.Traced(pid) {
@@ -474,14 +491,29 @@ func (s *Sampler) sampleProcesses(d *device, now time.Time) {
 				s.names[pid] = s.opts.Comm(pid)
 			}
 		}
-		pp := procPoll{at: now, mem: p.mem}
-		if p.n > 0 {
-			sm := uint32((p.smSum + p.n/2) / p.n)
-			mu := uint32((p.memSum + p.n/2) / p.n)
-			pp.smUtil, pp.memUtil = &sm, &mu
+		e := procEntry{pid: pid, polls: 1}
+		t.last = now
+		t.polls++
+		if p.mem != nil {
+			e.mem, e.memKnown = *p.mem, true
+			t.memPeak = max(t.memPeak, *p.mem)
+			if t.tracedEver {
+				runMem += *p.mem
+			}
 		}
-		t.polls = append(t.polls, pp)
+		if p.n > 0 {
+			sm := (p.smSum + p.n/2) / p.n
+			mu := (p.memSum + p.n/2) / p.n
+			e.smSum, e.memSum, e.utilPolls = sm, mu, 1
+			t.utilPolls++
+			t.smSum += float64(sm)
+			t.muSum += float64(mu)
+			t.smPeak = max(t.smPeak, uint32(sm))
+		}
+		entries = append(entries, e)
 	}
+	sortProcs(entries)
+	return entries, runMem
 }
 
 // Result returns the timeline as a record, times relative to start (the
@@ -507,11 +539,30 @@ func (s *Sampler) Result(start time.Time) *record.GPU {
 		}
 		g.Devices = append(g.Devices, info)
 	}
-	for _, ts := range s.samples {
-		smp := ts.s
-		smp.TNS = ts.at.Sub(start).Nanoseconds()
-		g.Samples = append(g.Samples, smp)
+	offset := s.base.Sub(start)
+	traced := func(k procKey) bool {
+		t := s.procs[k]
+		return t != nil && (t.tracedEver || (s.opts.Traced != nil && s.opts.Traced(k.pid)))
 	}
+	tracedKeys := map[procKey]bool{}
+	for k := range s.procs {
+		if traced(k) {
+			tracedKeys[k] = true
+		}
+	}
+	for _, d := range s.devices {
+		d.series.each(func(sl *slot) {
+			t := (offset + sl.at).Nanoseconds()
+			g.Samples = append(g.Samples, sl.sample(t))
+			for _, p := range sl.procs {
+				if tracedKeys[procKey{dev: d.index, pid: p.pid}] {
+					g.Processes = append(g.Processes, sl.process(p, t))
+				}
+			}
+		})
+	}
+	// Polls come device after device; the record holds them by time.
+	sort.SliceStable(g.Samples, func(i, j int) bool { return g.Samples[i].TNS < g.Samples[j].TNS })
 
 	keys := make([]procKey, 0, len(s.procs))
 	for k := range s.procs {
@@ -524,44 +575,24 @@ func (s *Sampler) Result(start time.Time) *record.GPU {
 		return keys[i].pid < keys[j].pid
 	})
 	for _, k := range keys {
-		t := s.procs[k]
-		traced := t.tracedEver || (s.opts.Traced != nil && s.opts.Traced(k.pid))
-		if traced {
-			for _, p := range t.polls {
-				g.Processes = append(g.Processes, record.GPUProcessSample{
-					TNS:          p.at.Sub(start).Nanoseconds(),
-					Device:       k.dev,
-					PID:          k.pid,
-					MemUsedBytes: p.mem,
-					SMUtilPct:    p.smUtil,
-					MemUtilPct:   p.memUtil,
-				})
-			}
+		if tracedKeys[k] {
 			continue
 		}
+		t := s.procs[k]
 		x := record.GPUInterference{
-			Device:  k.dev,
-			PID:     k.pid,
-			Name:    s.names[k.pid],
-			FirstNS: t.polls[0].at.Sub(start).Nanoseconds(),
-			LastNS:  t.polls[len(t.polls)-1].at.Sub(start).Nanoseconds(),
-			Polls:   len(t.polls),
-		}
-		var sm, mu float64
-		for _, p := range t.polls {
-			if p.mem != nil {
-				x.MemPeakBytes = max(x.MemPeakBytes, *p.mem)
-			}
-			if p.smUtil != nil {
-				x.UtilPolls++
-				sm += float64(*p.smUtil)
-				mu += float64(*p.memUtil)
-				x.SMUtilPeakPct = max(x.SMUtilPeakPct, *p.smUtil)
-			}
+			Device:        k.dev,
+			PID:           k.pid,
+			Name:          s.names[k.pid],
+			FirstNS:       t.first.Sub(start).Nanoseconds(),
+			LastNS:        t.last.Sub(start).Nanoseconds(),
+			Polls:         t.polls,
+			MemPeakBytes:  t.memPeak,
+			UtilPolls:     t.utilPolls,
+			SMUtilPeakPct: t.smPeak,
 		}
 		if x.UtilPolls > 0 {
-			x.SMUtilMeanPct = sm / float64(x.UtilPolls)
-			x.MemUtilMeanPct = mu / float64(x.UtilPolls)
+			x.SMUtilMeanPct = t.smSum / float64(x.UtilPolls)
+			x.MemUtilMeanPct = t.muSum / float64(x.UtilPolls)
 		}
 		g.Interference = append(g.Interference, x)
 	}
