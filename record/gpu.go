@@ -244,7 +244,9 @@ type GPUSummary struct {
 	// per-process utilization, but only traced processes used the GPU).
 	RunSharePct *float64 `json:"run_share_pct,omitempty"`
 	ShareSource string   `json:"share_source,omitempty"`
-	Samples     int      `json:"samples"`
+	// Samples counts the device's polls (a coarse sample stands for
+	// several).
+	Samples int `json:"samples"`
 	// Unsupported is copied from the device: fields it never reported.
 	Unsupported []string `json:"unsupported,omitempty"`
 }
@@ -285,7 +287,9 @@ func (g *GPU) summarise(d GPUDevice) GPUSummary {
 		Unsupported:    d.Unsupported,
 	}
 	ss := g.DeviceSamples(d.Index)
-	sum.Samples = len(ss)
+	for _, s := range ss {
+		sum.Samples += max(s.Polls, 1)
+	}
 
 	// VRAM: first and last samples that carry it, and the peak.
 	first := true

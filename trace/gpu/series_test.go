@@ -136,7 +136,7 @@ func TestCoarsenedKeepsTotals(t *testing.T) {
 		}
 		for i := range want {
 			w, g := want[i], got[i]
-			if math.Abs(w.UtilMeanPct-g.UtilMeanPct) > 1e-9 || w.UtilPeakPct != g.UtilPeakPct || w.BusyNS != g.BusyNS ||
+			if math.Abs(w.UtilMeanPct-g.UtilMeanPct) > 1e-9 || w.Samples != g.Samples || w.Samples != polls || w.UtilPeakPct != g.UtilPeakPct || w.BusyNS != g.BusyNS ||
 				w.VRAMBeforeBytes != g.VRAMBeforeBytes || w.VRAMPeakBytes != g.VRAMPeakBytes || w.VRAMEndBytes != g.VRAMEndBytes ||
 				w.RunVRAMPeakBytes != g.RunVRAMPeakBytes || w.RunSharePct == nil || g.RunSharePct == nil ||
 				math.Abs(*w.RunSharePct-*g.RunSharePct) > 1e-9 || w.ShareSource != g.ShareSource {
