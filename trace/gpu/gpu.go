@@ -55,9 +55,8 @@ type Sampler struct {
 	interval time.Duration
 
 	mu      sync.Mutex
-	shut    bool // Close ran: NVML must not be called again
-	based   bool
-	base    time.Time // the first poll: slots' times count from it
+	shut    bool      // Close ran: NVML must not be called again
+	base    time.Time // the first poll (zero before it): slots' times count from it
 	lim     seriesLimits
 	procs   map[procKey]*procTrack
 	names   map[int32]string
@@ -320,8 +319,8 @@ func (s *Sampler) Sample() {
 		return
 	}
 	now := s.opts.Now()
-	if !s.based {
-		s.base, s.based = now, true
+	if s.base.IsZero() {
+		s.base = now
 	}
 	for _, d := range s.devices {
 		s.sampleDevice(d, now)
@@ -540,13 +539,9 @@ func (s *Sampler) Result(start time.Time) *record.GPU {
 		g.Devices = append(g.Devices, info)
 	}
 	offset := s.base.Sub(start)
-	traced := func(k procKey) bool {
-		t := s.procs[k]
-		return t != nil && (t.tracedEver || (s.opts.Traced != nil && s.opts.Traced(k.pid)))
-	}
 	tracedKeys := map[procKey]bool{}
-	for k := range s.procs {
-		if traced(k) {
+	for k, t := range s.procs {
+		if t.tracedEver || (s.opts.Traced != nil && s.opts.Traced(k.pid)) {
 			tracedKeys[k] = true
 		}
 	}
