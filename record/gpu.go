@@ -184,16 +184,19 @@ type GPUProcessSample struct {
 	SMUtilSumPct uint64 `json:"sm_util_sum,omitempty"`
 }
 
+// Coarse says whether the entry belongs to a coarse device sample.
+func (p GPUProcessSample) Coarse() bool { return p.Polls > 0 }
+
 // SMUtilSum is the process's SM utilization summed over the polls the
-// entry stands for, with the count of polls that had one.
-func (p GPUProcessSample) SMUtilSum() (sum uint64, polls int) {
-	if p.Polls > 0 {
-		return p.SMUtilSumPct, p.UtilPolls
+// entry stands for.
+func (p GPUProcessSample) SMUtilSum() uint64 {
+	if p.Coarse() {
+		return p.SMUtilSumPct
 	}
 	if p.SMUtilPct == nil {
-		return 0, 0
+		return 0
 	}
-	return uint64(*p.SMUtilPct), 1
+	return uint64(*p.SMUtilPct)
 }
 
 // PollCount is how many polls the entry stands for.
@@ -287,13 +290,11 @@ func (g *GPU) summarise(d GPUDevice) GPUSummary {
 		Unsupported:    d.Unsupported,
 	}
 	ss := g.DeviceSamples(d.Index)
-	for _, s := range ss {
-		sum.Samples += max(s.Polls, 1)
-	}
 
-	// VRAM: first and last samples that carry it, and the peak.
+	// Polls; VRAM: first and last samples that carry it, and the peak.
 	first := true
 	for _, s := range ss {
+		sum.Samples += max(s.Polls, 1)
 		sum.RunVRAMPeakBytes = max(sum.RunVRAMPeakBytes, s.RunMemPeakBytes)
 		if !s.Has(GPUFieldMemUsed) {
 			continue
@@ -313,11 +314,12 @@ func (g *GPU) summarise(d GPUDevice) GPUSummary {
 	for i := 1; i < len(ss); i++ {
 		s := ss[i]
 		dt := s.TNS - ss[i-1].TNS
-		if s.UtilCoveredNS(dt) <= 0 || dt <= 0 {
+		cover := s.UtilCoveredNS(dt)
+		if cover <= 0 || dt <= 0 {
 			continue
 		}
 		weighted += s.UtilPctNS(dt)
-		covered += s.UtilCoveredNS(dt)
+		covered += cover
 		sum.UtilPeakPct = max(sum.UtilPeakPct, s.UtilPeak())
 		sum.BusyNS += s.BusyIn(dt)
 	}
@@ -339,11 +341,10 @@ func (g *GPU) summarise(d GPUDevice) GPUSummary {
 		tracedSeen = true
 		// A coarse sample's entries hold peaks over its polls, whose sum
 		// could overstate the run's: that sample's own peak says it.
-		if p.MemUsedBytes != nil && p.Polls == 0 {
+		if p.MemUsedBytes != nil && !p.Coarse() {
 			runMem[p.TNS] += *p.MemUsedBytes
 		}
-		sm, _ := p.SMUtilSum()
-		tracedUtil += float64(sm)
+		tracedUtil += float64(p.SMUtilSum())
 	}
 	for _, m := range runMem {
 		sum.RunVRAMPeakBytes = max(sum.RunVRAMPeakBytes, m)

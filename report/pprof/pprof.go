@@ -566,8 +566,7 @@ func gpuSubjects(r *record.Record, row *attribution.Row) []subject {
 					continue
 				}
 				// One for each poll that saw it, plus its SM utilization.
-				sm, _ := p.SMUtilSum()
-				s.prior[p.PID] += float64(p.PollCount()) + float64(sm)
+				s.prior[p.PID] += float64(p.PollCount()) + float64(p.SMUtilSum())
 			}
 		}
 		out = append(out, s)

@@ -1,7 +1,8 @@
 package gpu
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/coldtrace/coldtrace/record"
@@ -140,8 +141,8 @@ func mergeSlots(a, b slot) slot {
 	if sb.Has(record.GPUFieldMemUsed) {
 		c.MemPeakBytes = max(c.MemPeakBytes, sb.MemPeak())
 	}
-	c.SMClockMHz = cmpOr(sb.SMClockMHz, sa.SMClockMHz)
-	c.PowerMW = cmpOr(sb.PowerMW, sa.PowerMW)
+	c.SMClockMHz = cmp.Or(sb.SMClockMHz, sa.SMClockMHz)
+	c.PowerMW = cmp.Or(sb.PowerMW, sa.PowerMW)
 
 	out := slot{at: b.at, dt: a.dt + b.dt, polls: c.Polls, s: c, runMem: max(a.runMem, b.runMem)}
 	out.procs = make([]procEntry, 0, max(len(a.procs), len(b.procs)))
@@ -172,16 +173,9 @@ func mergeSlots(a, b slot) slot {
 	return out
 }
 
-func cmpOr(a, b uint32) uint32 {
-	if a != 0 {
-		return a
-	}
-	return b
-}
-
 // sortProcs orders a poll's entries by pid, as mergeSlots needs.
 func sortProcs(ps []procEntry) {
-	sort.Slice(ps, func(i, j int) bool { return ps[i].pid < ps[j].pid })
+	slices.SortFunc(ps, func(a, b procEntry) int { return cmp.Compare(a.pid, b.pid) })
 }
 
 // sample is the slot as the record holds it, at t.

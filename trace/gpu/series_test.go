@@ -179,10 +179,14 @@ func processWeights(g *record.GPU) map[[2]int32]weight {
 	for _, p := range g.Processes {
 		k := [2]int32{int32(p.Device), p.PID}
 		w := out[k]
-		sm, n := p.SMUtilSum()
 		w.polls += p.PollCount()
-		w.sm += sm
-		w.util += n
+		w.sm += p.SMUtilSum()
+		switch {
+		case p.Coarse():
+			w.util += p.UtilPolls
+		case p.SMUtilPct != nil:
+			w.util++
+		}
 		out[k] = w
 	}
 	return out
@@ -221,7 +225,7 @@ func TestMergeSlots(t *testing.T) {
 		t.Errorf("processes %+v, want %+v", m.procs, want)
 	}
 	p := m.process(m.procs[0], 400)
-	if sm, n := p.SMUtilSum(); sm != 60 || n != 1 || p.PollCount() != 2 || *p.SMUtilPct != 60 || *p.MemUsedBytes != 3 {
+	if p.SMUtilSum() != 60 || p.UtilPolls != 1 || p.PollCount() != 2 || *p.SMUtilPct != 60 || *p.MemUsedBytes != 3 {
 		t.Errorf("process entry %+v", p)
 	}
 
