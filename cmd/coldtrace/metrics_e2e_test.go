@@ -197,13 +197,29 @@ scrape_configs:
 	cold := runNode("node1")
 	warmUp(t, path)
 	warm := runNode("node2")
+	// A warm dd of 64 MiB takes milliseconds, so a few pages paged out
+	// since the warm-up (DAMON takes idle file pages back: the file's, or
+	// dd's own) are a tenth of it and make it a cold start (seen in CI:
+	// 1.2 ms of disk reads). Such a run is repeated after another
+	// warm-up; its push replaces the group.
+	for i := 0; i < 3 && warm.category("disk_read") > 0; i++ {
+		t.Logf("the warm run read from disk for %v; warming up and running it again", time.Duration(warm.category("disk_read")))
+		warmUp(t, path)
+		warm = runNode("node2")
+	}
+	sums := map[string]summaryJSON{"node1": cold, "node2": warm}
 
+	// Until Prometheus has scraped both runs' last pushes.
 	query := `coldtrace_run_category_seconds{job="coldtrace_e2e",category="disk_read"}`
 	var disk map[string]float64
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		disk = byHost(promQuery(t, promURL, query))
-		if len(disk) == 2 || time.Now().After(deadline) {
+		scraped := len(disk) == 2
+		for host, s := range sums {
+			scraped = scraped && disk[host] == float64(s.category("disk_read"))/1e9
+		}
+		if scraped || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -215,7 +231,6 @@ scrape_configs:
 	if !(disk["node1"] > disk["node2"]) {
 		t.Errorf("node1 (cold) disk_read %v s is not above node2 (warm) %v s", disk["node1"], disk["node2"])
 	}
-	sums := map[string]summaryJSON{"node1": cold, "node2": warm}
 	for host, s := range sums {
 		if want := float64(s.category("disk_read")) / 1e9; disk[host] != want {
 			t.Errorf("%s: Prometheus disk_read %v, JSON summary %v", host, disk[host], want)
