@@ -94,16 +94,23 @@ const (
 	// range of the A runs.
 	NoDifference Kind = "no_difference_beyond_drift"
 	// TooFew: no B had a counted A beside it, or fewer than MinPairs
-	// pairs all agreed (Verdict.Pairs says how many).
+	// independent pairs all agreed (Verdict.Pairs and
+	// Verdict.Independent say how many).
 	TooFew Kind = "too_few_runs"
 )
 
-// MinPairs is the fewest pairs whose agreeing signs make a verdict on
-// their own: k pairs of one sign come by chance 2^(1-k) of the time when
-// A and B are the same (a sign test), 1 in 16 for 5, 1 in 8 for 4. Seen
-// in CI: the same command on both sides, two of six Bs in the slow mode,
-// and the other four all 0.4–3 ms faster. Fewer pairs make a verdict only
-// when every counted B lies beyond every counted A.
+// MinPairs is the fewest independent pairs whose agreeing signs make a
+// verdict on their own: k pairs of one sign come by chance 2^(1-k) of the
+// time when A and B are the same (a sign test), 1 in 16 for 5, 1 in 8 for
+// 4. Seen in CI: the same command on both sides, two of six Bs in the
+// slow mode, and the other four all 0.4–3 ms faster. Fewer make a verdict
+// only when every counted B lies beyond every counted A.
+//
+// Bs that stand between the same two As (a shuffled order puts B B B
+// between two As) are measured against the same reference: one slow A
+// turns all of them the same way, so they count once. Seen in CI: the
+// same command on both sides, shuffled, six pairs all B-faster, five of
+// them against one A that ran 1 ms slow.
 const MinPairs = 5
 
 // CategoryDiff is one category's median difference (B minus A) across
@@ -136,8 +143,11 @@ type Verdict struct {
 	Interference bool `json:"interference_may_explain,omitempty"`
 	// CleanKind is the verdict from the pairs without interference.
 	CleanKind Kind `json:"clean_kind,omitempty"`
-	// Pairs is how many pairs were judged.
-	Pairs int `json:"pairs"`
+	// Pairs is how many pairs were judged; Independent how many
+	// distinct brackets (pairs of As) they were measured against, the
+	// count the sign test takes.
+	Pairs       int `json:"pairs"`
+	Independent int `json:"independent_pairs"`
 }
 
 // Summary is the judgement of one bench.
@@ -267,8 +277,8 @@ type spread struct{ aLo, aHi, bMedian, bLo, bHi int64 }
 
 // judge applies the rule to pairs: no pair → TooFew; a range that
 // includes zero, |median| < |drift|, or a B median inside the As' range
-// → NoDifference; fewer than MinPairs pairs → TooFew; otherwise the sign
-// of the median.
+// → NoDifference; fewer than MinPairs independent pairs → TooFew;
+// otherwise the sign of the median.
 func judge(pairs []Pair, hasDrift bool, driftNS int64, sp spread) Verdict {
 	if len(pairs) == 0 {
 		return Verdict{Kind: TooFew}
@@ -284,11 +294,12 @@ func judge(pairs []Pair, hasDrift bool, driftNS int64, sp spread) Verdict {
 		WithinDrift:  hasDrift && abs(med) < abs(driftNS),
 		WithinSpread: sp.bMedian >= sp.aLo && sp.bMedian <= sp.aHi,
 		Pairs:        len(pairs),
+		Independent:  independent(pairs),
 	}
 	switch {
 	case v.Straddles || v.WithinDrift || v.WithinSpread:
 		v.Kind = NoDifference
-	case len(pairs) < MinPairs && !(med < 0 && sp.bHi < sp.aLo) && !(med > 0 && sp.bLo > sp.aHi):
+	case v.Independent < MinPairs && !(med < 0 && sp.bHi < sp.aLo) && !(med > 0 && sp.bLo > sp.aHi):
 		v.Kind = TooFew
 	case med < 0:
 		v.Kind = BFaster
@@ -296,6 +307,17 @@ func judge(pairs []Pair, hasDrift bool, driftNS int64, sp spread) Verdict {
 		v.Kind = BSlower
 	}
 	return v
+}
+
+// independent counts the distinct brackets among pairs: Bs between the
+// same two As share their reference and are one observation to a sign
+// test (see MinPairs).
+func independent(pairs []Pair) int {
+	seen := map[[2]int]bool{}
+	for _, p := range pairs {
+		seen[[2]int{p.Before, p.After}] = true
+	}
+	return len(seen)
 }
 
 // why keeps the categories that carry at least a tenth of the median

@@ -256,3 +256,34 @@ func TestDriftIgnoresOneNoisyEnd(t *testing.T) {
 		t.Errorf("verdict %+v", s.Verdict)
 	}
 }
+
+// The CI bench that failed the A/A test: the same command on both sides,
+// shuffled (A A B B B A B B A A B A A), six pairs all B-faster by
+// 19 µs–2 ms, a median of −814 µs beyond the drift, the Bs' median just
+// under the fastest A. Three Bs stood between the same two As, two more
+// between the next two: three independent comparisons, which agree by
+// chance 1 time in 4. No verdict.
+func TestSharedBracketsCountOnce(t *testing.T) {
+	order := []Side{A, A, B, B, B, A, B, B, A, A, B, A, A}
+	walls := []float64{59, 56, 55.586, 55.5, 56.481, 57, 56.148, 54.45, 55.9, 55.7, 55.186, 56.1, 56}
+	var runs []Run
+	for i, w := range walls {
+		r := Run{Side: order[i], WallNS: int64(w * float64(ms)), SysNS: 5 * ms}
+		r.Split[4] = r.WallNS
+		runs = append(runs, r)
+	}
+	s := Analyze(runs, Options{})
+	if s.Status[0] != Outlier || len(s.Pairs) != 6 || s.MaxNS >= 0 || s.MedianNS != -814_000 {
+		t.Fatalf("status %v, pairs %+v, median %d: not the CI bench", s.Status, s.Pairs, s.MedianNS)
+	}
+	if s.Verdict.Straddles || s.Verdict.WithinDrift || s.Verdict.WithinSpread {
+		t.Fatalf("verdict %+v: a rule other than the sign test decided", s.Verdict)
+	}
+	if s.Verdict.Kind != TooFew || s.Verdict.Pairs != 6 || s.Verdict.Independent != 3 {
+		t.Errorf("verdict %+v, want too few (6 pairs, 3 independent)", s.Verdict)
+	}
+	// The alternating order: every bracket its own.
+	if s := Analyze(series(1000, 990, 1000, 991, 1000, 989, 1001, 990, 1000, 992, 1000), Options{}); s.Verdict.Kind != BFaster || s.Verdict.Independent != 5 {
+		t.Errorf("alternating, five pairs of one sign: %+v", s.Verdict)
+	}
+}

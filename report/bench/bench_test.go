@@ -208,3 +208,19 @@ func TestSVGRendersInChromium(t *testing.T) {
 }
 
 func near(a, b uint32) bool { return a+6 >= b && b+6 >= a }
+
+// A verdict of too few says how many of the pairs were independent, and
+// the chance of their agreeing, from that count.
+func TestVerdictTooFewIndependent(t *testing.T) {
+	s := abtest.Summary{MedianNS: -814_000, MinNS: -2 * ms, MaxNS: -19_000,
+		Verdict: abtest.Verdict{Kind: abtest.TooFew, Pairs: 6, Independent: 3}}
+	want := "too few pairs to tell: B − A median -814µs (range -2ms … -19µs) over 6 pairs (3 independent: Bs between the same two As share them), all one way, as the same command on both sides gives 1 time in 4; 5 independent are needed"
+	if got := Verdict(s); !strings.HasPrefix(got, want) {
+		t.Errorf("got  %q\nwant %q…", got, want)
+	}
+	s.Verdict.Independent = 0 // a bench JSON from before the count
+	s.Verdict.Pairs = 4
+	if got := Verdict(s); !strings.Contains(got, "over 4 pairs, all one way, as the same command on both sides gives 1 time in 8") {
+		t.Errorf("old verdict: %q", got)
+	}
+}

@@ -178,13 +178,21 @@ func Verdict(s abtest.Summary) string {
 			b.WriteString("too few runs to compare (no B with a counted A beside it)")
 			break
 		}
-		fmt.Fprintf(&b, "too few pairs to tell: B − A median %s (range %s … %s) over %d pair%s, all one way",
+		fmt.Fprintf(&b, "too few pairs to tell: B − A median %s (range %s … %s) over %d pair%s",
 			format.SignedDuration(s.MedianNS), format.SignedDuration(s.MinNS), format.SignedDuration(s.MaxNS),
 			v.Pairs, plural(v.Pairs))
-		if v.Pairs > 1 {
-			fmt.Fprintf(&b, ", as the same command on both sides gives 1 time in %d", 1<<(v.Pairs-1))
+		ind := v.Independent
+		if ind == 0 { // a verdict written before brackets were counted
+			ind = v.Pairs
 		}
-		fmt.Fprintf(&b, "; %d are needed, or every B beyond every A (raise --pairs)", abtest.MinPairs)
+		if ind < v.Pairs {
+			fmt.Fprintf(&b, " (%d independent: Bs between the same two As share them)", ind)
+		}
+		b.WriteString(", all one way")
+		if ind > 1 {
+			fmt.Fprintf(&b, ", as the same command on both sides gives 1 time in %d", 1<<(ind-1))
+		}
+		fmt.Fprintf(&b, "; %d independent are needed, or every B beyond every A (raise --pairs)", abtest.MinPairs)
 	case abtest.NoDifference:
 		fmt.Fprintf(&b, "no difference beyond drift: B − A median %s (range %s … %s)",
 			format.SignedDuration(s.MedianNS), format.SignedDuration(s.MinNS), format.SignedDuration(s.MaxNS))
