@@ -161,11 +161,13 @@ func buildC(t *testing.T, name string, extra ...string) string {
 	return out
 }
 
-func fileEntry(t *testing.T, s summaryJSON, path string) (accessed, missed uint64, ioWait int64) {
+// fileEntry gives a file's page counts and what filling its pages cost
+// the run: I/O wait plus fill CPU.
+func fileEntry(t *testing.T, s summaryJSON, path string) (accessed, missed uint64, fillNS int64) {
 	t.Helper()
 	for _, f := range s.Files {
 		if f.Path == path {
-			return f.PagesAccessed, f.PagesMissed, f.IOWaitNS
+			return f.PagesAccessed, f.PagesMissed, f.IOWaitNS + f.MissCPUNS
 		}
 	}
 	t.Fatalf("%s not among the %d files of the summary", path, len(s.Files))
@@ -233,13 +235,18 @@ func checkColdWarm(t *testing.T, reader ...string) {
 		t.Fatalf("cold run exit %d: %s", code, stderr)
 	}
 	s := readSummary(t, out)
-	acc, missed, ioWait := fileEntry(t, s, path)
-	t.Logf("cold: accessed %d, missed %d, io wait %v", acc, missed, time.Duration(ioWait))
+	acc, missed, fill := fileEntry(t, s, path)
+	t.Logf("cold: accessed %d, missed %d, io wait + fill CPU %v", acc, missed, time.Duration(fill))
 	if missed < filePages*95/100 || missed > filePages*105/100 {
 		t.Errorf("cold: pages_missed %d, want within 5%% of %d", missed, filePages)
 	}
-	if ioWait <= 0 {
-		t.Errorf("cold: io_wait_ns %d, want > 0", ioWait)
+	// Not the I/O wait alone: this VM's disk often keeps ahead of
+	// readahead, and a cold 256 MiB cat then waits 0.7–34 ms, or not at
+	// all (seen in CI); the fill CPU is most of a cold read here
+	// (113–435 ms). 10 ms is 150 ns a page inserted: less than any
+	// kernel takes.
+	if fill < 10e6 {
+		t.Errorf("cold: io_wait_ns + miss_cpu_ns %v, want ≥ 10ms", time.Duration(fill))
 	}
 	if s.LostEvents != 0 {
 		t.Errorf("cold: %d lost events", s.LostEvents)
