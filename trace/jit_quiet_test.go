@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -93,4 +94,51 @@ func TestJitQuietOpens(t *testing.T) {
 		t.Errorf("%d events reached user space for %d plain opens: the kernel filter let them through", rec.Self.EventsSeen, n)
 	}
 	t.Logf("events seen: %d (for %d plain opens)", rec.Self.EventsSeen, n)
+}
+
+// lateScript: a Python process with no framework in sight starts a child
+// whose environment names a Triton cache (which attaches the path-syscall
+// probes), waits for it, then reads n plain files.
+const lateScript = `
+import os, subprocess, sys, time
+plain, n, cache = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+subprocess.run([sys.executable, "-c", "pass"], env=dict(os.environ, TRITON_CACHE_DIR=cache), check=True)
+time.sleep(0.5)
+for i in range(n):
+    fd = os.open(os.path.join(plain, "f%05d" % i), os.O_RDONLY)
+    os.close(fd)
+`
+
+// TestJitQuietOpensAfterLateAttach: a process that executed before the
+// path-syscall probes attached gets its verdict when they attach (it is
+// held back until then, a system call saved per exec and fork), so its
+// plain opens afterwards stay in the kernel.
+func TestJitQuietOpensAfterLateAttach(t *testing.T) {
+	requireTracing(t)
+	py := realPython(t)
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.MkdirAll(plain, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	for i := 0; i < n; i++ {
+		if err := os.WriteFile(filepath.Join(plain, fmt.Sprintf("f%05d", i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := filepath.Join(dir, "late.py")
+	if err := os.WriteFile(script, []byte(lateScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache")
+	rec, _ := jitRun(t, Options{Command: []string{"env", "PYTHONDONTWRITEBYTECODE=1", py, script, plain, fmt.Sprint(n), cache}})
+	if rec.JIT == nil || !strings.Contains(rec.JIT.PathSyscalls, "TRITON_CACHE_DIR") {
+		logJIT(t, rec)
+		t.Fatal("path syscalls not attached for the child's TRITON_CACHE_DIR")
+	}
+	if rec.Self.EventsSeen >= n/2 {
+		t.Errorf("%d events reached user space for %d plain opens after the late attach: the parent's verdict was not written", rec.Self.EventsSeen, n)
+	}
+	t.Logf("events seen: %d (for %d plain opens); path syscalls: %s", rec.Self.EventsSeen, n, rec.JIT.PathSyscalls)
 }

@@ -78,6 +78,13 @@ type quietSet struct {
 	// did not fit): every verdict is withdrawn and none is written again.
 	off bool
 	err error
+	// Until the path-syscall probes attach no open is filtered, and a
+	// verdict written to the kernel at each exec and fork was a system
+	// call apiece for nothing (7 µs each: 140 ms of coldtrace's CPU in a
+	// storm of 10,000 fork/execs). Verdicts wait in pending, the newest
+	// generation per process, and are written when the probes attach.
+	attached bool
+	pending  map[int32]uint64
 }
 
 // addRoot lets opens under a fixed root through. It must run before any
@@ -98,6 +105,40 @@ func (q *quietSet) resolved(pid int32, gen uint64) {
 	if q == nil || q.off || gen == 0 {
 		return
 	}
+	if !q.attached {
+		if q.pending == nil {
+			q.pending = map[int32]uint64{}
+		}
+		q.pending[pid] = gen
+		return
+	}
+	q.write(pid, gen)
+}
+
+// attach writes the verdicts that waited for the path-syscall probes.
+// Each one's roots were put in place when its exec or fork was handled.
+func (q *quietSet) attach() {
+	if q == nil || q.attached {
+		return
+	}
+	q.attached = true
+	for pid, gen := range q.pending {
+		if q.off {
+			break
+		}
+		q.write(pid, gen)
+	}
+	q.pending = nil
+}
+
+// forget drops a process's waiting verdict (it exited).
+func (q *quietSet) forget(pid int32) {
+	if q != nil {
+		delete(q.pending, pid)
+	}
+}
+
+func (q *quietSet) write(pid int32, gen uint64) {
 	v := bpfjit.JitProcVerdict{Gen: gen}
 	if err := q.verdicts.Update(uint32(pid), &v, ebpf.UpdateAny); err != nil {
 		q.disable(fmt.Errorf("jit: kernel filter verdict for pid %d: %v: every open is traced from now on", pid, err))
@@ -109,6 +150,7 @@ func (q *quietSet) resolved(pid int32, gen uint64) {
 func (q *quietSet) disable(why error) {
 	q.off = true
 	q.err = why
+	q.pending = nil
 	var key uint32
 	var keys []uint32
 	var v bpfjit.JitProcVerdict

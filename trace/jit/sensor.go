@@ -272,7 +272,10 @@ func (e *Sensor) Poll(now uint64, _ *record.Sample) error {
 	// A Python process's records wait for the end of the run, which reads
 	// its environment and program: it is kept.
 	keep := func(pid int32) bool { return e.pyPendingPIDs[pid] || processAlive(pid) }
-	e.col.Prune(keep, func(pid int32) { delete(e.pyProcs, pid) })
+	e.col.Prune(keep, func(pid int32) {
+		delete(e.pyProcs, pid)
+		e.quiet.forget(pid)
+	})
 	return nil
 }
 
@@ -437,6 +440,9 @@ func (e *Sensor) attachSyscalls(why string) error {
 	}
 	e.syscallsFrom, e.syscallsWhy = time.Now(), why
 	e.col.PathSyscalls = true
+	// Before the first exit program runs, so that no open waits on a
+	// verdict that was held back.
+	e.quiet.attach()
 	enter := []*ebpf.Program{nil, e.objs.OnPathEnter1, e.objs.OnPathEnter2, e.objs.OnPathEnter3, e.objs.OnPathEnter4, e.objs.OnPathEnter5}
 	for _, sc := range jitSyscalls {
 		for _, dir := range []string{"enter", "exit"} {
