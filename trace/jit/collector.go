@@ -135,7 +135,14 @@ type Collector struct {
 	// burst of 1,500 compiles held 10 MiB of copies until they were
 	// pruned. Prune drops the ones no process holds.
 	envs map[uint64]Env
+	// fwVars are frameworkVars(Registry), parsed at the first exec.
+	fwVars []string
+	// usesOf memoizes noteUse's matches by program base name (the names
+	// a run executes are few; it is cleared past usesOfMax).
+	usesOf map[string][]string
 }
+
+const usesOfMax = 4096
 
 // Prune drops the state of processes that exited: a run that starts a
 // compiler every second kept an environment per exec, some 10 MiB an hour.
@@ -455,22 +462,43 @@ var genericVars = map[string]bool{"HOME": true, "XDG_CACHE_HOME": true, "TMPDIR"
 // switches the cache of a framework in the Registry whose lookups need the
 // path syscalls (TRITON_CACHE_DIR, HF_HOME, HF_HUB_OFFLINE…), or "".
 func FrameworkVar(env Env) string {
-	for i := range Registry {
-		s := &Registry[i]
+	return firstSet(env, frameworkVars(Registry))
+}
+
+// frameworkVars are the variables FrameworkVar looks for, in its order.
+func frameworkVars(specs []Spec) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(v string) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	for i := range specs {
+		s := &specs[i]
 		if s.PageCacheEvidence {
 			continue
 		}
 		for _, p := range append(append([]string{}, s.Paths...), s.Also...) {
 			for _, v := range pathVars(p) {
-				if !genericVars[v] && env[v] != "" {
-					return v
+				if !genericVars[v] {
+					add(v)
 				}
 			}
 		}
 		for _, sw := range s.Switches {
-			if env[sw.Env] != "" {
-				return sw.Env
-			}
+			add(sw.Env)
+		}
+	}
+	return out
+}
+
+// firstSet is the first of vars set (non-empty) in env, or "".
+func firstSet(env Env, vars []string) string {
+	for _, v := range vars {
+		if env[v] != "" {
+			return v
 		}
 	}
 	return ""
@@ -497,7 +525,12 @@ func pathVars(p string) []string {
 // frameworkVarOf is FrameworkVar of pid's environment.
 func (c *Collector) frameworkVarOf(pid int32) string {
 	if p := c.procs[pid]; p != nil {
-		return FrameworkVar(p.env)
+		if c.fwVars == nil {
+			// Parsed once: each exec asks (a fork/exec storm spent 8 µs an
+			// exec taking the registry's paths apart).
+			c.fwVars = frameworkVars(Registry)
+		}
+		return firstSet(p.env, c.fwVars)
 	}
 	return ""
 }
@@ -525,14 +558,23 @@ func ImportedFramework(p string) string {
 // belongs to are at work in it.
 func (c *Collector) noteUse(pid int32, p string) {
 	base := path.Base(p)
-	for i := range c.specs {
-		s := &c.specs[i]
-		if matchAny(s.Uses, base) {
-			if c.used[s.Name] == nil {
-				c.used[s.Name] = map[int32]bool{}
+	names, ok := c.usesOf[base]
+	if !ok {
+		for i := range c.specs {
+			if s := &c.specs[i]; matchAny(s.Uses, base) {
+				names = append(names, s.Name)
 			}
-			c.used[s.Name][pid] = true
 		}
+		if c.usesOf == nil || len(c.usesOf) >= usesOfMax {
+			c.usesOf = map[string][]string{}
+		}
+		c.usesOf[base] = names
+	}
+	for _, name := range names {
+		if c.used[name] == nil {
+			c.used[name] = map[int32]bool{}
+		}
+		c.used[name][pid] = true
 	}
 }
 

@@ -305,7 +305,13 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		}
 		acc := s.threads[v.Tid]
 		if acc == nil {
-			acc = &threadAcc{tid: int32(v.Tid), pid: int32(v.Tgid), comm: threadComm(int32(v.Tgid), int32(v.Tid))}
+			acc = &threadAcc{tid: int32(v.Tid), pid: int32(v.Tgid)}
+			// A thread that died before its first poll has no /proc
+			// entry left to name it (a fork/exec storm tried 2,000 opens
+			// a second in vain): the process table names it.
+			if v.Flags&tfDead == 0 {
+				acc.comm = threadComm(int32(v.Tgid), int32(v.Tid))
+			}
 			s.threads[v.Tid] = acc
 		}
 		d := threadTimes{sub(cur.cpu, acc.prev.cpu), sub(cur.io, acc.prev.io), sub(cur.runq, acc.prev.runq),
