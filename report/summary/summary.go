@@ -1,13 +1,13 @@
 package summary
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/attribution/advice"
+	"github.com/coldtrace/coldtrace/internal/jsonindent"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/segments"
 	"github.com/coldtrace/coldtrace/report/words"
@@ -285,9 +285,9 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result) error {
 
 // WriteBaseline is Write with a baseline record (NewBaseline).
 func WriteBaseline(w io.Writer, r *record.Record, res *attribution.Result, baseline *record.Record) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(NewBaseline(r, res, baseline)); err != nil {
+	// Streamed: a long run's summary is megabytes of text, which
+	// encoding/json would hold twice over while it indents.
+	if err := jsonindent.Encode(w, NewBaseline(r, res, baseline)); err != nil {
 		return fmt.Errorf("write JSON summary: %w", err)
 	}
 	return nil

@@ -1,10 +1,12 @@
 package summary
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/record"
 )
@@ -217,6 +219,30 @@ func TestSummaryHubHealth(t *testing.T) {
 	for _, k := range []string{`"offline":"HF_HUB_OFFLINE=1"`, `"container_layer":true`} {
 		if !strings.Contains(string(b), k) {
 			t.Errorf("JSON lacks %s", k)
+		}
+	}
+}
+
+// The streamed summary is what encoding/json's indenting encoder writes,
+// byte for byte, for every recorded run (a baseline included).
+func TestWriteIsEncodingJSON(t *testing.T) {
+	all := fixtures.All(t)
+	for name, r := range all {
+		for _, base := range []*record.Record{nil, all["truth-warm"]} {
+			res := attribution.Analyze(r)
+			var got, want bytes.Buffer
+			if err := WriteBaseline(&got, r, res, base); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			enc := json.NewEncoder(&want)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(NewBaseline(r, res, base)); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("%s (baseline %v): the streamed summary differs from encoding/json's (%d and %d bytes)",
+					name, base != nil, got.Len(), want.Len())
+			}
 		}
 	}
 }
