@@ -41,7 +41,7 @@ type Inner struct {
 }
 
 type Other struct {
-	A int // named "A": no conflict with Inner's "a"
+	A int   // named "A": no conflict with Inner's "a"
 	D []int `json:"d"`
 	E int   `json:"e"`
 }
@@ -67,10 +67,10 @@ type Outer struct {
 	*Other
 	Twin
 	hidden
-	C        string            `json:"c"`
-	Skip     int               `json:"-"`
-	Dash     int               `json:"-,"`
-	private  int               // left out
+	C        string `json:"c"`
+	Skip     int    `json:"-"`
+	Dash     int    `json:"-,"`
+	private  int    // left out
 	NoTag    float64
 	Empty    []int             `json:"empty"`
 	Nil      []int             `json:"nil"`
@@ -102,8 +102,8 @@ func TestMatchesEncodingJSON(t *testing.T) {
 		Empty: []int{}, Ptr: &Inner{A: 9},
 		Map:   map[string][]int{"z": {1}, "a": nil},
 		Bytes: []byte("hello"), Arr: [2]Inner{{A: 1}, {B: "x"}},
-		Any:   map[string]any{"k": []any{1, "two", nil}},
-		HTML:  "<a href=\"x\">&</a>\u2028", When: Stamp{time.Unix(1e9, 0)},
+		Any:  map[string]any{"k": []any{1, "two", nil}},
+		HTML: "<a href=\"x\">&</a>\u2028", When: Stamp{time.Unix(1e9, 0)},
 		Text: PtrText{3}, TextPtr: &PtrText{2},
 		Nested: [][]Inner{{{A: 1}}, {}, nil}, Float: 1e21, Key: "k",
 	}
