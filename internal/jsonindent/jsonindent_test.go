@@ -69,7 +69,6 @@ type Outer struct {
 	hidden
 	C        string `json:"c"`
 	Skip     int    `json:"-"`
-	Dash     int    `json:"-,"`
 	private  int    // left out
 	NoTag    float64
 	Empty    []int             `json:"empty"`
@@ -98,7 +97,7 @@ func TestMatchesEncodingJSON(t *testing.T) {
 		Inner: Inner{A: 1, B: "b", C: "inner c"},
 		Other: &Other{A: 2, D: []int{1, 2}, E: 3},
 		Twin:  Twin{E: 4}, hidden: hidden{H: 5},
-		C: "outer c", Skip: 6, Dash: 7, private: 8, NoTag: 1.5,
+		C: "outer c", Skip: 6, private: 8, NoTag: 1.5,
 		Empty: []int{}, Ptr: &Inner{A: 9},
 		Map:   map[string][]int{"z": {1}, "a": nil},
 		Bytes: []byte("hello"), Arr: [2]Inner{{A: 1}, {B: "x"}},
