@@ -33,6 +33,17 @@ code = "import os\nfor k in sorted(os.listdir(os.environ['TRITON_CACHE_DIR'])):\
 subprocess.run([sys.executable, "-c", code], env=env, check=True)
 `
 
+// writeByte creates a one-byte file at p, and its directories.
+func writeByte(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestJitQuietOpens: plain opens outside every cache stay in the kernel
 // (few events reach user space), while every cache hit is still counted:
 // entries read by absolute and relative paths, an in-tree .pyc, and the
@@ -43,15 +54,7 @@ func TestJitQuietOpens(t *testing.T) {
 	py := realPython(t)
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")
-	mk := func(p string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mk := func(p string) { writeByte(t, p) }
 	const n = 3000
 	for i := 0; i < n; i++ {
 		mk(filepath.Join(plain, fmt.Sprintf("f%05d", i)))
@@ -118,14 +121,9 @@ func TestJitQuietOpensAfterLateAttach(t *testing.T) {
 	py := realPython(t)
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")
-	if err := os.MkdirAll(plain, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	const n = 3000
 	for i := 0; i < n; i++ {
-		if err := os.WriteFile(filepath.Join(plain, fmt.Sprintf("f%05d", i)), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeByte(t, filepath.Join(plain, fmt.Sprintf("f%05d", i)))
 	}
 	script := filepath.Join(dir, "late.py")
 	if err := os.WriteFile(script, []byte(lateScript), 0o644); err != nil {

@@ -136,6 +136,7 @@ func (e *encoder) array(v reflect.Value, prefix string) error {
 // and where it is (the index path through embedded structs).
 type field struct {
 	name      string
+	key       []byte // name quoted, as encoding/json writes it
 	index     []int
 	depth     int
 	tagged    bool
@@ -170,11 +171,7 @@ func (e *encoder) object(v reflect.Value, prefix string) error {
 		n++
 		e.w.WriteByte('\n')
 		e.w.WriteString(inner)
-		key, err := json.Marshal(f.name)
-		if err != nil {
-			return err
-		}
-		e.w.Write(key)
+		e.w.Write(f.key)
 		e.w.WriteString(": ")
 		if err := e.value(fv, inner); err != nil {
 			return fmt.Errorf("%s: %w", f.name, err)
@@ -293,6 +290,11 @@ func typeFields(t reflect.Type) ([]field, bool) {
 	var out []field
 	for i, f := range all {
 		if keep[i] {
+			key, err := json.Marshal(f.name)
+			if err != nil {
+				return nil, false
+			}
+			f.key = key
 			out = append(out, f)
 		}
 	}

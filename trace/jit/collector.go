@@ -135,7 +135,8 @@ type Collector struct {
 	// burst of 1,500 compiles held 10 MiB of copies until they were
 	// pruned. Prune drops the ones no process holds.
 	envs map[uint64]Env
-	// fwVars are frameworkVars(Registry), parsed at the first exec.
+	// fwVars are frameworkVars(Registry), parsed once: each exec asks
+	// (a fork/exec storm spent 8 µs an exec taking the paths apart).
 	fwVars []string
 	// usesOf memoizes noteUse's matches by program base name (the names
 	// a run executes are few; it is cleared past usesOfMax).
@@ -207,7 +208,8 @@ func (c *Collector) addRoot(r Root) *rootState {
 // NewCollector returns a collector with the --cache-dir roots in place.
 func NewCollector(cfg Config) (*Collector, error) {
 	c := &Collector{cfg: cfg, specs: cfg.Specs, procs: map[int32]*proc{}, users: map[uint32][2]string{},
-		roots: newRootSet(), uprobes: map[string]*uprobeAcc{}, used: map[string]map[int32]bool{}}
+		roots: newRootSet(), uprobes: map[string]*uprobeAcc{}, used: map[string]map[int32]bool{},
+		fwVars: frameworkVars(Registry)}
 	if c.specs == nil {
 		c.specs = Registry
 	}
@@ -525,11 +527,6 @@ func pathVars(p string) []string {
 // frameworkVarOf is FrameworkVar of pid's environment.
 func (c *Collector) frameworkVarOf(pid int32) string {
 	if p := c.procs[pid]; p != nil {
-		if c.fwVars == nil {
-			// Parsed once: each exec asks (a fork/exec storm spent 8 µs an
-			// exec taking the registry's paths apart).
-			c.fwVars = frameworkVars(Registry)
-		}
 		return firstSet(p.env, c.fwVars)
 	}
 	return ""
