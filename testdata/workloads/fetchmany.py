@@ -5,7 +5,10 @@ timing each fetch itself (CLOCK_MONOTONIC, request to last byte):
   fetchmany.py asyncio URL          an asyncio client: it waits in epoll_wait
   fetchmany.py child ARG...         a child process (curl, wget) fetches
 
-Prints one JSON line per fetch: {"bytes": N, "t0": ns, "t1": ns}.
+Prints one JSON line per fetch: {"bytes": N, "t0": ns, "t1": ns}. A child's
+span includes its own start (curl loads a dozen libraries: 0.3 s on a slow
+VM), so a child that prints its own timing in seconds (curl -w
+'%{time_total}') has it reported as "own_ns".
 """
 import asyncio
 import http.client
@@ -22,9 +25,9 @@ import urllib.parse
 report_lock = threading.Lock()
 
 
-def report(n, t0, t1):
+def report(n, t0, t1, **extra):
     with report_lock:
-        sys.stdout.write(json.dumps({"bytes": n, "t0": t0, "t1": t1}) + "\n")
+        sys.stdout.write(json.dumps({"bytes": n, "t0": t0, "t1": t1, **extra}) + "\n")
         sys.stdout.flush()
 
 
@@ -73,7 +76,12 @@ elif mode == "asyncio":
     asyncio.run(fetch_async(args[0]))
 elif mode == "child":
     t0 = time.monotonic_ns()
-    subprocess.run(args, check=True)
-    report(0, t0, time.monotonic_ns())
+    out = subprocess.run(args, check=True, stdout=subprocess.PIPE).stdout
+    t1 = time.monotonic_ns()
+    try:
+        report(0, t0, t1, own_ns=round(float(out) * 1e9))
+    except ValueError:
+        sys.stdout.buffer.write(out)
+        report(0, t0, t1)
 else:
     sys.exit("unknown mode " + mode)
