@@ -44,6 +44,23 @@ func writeByte(t *testing.T, p string) {
 	}
 }
 
+// quietDir makes, under a new temporary directory, n one-byte plain files
+// (dir/plain/f00000…) and the script; it returns the directory, the plain
+// files' directory and the script's path.
+func quietDir(t *testing.T, n int, name, script string) (dir, plain, scriptPath string) {
+	t.Helper()
+	dir = t.TempDir()
+	plain = filepath.Join(dir, "plain")
+	for i := 0; i < n; i++ {
+		writeByte(t, filepath.Join(plain, fmt.Sprintf("f%05d", i)))
+	}
+	scriptPath = filepath.Join(dir, name)
+	if err := os.WriteFile(scriptPath, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, plain, scriptPath
+}
+
 // TestJitQuietOpens: plain opens outside every cache stay in the kernel
 // (few events reach user space), while every cache hit is still counted:
 // entries read by absolute and relative paths, an in-tree .pyc, and the
@@ -52,13 +69,9 @@ func writeByte(t *testing.T, p string) {
 func TestJitQuietOpens(t *testing.T) {
 	requireTracing(t)
 	py := realPython(t)
-	dir := t.TempDir()
-	plain := filepath.Join(dir, "plain")
-	mk := func(p string) { writeByte(t, p) }
 	const n = 3000
-	for i := 0; i < n; i++ {
-		mk(filepath.Join(plain, fmt.Sprintf("f%05d", i)))
-	}
+	dir, plain, script := quietDir(t, n, "quiet.py", quietScript)
+	mk := func(p string) { writeByte(t, p) }
 	mk(filepath.Join(plain, "__pycache__", "m.cpython-311.pyc"))
 	cache, child := filepath.Join(dir, "cache"), filepath.Join(dir, "child")
 	const entries, childEntries = 20, 15
@@ -68,10 +81,6 @@ func TestJitQuietOpens(t *testing.T) {
 	mk(filepath.Join(cache, "rel", "kernel.json"))
 	for i := 0; i < childEntries; i++ {
 		mk(filepath.Join(child, fmt.Sprintf("c%02d", i), "kernel.json"))
-	}
-	script := filepath.Join(dir, "quiet.py")
-	if err := os.WriteFile(script, []byte(quietScript), 0o644); err != nil {
-		t.Fatal(err)
 	}
 	cmd := []string{"env", "PYTHONDONTWRITEBYTECODE=1", "TRITON_CACHE_DIR=" + cache, py, script, plain, fmt.Sprint(n), child}
 	rec, _ := jitRun(t, Options{Command: cmd})
@@ -119,16 +128,8 @@ for i in range(n):
 func TestJitQuietOpensAfterLateAttach(t *testing.T) {
 	requireTracing(t)
 	py := realPython(t)
-	dir := t.TempDir()
-	plain := filepath.Join(dir, "plain")
 	const n = 3000
-	for i := 0; i < n; i++ {
-		writeByte(t, filepath.Join(plain, fmt.Sprintf("f%05d", i)))
-	}
-	script := filepath.Join(dir, "late.py")
-	if err := os.WriteFile(script, []byte(lateScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, plain, script := quietDir(t, n, "late.py", lateScript)
 	cache := filepath.Join(dir, "cache")
 	rec, _ := jitRun(t, Options{Command: []string{"env", "PYTHONDONTWRITEBYTECODE=1", py, script, plain, fmt.Sprint(n), cache}})
 	if rec.JIT == nil || !strings.Contains(rec.JIT.PathSyscalls, "TRITON_CACHE_DIR") {
