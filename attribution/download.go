@@ -4,7 +4,7 @@ import "github.com/coldtrace/coldtrace/record"
 
 // Fate says whether a warm rerun would download again what a run
 // downloaded: it would not only when the data landed in a cache that
-// survives (DESIGN.md, "Does a cache survive?") and stayed there.
+// survives (docs/definitions.md, "Does a cache survive?") and stayed there.
 type Fate string
 
 // The fates of a download.

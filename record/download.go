@@ -1,7 +1,7 @@
 package record
 
 // DownloadMinBytes is the least a connection receives to be a download
-// (DESIGN.md, "Shared definitions: Download").
+// (docs/definitions.md, "Download").
 const DownloadMinBytes = 4 << 20
 
 // Download is a network fetch: at least DownloadMinBytes received on one

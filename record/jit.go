@@ -83,7 +83,7 @@ type Cache struct {
 	StaleKeys   []string `json:"stale_keys,omitempty"`
 	KeysCapped  bool     `json:"keys_capped,omitempty"`
 	// Survival says whether the root outlives a reboot or its container,
-	// by DESIGN's one rule (its filesystem and systemd-tmpfiles ageing):
+	// by the one rule of docs/definitions.md (its filesystem and systemd-tmpfiles ageing):
 	// "persistent", "lost at reboot", "container layer" or "aged";
 	// SurvivalAge is the ageing rule's age and file, when one applies.
 	Survival    string `json:"survival,omitempty"`

@@ -11,7 +11,7 @@
 // tell is "unknown" here, never a guess.
 //
 // Every file operation runs through an Actor, so it is done with the
-// rights of the user coldtrace acts for (../shared/DESIGN.md, "Who
+// rights of the user coldtrace acts for (docs/definitions.md, "Who
 // coldtrace acts for"), not with root's: the opens, the directory walks,
 // cachestat itself (whose permission check uses the calling thread's
 // credentials) and the reads of /proc/PID/maps.

@@ -14,7 +14,7 @@ import (
 
 // Survival says whether a cache directory outlives the machine's reboot
 // or the container it is in: decided by its filesystem, not its path
-// (../shared/DESIGN.md, "Does a cache survive?").
+// (docs/definitions.md, "Does a cache survive?").
 type Survival string
 
 const (

@@ -130,8 +130,8 @@ type Verdict struct {
 	// WithinDrift: |median difference| < |drift|.
 	WithinDrift bool `json:"within_drift,omitempty"`
 	// WithinSpread: the median of the B runs lies between the fastest
-	// and the slowest counted A (seed 004: the Bs fell inside the As'
-	// spread, so nothing could be said).
+	// and the slowest counted A (the Bs fall inside the As' spread,
+	// so nothing can be said).
 	WithinSpread bool `json:"within_a_spread,omitempty"`
 	// Why lists the categories that make the difference: those whose
 	// median difference is at least a tenth of the whole difference,
@@ -154,8 +154,8 @@ type Verdict struct {
 type Summary struct {
 	Status []Status `json:"status"`
 	Pairs  []Pair   `json:"pairs"`
-	// FirstLastNS is the last counted A minus the first (seed 004's
-	// check), FirstLastPct the same against the first. DriftNS is the
+	// FirstLastNS is the last counted A minus the first (the plain
+	// drift check), FirstLastPct the same against the first. DriftNS is the
 	// drift the verdict weighs: the Theil–Sen line through the counted As
 	// (the median of the slopes between every two of them) from the first
 	// A to the last, so one noisy A at an end does not pass for a drifting

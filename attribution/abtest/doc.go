@@ -4,7 +4,7 @@
 // verdict goes out as data; nothing here runs a command or reads the
 // system.
 //
-// The method is the bracketing of seed 004: compare each B with the mean
+// The method is bracketing (docs/cmd/bench.md): compare each B with the mean
 // of the A runs on either side of it, so a slow drift of the machine
 // cancels out; compare the first and last A to see how large the drift
 // was; say "no difference beyond drift" when the bracketed differences

@@ -15,7 +15,7 @@ type Persist struct {
 	Root      string `json:"root"`
 	SizeBytes int64  `json:"size_bytes"`
 	FS        string `json:"fs,omitempty"`
-	// Survival is the record's verdict by DESIGN's rule ("persistent",
+	// Survival is the record's verdict by the one rule of docs/definitions.md ("persistent",
 	// "lost at reboot", "container layer", "aged"); Age the tmpfiles rule.
 	Survival string `json:"survival,omitempty"`
 	Age      string `json:"age,omitempty"`

@@ -2,7 +2,7 @@
 // coldtrace killed with SIGKILL (or the machine's OOM killer) leaves a
 // readable record up to its last checkpoint.
 //
-// Where (DESIGN.md, "State directory"): next to the -o path as
+// Where (docs/definitions.md, "State directory"): next to the -o path as
 // PATH.partial; with no -o, under /var/tmp/coldtrace-<user>/, a directory
 // of the invoking user's, mode 0700, where each run's file is named by
 // its start time and coldtrace's pid so that concurrent runs never share

@@ -18,7 +18,7 @@ import (
 	"unicode/utf8"
 )
 
-// Dir is the state directory (DESIGN.md, "State directory").
+// Dir is the state directory (docs/definitions.md, "State directory").
 const Dir = "/run/coldtrace"
 
 // Env is the variable that hands a traced program its trace's socket.

@@ -8,7 +8,7 @@ import (
 	"github.com/coldtrace/coldtrace/record"
 )
 
-// The shared definition of a download (DESIGN.md, "Shared definitions"):
+// The shared definition of a download (docs/definitions.md, "Download"):
 // enough bytes on one connection, in large enough receives that RPC and
 // keep-alive chatter stay out.
 //

@@ -2,7 +2,7 @@
 // kernel, the bytes each TCP connection opened by a traced thread
 // receives, links the files the receiving thread writes meanwhile, and
 // fills the record's downloads with the connections that meet the shared
-// definition (DESIGN.md, "Shared definitions: Download").
+// definition (docs/definitions.md, "Download").
 package download
 
 import (

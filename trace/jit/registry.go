@@ -78,7 +78,8 @@ type Switch struct {
 // the value upper-cased in 1, ON, YES, TRUE), as they are written.
 var hubTrue = []string{"1", "ON", "YES", "TRUE", "on", "yes", "true", "On", "Yes", "True"}
 
-// Registry is every known cache, from ../shared/cache-registry.md.
+// Registry is every known cache; docs/cache-registry.md describes each
+// one with the source it was read from.
 var Registry = []Spec{
 	{
 		Name: "cuda", Framework: "CUDA driver JIT (ComputeCache)", Compiles: true,

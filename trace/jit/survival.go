@@ -10,8 +10,8 @@ import (
 )
 
 // survival says of each cache root whether it outlives a reboot or its
-// container, by the rule residency applies to every cache (DESIGN, "Does a
-// cache survive?"): its filesystem, then systemd-tmpfiles ageing. The
+// container, by the rule residency applies to every cache (docs/definitions.md,
+// "Does a cache survive?"): its filesystem, then systemd-tmpfiles ageing. The
 // root's filesystem is looked up with the command's rights.
 func (e *Sensor) survival(caches []record.Cache) {
 	rules, err := residency.LoadTmpfiles(residency.DefaultTmpfilesDirs)
