@@ -94,7 +94,7 @@ type Sensor struct {
 	// cutPaths are the files whose walk was cut (a path over PATH_MAX):
 	// their fsPaths entry is the tail of the path only.
 	cutPaths map[sensor.FileKey]bool
-	seen         uint64
+	seen     uint64
 
 	// ns resolves paths in other mount namespaces.
 	ns nsPaths
