@@ -202,3 +202,29 @@ func TestWholeNamesRoundTrip(t *testing.T) {
 	}
 	checkResident(t, "run --cold --from", paths, false)
 }
+
+// TestCutNameSaidByFrom: a file whose name the record has cut (a path
+// over PATH_MAX) is not looked up by evict --from, which says why instead.
+func TestCutNameSaidByFrom(t *testing.T) {
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.bin")
+	if err := os.WriteFile(whole, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(dir, "r.ctrace")
+	r := &record.Record{Schema: record.Schema, Command: []string{"cat"}, WallNS: 1, Files: []record.File{
+		{ID: 0, Dev: 254 << 20, Ino: 77, Path: "[dev 254:0]…/tail/of/a/long/path", NameCut: true, PagesMissed: 3, BytesFromDisk: 3 << 12},
+		{ID: 1, Dev: 254 << 20, Ino: 78, Path: whole, PagesMissed: 1, BytesFromDisk: 1 << 12},
+	}}
+	if err := record.WriteFile(rec, r); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := evictCommand([]string{"--from", rec}, &out, &errb)
+	if want := "file dev 254:0 inode 77 has its name cut in the record"; !strings.Contains(errb.String(), want) {
+		t.Errorf("evict --from (exit %d): stderr %q lacks %q", code, errb.String(), want)
+	}
+	if strings.Contains(errb.String(), "tail/of/a/long/path") || !strings.Contains(out.String(), "1 file") {
+		t.Errorf("evict --from looked up the cut name, or not the whole one: stdout %q, stderr %q", out.String(), errb.String())
+	}
+}
