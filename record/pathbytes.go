@@ -15,7 +15,7 @@ import (
 // UTF-8; otherwise "path" shows it with U+FFFD in place of the bytes that
 // are not, for reading, and "path_b64" holds the exact bytes (standard
 // base64), which readers take instead. The same goes for "host_path" and
-// "host_path_b64".
+// "host_path_b64", and for a kernel cache's "root" and "root_b64".
 
 // fileFields is File without its methods, so that encoding/json encodes
 // its fields as it would File's.
@@ -63,6 +63,13 @@ func nameJSON(name string) (text, b64 string) {
 	return strings.ToValidUTF8(name, "\uFFFD"), base64.StdEncoding.EncodeToString([]byte(name))
 }
 
+// NameBase64 is the standard base64 of name's bytes when name is not
+// UTF-8, else "": what a JSON document writes beside a name's text.
+func NameBase64(name string) string {
+	_, b64 := nameJSON(name)
+	return b64
+}
+
 // nameFromJSON is the name's bytes: the base64's when there is one.
 func nameFromJSON(text, b64 string) (string, error) {
 	if b64 == "" {
@@ -73,4 +80,36 @@ func nameFromJSON(text, b64 string) (string, error) {
 		return "", err
 	}
 	return string(b), nil
+}
+
+// cacheFields is Cache without its methods.
+type cacheFields Cache
+
+// cacheJSON is Cache as JSON holds it: its root byte-exact, as File's
+// names ("root_b64" beside "root" when the root is not UTF-8).
+type cacheJSON struct {
+	cacheFields
+	RootB64 string `json:"root_b64,omitempty"`
+}
+
+// MarshalJSON writes c with its root byte-exact (see cacheJSON).
+func (c Cache) MarshalJSON() ([]byte, error) {
+	w := cacheJSON{cacheFields: cacheFields(c)}
+	w.Root, w.RootB64 = nameJSON(c.Root)
+	return json.Marshal(&w)
+}
+
+// UnmarshalJSON reads a Cache written by MarshalJSON, or by a version
+// that wrote "root" alone.
+func (c *Cache) UnmarshalJSON(b []byte) error {
+	var w cacheJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var err error
+	if w.Root, err = nameFromJSON(w.Root, w.RootB64); err != nil {
+		return fmt.Errorf("cache %s: root_b64: %w", w.Name, err)
+	}
+	*c = Cache(w.cacheFields)
+	return nil
 }

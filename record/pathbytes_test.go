@@ -83,3 +83,30 @@ func TestVersion1RecordRead(t *testing.T) {
 		t.Errorf("v1 record read as %+v", r)
 	}
 }
+
+// TestCacheRootByteExact: a cache root that is not UTF-8 (the export
+// lines of report --persist name it) survives Encode and Decode.
+func TestCacheRootByteExact(t *testing.T) {
+	r := sample()
+	roots := []string{"/home/u/.cache/triton", "/home/caf\xe9/.triton/cache", "/a\nb/\xff"}
+	r.JIT = &JIT{}
+	for _, root := range roots {
+		r.JIT.Caches = append(r.JIT.Caches, Cache{Name: "triton", Root: root, Hits: 2})
+	}
+	var buf bytes.Buffer
+	if err := Encode(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.JIT == nil || len(got.JIT.Caches) != len(roots) {
+		t.Fatalf("caches back: %+v", got.JIT)
+	}
+	for i, root := range roots {
+		if c := got.JIT.Caches[i]; c.Root != root || c.Hits != 2 || c.Name != "triton" {
+			t.Errorf("cache %d: %+v, want root %q", i, c, root)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -154,6 +155,42 @@ func checkStatusFindsNames(t *testing.T, recPath string, paths []string, cached 
 	}
 }
 
+// checkSummaryNames: the JSON summary names every path byte-exact: as
+// "path" when it is UTF-8, else in "path_b64".
+func checkSummaryNames(t *testing.T, sumPath string, paths []string) {
+	t.Helper()
+	b, err := os.ReadFile(sumPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Files []struct {
+			Path    string `json:"path"`
+			PathB64 string `json:"path_b64"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, f := range doc.Files {
+		name := f.Path
+		if f.PathB64 != "" {
+			raw, err := base64.StdEncoding.DecodeString(f.PathB64)
+			if err != nil {
+				t.Errorf("summary: path_b64 %q: %v", f.PathB64, err)
+			}
+			name = string(raw)
+		}
+		named[name] = true
+	}
+	for _, p := range paths {
+		if !named[p] {
+			t.Errorf("the JSON summary does not name %q", p)
+		}
+	}
+}
+
 // TestWholeNamesRoundTrip: files with a 64-hex, a 255-byte, a non-UTF-8
 // and a newline name and deep paths up to 4,000 bytes, read cold under
 // coldtrace, are named byte-exact in the record with their pages; status,
@@ -168,11 +205,13 @@ func TestWholeNamesRoundTrip(t *testing.T) {
 	}
 	checkResident(t, "evicting", paths, false)
 	rec := filepath.Join(t.TempDir(), "names.ctrace")
-	code, _, stderr := coldtrace(t, nil, append([]string{"run", "-q", "-o", rec, "--", "cat"}, paths...)...)
+	sumCat := filepath.Join(t.TempDir(), "cat.json")
+	code, _, stderr := coldtrace(t, nil, append([]string{"run", "-q", "-o", rec, "--json", sumCat, "--", "cat"}, paths...)...)
 	if code != 0 {
 		t.Fatalf("coldtrace run: exit %d\n%s", code, stderr)
 	}
 	checkNamesRecorded(t, rec, paths)
+	checkSummaryNames(t, sumCat, paths)
 
 	code, _, stderr = coldtrace(t, nil, "evict", "--from", rec)
 	if code != 0 {
