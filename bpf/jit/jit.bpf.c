@@ -20,7 +20,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* PATH_MAX: a path syscall refuses a longer path (ENAMETOOLONG), so a
  * successful one's path always fits whole. */
 #define PATH_LEN 4096
-#define FILENAME_LEN 256
+/* The executed file's path (bprm->filename): the kernel took it whole,
+ * up to PATH_MAX, so it fits whole. */
+#define FILENAME_LEN PATH_LEN
 #define ARGS_LEN 1024
 #define ENV_LEN 12288
 
