@@ -82,7 +82,7 @@ func DecodeLimit(rd io.Reader, limit int64) (*Record, error) {
 	if err := onlySpace(io.MultiReader(dec.Buffered(), lr)); err != nil {
 		return nil, err
 	}
-	if r.Schema != Schema {
+	if r.Schema != Schema && r.Schema != schemaV1 {
 		if r.Schema == "" {
 			return nil, fmt.Errorf("%w: no schema field", ErrSchema)
 		}
@@ -91,6 +91,8 @@ func DecodeLimit(rd io.Reader, limit int64) (*Record, error) {
 		}
 		return nil, fmt.Errorf("%w: schema %q, this build reads %q", ErrSchema, r.Schema, Schema)
 	}
+	// An older record is a current one: what v2 added is optional.
+	r.Schema = Schema
 	return &r, nil
 }
 

@@ -64,7 +64,7 @@ func TestCorruptAndForeign(t *testing.T) {
 	if _, err := Decode(bytes.NewReader(truncated)); err == nil {
 		t.Errorf("truncated record decoded without error")
 	}
-	for _, doc := range []string{`{"schema": "coldtrace.record/v2"}`, `{"schema": "something"}`, `{}`} {
+	for _, doc := range []string{`{"schema": "coldtrace.record/v3"}`, `{"schema": "something"}`, `{}`} {
 		_, err := Decode(strings.NewReader(doc))
 		if !errors.Is(err, ErrSchema) {
 			t.Errorf("%s: error %v, want ErrSchema", doc, err)

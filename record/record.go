@@ -9,8 +9,13 @@ import (
 )
 
 // Schema names the on-disk format. A reader refuses other major versions
-// rather than guessing at their meaning.
-const Schema = "coldtrace.record/v1"
+// rather than guessing at their meaning. v2 keeps file names byte-exact
+// (File's path_b64, host_path_b64) and flags cut names (name_cut); v1
+// records read as v2 ones whose names are all UTF-8 and never cut.
+const Schema = "coldtrace.record/v2"
+
+// schemaV1 is the earlier format this build still reads.
+const schemaV1 = "coldtrace.record/v1"
 
 // Record is one traced run. Times inside it are nanoseconds since Start
 // (the moment the command was released), so a record read on another
@@ -144,10 +149,16 @@ func (l Lost) Total() uint64 {
 // PagesMissed counts pages the command's threads inserted into the page
 // cache (1<<order per inserted folio): they came from disk.
 type File struct {
-	ID            int    `json:"id"`
-	Dev           uint32 `json:"dev"` // kernel encoding: major<<20 | minor
-	Ino           uint64 `json:"ino"`
-	Path          string `json:"path"`
+	ID  int    `json:"id"`
+	Dev uint32 `json:"dev"` // kernel encoding: major<<20 | minor
+	Ino uint64 `json:"ino"`
+	// Path holds the name's exact bytes, which need not be UTF-8: JSON
+	// carries them in path_b64 then (File.MarshalJSON).
+	Path string `json:"path"`
+	// NameCut is set when the kernel could not give the whole path (longer
+	// than PATH_MAX) and no other source did: Path is then not a name
+	// that can be opened.
+	NameCut       bool   `json:"name_cut,omitempty"`
 	SizeBytes     int64  `json:"size_bytes"`
 	PagesAccessed uint64 `json:"pages_accessed"`
 	PagesMissed   uint64 `json:"pages_missed"`

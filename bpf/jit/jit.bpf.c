@@ -17,8 +17,12 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#define PATH_LEN 512
-#define FILENAME_LEN 256
+/* PATH_MAX: a path syscall refuses a longer path (ENAMETOOLONG), so a
+ * successful one's path always fits whole. */
+#define PATH_LEN 4096
+/* The executed file's path (bprm->filename): the kernel took it whole,
+ * up to PATH_MAX, so it fits whole. */
+#define FILENAME_LEN PATH_LEN
 #define ARGS_LEN 1024
 #define ENV_LEN 12288
 
@@ -40,7 +44,9 @@ struct pending {
 
 /* One path syscall of a tracked thread. path holds len1 bytes of the
  * first path (NUL included) and then len2 bytes of the second (rename);
- * the record is cut after them. */
+ * the record is cut after them. A path longer than PATH_LEN - 1 bytes
+ * (a syscall that failed with ENAMETOOLONG) is cut, and cut says which:
+ * bit 0 the first, bit 1 the second. */
 struct file_event {
 	__u32 kind;
 	__u32 pid;
@@ -55,6 +61,8 @@ struct file_event {
 	__u32 mode;
 	__u32 len1;
 	__u32 len2;
+	__u32 cut;
+	__u32 pad;
 	char path[2 * PATH_LEN];
 };
 
@@ -342,6 +350,14 @@ static __always_inline bool quiet_open(struct file_event *ev, long n, __u32 tgid
 	return !bpf_map_lookup_elem(&root_prefixes, &key);
 }
 
+/* Whether the user string at p has a byte past the PATH_LEN - 1 that a
+ * full copy holds: a buffer filled exactly is told from a cut. */
+static __always_inline bool path_goes_on(const char *p)
+{
+	char c = 0;
+	return bpf_probe_read_user(&c, 1, p + PATH_LEN - 1) == 0 && c != 0;
+}
+
 /* A program may read no further into its context than the smallest
  * record of the tracepoints it is attached to, so there is one entry
  * program per argument count. */
@@ -502,12 +518,15 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 	/* Read the paths at the exit: the kernel has copied them, so their
 	 * pages are present. */
 	long n1 = 0, n2 = 0;
+	__u32 cut = 0;
 	if (p1) {
 		n1 = bpf_probe_read_user_str(ev->path, PATH_LEN, p1);
 		if (n1 < 0)
 			n1 = 0;
 		if (n1 > PATH_LEN)
 			n1 = PATH_LEN;
+		if (n1 == PATH_LEN && path_goes_on(p1))
+			cut |= 1;
 	}
 	if (p2) {
 		n2 = bpf_probe_read_user_str(ev->path + n1, PATH_LEN, p2);
@@ -515,7 +534,11 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 			n2 = 0;
 		if (n2 > PATH_LEN)
 			n2 = PATH_LEN;
+		if (n2 == PATH_LEN && path_goes_on(p2))
+			cut |= 2;
 	}
+	ev->cut = cut;
+	ev->pad = 0;
 	ev->len1 = n1;
 	ev->len2 = n2;
 	if ((a.nr == NR_openat || a.nr == NR_open || a.nr == NR_openat2) && ret >= 0 &&

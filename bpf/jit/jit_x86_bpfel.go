@@ -27,7 +27,7 @@ type JitExecEvent struct {
 	EnvTruncated uint32
 	Pad          uint32
 	Gen          uint64
-	Filename     [256]int8
+	Filename     [4096]int8
 	Args         [1024]int8
 	Env          [12288]int8
 }
@@ -47,7 +47,9 @@ type JitFileEvent struct {
 	Mode  uint32
 	Len1  uint32
 	Len2  uint32
-	Path  [1024]int8
+	Cut   uint32
+	Pad   uint32
+	Path  [8192]int8
 }
 
 type JitForkEvent struct {

@@ -20,29 +20,37 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 
-#define PATH_DEPTH 20
-#define NAME_LEN 64
 /* A fault's insertions follow its filemap_fault within microseconds. */
 #define FAULT_TS_MAX_NS (1000 * 1000)
 
+/* The kernel's own bounds on a name (NAME_MAX) and a path (PATH_MAX, its
+ * NUL included): every component is copied whole, and the path whole up
+ * to PATH_MAX bytes at any depth; a longer one is cut, and says so. */
+#define NAME_MAX_ 255
+#define PATH_MAX_ 4096
+
 /* A file's path inside its filesystem, as names leaf first, each ending
  * in NUL, packed into names[0..len); user space joins them in reverse and
- * prefixes the mount point of dev. Sent with its used length only, so a
- * program importing 20,000 modules does not fill the ring buffer. */
-#define PATH_BUF 2048
+ * prefixes the mount point of dev. len is the length of that path with a
+ * '/' for each NUL, so it is at most PATH_MAX_. Sent with its used length
+ * only, so a program importing 20,000 modules does not fill the ring
+ * buffer. names has room for one more name past PATH_MAX_ so that the
+ * verifier sees every copy in bounds. */
 struct path_event {
 	__u32 tgid;
 	__u32 dev;
 	__u64 ino;
 	__u32 depth;     /* names filled */
-	__u32 truncated; /* the walk stopped before the filesystem root */
+	/* The walk stopped before the filesystem root: the path was longer
+	 * than PATH_MAX_, or a name could not be read. The name is cut. */
+	__u32 truncated;
 	__u32 len;       /* bytes of names used */
 	__u32 kind;      /* enum path_kind */
 	__u32 tid;       /* the thread that caused the record */
 	__u32 pad;
 	__u64 ts;        /* bpf_ktime_get_ns() */
 	__u64 cpu_ns;    /* the thread's on-CPU time so far (the JIT sensor's clock) */
-	char names[PATH_BUF + NAME_LEN];
+	char names[PATH_MAX_ + NAME_MAX_ + 1];
 };
 
 /* Why a path was sent: a file's first sight by the run; the first read of
@@ -253,16 +261,16 @@ static long walk_step(__u64 i, struct walk_ctx *c)
 		c->done = 1;
 		return 1;
 	}
-	if (c->off > PATH_BUF - NAME_LEN)
+	/* The name's own length, not a string copy: a name that fills its
+	 * buffer exactly is then told from a longer one. */
+	__u32 len = d->d_name.len;
+	if (len > NAME_MAX_ || c->off + len + 1 > PATH_MAX_)
+		return 1; /* cut: done stays 0 */
+	__u32 at = c->off & (PATH_MAX_ - 1);
+	if (bpf_probe_read_kernel(&ev->names[at], len, d->d_name.name))
 		return 1;
-	const unsigned char *name = d->d_name.name;
-	__u32 at = c->off & (PATH_BUF - 1);
-	long n = bpf_probe_read_kernel_str(&ev->names[at], NAME_LEN, name);
-	if (n < 1) {
-		ev->names[at] = 0;
-		n = 1;
-	}
-	c->off += n;
+	ev->names[at + len] = 0;
+	c->off += len + 1;
 	c->depth++;
 	c->dentry = (__u64)parent;
 	return 0;
@@ -301,7 +309,9 @@ static __always_inline void emit_path(struct tstate *t, struct inode *inode, __u
 		return;
 	struct walk_ctx c = {};
 	c.dentry = (__u64)((void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias));
-	bpf_loop(PATH_DEPTH, walk_step, &c, 0);
+	/* Every name takes at least 2 bytes (one and its NUL), and one more
+	 * step finds the root. */
+	bpf_loop(PATH_MAX_ / 2 + 1, walk_step, &c, 0);
 
 	__u32 zero = 0;
 	struct path_event *ev = bpf_map_lookup_elem(&path_scratch, &zero);
@@ -318,8 +328,8 @@ static __always_inline void emit_path(struct tstate *t, struct inode *inode, __u
 	ev->truncated = !c.done;
 	ev->depth = c.depth;
 	__u32 off = c.off;
-	if (off > PATH_BUF)
-		off = PATH_BUF;
+	if (off > PATH_MAX_)
+		off = PATH_MAX_;
 	ev->len = off;
 	__u64 size = offsetof(struct path_event, names) + off;
 	if (size > sizeof(*ev))

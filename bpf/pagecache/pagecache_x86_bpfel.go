@@ -74,7 +74,7 @@ type PagecachePathEvent struct {
 	Pad       uint32
 	Ts        uint64
 	CpuNs     uint64
-	Names     [2112]int8
+	Names     [4352]int8
 }
 
 type PagecachePathKind uint32

@@ -116,7 +116,8 @@ func filesReadFromDisk(r *record.Record) []record.File {
 		// Rows that are no file ("[filesystem metadata of 254:0 …]",
 		// small files together) have nothing to evict or read, and files
 		// in a --cold run's fresh caches went with them.
-		if (f.PagesMissed > 0 || f.BytesFromDisk > 0) && !strings.HasPrefix(f.Path, "[") && !madeColdDir(r.MadeCold, f.Path) {
+		// A cut name stays in, for paths to say it cannot be used.
+		if (f.PagesMissed > 0 || f.BytesFromDisk > 0) && (f.NameCut || !strings.HasPrefix(f.Path, "[")) && !madeColdDir(r.MadeCold, f.Path) {
 			out = append(out, f)
 		}
 	}
@@ -138,6 +139,10 @@ func (in *recordInput) paths(stderr io.Writer) []string {
 	for _, f := range in.files {
 		if f.Path == "" {
 			fmt.Fprintf(stderr, "coldtrace: %s: file dev %d:%d inode %d has no path in the record\n", in.path, f.Dev>>20, f.Dev&(1<<20-1), f.Ino)
+			continue
+		}
+		if f.NameCut {
+			fmt.Fprintf(stderr, "coldtrace: %s: file dev %d:%d inode %d has its name cut in the record (a path longer than PATH_MAX)\n", in.path, f.Dev>>20, f.Dev&(1<<20-1), f.Ino)
 			continue
 		}
 		out = append(out, f.Path)

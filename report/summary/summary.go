@@ -150,6 +150,11 @@ type File struct {
 	// HostPath is the host's path when Path is the one a process used in
 	// a mount namespace of its own.
 	HostPath string `json:"host_path,omitempty"`
+	// The names' exact bytes (base64) when they are not UTF-8, and whether
+	// the name is cut, as in the record (record.File).
+	PathB64     string `json:"path_b64,omitempty"`
+	HostPathB64 string `json:"host_path_b64,omitempty"`
+	NameCut     bool   `json:"name_cut,omitempty"`
 }
 
 // Process is one process's time.
@@ -226,7 +231,8 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
 			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: HitRatio(f),
 			BytesFromDisk: f.BytesFromDisk, IOWaitNS: f.IOWaitNS, MissCPUNS: f.MissCPUNS, HostPath: f.HostPath,
-			FillWaitNS: f.FillWaitNS, PagesReread: f.PagesReread, PagesShared: f.PagesShared, Evictors: f.Evictors, Inserters: f.Inserters})
+			FillWaitNS: f.FillWaitNS, PagesReread: f.PagesReread, PagesShared: f.PagesShared, Evictors: f.Evictors, Inserters: f.Inserters,
+			PathB64: record.NameBase64(f.Path), HostPathB64: record.NameBase64(f.HostPath), NameCut: f.NameCut})
 	}
 	for _, p := range r.Processes {
 		s.Processes = append(s.Processes, Process{PID: p.PID, PPID: p.PPID, Comm: p.Comm, Args: p.Args,

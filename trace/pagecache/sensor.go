@@ -3,6 +3,7 @@ package pagecache
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -90,7 +91,10 @@ type Sensor struct {
 	files        map[sensor.FileKey]*fileAcc
 	fileOrder    []*fileAcc
 	fsPaths      map[sensor.FileKey]string
-	seen         uint64
+	// cutPaths are the files whose walk was cut (a path over PATH_MAX):
+	// their fsPaths entry is the tail of the path only.
+	cutPaths map[sensor.FileKey]bool
+	seen     uint64
 
 	// ns resolves paths in other mount namespaces.
 	ns nsPaths
@@ -128,7 +132,7 @@ func Load(opts Options) (*Sensor, error) {
 
 func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
 	return &Sensor{p: p, opts: opts, mounts: mounts,
-		files: map[sensor.FileKey]*fileAcc{}, fsPaths: map[sensor.FileKey]string{},
+		files: map[sensor.FileKey]*fileAcc{}, fsPaths: map[sensor.FileKey]string{}, cutPaths: map[sensor.FileKey]bool{},
 		fileKeyBuf: make([]bpfpc.PagecacheFileKey, sensor.BatchSize),
 		fileBuf:    make([]bpfpc.PagecacheFileStats, sensor.BatchSize)}
 }
@@ -137,14 +141,23 @@ func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
 // start time.
 func (s *Sensor) Begin(uint64) {}
 
+// namesAt is where a path record's names start: the header before it is
+// all handle copies, the names it reads where they lie.
+const namesAt = unsafe.Offsetof(bpfpc.PagecachePathEvent{}.Names)
+
 // handle decodes one path record: the header, then len bytes of
-// NUL-terminated names, leaf first.
+// NUL-terminated names, leaf first. The names are taken as bytes, so a
+// name that is not UTF-8 keeps every byte.
 func (s *Sensor) handle(raw []byte) {
-	ev, ok := sensor.Decode[bpfpc.PagecachePathEvent](raw, unsafe.Offsetof(bpfpc.PagecachePathEvent{}.Names))
-	if !ok {
+	if uintptr(len(raw)) < namesAt {
 		return
 	}
-	body := sensor.Bytes(ev.Names[:min(int(ev.Len), len(ev.Names))])
+	// Only the header is copied: a whole record is 4 KiB of names, most
+	// of them unused.
+	var ev bpfpc.PagecachePathEvent
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&ev)), namesAt), raw)
+	body := raw[namesAt:]
+	body = body[:min(int(ev.Len), len(body))]
 	names := make([]string, 0, ev.Depth)
 	for len(body) > 0 && len(names) < int(ev.Depth) {
 		name, rest, _ := bytes.Cut(body, []byte{0})
@@ -157,6 +170,11 @@ func (s *Sensor) handle(raw []byte) {
 	s.mu.Lock()
 	s.seen++
 	s.fsPaths[key] = fsPath
+	if truncated {
+		s.cutPaths[key] = true
+	} else {
+		delete(s.cutPaths, key)
+	}
 	p, resolved := s.mounts.resolve(ev.Dev, fsPath)
 	s.mu.Unlock()
 	if s.opts.FileSeen != nil && !truncated && resolved {
@@ -263,6 +281,9 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss,
 			FillWaitNS: f.prev.fillWait, PagesReread: min(f.prev.reread, f.prev.missed), PagesShared: f.prev.shared}
 		rf.Path = s.pathOf(f)
+		// A cut walk resolves to no mount; the processes' open files
+		// may still give the whole name.
+		rf.NameCut = s.cutPaths[f.key] && !strings.HasPrefix(rf.Path, "/")
 		if fsPath, ok := s.fsPaths[f.key]; ok {
 			if p, ok := s.ns.resolve(f.lastP, f.key.Dev, f.key.Ino, fsPath); ok && p != rf.Path {
 				// The path the process used; the host's beside it.

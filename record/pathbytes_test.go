@@ -1,0 +1,112 @@
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestNamesRoundTripByteExact: every byte a Linux name may hold survives
+// Encode and Decode, and a name that is not UTF-8 is carried in path_b64
+// beside a readable path.
+func TestNamesRoundTripByteExact(t *testing.T) {
+	names := []string{
+		"/plain/" + strings.Repeat("a", 64),
+		"/latin1/caf\xe9",
+		"/bad/\xff\xfe\x80tail",
+		"/new\nline/x",
+		"/quote\"back\\slash/<tag>&",
+		"/valid/\u00e9\u4e2d\U0001F600",
+		"/" + strings.Repeat("\x01\x1f\x7f\xc3", 60),
+	}
+	r := sample()
+	r.Files = nil
+	for i, n := range names {
+		r.Files = append(r.Files, File{ID: i, Path: n, HostPath: n + "\xff", NameCut: i == 2})
+	}
+	var buf bytes.Buffer
+	if err := Encode(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Files) != len(names) {
+		t.Fatalf("%d files back, want %d", len(got.Files), len(names))
+	}
+	for i, n := range names {
+		f := got.Files[i]
+		if f.Path != n || f.HostPath != n+"\xff" || f.NameCut != (i == 2) {
+			t.Errorf("file %d: path %q host %q cut %v, want %q, %q, %v", i, f.Path, f.HostPath, f.NameCut, n, n+"\xff", i == 2)
+		}
+	}
+}
+
+// TestNameJSONFields: a UTF-8 name is "path" alone; any other has a
+// UTF-8 "path" for reading and its bytes in "path_b64".
+func TestNameJSONFields(t *testing.T) {
+	b, err := json.Marshal(File{Path: "/ok/\u00e9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"path":"/ok/é"`)) || bytes.Contains(b, []byte("_b64")) || bytes.Contains(b, []byte("name_cut")) {
+		t.Errorf("UTF-8 name: %s", b)
+	}
+	b, err = json.Marshal(File{Path: "/x/\xff", NameCut: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\"path\":\"/x/\ufffd\"", `"path_b64":"L3gv/w=="`, `"name_cut":true`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("non-UTF-8 name: %s lacks %s", b, want)
+		}
+	}
+	var f File
+	if err := json.Unmarshal([]byte(`{"id":3,"path":"x","path_b64":"!!"}`), &f); err == nil {
+		t.Errorf("bad base64 decoded: %+v", f)
+	}
+}
+
+// TestVersion1RecordRead: a record of the previous schema decodes, its
+// names as written, and is the current schema in memory.
+func TestVersion1RecordRead(t *testing.T) {
+	doc := `{"schema":"coldtrace.record/v1","command":["cat"],"wall_ns":7,` +
+		`"files":[{"id":0,"dev":1,"ino":2,"path":"/v1/name","host_path":"/h/name","pages_missed":3}]}`
+	r, err := Decode(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Schema != Schema || len(r.Files) != 1 || r.Files[0].Path != "/v1/name" || r.Files[0].HostPath != "/h/name" ||
+		r.Files[0].PagesMissed != 3 || r.Files[0].NameCut {
+		t.Errorf("v1 record read as %+v", r)
+	}
+}
+
+// TestCacheRootByteExact: a cache root that is not UTF-8 (the export
+// lines of report --persist name it) survives Encode and Decode.
+func TestCacheRootByteExact(t *testing.T) {
+	r := sample()
+	roots := []string{"/home/u/.cache/triton", "/home/caf\xe9/.triton/cache", "/a\nb/\xff"}
+	r.JIT = &JIT{}
+	for _, root := range roots {
+		r.JIT.Caches = append(r.JIT.Caches, Cache{Name: "triton", Root: root, Hits: 2})
+	}
+	var buf bytes.Buffer
+	if err := Encode(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.JIT == nil || len(got.JIT.Caches) != len(roots) {
+		t.Fatalf("caches back: %+v", got.JIT)
+	}
+	for i, root := range roots {
+		if c := got.JIT.Caches[i]; c.Root != root || c.Hits != 2 || c.Name != "triton" {
+			t.Errorf("cache %d: %+v, want root %q", i, c, root)
+		}
+	}
+}

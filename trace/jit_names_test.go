@@ -1,0 +1,76 @@
+package trace
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestJitExecFromLongPath: a program executed from a path longer than 255
+// bytes is known by its whole name. Named like a library that uses a
+// kernel cache (libnvrtc*), it attaches the path-syscall probes; a name
+// cut inside a directory of its path (at 255 bytes, as it was) would not.
+func TestJitExecFromLongPath(t *testing.T) {
+	requireTracing(t)
+	dir := t.TempDir()
+	for _, c := range "abc" {
+		dir = filepath.Join(dir, strings.Repeat(string(c), 120))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "libnvrtc-names")
+	truePath := "/bin/true"
+	if err := os.Symlink(truePath, prog); err != nil {
+		t.Fatal(err)
+	}
+	if len(prog) <= 360 {
+		t.Fatalf("the program's path is %d bytes, want over 360", len(prog))
+	}
+	// Python's bytecode cache afterwards, so that the run has a JIT
+	// section to say when the path syscalls were attached.
+	py := realPython(t)
+	prefix := filepath.Join(t.TempDir(), "pycache")
+	script := "'" + prog + "'; sleep 0.1; env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=" + prefix + " " + py + " -c 'import json'"
+	rec, _ := jitRun(t, Options{Command: []string{"sh", "-c", script}, JITSyscalls: JITSyscallsAuto})
+	if rec.JIT == nil || !strings.Contains(rec.JIT.PathSyscalls, "used libnvrtc-names") {
+		logJIT(t, rec)
+		t.Fatalf("exec of %s (%d bytes) did not attach the path syscalls: %+v", prog, len(prog), rec.JIT)
+	}
+	t.Logf("path syscalls: %s", rec.JIT.PathSyscalls)
+}
+
+// TestJitCacheUnderLongPath: a kernel cache whose root is a path of some
+// 1,000 bytes (past the 512 its path copies once held) is seen whole: the
+// Triton-like workload's cold run misses and writes an entry, its warm
+// run hits it.
+func TestJitCacheUnderLongPath(t *testing.T) {
+	requireTracing(t)
+	requireCC(t)
+	py := realPython(t)
+	script, _ := filepath.Abs("../testdata/jit/triton_like.py")
+	cache := t.TempDir()
+	for _, c := range "abcdefgh" {
+		cache = filepath.Join(cache, strings.Repeat(string(c), 120))
+	}
+	cache = filepath.Join(cache, "triton-cache")
+	if len(cache) < 1000 {
+		t.Fatalf("the cache root is %d bytes, want 1,000 or more", len(cache))
+	}
+	cmd := []string{"env", "TRITON_CACHE_DIR=" + cache, py, script, "1", "120"}
+	for _, warm := range []bool{false, true} {
+		rec, _ := jitRun(t, Options{Command: cmd})
+		c := findCache(rec, "triton", cache)
+		if c == nil {
+			logJIT(t, rec)
+			t.Fatalf("warm %v: no triton cache at the %d-byte root", warm, len(cache))
+		}
+		if !warm && (c.Misses < 1 || c.Hits != 0 || c.EntriesWritten < 1) {
+			t.Errorf("cold run: triton %+v, want ≥1 miss, 0 hits, an entry written", *c)
+		}
+		if warm && (c.Hits < 1 || c.Misses != 0 || c.EntriesWritten != 0) {
+			t.Errorf("warm run: triton %+v, want ≥1 hit, 0 misses, nothing written", *c)
+		}
+	}
+}
