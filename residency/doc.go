@@ -11,8 +11,8 @@
 // tell is "unknown" here, never a guess.
 //
 // Every file operation runs through an Actor, so it is done with the
-// rights of the user coldtrace acts for (../shared/DESIGN.md, "Who
-// coldtrace acts for"), not with root's: the opens, the directory walks,
+// rights of the user coldtrace acts for (internal/actor states who that
+// is), not with root's: the opens, the directory walks,
 // cachestat itself (whose permission check uses the calling thread's
 // credentials) and the reads of /proc/PID/maps.
 package residency

@@ -13,8 +13,7 @@ import (
 )
 
 // Survival says whether a cache directory outlives the machine's reboot
-// or the container it is in: decided by its filesystem, not its path
-// (../shared/DESIGN.md, "Does a cache survive?").
+// or the container it is in: decided by its filesystem, not its path.
 type Survival string
 
 const (

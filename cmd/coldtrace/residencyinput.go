@@ -19,7 +19,7 @@ import (
 const exitPartial = 1
 
 // actingUser is who status, evict and prefetch act for
-// (internal/actor: ../shared/DESIGN.md, "Who coldtrace acts for"): file
+// (the rule is internal/actor's package documentation): file
 // opens, directory walks, cachestat and /proc/PID/maps reads all go
 // through actor; env and id resolve the registry's cache roots.
 type actingUser struct {

@@ -9,6 +9,5 @@
 // command used (resolved with each traced process's own environment),
 // their lookups, hits, misses and writes, the compiler subprocesses it ran
 // and the in-process compiles between a miss and its fill. The cache
-// registry is data: one Spec per framework, from
-// ../shared/cache-registry.md.
+// registry is data: one Spec per framework (Registry).
 package jit

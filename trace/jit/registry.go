@@ -78,7 +78,7 @@ type Switch struct {
 // the value upper-cased in 1, ON, YES, TRUE), as they are written.
 var hubTrue = []string{"1", "ON", "YES", "TRUE", "on", "yes", "true", "On", "Yes", "True"}
 
-// Registry is every known cache, from ../shared/cache-registry.md.
+// Registry is every known cache, one Spec per framework.
 var Registry = []Spec{
 	{
 		Name: "cuda", Framework: "CUDA driver JIT (ComputeCache)", Compiles: true,
