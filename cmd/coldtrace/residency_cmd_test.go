@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 )
@@ -150,6 +151,7 @@ func runStatusJSON(t *testing.T, args ...string) statusJSON {
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Schema != StatusSchema {
 		t.Fatalf("status --json: %v\n%s", err, out.String())
 	}
+	schematest.Validate(t, docStatus.Name, out.Bytes())
 	return doc
 }
 
