@@ -10,9 +10,9 @@ import (
 	"github.com/coldtrace/coldtrace/report/summary"
 )
 
-// The JSON documents whose types live in this package. evict and prefetch
-// share nothing with the others; the two prefetch documents (a run and
-// --dry-run) carry one schema id.
+// The JSON documents whose types live in this package. The two prefetch
+// documents (a run and --dry-run) carry one schema id; bench's is also
+// the overhead harness's (cmd/bench).
 var (
 	docStatus       = schematest.Document{Name: "status", ID: StatusSchema, Type: statusReport{}}
 	docBench        = schematest.Document{Name: "bench", ID: "coldtrace.bench/v1", Type: benchJSON{}}

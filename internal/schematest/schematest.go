@@ -171,27 +171,6 @@ func ValidateBytes(path string, data []byte) error {
 	return sch.Validate(inst)
 }
 
-// ValidateDocument validates data against the schema its "schema" key
-// names, among docs: for a test that reads whichever document a command
-// printed.
-func ValidateDocument(t testing.TB, data []byte, docs ...Document) {
-	t.Helper()
-	var head struct {
-		Schema string `json:"schema"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		t.Errorf("not a JSON object: %v\n%.500s", err, data)
-		return
-	}
-	for _, d := range docs {
-		if d.ID == head.Schema {
-			Validate(t, d.Name, data)
-			return
-		}
-	}
-	t.Errorf("no schema for a document of %q", head.Schema)
-}
-
 func schemaPath(t testing.TB, name string) string {
 	t.Helper()
 	root, _, err := moduleRoot()
