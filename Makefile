@@ -3,21 +3,65 @@ GO ?= go
 BIN := bin/coldtrace
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: build test test-unit lint fuzz demo generate vmlinux check-generated bench bench-smoke clean
+.PHONY: build test test-unit test-kernel test-e2e schemas lint fuzz demo generate vmlinux check-generated bench bench-smoke clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/coldtrace
 
-# All tests. The eBPF tests need root and a BTF kernel; elsewhere they
-# skip and say why.
+# Packages whose tests need root (testenv.RequireRoot, RequireTracing),
+# found by their tests so that a package gaining a kernel test joins
+# test-kernel without an edit here. The binaries (cmd/) are test-e2e's.
+KERNEL_PKGS = $(filter-out ./cmd/%,$(call pkgs_calling,$(kernel_test_re)))
+# The binaries against real tools (the e2e tests run coldtrace's test
+# binary as coldtrace), and every other package with a test that -short
+# skips without needing root (chromium renders report/bench's plot).
+E2E_PKGS = ./cmd/... $(filter-out ./cmd/% $(KERNEL_PKGS),$(call pkgs_calling,$(short_test_re)))
+kernel_test_re := testenv\.Require(Root|Tracing)\(
+short_test_re := testing\.Short\(\)
+pkgs_calling = $(shell grep -rlE --include='*_test.go' '$(1)' . | xargs -r -n1 dirname | sort -u)
+
+# The three test targets `make test` runs, in order. CI runs test-unit as
+# nobody beforehand and sets TEST_TARGETS="test-kernel test-e2e".
+TEST_TARGETS ?= test-unit test-kernel test-e2e
+
+# vet, then every test target; each one runs even when one before it
+# failed, and its wall time is printed at the end. The eBPF tests need
+# root and a BTF kernel; elsewhere they skip and say why.
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 -p 1 -timeout 20m ./...
+	@summary=""; status=0; \
+	for target in $(TEST_TARGETS); do \
+		start=$$(date +%s); result=""; \
+		$(MAKE) --no-print-directory $$target || { status=1; result=" FAILED"; }; \
+		summary="$$summary$$target: $$(( $$(date +%s) - start ))s$$result\n"; \
+	done; \
+	printf "$$summary"; exit $$status
 
 # Tests that need neither root nor a kernel to trace: any machine with Go and
-# cgo. -short makes every eBPF and root test skip (internal/testenv).
+# cgo, packages in parallel. -short makes every eBPF, root and real-tool test
+# skip (internal/testenv). The kernel and e2e packages' own unit tests run
+# here and again in their full pass: a few seconds, kept so that this target
+# alone covers every unit test.
 test-unit:
-	$(GO) test -count=1 -short ./...
+	$(GO) test -count=1 -short -timeout 10m ./...
+
+# The packages with kernel tests, in full, as root: they load eBPF programs,
+# drop caches and evict pages, so one package at a time (two at once would
+# see each other's page-cache traffic).
+test-kernel:
+	@[ "$$(id -u)" = 0 ] || echo "test-kernel: not root, the kernel tests skip" >&2
+	$(GO) test -count=1 -p 1 -timeout 20m $(KERNEL_PKGS)
+
+# coldtrace against real programs (cc, python3, numba, torch, prometheus,
+# chromium), as root, one package at a time for the same reason.
+test-e2e:
+	@[ "$$(id -u)" = 0 ] || echo "test-e2e: not root, the traced tests skip" >&2
+	$(GO) test -count=1 -p 1 -timeout 20m $(E2E_PKGS)
+
+# Rewrite docs/schemas from the Go types of the JSON documents; each
+# package's TestJSONSchema holds the committed files to those types.
+schemas:
+	COLDTRACE_UPDATE_SCHEMAS=1 $(GO) test -count=1 -run '^TestJSONSchema$$' ./...
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

@@ -93,7 +93,7 @@ func statOneFile(t *testing.T, a Actor, path string) File {
 	return files[0]
 }
 
-// The check: evict, status 0%; half read with readahead off,
+// Evict, status 0%; half read with readahead off,
 // 50% ± 1%; prefetch reads only the missing half; status 100%.
 func TestEvictStatusPrefetch(t *testing.T) {
 	testenv.RequireRoot(t)

@@ -30,7 +30,7 @@ func TestCorruptedCopiesFail(t *testing.T) {
 	}{
 		{"negative wall", "truth-cold", func(r *record.Record) { r.WallNS = -5 }, invariants.RuleWallSum, []string{"wall is -5ns"}},
 		{"fill CPU above the fillers' CPU", "cat-cold", func(r *record.Record) {
-			// The case: 544 ms of fill CPU, its only reader far less.
+			// 544 ms of fill CPU charged to a file whose only reader used far less.
 			for i := range r.Files {
 				if strings.HasSuffix(r.Files[i].Path, "/big.bin") {
 					r.Files[i].MissCPUNS = 544e6

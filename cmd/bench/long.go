@@ -16,7 +16,7 @@ import (
 	"github.com/coldtrace/coldtrace/record"
 )
 
-// Bounds per hour of a traced run (issue 20).
+// Bounds per hour of a long traced run.
 const (
 	longRSSGrowthPerHour = 8 << 20
 	longRecordPerHour    = 50 << 20

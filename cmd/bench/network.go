@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// The network workloads (issue 14): the download sensor's cost on a
+// The network workloads: the download sensor's cost on a
 // transfer that is a download, and on the small receives that are not.
 const (
 	// netPongMsg is the ping-pong's message: small, as RPC and

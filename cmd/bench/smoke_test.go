@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/coldtrace/coldtrace/internal/schematest"
 )
 
 // TestSmoke runs the harness end to end at smoke size (one pair per
@@ -30,8 +32,10 @@ func TestSmoke(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench -smoke exited %d", code)
 	}
-	if _, err := os.Stat(jsonPath); err != nil {
+	if b, err := os.ReadFile(jsonPath); err != nil {
 		t.Errorf("no JSON results: %v", err)
+	} else {
+		schematest.Validate(t, docOverhead.Name, b)
 	}
 	for _, name := range workloadNames {
 		if !strings.Contains(out.String(), name) {

@@ -12,7 +12,8 @@ import (
 	"time"
 )
 
-// Budgets from issue 7.
+// Budgets coldtrace is held to: the traced start-up's extra time and
+// resident memory, and the switch rate the ping-pong must reach.
 const (
 	startupBudget = 200 * time.Millisecond
 	rssBudget     = 64 << 20
@@ -48,7 +49,7 @@ var workloadNames = append([]string{"seqread", "mmap", "smallfiles", "forkexec",
 	"pysmallfiles", "pyimport", "pyread"}, networkWorkloadNames...)
 
 // python is the interpreter of the Python workloads: the system's, as a
-// user would run it (issue 20).
+// user would run it.
 const python = "/usr/bin/python3"
 
 // program is the command line in front of the start time.
@@ -90,7 +91,7 @@ func sizesFor(smoke bool) sizes {
 }
 
 // setup builds the helper and the data files in dir and returns the
-// workloads, in the issue's order.
+// workloads in workloadNames' order.
 func setup(o options, dir, src string, log func(string, ...any)) (work string, ws []*workload, err error) {
 	sz := sizesFor(o.smoke)
 	want := func(name string) bool {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coldtrace/coldtrace/internal/schematest"
 )
 
 type benchDoc struct {
@@ -61,6 +63,7 @@ func readBench(t *testing.T, path string) benchDoc {
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	schematest.Validate(t, docBench.Name, b)
 	return d
 }
 

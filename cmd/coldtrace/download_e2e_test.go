@@ -105,7 +105,7 @@ func categoryNS(res *attribution.Result, c attribution.Category) int64 {
 	return -1
 }
 
-// TestHubDownloadIsDownload is issue 14's scenario: a Python client
+// TestHubDownloadIsDownload: a Python client
 // fetches a 64 MiB model from a server on 127.0.0.1 into the Hugging Face
 // hub cache of its HOME (a temporary name renamed into place). The time
 // is downloads, not other wait, within 10% of the client's own timing;

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 )
@@ -88,6 +89,7 @@ func readSummary(t *testing.T, path string) summaryJSON {
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("summary is not JSON: %v\n%s", err, b)
 	}
+	schematest.Validate(t, docSummary.Name, b)
 	if s.Schema != "coldtrace.summary/v1" {
 		t.Fatalf("schema %q", s.Schema)
 	}

@@ -35,10 +35,7 @@ func evictCommand(args []string, stdout, stderr io.Writer) int {
 	done, probs := residency.Evict(who.actor, paths)
 	printProblems(stderr, probs)
 	if *asJSON {
-		err = encodeJSON(stdout, struct {
-			Schema string              `json:"schema"`
-			Files  []residency.Evicted `json:"files"`
-		}{"coldtrace.evict/v1", done})
+		err = encodeJSON(stdout, evictJSON{"coldtrace.evict/v1", done})
 	} else {
 		err = writeEvictText(stdout, done)
 	}
@@ -99,4 +96,10 @@ func keptWhy(e residency.Evicted) string {
 		}
 	}
 	return strings.Join(why, ", ")
+}
+
+// evictJSON is `coldtrace evict --json`.
+type evictJSON struct {
+	Schema string              `json:"schema"`
+	Files  []residency.Evicted `json:"files"`
 }

@@ -21,7 +21,8 @@ import (
 	"github.com/coldtrace/coldtrace/report/words"
 )
 
-// Root tests of issue 15: when the machine is the cause. Each runs the
+// Root tests of the machine as the cause (thrashing, pages evicted by
+// another process, CPU contention, a read shared with another process). Each runs the
 // real probes on a real workload and checks the record's invariants.
 
 // machineRun is one traced run: its record, its attribution, and what

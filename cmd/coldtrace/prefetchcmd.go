@@ -103,20 +103,9 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *asJSON {
-		type fetched struct {
-			Path      string `json:"path"`
-			ReadBytes int64  `json:"read_bytes"`
-			Error     string `json:"error,omitempty"`
-		}
-		out := struct {
-			Schema     string    `json:"schema"`
-			Files      []fetched `json:"files"`
-			ReadBytes  int64     `json:"read_bytes"`
-			TotalBytes int64     `json:"total_bytes"`
-			ElapsedNS  int64     `json:"elapsed_ns"`
-		}{Schema: "coldtrace.prefetch/v1", ReadBytes: res.ReadBytes, TotalBytes: plan.TotalBytes, ElapsedNS: int64(res.Elapsed)}
+		out := prefetchJSON{Schema: "coldtrace.prefetch/v1", ReadBytes: res.ReadBytes, TotalBytes: plan.TotalBytes, ElapsedNS: int64(res.Elapsed)}
 		for _, f := range res.Files {
-			e := fetched{Path: f.Path, ReadBytes: f.ReadBytes}
+			e := prefetchedFile{Path: f.Path, ReadBytes: f.ReadBytes}
 			if f.Err != nil {
 				e.Error = f.Err.Error()
 			}
@@ -154,15 +143,7 @@ func writePrefetchPlan(w io.Writer, plan residency.Plan, rate float64, fit error
 		etaNS = int64(float64(plan.MissingBytes) / rate * 1e9)
 	}
 	if asJSON {
-		out := struct {
-			Schema  string         `json:"schema"`
-			DryRun  bool           `json:"dry_run"`
-			Plan    residency.Plan `json:"plan"`
-			Fits    bool           `json:"fits"`
-			Refusal string         `json:"refusal,omitempty"`
-			Rate    float64        `json:"disk_rate_bytes_per_s,omitempty"`
-			ETANS   int64          `json:"eta_ns,omitempty"`
-		}{Schema: "coldtrace.prefetch/v1", DryRun: true, Plan: plan, Fits: fit == nil, Rate: rate, ETANS: etaNS}
+		out := prefetchPlanJSON{Schema: "coldtrace.prefetch/v1", DryRun: true, Plan: plan, Fits: fit == nil, Rate: rate, ETANS: etaNS}
 		if fit != nil {
 			out.Refusal = fit.Error()
 		}
@@ -202,4 +183,32 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// prefetchJSON is `coldtrace prefetch --json`: what was read.
+type prefetchJSON struct {
+	Schema     string           `json:"schema"`
+	Files      []prefetchedFile `json:"files"`
+	ReadBytes  int64            `json:"read_bytes"`
+	TotalBytes int64            `json:"total_bytes"`
+	ElapsedNS  int64            `json:"elapsed_ns"`
+}
+
+// prefetchedFile is one file of prefetchJSON.
+type prefetchedFile struct {
+	Path      string `json:"path"`
+	ReadBytes int64  `json:"read_bytes"`
+	Error     string `json:"error,omitempty"`
+}
+
+// prefetchPlanJSON is `coldtrace prefetch --dry-run --json`: what would be
+// read, and whether it fits.
+type prefetchPlanJSON struct {
+	Schema  string         `json:"schema"`
+	DryRun  bool           `json:"dry_run"`
+	Plan    residency.Plan `json:"plan"`
+	Fits    bool           `json:"fits"`
+	Refusal string         `json:"refusal,omitempty"`
+	Rate    float64        `json:"disk_rate_bytes_per_s,omitempty"`
+	ETANS   int64          `json:"eta_ns,omitempty"`
 }

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 )
@@ -150,6 +151,7 @@ func runStatusJSON(t *testing.T, args ...string) statusJSON {
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Schema != StatusSchema {
 		t.Fatalf("status --json: %v\n%s", err, out.String())
 	}
+	schematest.Validate(t, docStatus.Name, out.Bytes())
 	return doc
 }
 
@@ -191,7 +193,7 @@ func writeRecord(t *testing.T, dir, model, triton, host string) string {
 	return path
 }
 
-// The check, through the commands: evict → 0%; half read with
+// Residency through the commands: evict → 0%; half read with
 // readahead off → 50% ± 1%; prefetch reads only the missing half; 100%.
 // status --from predicts cold after evict and warm after prefetch, with
 // the cache table of the directories built here.
@@ -575,7 +577,7 @@ func TestResidencyUsage(t *testing.T) {
 	}
 }
 
-// The check on a real record: after a traced cold read, status
+// Status on a real record: after a traced cold read, status
 // --from predicts cold once the files are evicted and warm after
 // prefetch, at the disk rate the run saw.
 func TestStatusFromTracedRun(t *testing.T) {

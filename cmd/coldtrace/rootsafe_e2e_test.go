@@ -1,10 +1,12 @@
 package main
 
-// End-to-end tests of issue 12 ("Root safety: outputs, privileges, argv,
-// signals, terminal"), one per numbered item, each reproducing the item as
-// the issue writes it. The sudo cases run coldtrace (the test binary, as
-// root) with SUDO_UID/SUDO_GID/SUDO_USER set as sudo sets them, for a user
-// the test creates (internal/testuser).
+// End-to-end tests of running coldtrace as root safely: which files an
+// output may replace and with whose rights, sudo granting only the user's
+// rights, argv and environment passed byte for byte, signals reaching the
+// whole command and never costing the outputs, and traced strings escaped
+// before they reach the terminal. The sudo cases run coldtrace (the test
+// binary, as root) with SUDO_UID/SUDO_GID/SUDO_USER set as sudo sets them,
+// for a user the test creates (internal/testuser).
 
 import (
 	"bytes"
@@ -116,9 +118,10 @@ func noRawEscape(t *testing.T, what, s string) {
 	}
 }
 
-// Item 1: writing an output replaced device nodes, FIFOs and symlinks
-// (--json /dev/null, --json /dev/stdout, --json FIFO; report -o, diff -o).
-func TestIssue12OutputsOnlyReplaceRegularFiles(t *testing.T) {
+// Every output flag (--json, -o, --pprof, --timeline; report -o, diff -o)
+// refuses a device node, a FIFO or a symlink in one line, leaves it as it
+// was, and runs nothing.
+func TestOutputsOnlyReplaceRegularFiles(t *testing.T) {
 	requireTracing(t)
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "f")
@@ -158,9 +161,10 @@ func TestIssue12OutputsOnlyReplaceRegularFiles(t *testing.T) {
 	}
 }
 
-// Item 2: sudo for coldtrace alone was full root (--user root, --json
-// /etc/anything, --cache-dir x=/root, HF_HUB_CACHE=/srv/private).
-func TestIssue12SudoIsNotRoot(t *testing.T) {
+// Under sudo coldtrace grants only the invoking user's rights: the command
+// runs as the user; --user root, --json under /etc and a root-only cache
+// tree (--cache-dir, HF_HUB_CACHE) are refused or left unread.
+func TestSudoGrantsOnlyTheUsersRights(t *testing.T) {
 	requireTracing(t)
 	u := testuser.Create(t)
 	env := sudoEnv(u)
@@ -253,8 +257,9 @@ func TestIssue12SudoIsNotRoot(t *testing.T) {
 	}
 }
 
-// Item 3: arguments that are not UTF-8 were changed before exec.
-func TestIssue12NonUTF8Argv(t *testing.T) {
+// Arguments and environment values that are not UTF-8 reach the command
+// byte for byte.
+func TestNonUTF8ArgvReachesTheCommandUnchanged(t *testing.T) {
 	requireTracing(t)
 	dir := t.TempDir()
 	name := filepath.Join(dir, "bad\xff\xfe.txt")
@@ -272,8 +277,8 @@ func TestIssue12NonUTF8Argv(t *testing.T) {
 	}
 }
 
-// Item 4: an argv above ~128 KiB could not start (E2BIG).
-func TestIssue12LargeArgv(t *testing.T) {
+// An argv above ~128 KiB starts (no E2BIG), every argument in order.
+func TestArgvAbove128KiBStarts(t *testing.T) {
 	requireTracing(t)
 	args := []string{"-q", "--", "/bin/true"}
 	for i := 1; i <= 25000; i++ {
@@ -292,10 +297,10 @@ func TestIssue12LargeArgv(t *testing.T) {
 	}
 }
 
-// Item 5: a signal after the command exits killed coldtrace during
-// analysis: outputs lost, exit 143 hiding the command's 0, a zero-byte
-// temporary record left.
-func TestIssue12LateSignal(t *testing.T) {
+// A SIGTERM after the command exited, while coldtrace analyses, costs
+// nothing: both outputs are written, coldtrace exits with the command's 0,
+// and no temporary file is left beside them.
+func TestSignalAfterExitKeepsOutputsAndExitCode(t *testing.T) {
 	requireTracing(t)
 	dir := t.TempDir()
 	out, rec := filepath.Join(dir, "s.json"), filepath.Join(dir, "r.ctrace")
@@ -330,9 +335,10 @@ func TestIssue12LateSignal(t *testing.T) {
 	}
 }
 
-// Item 6: a FIFO with exec bits as the command hung coldtrace forever,
-// swallowing SIGTERM, with its BPF programs attached.
-func TestIssue12FIFOCommand(t *testing.T) {
+// A FIFO with exec bits as the command fails at once with 127 (opening
+// it would wait for a writer forever), a SIGTERM early in the run ends it,
+// and no BPF descriptor stays open.
+func TestFIFOAsCommandFailsAtOnce(t *testing.T) {
 	requireTracing(t)
 	fifo := filepath.Join(t.TempDir(), "fc")
 	if err := unix.Mkfifo(fifo, 0o755); err != nil {
@@ -372,9 +378,9 @@ func TestIssue12FIFOCommand(t *testing.T) {
 	}
 }
 
-// Item 7: outputs were root:root 0644 whatever the umask, and a 0600 file
-// of the user became 0644.
-func TestIssue12OutputOwnerAndMode(t *testing.T) {
+// Under sudo a new output belongs to the user with the umask's mode, and
+// a replaced file of the user keeps its owner and its 0600.
+func TestOutputsBelongToTheUserAndKeepTheirMode(t *testing.T) {
 	requireTracing(t)
 	u := testuser.Create(t)
 	dir := userDir(t, u)
@@ -411,9 +417,10 @@ func TestIssue12OutputOwnerAndMode(t *testing.T) {
 	}
 }
 
-// Item 8: signals reached only the command's pid: a sh -c wrapper died
-// and its child ran on; the third signal SIGKILLed only that pid.
-func TestIssue12SignalsReachTheGroup(t *testing.T) {
+// Signals reach the command's whole process group: a sh -c wrapper and
+// its child both end on one SIGTERM, and the third SIGTERM kills the
+// child of a wrapper that ignores TERM.
+func TestSignalsReachTheCommandsProcessGroup(t *testing.T) {
 	requireTracing(t)
 	for _, c := range []struct {
 		name     string
@@ -424,7 +431,7 @@ func TestIssue12SignalsReachTheGroup(t *testing.T) {
 	}{
 		// One TERM: the wrapper and its child both go.
 		{"wrapper", "22.381", "sleep 22.381; true", 1, 128 + 15},
-		// The issue's reproduction: TERM three times, sleep must not survive.
+		// A wrapper that ignores TERM: three TERMs, sleep must not survive.
 		{"trap", "22.382", `trap "" TERM; sleep 22.382`, 3, 128 + 9},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -479,9 +486,9 @@ func TestIssue12SignalsReachTheGroup(t *testing.T) {
 	}
 }
 
-// Item 9: a traced program could write to root's terminal through file
-// names (and the "cannot run" line).
-func TestIssue12EscapesTracedStrings(t *testing.T) {
+// File names a traced program chose, and the "cannot run" line, reach
+// the terminal escaped: no raw control character.
+func TestTracedStringsAreEscapedOnTheTerminal(t *testing.T) {
 	requireTracing(t)
 	dir := t.TempDir()
 	evil := filepath.Join(dir, "a\x1b[2J\x1b[31mred\nnext")
@@ -503,8 +510,12 @@ func TestIssue12EscapesTracedStrings(t *testing.T) {
 	noRawEscape(t, "the cannot-run line", r.stderr)
 }
 
-// Item 10, each smaller case with the behaviour the issue wants.
-func TestIssue12Smaller(t *testing.T) {
+// Command-line edge cases, one subtest each: diffing a record with
+// itself, the JSON's interrupted key on a whole run, --json - and
+// --json-fd, -o -, an empty --json, one path for two outputs, missing
+// inputs, a script without #!, an out-of-range SUDO_UID, the launch
+// shim's cost, and processes still running at exit.
+func TestCommandLineEdgeCases(t *testing.T) {
 	requireTracing(t)
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "ran")
@@ -660,7 +671,7 @@ func TestIssue12Smaller(t *testing.T) {
 
 // The same refusal of non-regular outputs holds for a user's run under
 // sudo: outfile's checks run with the user's rights.
-func TestIssue12SudoOutputChecks(t *testing.T) {
+func TestSudoRunRefusesNonRegularOutputs(t *testing.T) {
 	testenv.RequireRoot(t)
 	requireTracing(t)
 	u := testuser.Create(t)

@@ -194,9 +194,9 @@ func TestRootLoginKeepsTheOwner(t *testing.T) {
 	}
 }
 
-// TestSudoRefusalsLeaveSpecialFilesAlone repeats the refusals of issue
-// 12 item 1 with the user's rights: /dev/null, a FIFO (also one with exec
-// bits) and a symlink to a file of root's.
+// TestSudoRefusalsLeaveSpecialFilesAlone repeats the refusals of
+// non-regular outputs with the user's rights: /dev/null, a FIFO (also one
+// with exec bits) and a symlink to a file of root's.
 func TestSudoRefusalsLeaveSpecialFilesAlone(t *testing.T) {
 	a, u := underSudo(t)
 	dir := userDir(t, u)

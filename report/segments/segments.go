@@ -36,13 +36,16 @@ func ToJSON(segs []attribution.SegmentResult) []JSON {
 	return out
 }
 
+// document is the JSON of `coldtrace segments --json`.
+type document struct {
+	Segments []JSON `json:"segments"`
+}
+
 // WriteJSON writes {"segments": [...]}.
 func WriteJSON(w io.Writer, segs []attribution.SegmentResult) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		Segments []JSON `json:"segments"`
-	}{ToJSON(segs)})
+	return enc.Encode(document{ToJSON(segs)})
 }
 
 // Attached says how an attached record began, or "" for a run.

@@ -16,8 +16,8 @@ import (
 // Schema names the JSON summary format.
 const Schema = "coldtrace.summary/v1"
 
-// Summary is the JSON document of `--json`. Keys documented in README.md
-// keep their meaning across versions; new keys may be added.
+// Summary is the JSON document of `--json`. Its keys keep their meaning
+// across versions; new keys may be added.
 type Summary struct {
 	Schema     string   `json:"schema"`
 	Command    []string `json:"command"`
@@ -86,7 +86,7 @@ type Summary struct {
 	Advice      []advice.Action         `json:"advice"`
 }
 
-// Download is one network fetch (README: "downloads[]").
+// Download is one network fetch (the summary's "downloads[]").
 type Download struct {
 	// Path is the destination file, "" for data kept in memory; Name what
 	// it is known by ("model.safetensors").

@@ -1,5 +1,5 @@
 """A Numba function with cache=True: Numba files its cache entry by this
-file's path and keys it by this file's modification time (issue 18)."""
+file's path and keys it by this file's modification time."""
 import numba
 import numpy as np
 

@@ -1,5 +1,5 @@
 """Numba functions without cache=True: compiled again in every process,
-leaving no cache lookup (issue 18)."""
+leaving no cache lookup."""
 import numba
 import numpy as np
 

@@ -1,6 +1,6 @@
 """Reads SEQ sequentially with read(2), then touches PAGES random 4 KiB
 pages of RND through mmap with MADV_RANDOM (no read-around: one page per
-fault). Used by the advice tests (issue 18)."""
+fault). Used by the advice tests."""
 import mmap
 import os
 import random

@@ -77,8 +77,8 @@ func TestSyscallsAtStart(t *testing.T) {
 }
 
 // TestCommandImagesFIFO: a FIFO with execute bits as the command is not
-// opened for reading (that would wait for a writer forever, issue 12
-// item 6); the look returns at once with the path alone.
+// opened for reading (that would wait for a writer forever); the look
+// returns at once with the path alone.
 func TestCommandImagesFIFO(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "fc")
 	if err := unix.Mkfifo(fifo, 0o755); err != nil {
