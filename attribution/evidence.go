@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path"
@@ -368,4 +369,45 @@ func (a *analyzer) downloadEvidence(rowNS int64) []DownloadEvidence {
 		return cmp.Or(cmp.Compare(y.NS, x.NS), cmp.Compare(y.Bytes, x.Bytes), cmp.Compare(x.Path, y.Path))
 	})
 	return out
+}
+
+// MarshalJSON writes the cache's own keys and then ns and share. Without
+// it the embedded record.Cache's MarshalJSON would be promoted and the
+// row's part of the time would never be written.
+func (c CacheEvidence) MarshalJSON() ([]byte, error) {
+	base, err := json.Marshal(c.Cache)
+	if err != nil {
+		return nil, err
+	}
+	part, err := json.Marshal(struct {
+		NS    int64   `json:"ns"`
+		Share float64 `json:"share"`
+	}{c.NS, c.Share})
+	if err != nil {
+		return nil, err
+	}
+	if len(base) < 2 || base[len(base)-1] != '}' {
+		return nil, fmt.Errorf("cache %s: not a JSON object", c.Name)
+	}
+	if len(base) == 2 {
+		return part, nil
+	}
+	out := append(base[:len(base)-1:len(base)-1], ',')
+	return append(out, part[1:]...), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *CacheEvidence) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &c.Cache); err != nil {
+		return err
+	}
+	var part struct {
+		NS    int64   `json:"ns"`
+		Share float64 `json:"share"`
+	}
+	if err := json.Unmarshal(b, &part); err != nil {
+		return err
+	}
+	c.NS, c.Share = part.NS, part.Share
+	return nil
 }
