@@ -18,6 +18,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/marks"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/segments"
 	"github.com/coldtrace/coldtrace/report/summary"
 	"github.com/coldtrace/coldtrace/report/text"
@@ -122,7 +123,7 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	defer l.Close()
 	notify := func(msg string) {
 		if !o.quiet {
-			fmt.Fprintf(stderr, "coldtrace: %s\n", msg)
+			fmt.Fprintf(stderr, "coldtrace: %s\n", format.Escape(msg))
 		}
 	}
 	rec, err := trace.Attach(ctx, trace.AttachOptions{
@@ -161,7 +162,7 @@ func writeAttachOutputs(a actor.Actor, o attachOptions, stdout, stderr io.Writer
 	failed := false
 	report := func(err error) {
 		if err != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+			fmt.Fprintf(stderr, "coldtrace: error: %s\n", errorText(err))
 			failed = true
 		}
 	}

@@ -186,7 +186,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	defer signal.Stop(sigs)
 	runner := abrun.New(abrun.Options{
 		Version: version, Actor: a, Signals: sigs, NoGPU: o.noGPU,
-		Notify: func(msg string) { fmt.Fprintf(stderr, "\rcoldtrace: %s\n", msg) },
+		Notify: func(msg string) { fmt.Fprintf(stderr, "\rcoldtrace: %s\n", format.Escape(msg)) },
 	})
 	defer runner.Close()
 	tty := isTerminal(stderr)
@@ -233,7 +233,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		code = 1
 		if !errors.Is(err, abrun.ErrStopped) {
-			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+			fmt.Fprintf(stderr, "coldtrace: error: %s\n", errorText(err))
 			code = exitFailure
 		}
 	}
@@ -266,7 +266,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			werr = outfile.Write(a, x.path, x.write)
 		}
 		if werr != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: %v\n", werr)
+			fmt.Fprintf(stderr, "coldtrace: error: %s\n", errorText(werr))
 			code = exitFailure
 		}
 	}
