@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -105,6 +106,11 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
+	if o.cgroup != "" {
+		if o.cgroup, err = reachCgroup(a, o.cgroup); err != nil {
+			return fail(stderr, exitFailure, err)
+		}
+	}
 	for _, pid := range o.pids {
 		if tracer, err := marks.TracedBy(marks.Dir, pid); err != nil {
 			return fail(stderr, exitFailure, err)
@@ -153,6 +159,35 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 		return fail(stderr, exitFailure, err)
 	}
 	return writeAttachOutputs(a, o, stdout, stderr, rec)
+}
+
+// reachCgroup resolves the --cgroup directory with the rights of the user
+// coldtrace acts for, before root looks at it: under sudo a path the user
+// cannot reach fails alike whether or not it exists, so root's answer
+// ("no such directory", "not a cgroup") never tells what a root-only
+// directory holds. Root then works on the resolved path, with no symbolic
+// link left to swap.
+func reachCgroup(a actor.Actor, dir string) (string, error) {
+	var resolved string
+	err := a.Do(func() error {
+		p, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("%s: not a directory", p)
+		}
+		resolved = p
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("--cgroup %s: %w", dir, err)
+	}
+	return resolved, nil
 }
 
 func writeAttachOutputs(a actor.Actor, o attachOptions, stdout, stderr io.Writer, rec *record.Record) int {
