@@ -18,6 +18,7 @@ import (
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/marks"
+	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/segments"
@@ -104,6 +105,11 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	}
 	a, err := actor.Resolve("", os.Getenv)
 	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	// Every output is checked before the attach, not found unwritable
+	// (or an empty path) once the trace is over.
+	if err := outfile.Check(a, givenOutputs(o.changed, o.recordPath, o.jsonPath, o.exports)...); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
 	if o.cgroup != "" {

@@ -67,6 +67,12 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 		return o, err
 	}
 	o.command = fs.Args()
+	// An output flag given an empty path is a mistake, not "no output".
+	for _, name := range []string{"json", "markdown", "plot"} {
+		if f := fs.Lookup(name); f.Changed && f.Value.String() == "" {
+			return o, fmt.Errorf("%w: --%s: empty path (use - for stdout)", errUsage, name)
+		}
+	}
 	switch {
 	case o.pairs < 1:
 		return o, fmt.Errorf("%w: -n %d: at least one pair", errUsage, o.pairs)

@@ -33,7 +33,8 @@ func mergeCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	toFile := *out != "" && *out != outfile.Stdout
+	// -o "" is an error (outfile.Check: empty path), never stdout.
+	toFile := fs.Changed("output") && *out != outfile.Stdout
 	if toFile {
 		if err := outfile.Check(who, outfile.Output{Flag: "-o", Path: *out}); err != nil {
 			return fail(stderr, exitUsage, err)
