@@ -107,22 +107,8 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	// Every output is checked before the attach, not found unwritable
-	// (or an empty path) once the trace is over.
-	if err := outfile.Check(a, givenOutputs(o.changed, o.recordPath, o.jsonPath, o.exports)...); err != nil {
-		return fail(stderr, exitUsage, err)
-	}
-	if o.cgroup != "" {
-		if o.cgroup, err = reachCgroup(a, o.cgroup); err != nil {
-			return fail(stderr, exitFailure, err)
-		}
-	}
-	for _, pid := range o.pids {
-		if tracer, err := marks.TracedBy(marks.Dir, pid); err != nil {
-			return fail(stderr, exitFailure, err)
-		} else if tracer != 0 {
-			return fail(stderr, exitUsage, fmt.Errorf("pid %d is traced already by coldtrace (pid %d); mark that trace instead", pid, tracer))
-		}
+	if code, err := checkAttachInputs(a, &o); err != nil {
+		return fail(stderr, code, err)
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -165,6 +151,31 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 		return fail(stderr, exitFailure, err)
 	}
 	return writeAttachOutputs(a, o, stdout, stderr, rec)
+}
+
+// checkAttachInputs checks what the user named before anything is
+// attached: every output (not found unwritable, or an empty path, once
+// the trace is over), the cgroup directory (resolved with the user's
+// rights, into o), and that no pid is traced already. The int is the
+// exit code of the error.
+func checkAttachInputs(a actor.Actor, o *attachOptions) (int, error) {
+	if err := outfile.Check(a, givenOutputs(o.changed, o.recordPath, o.jsonPath, o.exports)...); err != nil {
+		return exitUsage, err
+	}
+	if o.cgroup != "" {
+		var err error
+		if o.cgroup, err = reachCgroup(a, o.cgroup); err != nil {
+			return exitFailure, err
+		}
+	}
+	for _, pid := range o.pids {
+		if tracer, err := marks.TracedBy(marks.Dir, pid); err != nil {
+			return exitFailure, err
+		} else if tracer != 0 {
+			return exitUsage, fmt.Errorf("pid %d is traced already by coldtrace (pid %d); mark that trace instead", pid, tracer)
+		}
+	}
+	return 0, nil
 }
 
 // reachCgroup resolves the --cgroup directory with the rights of the user

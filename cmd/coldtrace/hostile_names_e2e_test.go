@@ -108,6 +108,29 @@ func hostileRecord(t *testing.T, dir, host string, files []string, caches []reco
 	return path
 }
 
+// sourceExports sources script in dir with sh, as `. FILE` and as eval,
+// and checks each variable of good is exported byte for byte.
+func sourceExports(t *testing.T, dir, script string, good map[string]string) {
+	t.Helper()
+	path := filepath.Join(dir, "persist.sh")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range good {
+		for _, how := range []string{`. "$1"`, `eval "$(cat "$1")"`} {
+			sh := exec.Command("sh", "-c", how+` && printf '%s' "$`+v+`"`, "sh", path)
+			sh.Dir, sh.Env = dir, []string{"HOME=/home/reader", "PATH=/usr/bin:/bin"}
+			out, err := sh.Output()
+			if err != nil {
+				t.Fatalf("sh -c %s: %v", how, err)
+			}
+			if string(out) != want {
+				t.Errorf("%s exported %s=%q, want %q", how, v, out, want)
+			}
+		}
+	}
+}
+
 // A record's cache names and variables reach `report --persist` output,
 // which users eval: sourced, it must run nothing, export the good values
 // byte for byte, and leave out the rest with a comment.
@@ -154,23 +177,7 @@ func TestPersistOutputSourcesNoCodeFromTheRecord(t *testing.T) {
 	if n := strings.Count(r.stdout, "\nexport "); n != len(good) {
 		t.Errorf("%d export lines, want %d:\n%s", n, len(good), r.stdout)
 	}
-	script := filepath.Join(dir, "persist.sh")
-	if err := os.WriteFile(script, []byte(r.stdout), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for v, want := range good {
-		for _, how := range []string{`. "$1"`, `eval "$(cat "$1")"`} {
-			sh := exec.Command("sh", "-c", how+` && printf '%s' "$`+v+`"`, "sh", script)
-			sh.Dir, sh.Env = dir, []string{"HOME=/home/reader", "PATH=/usr/bin:/bin"}
-			out, err := sh.Output()
-			if err != nil {
-				t.Fatalf("sh -c %s: %v", how, err)
-			}
-			if string(out) != want {
-				t.Errorf("%s exported %s=%q, want %q", how, v, out, want)
-			}
-		}
-	}
+	sourceExports(t, dir, r.stdout, good)
 	for _, p := range []string{pwned, pwned2, filepath.Join(dir, "pwned3")} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("sourcing report --persist ran the record's code: %s exists", p)
@@ -238,6 +245,8 @@ func TestHostileNamesNeverReachTheTerminal(t *testing.T) {
 	check("report", runCT(t, ctOptions{env: env}, "report", "--top", "100", rec), 0)
 	check("report --persist", runCT(t, ctOptions{env: env}, "report", "--persist", rec), 0)
 	check("report --segments", runCT(t, ctOptions{env: env}, "report", "--segments", rec), 0)
+	check("diff", runCT(t, ctOptions{env: env}, "diff", "--top", "100", fixtures.Path("truth-cold"), rec), 0)
+	check("merge", runCT(t, ctOptions{env: env}, "merge", rec, rec), 0)
 }
 
 // A zombie's comm is the name its program gave itself: attach --pid of a
@@ -321,8 +330,15 @@ func TestUnreachablePathsFailAlike(t *testing.T) {
 			sudoE.code, sudoE.stderr, sudoA.code, sudoA.stderr)
 	}
 
-	// status: a cache root behind the 0700 directory is "not readable",
-	// existing or not; a missing root the user can see is "missing".
+	statusCachesFailAlike(t, u, exists, absent)
+}
+
+// statusCachesFailAlike: a cache root behind a 0700 directory is "not
+// readable", existing or not; a missing root the user can see is
+// "missing".
+func statusCachesFailAlike(t *testing.T, u testuser.User, exists, absent string) {
+	t.Helper()
+	env := sudoEnv(u)
 	if err := os.MkdirAll(filepath.Join(exists, "triton", "KEY"), 0o755); err != nil {
 		t.Fatal(err)
 	}

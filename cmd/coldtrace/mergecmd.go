@@ -33,8 +33,7 @@ func mergeCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	// -o "" is an error (outfile.Check: empty path), never stdout.
-	toFile := fs.Changed("output") && *out != outfile.Stdout
+	toFile := fs.Changed("output") && *out != outfile.Stdout // -o "": an error (empty path), never stdout
 	if toFile {
 		if err := outfile.Check(who, outfile.Output{Flag: "-o", Path: *out}); err != nil {
 			return fail(stderr, exitUsage, err)

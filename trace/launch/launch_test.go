@@ -145,3 +145,28 @@ func TestShimExecsByteForByte(t *testing.T) {
 		t.Errorf("a missing program started")
 	}
 }
+
+// A FIFO, socket or device is named for what it is; a program, a
+// directory or a path not there is not.
+func TestNotProgramNamesTheKind(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "sock")
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: sock}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{fifo: "a FIFO", sock: "a socket", "/dev/null": "a character device",
+		"/bin/sh": "", dir: "", filepath.Join(dir, "absent"): ""} {
+		if got := notProgram(path); got != want {
+			t.Errorf("notProgram(%s) = %q, want %q", path, got, want)
+		}
+	}
+}
