@@ -254,10 +254,15 @@ func TestHostileNamesNeverReachTheTerminal(t *testing.T) {
 func TestAttachZombieCommIsEscaped(t *testing.T) {
 	testenv.RequireRoot(t)
 	u := testuser.Create(t)
-	// The child renames itself and exits; its parent (sleep, after the
-	// exec) never reaps it.
-	parent := exec.Command("sh", "-c", `sh -c 'printf "\033[2JZ\nq" > /proc/self/comm' & echo $!; exec sleep 60`)
+	// The child renames itself and exits once its parent is sleep (after
+	// the exec), which never reaps it; the shell before the exec might.
+	gate, release, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := exec.Command("sh", "-c", `sh -c 'read x <&3; printf "\033[2JZ\nq" > /proc/self/comm' & echo $!; exec sleep 60`)
 	parent.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID)}}
+	parent.ExtraFiles = []*os.File{gate}
 	stdout, err := parent.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -265,6 +270,7 @@ func TestAttachZombieCommIsEscaped(t *testing.T) {
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
+	gate.Close()
 	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
 	var line [32]byte
 	k, _ := stdout.Read(line[:])
@@ -272,14 +278,24 @@ func TestAttachZombieCommIsEscaped(t *testing.T) {
 	if err != nil {
 		t.Fatalf("child pid %q: %v", line[:k], err)
 	}
-	stat := ""
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if stat = string(b); strings.Contains(stat, ") Z ") {
-			break
+	waitFor := func(path, want string) string {
+		var got string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			b, _ := os.ReadFile(path)
+			if got = string(b); strings.Contains(got, want) {
+				break
+			}
 		}
+		return got
 	}
-	if !strings.Contains(stat, "\x1b[2JZ\nq) Z ") {
+	if comm := waitFor(fmt.Sprintf("/proc/%d/comm", parent.Process.Pid), "sleep"); comm != "sleep\n" {
+		t.Fatalf("the parent is %q, not sleep", comm)
+	}
+	if _, err := release.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	release.Close()
+	if stat := waitFor(fmt.Sprintf("/proc/%d/stat", pid), ") Z "); !strings.Contains(stat, "\x1b[2JZ\nq) Z ") {
 		t.Fatalf("no zombie with the planted comm: %q", stat)
 	}
 	r := runCT(t, ctOptions{env: sudoEnv(u)}, "attach", "--pid", strconv.Itoa(pid))
