@@ -474,3 +474,43 @@ func TestOutputChecksComeFirst(t *testing.T) {
 		terminalSafe(t, "FIFO as the command", r.stderr)
 	}
 }
+
+// A run's record says a cache root behind a directory the user cannot
+// search is unreadable, not missing, whether or not it exists.
+func TestRecordCacheBehindRootOnlyDirIsUnreadable(t *testing.T) {
+	requireTracing(t)
+	u := testuser.Create(t)
+	priv := rootOnlyDir(t)
+	if err := os.MkdirAll(filepath.Join(priv, "exists", "k", "entry"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := userDir(t, u)
+	for _, root := range []string{filepath.Join(priv, "exists", "k"), filepath.Join(priv, "absent", "k")} {
+		recPath := filepath.Join(out, "r.ctrace")
+		r := runCT(t, ctOptions{env: sudoEnv(u)}, "-q", "--cache-dir", "k="+root, "-o", recPath, "--", "true")
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		rec, err := record.ReadFile(recPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, c := range rec.JIT.Caches {
+			if c.Root == root {
+				found = true
+				if !c.Unreadable || c.Missing || c.Files != 0 || c.FS != "" {
+					t.Errorf("record, cache at %s: unreadable %v, missing %v, %d files, fs %q; want unreadable alone",
+						root, c.Unreadable, c.Missing, c.Files, c.FS)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("the record lists no cache at %s", root)
+		}
+		r = runCT(t, ctOptions{env: sudoEnv(u)}, "report", recPath)
+		if strings.Contains(r.stdout+r.stderr, "directory missing") {
+			t.Errorf("report calls the root-only cache root %s missing:\n%s", root, r.stdout)
+		}
+	}
+}
