@@ -61,7 +61,7 @@ func TestPersistOnTmpfs(t *testing.T) {
 	if len(p) != 1 || p[0].Survives() || p[0].Action == nil {
 		t.Fatalf("persist = %+v", p)
 	}
-	if got := Exports(p); len(got) != 1 || got[0] != `export NUMBA_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/numba"` {
+	if got := Exports(p); len(got) != 1 || got[0] != `export NUMBA_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}"/'numba'` {
 		t.Fatalf("exports = %q", got)
 	}
 	c.Survival = "persistent"

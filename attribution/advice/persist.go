@@ -3,6 +3,8 @@ package advice
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/coldtrace/coldtrace/record"
 )
@@ -27,8 +29,12 @@ type Persist struct {
 	// Export is the shell line that keeps the cache: the current root
 	// when it survives, a directory under the user's cache home when it
 	// does not. Empty when no variable moves it.
-	Export string  `json:"export,omitempty"`
-	Action *Action `json:"-"`
+	Export string `json:"export,omitempty"`
+	// Skipped says why a cache a variable moves has no export line: the
+	// variable is no shell name, or its value would carry a control
+	// character or invalid UTF-8 into the user's shell and terminal.
+	Skipped string  `json:"-"`
+	Action  *Action `json:"-"`
 }
 
 // Survives says whether the cache outlives a reboot and its container
@@ -53,13 +59,7 @@ func PersistList(r *record.Record) []Persist {
 		// wherever the sources do: nothing says it should move.
 		inTree := strings.Contains(c.Root, "*") || c.Root == ""
 		if p.Env != "" && !inTree {
-			dir := c.Root
-			if !p.Survives() {
-				dir = "${XDG_CACHE_HOME:-$HOME/.cache}/" + c.Name
-				p.Export = "export " + p.Env + "=\"" + dir + "\""
-			} else {
-				p.Export = "export " + p.Env + "=" + shellQuote(dir)
-			}
+			p.Export, p.Skipped = exportLine(p)
 		}
 		if !p.Survives() && p.RerunNS > 0 {
 			what := "move it to a persistent directory"
@@ -92,12 +92,78 @@ func Exports(list []Persist) []string {
 	return out
 }
 
-// shellQuote quotes s for sh: in single quotes, each quote inside closed, escaped and reopened.
+// cacheHome is where a cache that does not survive is moved: the user's
+// cache home, expanded by the shell that reads the line. It is the one
+// part of an export line not in single quotes, and it is coldtrace's own
+// text, never the record's.
+const cacheHome = `"${XDG_CACHE_HOME:-$HOME/.cache}"/`
+
+// exportLine is the sh line that keeps p's cache, every value from the
+// record in single quotes; or, when no such line is safe, why not.
+func exportLine(p Persist) (line, skipped string) {
+	if !ShellName(p.Env) {
+		return "", "not a shell variable name"
+	}
+	value := p.Root
+	if !p.Survives() {
+		value = p.Cache
+		if value == "" || value == "." || value == ".." || strings.Contains(value, "/") {
+			return "", "the cache name is not one directory name"
+		}
+	}
+	if !PlainText(value) {
+		return "", "its value holds a control character or invalid UTF-8"
+	}
+	if !p.Survives() {
+		return "export " + p.Env + "=" + cacheHome + singleQuote(value), ""
+	}
+	return "export " + p.Env + "=" + singleQuote(value), ""
+}
+
+// ShellName reports whether s is a POSIX sh variable name,
+// [A-Za-z_][A-Za-z0-9_]*.
+func ShellName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+		if !letter && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// PlainText reports whether s is valid UTF-8 of printable characters
+// and spaces only: nothing a terminal would act on (escape sequences,
+// other C0 and C1 controls, newlines, bidi overrides).
+func PlainText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// singleQuote quotes s for sh: in single quotes, each quote inside
+// closed, escaped and reopened. Inside single quotes sh expands nothing.
+func singleQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// shellQuote quotes s for sh, leaving a word of plain path characters
+// bare (a sentence reads better without quotes where none are needed).
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@") == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return singleQuote(s)
 }
 
 func seconds(ns int64) string {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,7 +18,9 @@ import (
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/marks"
+	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/segments"
 	"github.com/coldtrace/coldtrace/report/summary"
 	"github.com/coldtrace/coldtrace/report/text"
@@ -104,12 +107,8 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	for _, pid := range o.pids {
-		if tracer, err := marks.TracedBy(marks.Dir, pid); err != nil {
-			return fail(stderr, exitFailure, err)
-		} else if tracer != 0 {
-			return fail(stderr, exitUsage, fmt.Errorf("pid %d is traced already by coldtrace (pid %d); mark that trace instead", pid, tracer))
-		}
+	if code, err := checkAttachInputs(a, &o); err != nil {
+		return fail(stderr, code, err)
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -122,7 +121,7 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	defer l.Close()
 	notify := func(msg string) {
 		if !o.quiet {
-			fmt.Fprintf(stderr, "coldtrace: %s\n", msg)
+			fmt.Fprintf(stderr, "coldtrace: %s\n", format.Escape(msg))
 		}
 	}
 	rec, err := trace.Attach(ctx, trace.AttachOptions{
@@ -154,6 +153,60 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	return writeAttachOutputs(a, o, stdout, stderr, rec)
 }
 
+// checkAttachInputs checks what the user named before anything is
+// attached: every output (not found unwritable, or an empty path, once
+// the trace is over), the cgroup directory (resolved with the user's
+// rights, into o), and that no pid is traced already. The int is the
+// exit code of the error.
+func checkAttachInputs(a actor.Actor, o *attachOptions) (int, error) {
+	if err := outfile.Check(a, givenOutputs(o.changed, o.recordPath, o.jsonPath, o.exports)...); err != nil {
+		return exitUsage, err
+	}
+	if o.cgroup != "" {
+		var err error
+		if o.cgroup, err = reachCgroup(a, o.cgroup); err != nil {
+			return exitFailure, err
+		}
+	}
+	for _, pid := range o.pids {
+		if tracer, err := marks.TracedBy(marks.Dir, pid); err != nil {
+			return exitFailure, err
+		} else if tracer != 0 {
+			return exitUsage, fmt.Errorf("pid %d is traced already by coldtrace (pid %d); mark that trace instead", pid, tracer)
+		}
+	}
+	return 0, nil
+}
+
+// reachCgroup resolves the --cgroup directory with the rights of the user
+// coldtrace acts for, before root looks at it: under sudo a path the user
+// cannot reach fails alike whether or not it exists, so root's answer
+// ("no such directory", "not a cgroup") never tells what a root-only
+// directory holds. Root then works on the resolved path, with no symbolic
+// link left to swap.
+func reachCgroup(a actor.Actor, dir string) (string, error) {
+	var resolved string
+	err := a.Do(func() error {
+		p, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("%s: not a directory", p)
+		}
+		resolved = p
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("--cgroup %s: %w", dir, err)
+	}
+	return resolved, nil
+}
+
 func writeAttachOutputs(a actor.Actor, o attachOptions, stdout, stderr io.Writer, rec *record.Record) int {
 	splitIdleMarks(rec, o.splitIdle.Nanoseconds())
 	res := attribution.Analyze(rec)
@@ -161,7 +214,7 @@ func writeAttachOutputs(a actor.Actor, o attachOptions, stdout, stderr io.Writer
 	failed := false
 	report := func(err error) {
 		if err != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+			fmt.Fprintf(stderr, "coldtrace: error: %s\n", errorText(err))
 			failed = true
 		}
 	}

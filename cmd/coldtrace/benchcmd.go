@@ -67,6 +67,12 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 		return o, err
 	}
 	o.command = fs.Args()
+	// An output flag given an empty path is a mistake, not "no output".
+	for _, name := range []string{"json", "markdown", "plot"} {
+		if f := fs.Lookup(name); f.Changed && f.Value.String() == "" {
+			return o, fmt.Errorf("%w: --%s: empty path (use - for stdout)", errUsage, name)
+		}
+	}
 	switch {
 	case o.pairs < 1:
 		return o, fmt.Errorf("%w: -n %d: at least one pair", errUsage, o.pairs)
@@ -186,7 +192,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	defer signal.Stop(sigs)
 	runner := abrun.New(abrun.Options{
 		Version: version, Actor: a, Signals: sigs, NoGPU: o.noGPU,
-		Notify: func(msg string) { fmt.Fprintf(stderr, "\rcoldtrace: %s\n", msg) },
+		Notify: func(msg string) { fmt.Fprintf(stderr, "\rcoldtrace: %s\n", format.Escape(msg)) },
 	})
 	defer runner.Close()
 	tty := isTerminal(stderr)
@@ -233,7 +239,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		code = 1
 		if !errors.Is(err, abrun.ErrStopped) {
-			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+			fmt.Fprintf(stderr, "coldtrace: error: %s\n", errorText(err))
 			code = exitFailure
 		}
 	}
@@ -266,7 +272,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			werr = outfile.Write(a, x.path, x.write)
 		}
 		if werr != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: %v\n", werr)
+			fmt.Fprintf(stderr, "coldtrace: error: %s\n", errorText(werr))
 			code = exitFailure
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/checkpoint"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
 )
 
 // checkpointOptions are run's flags for surviving coldtrace's own death.
@@ -40,7 +41,7 @@ func (c checkpointOptions) writer(a actor.Actor, recordPath string, launched tim
 	if err == nil {
 		return checkpoint.NewWriter(a, path)
 	}
-	fmt.Fprintf(stderr, "coldtrace: no checkpoints for this run (%v); use -o PATH to keep them next to the record\n", err)
+	fmt.Fprintf(stderr, "coldtrace: no checkpoints for this run (%s); use -o PATH to keep them next to the record\n", errorText(err))
 	return nil
 }
 
@@ -60,11 +61,11 @@ func finishCheckpoints(w *checkpoint.Writer, outputsFailed bool, stderr io.Write
 	}
 	if outputsFailed {
 		if _, err := os.Stat(w.Path()); err == nil {
-			fmt.Fprintf(stderr, "coldtrace: the last checkpoint is kept in %s\n", w.Path())
+			fmt.Fprintf(stderr, "coldtrace: the last checkpoint is kept in %s\n", format.Escape(w.Path()))
 		}
 		return
 	}
 	if err := w.Remove(); err != nil {
-		fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+		fmt.Fprintf(stderr, "coldtrace: error: %s\n", errorText(err))
 	}
 }

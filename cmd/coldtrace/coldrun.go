@@ -113,7 +113,7 @@ func (c *coldOptions) prepare(a actor.Actor, stderr io.Writer) (*coldRun, error)
 			return nil, err
 		}
 	}
-	fmt.Fprintf(stderr, "coldtrace: %s\n", r.describe())
+	fmt.Fprintf(stderr, "coldtrace: %s\n", format.Escape(r.describe()))
 	return r, nil
 }
 
@@ -129,7 +129,7 @@ func (c *coldOptions) evictFiles(made *record.MadeCold, stderr io.Writer) error 
 		return err
 	}
 	if len(paths) == 0 {
-		fmt.Fprintf(stderr, "coldtrace: warning: --cold=%s names no files to evict (--from RECORD or --evict PATH): the page cache is left as it is\n", c.value)
+		fmt.Fprintf(stderr, "coldtrace: warning: --cold=%s names no files to evict (--from RECORD or --evict PATH): the page cache is left as it is\n", format.Escape(c.value))
 		return nil
 	}
 	done, probs := residency.Evict(who.actor, paths)
@@ -234,7 +234,7 @@ func (r *coldRun) cleanup(stderr io.Writer) {
 		return
 	}
 	if r.keep {
-		fmt.Fprintf(stderr, "coldtrace: the cold run's caches are kept in %s\n", r.root)
+		fmt.Fprintf(stderr, "coldtrace: the cold run's caches are kept in %s\n", format.Escape(r.root))
 		r.root = ""
 		return
 	}
@@ -245,7 +245,7 @@ func (r *coldRun) cleanup(stderr io.Writer) {
 // directories stayed.
 func (r *coldRun) remove(stderr io.Writer) {
 	if err := r.owner.Do(func() error { return os.RemoveAll(r.root) }); err != nil {
-		fmt.Fprintf(stderr, "coldtrace: warning: the cold run's caches stay in %s: %v\n", r.root, err)
+		fmt.Fprintf(stderr, "coldtrace: warning: the cold run's caches stay in %s: %s\n", format.Escape(r.root), errorText(err))
 		r.made.KeptDirs = true
 	}
 	r.root = ""

@@ -39,7 +39,7 @@ func diffCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: %v", errUsage, err))
 	}
 	if fs.Changed("segments") {
-		return diffSegments(fs.Args(), *segs, *splitIdle, *asJSON, *out, *top, stdout, stderr)
+		return diffSegments(fs.Args(), *segs, *splitIdle, *asJSON, reportOutput{given: fs.Changed("output"), path: *out}, *top, stdout, stderr)
 	}
 	if fs.NArg() != 2 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: diff takes two record files, got %d arguments; usage: coldtrace diff [--json] A B", errUsage, fs.NArg()))
@@ -70,13 +70,28 @@ func diffCommand(args []string, stdout, stderr io.Writer) int {
 	return writeDiff(who, compare.New(a, b, nil, nil), *asJSON, *out, *top, stdout, stderr)
 }
 
-// diffSegments is diff --segments A,B RECORD.
-func diffSegments(args []string, spec string, splitIdle time.Duration, asJSON bool, out string, top int, stdout, stderr io.Writer) int {
+// reportOutput is a render command's -o: given says the flag was on the
+// command line, so an empty path is an error rather than stdout.
+type reportOutput struct {
+	given bool
+	path  string
+}
+
+// diffSegments is diff --segments A,B RECORD. The output is checked
+// before the record is read, as plain diff does.
+func diffSegments(args []string, spec string, splitIdle time.Duration, asJSON bool, out reportOutput, top int, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: diff --segments takes one record file, got %d arguments", errUsage, len(args)))
 	}
 	who, err := actor.Resolve("", os.Getenv)
 	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	textFormat := "text"
+	if asJSON {
+		textFormat = "json"
+	}
+	if err := checkReportOutput(who, out.given, out.path, textFormat, stdout); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
 	rec, err := readRecordAs(who, args[0])
@@ -87,7 +102,7 @@ func diffSegments(args []string, spec string, splitIdle time.Duration, asJSON bo
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	return writeDiff(who, d, asJSON, out, top, stdout, stderr)
+	return writeDiff(who, d, asJSON, out.path, top, stdout, stderr)
 }
 
 // writeDiff renders d as text or JSON to stdout or out.

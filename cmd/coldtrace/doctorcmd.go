@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/trace/doctor"
 )
 
@@ -40,6 +41,12 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, bas
 		return fail(stderr, exitUsage, err)
 	}
 	r := doctor.Run(ctx, base)
+	// Details carry paths (--dir) and what the system said: escaped
+	// before they reach the terminal.
+	for i := range r.Checks {
+		c := &r.Checks[i]
+		c.Name, c.Detail, c.Lacks = format.Escape(c.Name), format.Escape(c.Detail), format.Escape(c.Lacks)
+	}
 	if err := r.Write(stdout); err != nil {
 		return fail(stderr, exitFailure, err)
 	}

@@ -66,9 +66,11 @@ func writeEvictText(w io.Writer, done []residency.Evicted) error {
 	for _, e := range done {
 		switch {
 		case !e.Known:
-			fmt.Fprintf(&b, "  %s: dropped, not verified (%s)\n", e.Path, e.Unknown)
+			linef(&b, "  %s: dropped, not verified (%s)", e.Path, e.Unknown)
 		case e.KeptPages > 0:
-			fmt.Fprintf(&b, "  %s: %s dropped, %d pages kept: %s\n", e.Path, format.Bytes(uint64(e.DroppedBytes)), e.KeptPages, keptWhy(e))
+			// keptWhy names other processes by their comm: escaped with
+			// the rest of the line.
+			linef(&b, "  %s: %s dropped, %d pages kept: %s", e.Path, format.Bytes(uint64(e.DroppedBytes)), e.KeptPages, keptWhy(e))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -114,7 +114,7 @@ run 'coldtrace run --help', 'coldtrace report --help' or 'coldtrace diff --help'
 
 // fail prints one line, the way every error reaches the user.
 func fail(stderr io.Writer, code int, err error) int {
-	fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+	fmt.Fprintf(stderr, "coldtrace: error: %s\n", errorText(err))
 	return code
 }
 

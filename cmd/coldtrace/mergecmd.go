@@ -33,7 +33,7 @@ func mergeCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	toFile := *out != "" && *out != outfile.Stdout
+	toFile := fs.Changed("output") && *out != outfile.Stdout // -o "": an error (empty path), never stdout
 	if toFile {
 		if err := outfile.Check(who, outfile.Output{Flag: "-o", Path: *out}); err != nil {
 			return fail(stderr, exitUsage, err)

@@ -19,12 +19,18 @@ import (
 // they are written; only flags given on the command line are here, so
 // `--json ""` is an empty path (an error), not "no JSON".
 func runOutputs(o runOptions) []outfile.Output {
+	return givenOutputs(o.changed, o.recordPath, o.jsonPath, o.exports)
+}
+
+// givenOutputs are the output flags of run and attach that changed
+// names, in the order they are written.
+func givenOutputs(changed map[string]bool, recordPath, jsonPath string, ex exportOptions) []outfile.Output {
 	var outs []outfile.Output
 	for _, f := range []struct{ name, flag, path string }{
-		{"output", "-o", o.recordPath}, {"pprof", "--pprof", o.exports.pprofPath},
-		{"timeline", "--timeline", o.exports.timelinePath}, {"json", "--json", o.jsonPath},
+		{"output", "-o", recordPath}, {"pprof", "--pprof", ex.pprofPath},
+		{"timeline", "--timeline", ex.timelinePath}, {"json", "--json", jsonPath},
 	} {
-		if o.changed[f.name] {
+		if changed[f.name] {
 			outs = append(outs, outfile.Output{Flag: f.flag, Path: f.path})
 		}
 	}

@@ -9,45 +9,44 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/summary"
 	"github.com/coldtrace/coldtrace/report/text"
 )
 
 // writePersist writes `report --persist`: a comment per cache this run
 // wrote, then the export lines that keep them, as a script sh accepts.
+// Records travel between users and hosts, so nothing in them may run
+// or reach the terminal: comments carry escaped text (no newline can end
+// one early), export lines only single-quoted values that hold no
+// control character (advice.Persist.Skipped says which were left out).
 func writePersist(w io.Writer, rec *record.Record) error {
 	list := advice.PersistList(rec)
+	var lines []string
 	for _, p := range list {
 		surv := p.Survival
 		if surv == "" {
 			surv = "survival unknown"
 		}
-		// Comments hold paths from the record: one line each, no newline
-		// can end the comment early.
-		line := fmt.Sprintf("# %s: %s (%s, %s), rerun cost without it %.2f s", p.Cache, p.Root, p.FS, surv, float64(p.RerunNS)/1e9)
+		line := fmt.Sprintf("# %s: %s (%s, %s), rerun cost without it %.2f s", format.Escape(p.Cache), format.Escape(p.Root),
+			format.Escape(p.FS), format.Escape(surv), float64(p.RerunNS)/1e9)
 		if p.Env == "" {
 			line += "; no variable moves it"
 		}
-		if _, err := fmt.Fprintln(w, oneLine(line)); err != nil {
-			return fmt.Errorf("write persist lines: %w", err)
+		lines = append(lines, line)
+	}
+	for _, p := range list {
+		if p.Skipped != "" {
+			lines = append(lines, fmt.Sprintf("# skipped: %s: %s", format.Escape(p.Env), p.Skipped))
 		}
 	}
-	for _, e := range advice.Exports(list) {
-		if _, err := fmt.Fprintln(w, e); err != nil {
+	lines = append(lines, advice.Exports(list)...)
+	for _, l := range lines {
+		if _, err := fmt.Fprintln(w, l); err != nil {
 			return fmt.Errorf("write persist lines: %w", err)
 		}
 	}
 	return nil
-}
-
-func oneLine(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c == '\n' || c == '\r' {
-			b[i] = ' '
-		}
-	}
-	return string(b)
 }
 
 // writeReportBaseline is writeReport with a baseline record for the

@@ -69,10 +69,10 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 		return partial
 	}
 	if fit != nil && !*force {
-		return fail(stderr, exitFailure, fmt.Errorf("prefetch refused: %v (--force reads anyway)", fit))
+		return fail(stderr, exitFailure, fmt.Errorf("prefetch refused: %w (--force reads anyway)", fit))
 	}
 	if fit != nil {
-		fmt.Fprintf(stderr, "coldtrace: warning: %v; reading anyway (--force)\n", fit)
+		fmt.Fprintf(stderr, "coldtrace: warning: %s; reading anyway (--force)\n", errorText(fit))
 	}
 
 	// A signal stops the reads between chunks; what was read stays cached.
@@ -98,7 +98,7 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, f := range res.Files {
 		if f.Err != nil {
-			fmt.Fprintf(stderr, "coldtrace: %s: %v\n", f.Path, f.Err)
+			fmt.Fprintf(stderr, "coldtrace: %s: %s\n", format.Escape(f.Path), errorText(f.Err))
 			partial = exitPartial
 		}
 	}
@@ -155,18 +155,18 @@ func writePrefetchPlan(w io.Writer, plan residency.Plan, rate float64, fit error
 	for _, f := range plan.Files {
 		switch {
 		case !f.Known:
-			fmt.Fprintf(&b, "  %s: all %s (residency unknown: %s)\n", f.Path, format.Bytes(uint64(f.Size)), f.Unknown)
+			linef(&b, "  %s: all %s (residency unknown: %s)", f.Path, format.Bytes(uint64(f.Size)), f.Unknown)
 		case f.MissingBytes == 0:
-			fmt.Fprintf(&b, "  %s: cached, nothing to read\n", f.Path)
+			linef(&b, "  %s: cached, nothing to read", f.Path)
 		default:
-			fmt.Fprintf(&b, "  %s: %s in %d ranges\n", f.Path, format.Bytes(uint64(f.MissingBytes)), len(f.Missing))
+			linef(&b, "  %s: %s in %d ranges", f.Path, format.Bytes(uint64(f.MissingBytes)), len(f.Missing))
 		}
 	}
 	if etaNS > 0 {
 		fmt.Fprintf(&b, "  about %s at the disk rate of the recorded run (%.0f MB/s)\n", roughDuration(etaNS), rate/1e6)
 	}
 	if fit != nil {
-		fmt.Fprintf(&b, "  would refuse: %v (--force reads anyway)\n", fit)
+		linef(&b, "  would refuse: %v (--force reads anyway)", fit)
 	} else {
 		b.WriteString("  fits in memory\n")
 	}

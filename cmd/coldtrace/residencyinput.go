@@ -10,6 +10,7 @@ import (
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
 	"github.com/coldtrace/coldtrace/trace/jit"
 )
@@ -73,7 +74,8 @@ func readRecordInput(who actingUser, path string, stderr io.Writer) (*recordInpu
 	}
 	in := &recordInput{path: path, rec: r, files: filesReadFromDisk(r)}
 	if host, err := os.Hostname(); err == nil && r.Host.Hostname != "" && r.Host.Hostname != host {
-		fmt.Fprintf(stderr, "coldtrace: warning: %s was recorded on %s, not on this host (%s): its paths are looked up here\n", path, r.Host.Hostname, host)
+		fmt.Fprintf(stderr, "coldtrace: warning: %s was recorded on %s, not on this host (%s): its paths are looked up here\n",
+			format.Escape(path), format.Escape(r.Host.Hostname), format.Escape(host))
 	}
 	var fromDisk uint64
 	for _, f := range in.files {
@@ -138,7 +140,7 @@ func (in *recordInput) paths(stderr io.Writer) []string {
 	var out []string
 	for _, f := range in.files {
 		if f.Path == "" {
-			fmt.Fprintf(stderr, "coldtrace: %s: file dev %d:%d inode %d has no path in the record\n", in.path, f.Dev>>20, f.Dev&(1<<20-1), f.Ino)
+			fmt.Fprintf(stderr, "coldtrace: %s: file dev %d:%d inode %d has no path in the record\n", format.Escape(in.path), f.Dev>>20, f.Dev&(1<<20-1), f.Ino)
 			continue
 		}
 		if f.NameCut {
@@ -153,6 +155,6 @@ func (in *recordInput) paths(stderr io.Writer) []string {
 // printProblems writes one line per path that could not be handled.
 func printProblems(stderr io.Writer, probs []residency.Problem) {
 	for _, p := range probs {
-		fmt.Fprintf(stderr, "coldtrace: %s\n", p.Error())
+		fmt.Fprintf(stderr, "coldtrace: %s\n", errorText(p))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/attribution/compare"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/segments"
 )
 
@@ -19,7 +20,7 @@ func writeSegments(w io.Writer, rec *record.Record, splitIdle time.Duration, asJ
 		return segments.WriteJSON(w, segs)
 	}
 	if s := segments.Attached(rec); s != "" {
-		if _, err := fmt.Fprintf(w, "  %s\n", s); err != nil {
+		if _, err := fmt.Fprintf(w, "  %s\n", format.Escape(s)); err != nil {
 			return err
 		}
 	}

@@ -142,7 +142,7 @@ func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) 
 	}
 	rules, err := residency.LoadTmpfiles(residency.DefaultTmpfilesDirs)
 	if err != nil {
-		fmt.Fprintf(stderr, "coldtrace: warning: %v (cache ages not checked)\n", err)
+		fmt.Fprintf(stderr, "coldtrace: warning: %s (cache ages not checked)\n", errorText(err))
 	}
 	rep.Caches = kcache.Survey(who.actor, roots, who.env, kcache.Options{Tmpfiles: rules})
 
@@ -224,6 +224,8 @@ func gib(n int64) string {
 func cacheOutlook(c kcache.Cache) string {
 	name := c.Framework + " cache"
 	switch {
+	case c.NotReadable:
+		return name + ": not readable by this user"
 	case len(c.Disabled) > 0:
 		return name + ": disabled (" + strings.SplitN(c.Disabled[0], ":", 2)[0] + "), everything compiles again"
 	case !c.Exists || c.Entries == 0:
@@ -284,11 +286,13 @@ func writeStatusText(w io.Writer, rep *statusReport, top int) error {
 			}
 			cached := fmt.Sprintf("%5.1f%%", 100*f.Fraction())
 			if !f.Known {
-				cached = "unknown (" + f.Unknown + ")"
+				cached = "unknown (" + format.Escape(f.Unknown) + ")"
 			} else if f.Dirty > 0 {
 				cached += fmt.Sprintf(", %d pages dirty", f.Dirty)
 			}
-			fmt.Fprintf(&b, "  %-60s %10s  %s\n", shortFilePath(f.Path, 60), format.Bytes(uint64(f.Size)), cached)
+			// The path is escaped before it is cut, so the cut never
+			// splits an escape or a character.
+			fmt.Fprintf(&b, "  %-60s %10s  %s\n", shortFilePath(format.Escape(f.Path), 60), format.Bytes(uint64(f.Size)), cached)
 		}
 		b.WriteString("\n")
 	} else if rep.Record == "" {
@@ -296,14 +300,15 @@ func writeStatusText(w io.Writer, rep *statusReport, top int) error {
 	}
 	writeCacheTable(&b, rep)
 	if rep.Prediction != nil {
-		fmt.Fprintf(&b, "\n  %s\n", rep.Prediction.Sentence)
+		b.WriteString("\n")
+		linef(&b, "  %s", rep.Prediction.Sentence)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 func writeCacheTable(b *strings.Builder, rep *statusReport) {
-	fmt.Fprintf(b, "  kernel caches (uid %d, HOME=%s)\n", rep.User.UID, rep.User.Home)
+	linef(b, "  kernel caches (uid %d, HOME=%s)", rep.User.UID, rep.User.Home)
 	var absent, inTree []string
 	shown := map[string]bool{}
 	for _, c := range rep.Caches {
@@ -312,46 +317,15 @@ func writeCacheTable(b *strings.Builder, rep *statusReport) {
 			inTree = append(inTree, c.Name)
 			shown[c.Name] = true
 			continue
-		case !c.Exists && c.Via == "default" && len(c.Disabled) == 0:
+		case !c.Exists && !c.NotReadable && c.Via == "default" && len(c.Disabled) == 0:
 			absent = append(absent, c.Name)
 			continue
 		}
 		shown[c.Name] = true
-		fmt.Fprintf(b, "    %-16s %s (via %s)\n", c.Name, c.Root, c.Via)
-		var facts string
-		if c.FS != nil {
-			facts = c.FS.Sentence()
-			if c.FS.Missing {
-				facts = "missing; would be on " + facts
-			}
-		}
-		if c.Error != "" {
-			facts = "error: " + c.Error
-		}
-		line := fmt.Sprintf("      %s", facts)
-		if c.Exists {
-			at := ""
-			if c.Capped {
-				at = "at least "
-			}
-			line += fmt.Sprintf("; %s%s, %s, %s", at, plural64(c.Entries, "entry", "entries"), plural64(c.Files, "file", "files"), format.Bytes(uint64(c.SizeBytes)))
-			if c.Unreadable > 0 {
-				line += fmt.Sprintf(" (%d directories unreadable to this user)", c.Unreadable)
-			}
-		}
-		b.WriteString(line + "\n")
-		for _, d := range c.Disabled {
-			fmt.Fprintf(b, "      DISABLED: %s\n", d)
-		}
-		for _, o := range c.Offline {
-			fmt.Fprintf(b, "      OFFLINE: %s\n", o)
-		}
-		if len(c.Disabled) == 0 && len(c.Switches) > 0 {
-			fmt.Fprintf(b, "      off switches: %s\n", strings.Join(c.Switches, ", "))
-		}
+		writeCacheRow(b, c)
 	}
 	if len(inTree) > 0 {
-		fmt.Fprintf(b, "    in-tree (__pycache__ next to the sources): %s\n", strings.Join(inTree, ", "))
+		linef(b, "    in-tree (__pycache__ next to the sources): %s", strings.Join(inTree, ", "))
 	}
 	// A cache with a row of its own is not also "not present" for the
 	// further default location it might use (Triton inside Inductor's).
@@ -363,16 +337,53 @@ func writeCacheTable(b *strings.Builder, rep *statusReport) {
 		}
 	}
 	if len(none) > 0 {
-		fmt.Fprintf(b, "    not present: %s\n", strings.Join(none, ", "))
+		linef(b, "    not present: %s", strings.Join(none, ", "))
 	}
 }
 
-// shortFilePath keeps the end of a long path, where its name is.
-func shortFilePath(p string, n int) string {
-	if len(p) <= n {
-		return p
+// writeCacheRow is one cache of the table: where it is, its filesystem
+// and contents, its switches. Every line is escaped whole: the root,
+// the names and the switch values come from the environment and the
+// record.
+func writeCacheRow(b *strings.Builder, c kcache.Cache) {
+	linef(b, "    %-16s %s (via %s)", c.Name, c.Root, c.Via)
+	var facts string
+	if c.FS != nil {
+		facts = c.FS.Sentence()
+		if c.FS.Missing {
+			facts = "missing; would be on " + facts
+		}
 	}
-	return "…" + p[len(p)-n+1:]
+	switch {
+	case c.NotReadable:
+		facts = "not readable by this user"
+		if c.Error != "" {
+			facts += " (" + c.Error + ")"
+		}
+	case c.Error != "":
+		facts = "error: " + c.Error
+	}
+	line := "      " + facts
+	if c.Exists && !c.NotReadable {
+		at := ""
+		if c.Capped {
+			at = "at least "
+		}
+		line += fmt.Sprintf("; %s%s, %s, %s", at, plural64(c.Entries, "entry", "entries"), plural64(c.Files, "file", "files"), format.Bytes(uint64(c.SizeBytes)))
+		if c.Unreadable > 0 {
+			line += fmt.Sprintf(" (%d directories unreadable to this user)", c.Unreadable)
+		}
+	}
+	linef(b, "%s", line)
+	for _, d := range c.Disabled {
+		linef(b, "      DISABLED: %s", d)
+	}
+	for _, o := range c.Offline {
+		linef(b, "      OFFLINE: %s", o)
+	}
+	if len(c.Disabled) == 0 && len(c.Switches) > 0 {
+		linef(b, "      off switches: %s", strings.Join(c.Switches, ", "))
+	}
 }
 
 // plural writes "1 file", "2 files".

@@ -5,6 +5,7 @@
 package fstype
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -61,7 +62,9 @@ func ContainerLayer(t int64) bool {
 }
 
 // Of is the statfs f_type of path, or its nearest existing ancestor when path does not
-// exist (where it would be created); missing says that happened.
+// exist (where it would be created); missing says that happened. Only a
+// path that is not there (ENOENT, ENOTDIR) is missing: one the caller may
+// not reach (EACCES) may well exist, so that is an error, never "missing".
 func Of(path string) (magic int64, missing bool, err error) {
 	p := path
 	for {
@@ -70,7 +73,8 @@ func Of(path string) (magic int64, missing bool, err error) {
 		if serr == nil {
 			return int64(st.Type), missing, nil
 		}
-		if p == "/" || p == "." || p == "" {
+		absent := errors.Is(serr, unix.ENOENT) || errors.Is(serr, unix.ENOTDIR)
+		if !absent || p == "/" || p == "." || p == "" {
 			return 0, missing, fmt.Errorf("statfs %s: %w", path, serr)
 		}
 		missing = true

@@ -42,6 +42,9 @@ type Cache struct {
 	Capped    bool  `json:"capped,omitempty"`
 	// Unreadable counts directories below the root this user cannot read.
 	Unreadable int `json:"unreadable,omitempty"`
+	// NotReadable: this user may not reach or list the root itself, so
+	// whether it exists and what it holds are unknown (not "missing").
+	NotReadable bool `json:"not_readable,omitempty"`
 	// Disabled are the switches set in the environment ("VAR=value: what
 	// it does"); Switches every switch that would disable it.
 	Disabled []string `json:"disabled,omitempty"`
@@ -108,6 +111,7 @@ func Survey(a residency.Actor, roots []jit.Root, env jit.Env, opt Options) []Cac
 			})
 			if err != nil {
 				c.Error = err.Error()
+				c.NotReadable = errors.Is(err, fs.ErrPermission)
 			}
 		}
 		out = append(out, c)
@@ -124,6 +128,10 @@ func walkCache(c *Cache, s *jit.Spec, opt Options) {
 	root := filepath.Clean(c.Root)
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if p == root {
+				c.NotReadable = true // the root itself: nothing below it was seen
+				return nil
+			}
 			c.Unreadable++
 			return nil
 		}

@@ -33,10 +33,17 @@ func writeAdvice(b *strings.Builder, a advice.Advice) {
 				env = "(none)"
 			}
 			fmt.Fprintf(b, "    %-10s %-36s %9s %-8s %-16s %-22s %9s\n", format.Escape(p.Cache), format.Escape(format.Path(p.Root, 36)),
-				format.Bytes(uint64(max(p.SizeBytes, 0))), format.Escape(p.FS), format.Escape(surv), env, format.Duration(p.RerunNS))
+				format.Bytes(uint64(max(p.SizeBytes, 0))), format.Escape(p.FS), format.Escape(surv), format.Escape(env), format.Duration(p.RerunNS))
 		}
 		for _, line := range advice.Exports(a.Persist) {
-			fmt.Fprintf(b, "    %s\n", format.Escape(line))
+			// An export line is shell code to copy: advice.Exports holds
+			// only plain text (names checked, values without controls),
+			// where escaping would change nothing but double each
+			// backslash of a '\'' and break the line.
+			if !advice.PlainText(line) {
+				line = format.Escape(line)
+			}
+			fmt.Fprintf(b, "    %s\n", line)
 		}
 	}
 	if len(a.Reads) > 0 {

@@ -31,8 +31,10 @@ func checkPageCache(ctx context.Context, a actor.Actor, dir string) (out []Check
 	if err != nil {
 		return []Check{{Status: Fail, Name: name, Detail: err.Error(), Lacks: lacks}}
 	}
+	// --dir is looked up with the user's rights: under sudo a directory
+	// the user cannot reach fails alike whether or not it exists.
 	var sfs unix.Statfs_t
-	if err := unix.Statfs(abs, &sfs); err != nil {
+	if err := a.Do(func() error { return unix.Statfs(abs, &sfs) }); err != nil {
 		return []Check{{Status: Fail, Name: name, Detail: fmt.Sprintf("statfs %s: %v", abs, err), Lacks: lacks}}
 	}
 	inMemory := sfs.Type == unix.TMPFS_MAGIC || sfs.Type == unix.RAMFS_MAGIC

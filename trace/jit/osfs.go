@@ -66,10 +66,15 @@ func (o OSFS) walk(root string) (size, files int64, capped, denied bool) {
 // ancestor's, when it is missing) and its size.
 func (o OSFS) Health(root string) Health {
 	var h Health
-	if magic, missing, err := fstype.Of(root); err == nil {
+	magic, missing, err := fstype.Of(root)
+	switch {
+	case err == nil:
 		h.FS, h.Volatile, h.Missing = fstype.Name(magic), fstype.Volatile(magic), missing
 		h.ContainerLayer = fstype.ContainerLayer(magic)
-	} else {
+	case errors.Is(err, fs.ErrPermission):
+		h.Unreadable = true // behind a directory the user cannot search: it may exist
+		return h
+	default:
 		h.Missing = true
 	}
 	if !h.Missing {

@@ -324,7 +324,33 @@ func execProgram(path string, argv, env []string) string {
 	if errors.Is(err, syscall.ENOEXEC) {
 		err = syscall.Exec("/bin/sh", append([]string{"/bin/sh", path}, argv[1:]...), env)
 	}
+	if kind := notProgram(path); kind != "" && errors.Is(err, syscall.EACCES) {
+		return fmt.Sprintf("%s: %s is %s, not an executable (%v)", argv[0], path, kind, err)
+	}
 	return fmt.Sprintf("%s: %v", argv[0], err)
+}
+
+// notProgram names what path is when it is no file a program could be
+// in: the kernel refuses to exec a FIFO, socket or device with EACCES,
+// which alone reads like a missing execute bit. It runs as the command's
+// user, after the exec failed, so it tells nothing the user could not
+// see; "" for a regular file, a directory or a path not there.
+func notProgram(path string) string {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return ""
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	}
+	return ""
 }
 
 // defaultPath is glibc's search path when PATH is unset.

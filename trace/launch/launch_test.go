@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -137,10 +138,35 @@ func TestShimExecsByteForByte(t *testing.T) {
 	if err := os.Chmod(fifo, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if code, err := startAndWait(t, []string{fifo}); err == nil || code != 127 {
-		t.Errorf("FIFO as the command: start error %v, exit %d; want EACCES and 127", err, code)
+	if code, err := startAndWait(t, []string{fifo}); err == nil || code != 127 || !strings.Contains(err.Error(), fifo+" is a FIFO, not an executable") {
+		t.Errorf("FIFO as the command: start error %v, exit %d; want 127 and the FIFO named", err, code)
 	}
 	if _, err := startAndWait(t, []string{"no-such-program-coldtrace"}); err == nil {
 		t.Errorf("a missing program started")
+	}
+}
+
+// A FIFO, socket or device is named for what it is; a program, a
+// directory or a path not there is not.
+func TestNotProgramNamesTheKind(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "sock")
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: sock}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{fifo: "a FIFO", sock: "a socket", "/dev/null": "a character device",
+		"/bin/sh": "", dir: "", filepath.Join(dir, "absent"): ""} {
+		if got := notProgram(path); got != want {
+			t.Errorf("notProgram(%s) = %q, want %q", path, got, want)
+		}
 	}
 }
