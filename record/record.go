@@ -83,6 +83,9 @@ type Record struct {
 	Attached *Attached `json:"attached,omitempty"`
 	// Marks cut the run into segments (coldtrace mark, COLDTRACE_MARK).
 	Marks []Mark `json:"marks,omitempty"`
+	// Untraced are the processes that left the trace at a secure exec
+	// (a setuid program under sudo), in the order they left.
+	Untraced []Untraced `json:"untraced,omitempty"`
 }
 
 // Partial says a record was written during the run, not at its end.
