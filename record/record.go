@@ -86,6 +86,11 @@ type Record struct {
 	// Untraced are the processes that left the trace at a secure exec
 	// (a setuid program under sudo), in the order they left.
 	Untraced []Untraced `json:"untraced,omitempty"`
+
+	// fileIndex maps a file id to its position in Files, for records
+	// whose ids are not their positions (Decode builds it; nil
+	// otherwise). Read-only once built.
+	fileIndex map[int]int
 }
 
 // Partial says a record was written during the run, not at its end.
