@@ -237,7 +237,9 @@ type Process struct {
 	Exe     string   `json:"exe,omitempty"`
 	Args    []string `json:"args,omitempty"`
 	StartNS int64    `json:"start_ns"`
-	// EndNS is 0 when the process was still running when the run ended.
+	// EndNS is 0 when the process was still running when the run ended;
+	// for a process in Record.Untraced it is when it left the trace (it
+	// ran on, and Exited is false).
 	EndNS    int64 `json:"end_ns,omitempty"`
 	ExitCode int   `json:"exit_code"`
 	Exited   bool  `json:"exited"`

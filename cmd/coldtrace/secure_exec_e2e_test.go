@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/attribution/invariants"
 	"github.com/coldtrace/coldtrace/internal/marks"
 	"github.com/coldtrace/coldtrace/internal/testuser"
 	"github.com/coldtrace/coldtrace/record"
@@ -196,8 +197,11 @@ func TestSecureExecLeavesTraceUnderSudo(t *testing.T) {
 			t.Errorf("a thread of the forked child %d is in the record: %+v", pr.child, th)
 		}
 	}
-	if p := pr.process(pr.parent); p == nil || p.Exited {
-		t.Errorf("the program's process %d (tracked until its exec, then not): %+v", pr.parent, p)
+	if p := pr.process(pr.parent); p == nil || p.Exited || p.EndNS != un.AtNS {
+		t.Errorf("the program's process %d: %+v; want it tracked until its exec at %d ns, not exited", pr.parent, p, un.AtNS)
+	}
+	if err := invariants.Err(pr.rec); err != nil {
+		t.Errorf("invariants: %v", err)
 	}
 	if n := countComm(pr.rec, "true"); n != 1 {
 		t.Errorf("%d processes named true after the setuid program, want 1: the shell stays traced", n)

@@ -205,13 +205,14 @@ func (s *Sensor) handle(raw []byte) {
 		}
 	case bpfsched.SchedTaskEventKindEV_UNTRACK:
 		// The process runs on, untraced: its exit is not reported, nor
-		// is anything it forks.
+		// is anything it forks. Its traced life ends here (not exited).
 		p.comm = sensor.CString(ev.Comm[:])
 		if p.ppid == 0 {
 			p.ppid = int32(ev.Ppid)
 		}
+		p.end = sensor.Rel(ev.Ts, s.startMono)
 		s.untraced = append(s.untraced, record.Untraced{Path: sensor.CString(ev.Filename[:]), PID: int32(ev.Pid),
-			Reason: untracedReason(ev.Reason), AtNS: sensor.Rel(ev.Ts, s.startMono)})
+			Reason: untracedReason(ev.Reason), AtNS: p.end})
 	case bpfsched.SchedTaskEventKindEV_EXIT:
 		if p.comm == "" {
 			p.comm = sensor.CString(ev.Comm[:])

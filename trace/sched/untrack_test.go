@@ -12,7 +12,8 @@ import (
 // TestSecureExecEventListsUntraced: the kernel's report of a secure exec
 // becomes one record.Untraced with the program, the pid, the reason and
 // the time since the run's start, in the order reported; the process
-// stays in the table, not exited (it runs on, untraced).
+// stays in the table, its traced life ending there, not exited (it runs
+// on, untraced).
 func TestSecureExecEventListsUntraced(t *testing.T) {
 	s := &Sensor{tracked: sensor.NewPIDSet(), threads: map[uint32]*threadAcc{}, procs: map[int32]*procAcc{}, startMono: 1e9}
 	send := func(pid uint32, path string, reason bpfsched.SchedSecureExecReason, ts uint64) {
@@ -42,7 +43,7 @@ func TestSecureExecEventListsUntraced(t *testing.T) {
 			t.Errorf("untraced[%d] = %+v, want %+v", i, r.Untraced[i], want[i])
 		}
 	}
-	if p := s.procs[40]; p == nil || p.exited || p.comm != "sudo" || p.ppid != 7 {
+	if p := s.procs[40]; p == nil || p.exited || p.comm != "sudo" || p.ppid != 7 || p.end != 5e6 {
 		t.Errorf("process 40 after its secure exec: %+v", p)
 	}
 }
