@@ -269,8 +269,8 @@ func TestSudoListStaysUntracedUnderSudo(t *testing.T) {
 	out := userDir(t, u)
 	rec := filepath.Join(out, "s.rec")
 	r := runCT(t, ctOptions{env: sudoEnv(u)}, "-q", "-o", rec, "--", "sh", "-c", "sleep 0.2; sudo -n -l; true")
-	if r.stderr != "" && strings.Contains(r.stderr, "coldtrace:") && r.code > 1 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	if r.code != 0 {
+		t.Fatalf("exit %d (the command ends with true): %s", r.code, r.stderr)
 	}
 	rc, err := record.ReadFile(rec)
 	if err != nil {
