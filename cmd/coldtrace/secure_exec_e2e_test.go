@@ -312,21 +312,7 @@ func TestAttachStopsAtSecureExecUnderSudo(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = target.Process.Kill(); _ = target.Wait() })
 	rec := filepath.Join(out, "a.rec")
-	a := &attachRun{cmd: exec.Command(os.Args[0], "attach", "-q", "-o", rec, "--pid", strconv.Itoa(target.Process.Pid))}
-	a.cmd.Env = append(u.SudoEnviron(os.Environ()), asMainEnv+"=1")
-	a.cmd.Stderr = &a.stderr
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.cmd.Process.Kill() })
-	pids := filepath.Join(marks.Dir, strconv.Itoa(a.cmd.Process.Pid)+".pids")
-	deadline := time.Now().Add(30 * time.Second)
-	for _, err := os.Stat(pids); err != nil; _, err = os.Stat(pids) {
-		if time.Now().After(deadline) {
-			t.Fatalf("attach did not start; stderr:\n%s", a.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	a := startAttachAs(t, u, "-q", "-o", rec, "--pid", strconv.Itoa(target.Process.Pid))
 	if _, err := gate.Write([]byte("go\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -355,4 +341,26 @@ func TestAttachStopsAtSecureExecUnderSudo(t *testing.T) {
 			t.Errorf("the setuid program's forked child %d is a process of the attach record", child)
 		}
 	}
+}
+
+// startAttachAs starts `coldtrace attach ARGS` under sudo for u and
+// returns once it has attached (its process list is written).
+func startAttachAs(t *testing.T, u testuser.User, args ...string) *attachRun {
+	t.Helper()
+	a := &attachRun{cmd: exec.Command(os.Args[0], append([]string{"attach"}, args...)...)}
+	a.cmd.Env = append(u.SudoEnviron(os.Environ()), asMainEnv+"=1")
+	a.cmd.Stderr = &a.stderr
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.cmd.Process.Kill() })
+	pids := filepath.Join(marks.Dir, strconv.Itoa(a.cmd.Process.Pid)+".pids")
+	deadline := time.Now().Add(30 * time.Second)
+	for _, err := os.Stat(pids); err != nil; _, err = os.Stat(pids) {
+		if time.Now().After(deadline) {
+			t.Fatalf("attach did not start; stderr:\n%s", a.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return a
 }
