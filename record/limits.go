@@ -31,8 +31,8 @@ const (
 	// machine tables: 4,194,304 (2^22).
 	MaxArrayEntries = 1 << 22
 	// MaxEntryBytes bounds the memory of all array and map entries
-	// together, each counted at its Go size (a File 200-odd bytes, a
-	// thread delta 72): 1 GiB. Strings' bytes are bounded by
+	// together, each counted at its Go size (a File 200 bytes, a
+	// thread delta 64): 1 GiB. Strings' bytes are bounded by
 	// MaxDecodedBytes already.
 	MaxEntryBytes = 1 << 30
 )
