@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 )
 
@@ -55,7 +56,10 @@ var ErrTooLarge = errors.New("record too large")
 // Decode reads a record written by Encode; plain (uncompressed) JSON is
 // accepted too, so a record can be edited by hand. The record must be the
 // whole input: anything but white space after it is an error, and so is
-// a record above MaxDecodedBytes once decompressed.
+// a record above MaxDecodedBytes once decompressed, one with more entries
+// in an array than its bound (MaxFiles, MaxProcesses, MaxThreads,
+// MaxArrayEntries, MaxEntryBytes: refused before they are allocated), and
+// one in which two files share an id.
 func Decode(rd io.Reader) (*Record, error) { return DecodeLimit(rd, MaxDecodedBytes) }
 
 // DecodeLimit is Decode with another bound on the decompressed size.
@@ -72,7 +76,7 @@ func DecodeLimit(rd io.Reader, limit int64) (*Record, error) {
 	}
 	lr := &limitReader{r: src, left: limit, limit: limit}
 	var r Record
-	dec := json.NewDecoder(lr)
+	dec := json.NewDecoder(&scanningReader{r: lr, s: newLimitScanner(reflect.TypeFor[Record]())})
 	if err := dec.Decode(&r); err != nil {
 		if errors.Is(err, ErrTooLarge) {
 			return nil, err
@@ -93,6 +97,9 @@ func DecodeLimit(rd io.Reader, limit int64) (*Record, error) {
 	}
 	// An older record is a current one: what v2 added is optional.
 	r.Schema = Schema
+	if err := r.indexFiles(); err != nil {
+		return nil, err
+	}
 	return &r, nil
 }
 

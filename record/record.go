@@ -88,6 +88,14 @@ type Record struct {
 	Attached *Attached `json:"attached,omitempty"`
 	// Marks cut the run into segments (coldtrace mark, COLDTRACE_MARK).
 	Marks []Mark `json:"marks,omitempty"`
+	// Untraced are the processes that left the trace at a secure exec
+	// (a setuid program under sudo), in the order they left.
+	Untraced []Untraced `json:"untraced,omitempty"`
+
+	// fileIndex maps a file id to its position in Files, for records
+	// whose ids are not their positions (Decode builds it; nil
+	// otherwise). Read-only once built.
+	fileIndex map[int]int
 }
 
 // Partial says a record was written during the run, not at its end.
@@ -240,7 +248,9 @@ type Process struct {
 	Exe     string   `json:"exe,omitempty"`
 	Args    []string `json:"args,omitempty"`
 	StartNS int64    `json:"start_ns"`
-	// EndNS is 0 when the process was still running when the run ended.
+	// EndNS is 0 when the process was still running when the run ended;
+	// for a process in Record.Untraced it is when it left the trace (it
+	// ran on, and Exited is false).
 	EndNS    int64 `json:"end_ns,omitempty"`
 	ExitCode int   `json:"exit_code"`
 	Exited   bool  `json:"exited"`

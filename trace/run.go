@@ -87,7 +87,9 @@ func (s *session) load() error {
 	// One kernel BTF for every load: each object decoding its own was
 	// some 30 ms of CPU apiece at startup.
 	kernel := btf.NewCache()
-	sc, err := sched.LoadBTF(kernel)
+	// A secure exec (a setuid program) stays traced only for a real
+	// root login: under sudo the user would see what root read for it.
+	sc, err := sched.LoadWith(sched.Options{BTF: kernel, TraceSecureExec: s.opts.Actor.IsRoot()})
 	if err != nil {
 		return err
 	}

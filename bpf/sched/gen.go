@@ -7,4 +7,4 @@ package sched
 // -type exports the records, map values and enums user space reads, so no
 // Go copy of them exists. -I../include is the one place of the shared
 // headers; /usr/include/x86_64-linux-gnu has Debian's asm/ headers.
-//go:generate go tool bpf2go -tags linux -target amd64 -cflags "-O2 -g -Wall -Werror" -type thread -type tstate -type file_key -type task_event -type task_event_kind -type thread_flag -type lost_kind Sched sched.bpf.c -- -I../include -I/usr/include/x86_64-linux-gnu
+//go:generate go tool bpf2go -tags linux -target amd64 -cflags "-O2 -g -Wall -Werror" -type thread -type tstate -type file_key -type task_event -type task_event_kind -type secure_exec_reason -type thread_flag -type lost_kind Sched sched.bpf.c -- -I../include -I/usr/include/x86_64-linux-gnu

@@ -30,6 +30,15 @@ enum task_event_kind {
 	EV_FORK = 1,
 	EV_EXEC = 2,
 	EV_EXIT = 3,
+	EV_UNTRACK = 4, /* a secure exec: the task left the tracked set */
+};
+
+/* task_event.reason of an EV_UNTRACK: why the exec was a secure one.
+ * Exported to Go by bpf2go. */
+enum secure_exec_reason {
+	SX_SETUID = 1,
+	SX_SETGID = 2,
+	SX_CAPS = 3, /* file capabilities, or another reason the kernel had (an LSM's) */
 };
 
 struct task_event {
@@ -39,7 +48,7 @@ struct task_event {
 	__u32 ppid;
 	__u64 ts;
 	__s32 exit_code;
-	__u32 pad;
+	__u32 reason; /* EV_UNTRACK: enum secure_exec_reason */
 	char comm[16];
 	char filename[FILENAME_LEN];
 	__u32 args_len;
@@ -49,6 +58,14 @@ struct task_event {
 
 BTF_ANCHOR(struct task_event, task_event);
 BTF_ANCHOR(enum task_event_kind, task_event_kind);
+BTF_ANCHOR(enum secure_exec_reason, secure_exec_reason);
+
+/* Set by user space when coldtrace acts for a real root login: root may
+ * read whatever a setuid program reads, so its secure execs stay traced.
+ * Otherwise (sudo, doas, pkexec) a secure exec leaves the trace: what a
+ * setuid program reads with its privileges is not the invoking user's to
+ * see, not even as names, sizes and timings. */
+const volatile __u32 trace_secure_exec = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -259,7 +276,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		ev->ppid = BPF_CORE_READ(parent, tgid);
 		ev->ts = now;
 		ev->exit_code = 0;
-		ev->pad = 0;
+		ev->reason = 0;
 		fill_comm(ev->comm, child);
 		ev->filename[0] = 0;
 		ev->args_len = 0;
@@ -303,6 +320,56 @@ static __always_inline bool python_image(struct linux_binprm *bprm)
 	       c.buf[b + 4] == 'o' && c.buf[b + 5] == 'n';
 }
 
+/* Why p's exec was a secure one, from the credentials it committed
+ * (they are the task's by the time the tracepoint fires). */
+static __always_inline __u32 secure_reason(struct task_struct *p)
+{
+	if (BPF_CORE_READ(p, cred, euid.val) != BPF_CORE_READ(p, cred, uid.val))
+		return SX_SETUID;
+	if (BPF_CORE_READ(p, cred, egid.val) != BPF_CORE_READ(p, cred, gid.val))
+		return SX_SETGID;
+	return SX_CAPS;
+}
+
+/* p, whose exec was a secure one, leaves the tracked set: its thread's
+ * counters are closed as at its last switch out (TF_DEAD: user space
+ * reads them and recycles the slot) and its task storage is deleted, so
+ * every sensor's next lookup finds it untracked, and so does every fork
+ * of it. De_thread has already ended the process's other threads. */
+static __always_inline void untrack(struct task_struct *p, struct tstate *s, struct linux_binprm *bprm)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct thread *t = slot_thread(s);
+	if (t) {
+		if (s->flags & TF_MISSED)
+			charge_miss(s, t, now);
+		if ((t->flags & TF_ON_CPU) && now > t->last_ts)
+			t->cpu_ns += now - t->last_ts;
+		t->last_ts = now;
+		t->fill_mark = 0;
+		asm volatile("" ::: "memory");
+		t->flags = (t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL)) | TF_EXITED | TF_DEAD;
+	}
+	bpf_task_storage_delete(&task_states, p);
+	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		count_lost(LOST_RINGBUF);
+		return;
+	}
+	ev->kind = EV_UNTRACK;
+	ev->pid = BPF_CORE_READ(p, tgid);
+	ev->tid = BPF_CORE_READ(p, pid);
+	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	ev->ts = now;
+	ev->exit_code = 0;
+	ev->reason = secure_reason(p);
+	fill_comm(ev->comm, p);
+	bpf_probe_read_kernel_str(ev->filename, FILENAME_LEN, BPF_CORE_READ(bprm, filename));
+	ev->args_len = 0;
+	ev->pad2 = 0;
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -311,6 +378,10 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	struct tstate *s = task_state(p);
 	if (!s)
 		return 0;
+	if (!trace_secure_exec && BPF_CORE_READ_BITFIELD(bprm, secureexec)) {
+		untrack(p, s, bprm);
+		return 0;
+	}
 	if (python_image(bprm))
 		s->flags |= TF_PYTHON;
 	else
@@ -327,7 +398,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
 	ev->ts = bpf_ktime_get_ns();
 	ev->exit_code = 0;
-	ev->pad = 0;
+	ev->reason = 0;
 	fill_comm(ev->comm, p);
 	bpf_probe_read_kernel_str(ev->filename, FILENAME_LEN, BPF_CORE_READ(bprm, filename));
 	/* argv now, from the new image's memory: a short-lived process is gone
@@ -366,7 +437,7 @@ int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
 	ev->ts = bpf_ktime_get_ns();
 	ev->exit_code = BPF_CORE_READ(p, exit_code);
-	ev->pad = 0;
+	ev->reason = 0;
 	fill_comm(ev->comm, p);
 	ev->filename[0] = 0;
 	ev->args_len = 0;

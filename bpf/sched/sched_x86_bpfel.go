@@ -62,6 +62,14 @@ type SchedRunBlockKey struct {
 	Block uint64
 }
 
+type SchedSecureExecReason uint32
+
+const (
+	SchedSecureExecReasonSX_SETUID SchedSecureExecReason = 1
+	SchedSecureExecReasonSX_SETGID SchedSecureExecReason = 2
+	SchedSecureExecReasonSX_CAPS   SchedSecureExecReason = 3
+)
+
 type SchedTaskEvent struct {
 	_        structs.HostLayout
 	Kind     uint32
@@ -70,7 +78,7 @@ type SchedTaskEvent struct {
 	Ppid     uint32
 	Ts       uint64
 	ExitCode int32
-	Pad      uint32
+	Reason   uint32
 	Comm     [16]int8
 	Filename [256]int8
 	ArgsLen  uint32
@@ -81,9 +89,10 @@ type SchedTaskEvent struct {
 type SchedTaskEventKind uint32
 
 const (
-	SchedTaskEventKindEV_FORK SchedTaskEventKind = 1
-	SchedTaskEventKindEV_EXEC SchedTaskEventKind = 2
-	SchedTaskEventKindEV_EXIT SchedTaskEventKind = 3
+	SchedTaskEventKindEV_FORK    SchedTaskEventKind = 1
+	SchedTaskEventKindEV_EXEC    SchedTaskEventKind = 2
+	SchedTaskEventKindEV_EXIT    SchedTaskEventKind = 3
+	SchedTaskEventKindEV_UNTRACK SchedTaskEventKind = 4
 )
 
 type SchedThread struct {
@@ -143,23 +152,25 @@ type SchedTstate struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	SchedMapEvents                 = "events"
-	SchedMapFiles                  = "files"
-	SchedMapFreeSlots              = "free_slots"
-	SchedMapLost                   = "lost"
-	SchedMapNextSlot               = "next_slot"
-	SchedMapRunPages               = "run_pages"
-	SchedMapTaskStates             = "task_states"
-	SchedMapThreads                = "threads"
-	SchedProgOnExec                = "on_exec"
-	SchedProgOnExit                = "on_exit"
-	SchedProgOnFork                = "on_fork"
-	SchedProgOnSwitch              = "on_switch"
-	SchedVarBtfAnchorLostKind      = "_btf_anchor_lost_kind"
-	SchedVarBtfAnchorTaskEvent     = "_btf_anchor_task_event"
-	SchedVarBtfAnchorTaskEventKind = "_btf_anchor_task_event_kind"
-	SchedVarBtfAnchorThreadFlag    = "_btf_anchor_thread_flag"
-	SchedVarNcpus                  = "ncpus"
+	SchedMapEvents                    = "events"
+	SchedMapFiles                     = "files"
+	SchedMapFreeSlots                 = "free_slots"
+	SchedMapLost                      = "lost"
+	SchedMapNextSlot                  = "next_slot"
+	SchedMapRunPages                  = "run_pages"
+	SchedMapTaskStates                = "task_states"
+	SchedMapThreads                   = "threads"
+	SchedProgOnExec                   = "on_exec"
+	SchedProgOnExit                   = "on_exit"
+	SchedProgOnFork                   = "on_fork"
+	SchedProgOnSwitch                 = "on_switch"
+	SchedVarBtfAnchorLostKind         = "_btf_anchor_lost_kind"
+	SchedVarBtfAnchorSecureExecReason = "_btf_anchor_secure_exec_reason"
+	SchedVarBtfAnchorTaskEvent        = "_btf_anchor_task_event"
+	SchedVarBtfAnchorTaskEventKind    = "_btf_anchor_task_event_kind"
+	SchedVarBtfAnchorThreadFlag       = "_btf_anchor_thread_flag"
+	SchedVarNcpus                     = "ncpus"
+	SchedVarTraceSecureExec           = "trace_secure_exec"
 )
 
 // LoadSched returns the embedded CollectionSpec for Sched.
@@ -228,11 +239,13 @@ type SchedMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedVariableSpecs struct {
-	BtfAnchorLostKind      *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
-	BtfAnchorTaskEvent     *ebpf.VariableSpec `ebpf:"_btf_anchor_task_event"`
-	BtfAnchorTaskEventKind *ebpf.VariableSpec `ebpf:"_btf_anchor_task_event_kind"`
-	BtfAnchorThreadFlag    *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
-	Ncpus                  *ebpf.VariableSpec `ebpf:"ncpus"`
+	BtfAnchorLostKind         *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
+	BtfAnchorSecureExecReason *ebpf.VariableSpec `ebpf:"_btf_anchor_secure_exec_reason"`
+	BtfAnchorTaskEvent        *ebpf.VariableSpec `ebpf:"_btf_anchor_task_event"`
+	BtfAnchorTaskEventKind    *ebpf.VariableSpec `ebpf:"_btf_anchor_task_event_kind"`
+	BtfAnchorThreadFlag       *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
+	Ncpus                     *ebpf.VariableSpec `ebpf:"ncpus"`
+	TraceSecureExec           *ebpf.VariableSpec `ebpf:"trace_secure_exec"`
 }
 
 // SchedObjects contains all objects after they have been loaded into the kernel.
@@ -282,11 +295,13 @@ func (m *SchedMaps) Close() error {
 //
 // It can be passed to LoadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedVariables struct {
-	BtfAnchorLostKind      *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
-	BtfAnchorTaskEvent     *ebpf.Variable `ebpf:"_btf_anchor_task_event"`
-	BtfAnchorTaskEventKind *ebpf.Variable `ebpf:"_btf_anchor_task_event_kind"`
-	BtfAnchorThreadFlag    *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
-	Ncpus                  *ebpf.Variable `ebpf:"ncpus"`
+	BtfAnchorLostKind         *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
+	BtfAnchorSecureExecReason *ebpf.Variable `ebpf:"_btf_anchor_secure_exec_reason"`
+	BtfAnchorTaskEvent        *ebpf.Variable `ebpf:"_btf_anchor_task_event"`
+	BtfAnchorTaskEventKind    *ebpf.Variable `ebpf:"_btf_anchor_task_event_kind"`
+	BtfAnchorThreadFlag       *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
+	Ncpus                     *ebpf.Variable `ebpf:"ncpus"`
+	TraceSecureExec           *ebpf.Variable `ebpf:"trace_secure_exec"`
 }
 
 // SchedPrograms contains all programs after they have been loaded into the kernel.

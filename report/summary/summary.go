@@ -76,6 +76,9 @@ type Summary struct {
 	// breakdown; absent for an unmarked run.
 	Marks    []record.Mark   `json:"marks,omitempty"`
 	Segments []segments.JSON `json:"segments,omitempty"`
+	// Untraced are the processes that left the trace at a secure exec
+	// (a setuid program run under sudo), with when and why.
+	Untraced []record.Untraced `json:"untraced,omitempty"`
 
 	// From attribution/advice: why caches missed, what to persist, how
 	// files were read, compiles with no cache, ranked next steps.
@@ -226,7 +229,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 		StartError: r.StartError, Interrupted: r.Interrupted, Partial: r.Partial, WallNS: r.WallNS, StartupNS: r.StartupNS, LostEvents: r.Lost.Total(),
 		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self, MadeCold: r.MadeCold,
 		Files: []File{}, Processes: []Process{}}
-	s.Labels, s.Coarsened = r.Labels, r.Coarsened
+	s.Labels, s.Coarsened, s.Untraced = r.Labels, r.Coarsened, r.Untraced
 	for _, f := range FilesByCost(r.Files) {
 		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
 			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: HitRatio(f),

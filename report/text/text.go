@@ -47,6 +47,9 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 	if s := words.Attached(r.Attached); s != "" {
 		fmt.Fprintf(&b, "  %s\n", s)
 	}
+	for _, u := range r.Untraced {
+		fmt.Fprintf(&b, "  %s\n", words.Untraced(u))
+	}
 	if r.StartError != "" {
 		fmt.Fprintf(&b, "  could not start the command: %s\n", format.Escape(r.StartError))
 	}

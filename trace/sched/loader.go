@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -51,7 +50,7 @@ type probes struct {
 	reserved, nextOwn int
 }
 
-func load(kernel *btf.Cache) (*probes, error) {
+func load(o Options) (*probes, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise memlock limit: %w", err)
 	}
@@ -66,9 +65,14 @@ func load(kernel *btf.Cache) (*probes, error) {
 	if err := spec.Variables[bpfsched.SchedVarNcpus].Set(uint32(ncpus)); err != nil {
 		return nil, fmt.Errorf("load scheduler probes: %w", err)
 	}
+	if o.TraceSecureExec {
+		if err := spec.Variables[bpfsched.SchedVarTraceSecureExec].Set(uint32(1)); err != nil {
+			return nil, fmt.Errorf("load scheduler probes: %w", err)
+		}
+	}
 	sensor.SizeRing(spec, bpfsched.SchedMapEvents)
 	p := &probes{ncpus: ncpus}
-	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Cache: kernel}); err != nil {
+	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Cache: o.BTF}); err != nil {
 		return nil, sensor.LoadError("scheduler probes", err)
 	}
 	return p, nil

@@ -101,6 +101,9 @@ type Sensor struct {
 	// waits are the ongoing off-CPU intervals at the last poll that wait
 	// for a file (I/O wait, or a wait inside its fill).
 	waits []ongoingWait
+	// untraced are the processes that left the tracked set at a secure
+	// exec, in the order the kernel reported them.
+	untraced []record.Untraced
 	// recycleErrs counts dead threads' slots that could not be freed.
 	recycleErrs int
 	recycleErr  error
@@ -109,14 +112,30 @@ type Sensor struct {
 	threadBuf []bpfsched.SchedThread
 }
 
+// Options shape the scheduler sensor's load.
+type Options struct {
+	// BTF is a kernel BTF cache shared with the other sensors' loads
+	// (nil: a cache of its own).
+	BTF *btf.Cache
+	// TraceSecureExec keeps a process traced through a secure exec
+	// (setuid, setgid, file capabilities): only for a real root login,
+	// who may read whatever such a program reads. Otherwise the process
+	// leaves the tracked set at that exec, with everything it forks
+	// later, and the record lists it as not traced.
+	TraceSecureExec bool
+}
+
 // Load loads and attaches the scheduler probes. Nothing is tracked until
 // Seed.
-func Load() (*Sensor, error) { return LoadBTF(nil) }
+func Load() (*Sensor, error) { return LoadWith(Options{}) }
 
 // LoadBTF is Load with a kernel BTF cache shared with the other sensors'
 // loads (nil: a cache of its own).
-func LoadBTF(kernel *btf.Cache) (*Sensor, error) {
-	p, err := load(kernel)
+func LoadBTF(kernel *btf.Cache) (*Sensor, error) { return LoadWith(Options{BTF: kernel}) }
+
+// LoadWith is Load with options.
+func LoadWith(o Options) (*Sensor, error) {
+	p, err := load(o)
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +203,16 @@ func (s *Sensor) handle(raw []byte) {
 		if n := min(int(ev.ArgsLen), len(ev.Args)); n > 0 {
 			p.args = strings.Split(strings.TrimRight(string(sensor.Bytes(ev.Args[:n])), "\x00"), "\x00")
 		}
+	case bpfsched.SchedTaskEventKindEV_UNTRACK:
+		// The process runs on, untraced: its exit is not reported, nor
+		// is anything it forks. Its traced life ends here (not exited).
+		p.comm = sensor.CString(ev.Comm[:])
+		if p.ppid == 0 {
+			p.ppid = int32(ev.Ppid)
+		}
+		p.end = sensor.Rel(ev.Ts, s.startMono)
+		s.untraced = append(s.untraced, record.Untraced{Path: sensor.CString(ev.Filename[:]), PID: int32(ev.Pid),
+			Reason: untracedReason(ev.Reason), AtNS: p.end})
 	case bpfsched.SchedTaskEventKindEV_EXIT:
 		if p.comm == "" {
 			p.comm = sensor.CString(ev.Comm[:])
@@ -204,6 +233,17 @@ func (s *Sensor) handle(raw []byte) {
 			p.exitCode = ws.ExitStatus()
 		}
 	}
+}
+
+// untracedReason names a secure exec's reason from the kernel's.
+func untracedReason(r uint32) string {
+	switch bpfsched.SchedSecureExecReason(r) {
+	case bpfsched.SchedSecureExecReasonSX_SETUID:
+		return record.UntracedSetuid
+	case bpfsched.SchedSecureExecReasonSX_SETGID:
+		return record.UntracedSetgid
+	}
+	return record.UntracedCapabilities
 }
 
 // proc is pid's entry, created (and pid tracked) on first sight. Called
@@ -433,6 +473,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fill(rec)
+	rec.Untraced = append(rec.Untraced, s.untraced...)
 	if s.recycleErrs > 0 {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("sched: %d thread slots could not be recycled (first: %v)", s.recycleErrs, s.recycleErr))
 	}
