@@ -203,13 +203,20 @@ func markCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 1 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: mark takes one LABEL, got %d arguments", errUsage, fs.NArg()))
 	}
-	t, err := marks.Find(marks.Dir, *pid)
+	// Marks are checked against the user coldtrace acts for: under sudo
+	// the mark goes out with that user's rights, to their traces only.
+	a, err := actor.Resolve("", os.Getenv)
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	mayMark := func(t marks.Trace) bool { return a.IsRoot() || t.Owner == a.UID }
+	t, err := marks.Find(marks.Dir, *pid, mayMark)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	if err := marks.Send(t.Socket, fs.Arg(0)); err != nil {
+	if err := a.Do(func() error { return marks.Send(t.Socket, fs.Arg(0)) }); err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EACCES) {
-			return fail(stderr, exitFailure, fmt.Errorf("trace %d is not yours to mark", t.Tracer))
+			return fail(stderr, exitFailure, fmt.Errorf("trace %d is %w", t.Tracer, marks.ErrNotYours))
 		}
 		return fail(stderr, exitFailure, err)
 	}
