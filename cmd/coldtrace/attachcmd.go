@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,6 +92,8 @@ func parseAttachFlags(args []string, stderr io.Writer) (attachOptions, error) {
 // attachCommand is `coldtrace attach`: trace running processes, with
 // marks from `coldtrace mark` cutting the trace into segments.
 func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer, launched time.Time) int {
+	catchSIGPIPE()
+	stdout, stderr = stopOnEPIPE(stdout), stopOnEPIPE(stderr)
 	o, err := parseAttachFlags(args, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
@@ -111,9 +112,7 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 			return fail(stderr, exitUsage, fmt.Errorf("pid %d is traced already by coldtrace (pid %d); mark that trace instead", pid, tracer))
 		}
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	sigs := catchSignals() // installed until exit: a late signal must not change the exit code
 
 	l, err := marks.Listen(marks.Dir, int(a.UID), int(a.GID))
 	if err != nil {
