@@ -424,6 +424,18 @@ func fakeStaleEntry(t *testing.T, tracer int, owner testuser.User, live bool, st
 	return conn
 }
 
+// noDatagram fails t if a mark reached conn. A datagram is queued when
+// its send returns, so a read that may not wait sees any that was sent.
+func noDatagram(t *testing.T, conn *net.UnixConn) {
+	t.Helper()
+	if err := conn.SetReadDeadline(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := conn.Read(make([]byte, 64)); err == nil {
+		t.Errorf("the stale socket got a %d-byte mark", n)
+	}
+}
+
 func entryGone(t *testing.T, tracer int) {
 	t.Helper()
 	base := strings.TrimSuffix(marks.SocketPath(marks.Dir, tracer), ".sock")
@@ -476,18 +488,14 @@ func TestStaleStateEntriesIgnoredAndRemoved(t *testing.T) {
 		t.Errorf("mark --pid of the orphaned command: exit %d, stderr %q", r.code, r.stderr)
 	}
 	entryGone(t, reuser.Process.Pid)
+	noDatagram(t, fake)
 	fake = fakeStaleEntry(t, reuser.Process.Pid, u, true, start+1, orphan.Process.Pid)
 	if r := runCT(t, ctOptions{env: sudoEnv(u)}, "mark", "only"); r.code != 0 {
 		t.Errorf("mark with a stale entry beside the live trace: exit %d, stderr %q", r.code, r.stderr)
 	}
 	live.waitMark(t, "only")
 	entryGone(t, reuser.Process.Pid)
-	if err := fake.SetReadDeadline(time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := fake.Read(make([]byte, 64)); err == nil {
-		t.Errorf("the stale socket got a %d-byte mark", n)
-	}
+	noDatagram(t, fake)
 	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -532,15 +540,10 @@ func useConfig(t *testing.T, content string, mode os.FileMode) {
 	}
 }
 
-// TestPushUnderSudoOnlyToAllowedURLs: under sudo, --push goes only to a
-// URL that a push-allow line of root's /etc/coldtrace/config admits; any
-// other is refused before the command runs, naming the URL and the file.
-// A config others may write refuses every push under sudo; with no file
-// pushes go anywhere; a real root login is not restricted; a redirect is
-// not followed. The server counts the requests that reach it.
-func TestPushUnderSudoOnlyToAllowedURLs(t *testing.T) {
-	requireTracing(t)
-	u := testuser.Create(t)
+// countingGateway is a Pushgateway stand-in that counts requests by the
+// first component of their path (allowed, other, redir) and redirects
+// those under /redir to /other.
+func countingGateway(t *testing.T) (*httptest.Server, func() string) {
 	var mu sync.Mutex
 	hits := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -554,12 +557,24 @@ func TestPushUnderSudoOnlyToAllowedURLs(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	}))
-	defer srv.Close()
-	count := func() string {
+	t.Cleanup(srv.Close)
+	return srv, func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return fmt.Sprintf("allowed=%d other=%d redir=%d", hits["allowed"], hits["other"], hits["redir"])
 	}
+}
+
+// TestPushUnderSudoOnlyToAllowedURLs: under sudo, --push goes only to a
+// URL that a push-allow line of root's /etc/coldtrace/config admits; any
+// other is refused before the command runs, naming the URL and the file.
+// A config others may write refuses every push under sudo; with no file
+// pushes go anywhere; a real root login is not restricted; a redirect is
+// not followed. The server counts the requests that reach it.
+func TestPushUnderSudoOnlyToAllowedURLs(t *testing.T) {
+	requireTracing(t)
+	u := testuser.Create(t)
+	srv, count := countingGateway(t)
 	dir := userDir(t, u)
 	marker := filepath.Join(dir, "ran")
 	var ran atomic.Int32
