@@ -315,6 +315,9 @@ func Find(dir string, pid int, mayMark func(Trace) bool) (Trace, error) {
 		if len(ts) == 0 {
 			return Trace{}, ErrNoTrace
 		}
+		if len(mine) == 0 {
+			return Trace{}, fmt.Errorf("no running trace of yours follows pid %d", pid)
+		}
 		return Trace{}, fmt.Errorf("no running trace of yours follows pid %d (%s)", pid, describe(mine))
 	}
 	switch {
@@ -360,9 +363,6 @@ func TracedBy(dir string, pid int) (int, error) {
 }
 
 func describe(ts []Trace) string {
-	if len(ts) == 0 {
-		return "none of yours"
-	}
 	parts := make([]string, 0, len(ts))
 	for _, t := range ts {
 		ps := make([]string, 0, len(t.PIDs))
