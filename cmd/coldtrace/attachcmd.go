@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -96,6 +95,8 @@ func parseAttachFlags(args []string, stderr io.Writer) (attachOptions, error) {
 // attachCommand is `coldtrace attach`: trace running processes, with
 // marks from `coldtrace mark` cutting the trace into segments.
 func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer, launched time.Time) int {
+	catchSIGPIPE()
+	stdout, stderr = stopOnEPIPE(stdout), stopOnEPIPE(stderr)
 	o, err := parseAttachFlags(args, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
@@ -110,9 +111,7 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if code, err := checkAttachInputs(a, &o); err != nil {
 		return fail(stderr, code, err)
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	sigs := catchSignals() // installed until exit: a late signal must not change the exit code
 
 	l, err := marks.Listen(marks.Dir, int(a.UID), int(a.GID))
 	if err != nil {
@@ -256,13 +255,20 @@ func markCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 1 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: mark takes one LABEL, got %d arguments", errUsage, fs.NArg()))
 	}
-	t, err := marks.Find(marks.Dir, *pid)
+	// Marks are checked against the user coldtrace acts for: under sudo
+	// the mark goes out with that user's rights, to their traces only.
+	a, err := actor.Resolve("", os.Getenv)
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	mayMark := func(t marks.Trace) bool { return a.IsRoot() || t.Owner == a.UID }
+	t, err := marks.Find(marks.Dir, *pid, mayMark)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	if err := marks.Send(t.Socket, fs.Arg(0)); err != nil {
+	if err := a.Do(func() error { return marks.Send(t.Socket, fs.Arg(0)) }); err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EACCES) {
-			return fail(stderr, exitFailure, fmt.Errorf("trace %d is not yours to mark", t.Tracer))
+			return fail(stderr, exitFailure, fmt.Errorf("trace %d is %w", t.Tracer, marks.ErrNotYours))
 		}
 		return fail(stderr, exitFailure, err)
 	}

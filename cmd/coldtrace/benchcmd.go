@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/coldtrace/coldtrace/attribution/abtest"
@@ -187,15 +185,15 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fail(stderr, exitUsage, err)
 	}
 
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	sigs := catchSignals() // installed until exit: a late signal must not change the exit code
+	tty := isTerminal(stderr)
+	catchSIGPIPE()
+	stderr = stopOnEPIPE(stderr)
 	runner := abrun.New(abrun.Options{
 		Version: version, Actor: a, Signals: sigs, NoGPU: o.noGPU,
 		Notify: func(msg string) { fmt.Fprintf(stderr, "\rcoldtrace: %s\n", format.Escape(msg)) },
 	})
 	defer runner.Close()
-	tty := isTerminal(stderr)
 	progress := func(i, n int, side abtest.Side, warmup bool, eta time.Duration) {
 		if !tty {
 			return

@@ -21,6 +21,11 @@ const asMainEnv = "COLDTRACE_TEST_AS_MAIN"
 // on once DIR/go exists.
 const holdEnv = "COLDTRACE_TEST_HOLD"
 
+// holdExitEnv names a directory: coldtrace run as main then stops after
+// run has returned its exit code, just before the process exits, the
+// same way (DIR/held, then DIR/go).
+const holdExitEnv = "COLDTRACE_TEST_HOLD_EXIT"
+
 func holdAt(dir string) {
 	if err := os.WriteFile(filepath.Join(dir, "held"), nil, 0o644); err != nil {
 		panic(err)
@@ -42,7 +47,13 @@ func TestMain(m *testing.M) {
 			os.Unsetenv(holdEnv)
 			beforeOutputs = func() { holdAt(dir) }
 		}
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, time.Now()))
+		exitDir := os.Getenv(holdExitEnv)
+		os.Unsetenv(holdExitEnv)
+		code := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, time.Now())
+		if exitDir != "" {
+			holdAt(exitDir)
+		}
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

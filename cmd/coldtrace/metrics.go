@@ -12,8 +12,10 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/config"
 	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/metrics"
 )
 
@@ -25,6 +27,9 @@ type metricsOptions struct {
 
 	labels map[string]string // parsed labelPairs
 	actor  actor.Actor       // whose rights write the textfile
+	// configPath is the machine-wide configuration that may restrict
+	// pushes under sudo (config.Path; tests name another file).
+	configPath string
 }
 
 // addFlags registers --label, --push and --prom-textfile on fs.
@@ -32,6 +37,7 @@ func (o *metricsOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.labelPairs, "label", nil, "label the run `NAME=VALUE` (repeatable: host, rank, job, model); kept in the record, on every metric and pprof sample")
 	fs.StringVar(&o.pushURL, "push", "", "push the run's metrics to the Prometheus Pushgateway at `URL` (group: job and instance labels); a failed push is a warning")
 	fs.StringVar(&o.textfileDir, "prom-textfile", "", "write the run's metrics into `DIR` for node_exporter's textfile collector (coldtrace_JOB_INSTANCE.prom, replaced atomically)")
+	o.configPath = config.Path
 }
 
 // check parses the labels and checks the outputs before the run, with
@@ -46,6 +52,9 @@ func (o *metricsOptions) check(a actor.Actor) error {
 		u, err := url.Parse(o.pushURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%w: --push %q: want an http:// or https:// URL of a Pushgateway", errUsage, o.pushURL)
+		}
+		if err := pushAllowed(a, o.configPath, o.pushURL); err != nil {
+			return err
 		}
 	}
 	if o.textfileDir == "" {
@@ -62,6 +71,27 @@ func (o *metricsOptions) check(a actor.Actor) error {
 	host, _ := os.Hostname()
 	probe := &record.Record{Labels: labels, Host: record.Host{Hostname: host}}
 	return outfile.Check(o.actor, outfile.Output{Flag: "--prom-textfile", Path: filepath.Join(o.textfileDir, metrics.TextfileName(probe))})
+}
+
+// pushAllowed refuses, before the run, a push that root would send for a
+// user under sudo to a URL the administrator did not allow: with a
+// configuration file, only its push-allow prefixes; with none, any URL
+// (the push is the user's own request, as it would be without sudo). A
+// real root login is not restricted.
+func pushAllowed(a actor.Actor, configPath, rawURL string) error {
+	if a.Via == "" || a.IsRoot() {
+		return nil
+	}
+	c, err := config.Load(configPath)
+	if err != nil {
+		return fmt.Errorf("--push %s refused under %s: %w (the file must be root's alone to write)",
+			format.Escape(rawURL), a.Via, err)
+	}
+	if !c.PushAllowed(rawURL) {
+		return fmt.Errorf("--push %s refused under %s: %s has no push-allow line that matches it",
+			format.Escape(rawURL), a.Via, c.Path)
+	}
+	return nil
 }
 
 // write publishes the run's metrics. A push that fails is a warning (the

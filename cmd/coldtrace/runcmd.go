@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -106,6 +104,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, launched time.Time) int {
+	catchSIGPIPE()
+	stderr = stopOnEPIPE(stderr)
 	o, err := parseRunFlags(args, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
@@ -133,6 +133,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if err := checkRunOutputs(a, runOutputs(o), stdoutFile, os.Stdout); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
+	stdout = stopOnEPIPE(stdout) // checked as a file above; from here on only written
 	warnMissingInputs(a, o.cacheDirs, o.jitUprobes, func(msg string) {
 		fmt.Fprintf(stderr, "coldtrace: warning: %s\n", msg)
 	})
@@ -143,10 +144,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 
 	// Signals are cmd's from here on: during the run they go to the
 	// command (trace.Options.Signals); once it has exited they are caught
-	// and dropped, so writing the outputs is not interrupted.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	// and dropped, so writing the outputs is not interrupted, nor the
+	// exit code changed (catchSignals).
+	sigs := catchSignals()
 
 	cold, err := o.cold.prepare(a, stderr)
 	if err != nil {

@@ -2,6 +2,14 @@
 // a unix datagram socket (one datagram is one mark's label) and lists the
 // processes it traces, so `coldtrace mark` can find it and a second
 // attach to the same process is refused.
+//
+// An entry is PID.sock (the socket, owned by the user the trace acts
+// for), PID.pids (the processes traced) and PID.start (the tracer's start
+// time). A tracer killed with SIGKILL leaves its entry behind, and its pid
+// is reused in time: an entry whose pid is dead, whose pid started at
+// another time than the one recorded, or whose socket refuses connections
+// is stale, left out of every listing, and removed (by root, who owns the
+// directory).
 package marks
 
 import (
@@ -30,6 +38,9 @@ const MaxLabel = 200
 // ErrNoTrace is returned by Find when no trace is running.
 var ErrNoTrace = errors.New("no coldtrace trace is running")
 
+// ErrNotYours is returned by Find for a trace run for another user.
+var ErrNotYours = errors.New("not yours to mark")
+
 // Listener is one trace's socket and process list.
 type Listener struct {
 	dir  string
@@ -50,7 +61,12 @@ func Listen(dir string, uid, gid int) (*Listener, error) {
 	}
 	pid := os.Getpid()
 	path := SocketPath(dir, pid)
-	_ = os.Remove(path) // a stale socket of a dead trace with this pid
+	removeEntry(dir, pid) // a stale entry of a dead trace with this pid
+	// The start time is in place before the socket: a listed socket
+	// always has one.
+	if err := writeStart(dir, pid); err != nil {
+		return nil, err
+	}
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
 		return nil, fmt.Errorf("mark socket: %w", err)
@@ -88,6 +104,58 @@ func pidsPath(dir string, pid int) string {
 	return filepath.Join(dir, strconv.Itoa(pid)+".pids")
 }
 
+func startPath(dir string, pid int) string {
+	return filepath.Join(dir, strconv.Itoa(pid)+".start")
+}
+
+// StartTime is when process pid started, in clock ticks after boot
+// (/proc/PID/stat, field 22): with the pid it names one process, not
+// whichever holds that pid later.
+func StartTime(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("start time of pid %d: %w", pid, err)
+	}
+	// The command name (field 2) may hold spaces and parentheses; the
+	// fields after its last ')' start at field 3.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("start time of pid %d: malformed stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("start time of pid %d: malformed stat", pid)
+	}
+	v, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("start time of pid %d: %w", pid, err)
+	}
+	return v, nil
+}
+
+func writeStart(dir string, pid int) error {
+	start, err := StartTime(pid)
+	if err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	tmp := startPath(dir, pid) + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.FormatUint(start, 10)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	if err := os.Rename(tmp, startPath(dir, pid)); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	return nil
+}
+
+// removeEntry removes what trace pid left in dir. Only root may (the
+// directory is root's); others leave it for root.
+func removeEntry(dir string, pid int) {
+	for _, p := range []string{SocketPath(dir, pid), pidsPath(dir, pid), startPath(dir, pid)} {
+		_ = os.Remove(p)
+	}
+}
+
 // Path is this trace's socket.
 func (l *Listener) Path() string { return SocketPath(l.dir, l.pid) }
 
@@ -111,7 +179,7 @@ func (l *Listener) Tracing(pids []int) error {
 // Close removes the socket and the process list.
 func (l *Listener) Close() error {
 	err := l.conn.Close()
-	for _, p := range []string{l.Path(), pidsPath(l.dir, l.pid)} {
+	for _, p := range []string{l.Path(), pidsPath(l.dir, l.pid), startPath(l.dir, l.pid)} {
 		if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
 			err = rerr
 		}
@@ -142,11 +210,14 @@ type Trace struct {
 	// Tracer is coldtrace's pid; Socket its mark socket.
 	Tracer int
 	Socket string
+	// Owner is the socket's owner: the user the trace acts for.
+	Owner uint32
 	// PIDs are the processes it traces (as first listed).
 	PIDs []int
 }
 
-// Running lists the traces whose tracer is alive.
+// Running lists the traces whose tracer is alive, leaving out (and, as
+// root, removing) stale entries.
 func Running(dir string) ([]Trace, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -162,10 +233,19 @@ func Running(dir string) ([]Trace, error) {
 			continue
 		}
 		pid, err := strconv.Atoi(name)
-		if err != nil || !alive(pid) {
+		if err != nil {
 			continue
 		}
-		t := Trace{Tracer: pid, Socket: filepath.Join(dir, e.Name())}
+		sock := filepath.Join(dir, e.Name())
+		if stale(dir, pid, sock) {
+			removeEntry(dir, pid)
+			continue
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(sock, &st); err != nil {
+			continue // removed meanwhile
+		}
+		t := Trace{Tracer: pid, Socket: sock, Owner: st.Uid}
 		if b, err := os.ReadFile(pidsPath(dir, pid)); err == nil {
 			for _, f := range strings.Fields(string(b)) {
 				if p, err := strconv.Atoi(f); err == nil {
@@ -179,38 +259,88 @@ func Running(dir string) ([]Trace, error) {
 	return out, nil
 }
 
+// stale reports an entry no live trace answers for: its pid is dead,
+// started at another time than recorded (the pid was reused), or its
+// socket refuses connections (no one listens). A socket the caller may
+// not connect to is judged by the other two.
+func stale(dir string, pid int, sock string) bool {
+	if !alive(pid) {
+		return true
+	}
+	if b, err := os.ReadFile(startPath(dir, pid)); err == nil {
+		recorded, perr := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		now, serr := StartTime(pid)
+		if perr == nil && serr == nil && now != recorded {
+			return true
+		}
+	}
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fs.ErrNotExist)
+	}
+	conn.Close()
+	return false
+}
+
 func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// Find picks the trace to mark: the one tracing pid when pid > 0 (or
-// whose tracer is pid), else the only one running.
-func Find(dir string, pid int) (Trace, error) {
+// Find picks the trace to mark for a user: the one tracing pid when
+// pid > 0 (or whose tracer is pid), else the only one running that
+// mayMark allows. A trace found by pid that mayMark refuses fails with
+// ErrNotYours; traces mayMark refuses are never listed in an error.
+func Find(dir string, pid int, mayMark func(Trace) bool) (Trace, error) {
 	ts, err := Running(dir)
 	if err != nil {
 		return Trace{}, err
 	}
-	if len(ts) == 0 {
-		return Trace{}, ErrNoTrace
+	var mine []Trace
+	for _, t := range ts {
+		if mayMark(t) {
+			mine = append(mine, t)
+		}
 	}
 	if pid > 0 {
 		for _, t := range ts {
-			if t.Tracer == pid {
-				return t, nil
+			if !follows(t, pid) {
+				continue
 			}
-			for _, p := range t.PIDs {
-				if p == pid {
-					return t, nil
-				}
+			if !mayMark(t) {
+				return Trace{}, fmt.Errorf("pid %d is traced by coldtrace (pid %d) for another user (uid %d): %w", pid, t.Tracer, t.Owner, ErrNotYours)
 			}
+			return t, nil
 		}
-		return Trace{}, fmt.Errorf("no running trace follows pid %d (%s)", pid, describe(ts))
+		if len(ts) == 0 {
+			return Trace{}, ErrNoTrace
+		}
+		if len(mine) == 0 {
+			return Trace{}, fmt.Errorf("no running trace of yours follows pid %d", pid)
+		}
+		return Trace{}, fmt.Errorf("no running trace of yours follows pid %d (%s)", pid, describe(mine))
 	}
-	if len(ts) > 1 {
-		return Trace{}, fmt.Errorf("%d traces are running (%s): choose one with --pid", len(ts), describe(ts))
+	switch {
+	case len(mine) == 1:
+		return mine[0], nil
+	case len(mine) > 1:
+		return Trace{}, fmt.Errorf("%d traces are running (%s): choose one with --pid", len(mine), describe(mine))
+	case len(ts) > 0:
+		return Trace{}, fmt.Errorf("%w for you (%d for other users)", ErrNoTrace, len(ts))
 	}
-	return ts[0], nil
+	return Trace{}, ErrNoTrace
+}
+
+func follows(t Trace, pid int) bool {
+	if t.Tracer == pid {
+		return true
+	}
+	for _, p := range t.PIDs {
+		if p == pid {
+			return true
+		}
+	}
+	return false
 }
 
 // TracedBy returns the tracer already following pid, or 0.

@@ -32,10 +32,18 @@ func Push(ctx context.Context, url string, r *record.Record, res *attribution.Re
 	err = push.New(url, job).
 		Grouping(InstanceLabel, instance).
 		Gatherer(reg).
-		Client(&http.Client{Timeout: PushTimeout}).
+		Client(&http.Client{Timeout: PushTimeout, CheckRedirect: refuseRedirect}).
 		PushContext(ctx)
 	if err != nil {
 		return fmt.Errorf("push metrics to %s (job %q, instance %q): %w", url, job, instance, err)
 	}
 	return nil
+}
+
+// refuseRedirect keeps a push at the URL it was given: a Pushgateway
+// answers a PUT itself, and following a redirect would let the server
+// send coldtrace (root, under sudo) to a URL that /etc/coldtrace/config
+// does not allow.
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("the Pushgateway redirected the push to %s; not followed", req.URL.Redacted())
 }
