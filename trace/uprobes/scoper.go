@@ -324,6 +324,9 @@ func (s *Scoper) attachFile(pid int32, p *proc, lf *libFile) {
 			s.perf++
 		}
 		if err := s.link(pid, p, lf, set, pl); err != nil {
+			if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+				return // it exited before its event was handled
+			}
 			for _, i := range pl.idx {
 				s.fail(set, i, fmt.Sprintf("%s (pid %d): %v", lf.name, pid, err))
 			}
