@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
 	if (rename(argv[1], old) != 0 || symlink(argv[2], argv[1]) != 0)
 		return 4;
 	volatile unsigned char *first = (volatile unsigned char *)common;
-	for (int i = 0; i < 12000 && *first != 0xcc; i++)
+	for (int i = 0; i < 6000 && *first != 0xcc; i++)
 		usleep(5000);
 	if (*first != 0xcc)
 		return 5;
