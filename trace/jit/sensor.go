@@ -201,10 +201,10 @@ func (e *Sensor) start() error {
 	// Libraries named by path are known before the command maps them, so
 	// its processes are probed from their first call: opened as the
 	// command's user (root probes only a library that user could open).
-	for _, t := range targets {
+	for i, t := range targets {
 		if strings.HasPrefix(t.Lib, "/") {
 			if err := addUserLibrary(e.scoper, e.opts.Actor, t.Lib); err != nil {
-				e.warnings = append(e.warnings, fmt.Sprintf("jit: --jit-uprobe %s: %v", t.Name, err))
+				e.scoper.Fail(e.probes, i, err.Error())
 			}
 		}
 	}

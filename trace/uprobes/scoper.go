@@ -294,6 +294,14 @@ func (s *Scoper) planFor(set *Set, lf *libFile) plan {
 	return pl
 }
 
+// Fail records why target i of set could not be probed, unless an
+// earlier failure was recorded.
+func (s *Scoper) Fail(set *Set, i int, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail(set, i, msg)
+}
+
 func (s *Scoper) fail(set *Set, i int, msg string) {
 	if set.states[i].Error == "" {
 		set.states[i].Error = msg
