@@ -50,11 +50,14 @@ type Scoper struct {
 	opts  Options
 	multi bool
 
-	mu       sync.Mutex
-	sets     []*Set
-	files    map[fileKey]*libFile
-	order    []*libFile // files in the order they became known
-	procs    map[int32]*proc
+	mu    sync.Mutex
+	sets  []*Set
+	files map[fileKey]*libFile
+	order []*libFile // files in the order they became known
+	procs map[int32]*proc
+	// gone are the processes whose links were closed: a late event of
+	// theirs (an exec or open handled after the exit) makes none again.
+	gone     map[int32]bool
 	perf     int // processes with perf-event links
 	capped   bool
 	warnings []string
@@ -80,19 +83,24 @@ type libFile struct {
 
 // proc is one traced process's links.
 type proc struct {
-	files   map[fileKey]bool
-	links   []link.Link
-	perf    bool
-	wait    int // polls until the next rescan
-	step    int
-	rescans int
+	files map[fileKey]bool
+	links []link.Link
+	perf  bool
+	// fromPoll is set for a process first seen in the tracked set, age
+	// counts the polls since: its fork event may come a little later,
+	// and is no reason to start over.
+	fromPoll bool
+	age      int
+	wait     int // polls until the next rescan
+	step     int
+	rescans  int
 }
 
 // New probes whether the kernel has uprobe_multi links and returns an
 // empty Scoper.
 func New(opts Options) *Scoper {
 	return &Scoper{opts: opts, multi: features.HaveBPFLinkUprobeMulti() == nil,
-		files: map[fileKey]*libFile{}, procs: map[int32]*proc{}}
+		files: map[fileKey]*libFile{}, procs: map[int32]*proc{}, gone: map[int32]bool{}}
 }
 
 // Multi says whether links are uprobe_multi links; the programs must then
@@ -186,11 +194,17 @@ func (s *Scoper) trackLocked(pid int32, fresh bool) {
 		return
 	}
 	p := s.procs[pid]
-	if p != nil && fresh {
+	switch {
+	case p != nil && fresh && p.fromPoll && p.age <= 2:
+		// the fork event of a process the tracked set showed first
+	case p != nil && fresh:
 		s.closeLinks(pid, p) // a reused pid: those links were another process's
 		p = nil
+	case p == nil && !fresh && s.gone[pid]:
+		return // it exited; this event was handled late
 	}
 	if p == nil {
+		delete(s.gone, pid)
 		p = &proc{files: map[fileKey]bool{}}
 		s.procs[pid] = p
 		for _, lf := range s.order {
@@ -411,6 +425,7 @@ func (s *Scoper) link(pid int32, p *proc, lf *libFile, set *Set, pl plan) error 
 // waits for the kernel to take the breakpoints out) and forgets it.
 func (s *Scoper) closeLinks(pid int32, p *proc) {
 	delete(s.procs, pid)
+	s.gone[pid] = true
 	if len(p.links) == 0 {
 		return
 	}
@@ -478,6 +493,7 @@ func (s *Scoper) Poll(uint64, *record.Sample) error {
 			s.closeLinks(pid, p)
 			continue
 		}
+		p.age++
 		if p.rescans == 0 {
 			continue
 		}
@@ -490,6 +506,9 @@ func (s *Scoper) Poll(uint64, *record.Sample) error {
 	for pid := range live {
 		if s.procs[pid] == nil {
 			s.trackLocked(pid, true)
+			if p := s.procs[pid]; p != nil {
+				p.fromPoll = true
+			}
 		}
 	}
 	return nil

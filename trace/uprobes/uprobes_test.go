@@ -92,7 +92,7 @@ func TestSymbolOffsetsRefuseAFileThatIsNotELF(t *testing.T) {
 // TestScoperTracksNothingWithoutSets: with no targets, tracking reads no
 // mappings and makes no links.
 func TestScoperTracksNothingWithoutSets(t *testing.T) {
-	s := &Scoper{files: map[fileKey]*libFile{}, procs: map[int32]*proc{}}
+	s := &Scoper{files: map[fileKey]*libFile{}, procs: map[int32]*proc{}, gone: map[int32]bool{}}
 	s.Track(int32(os.Getpid()), true)
 	if len(s.procs) != 0 {
 		t.Fatalf("%d processes tracked with no targets", len(s.procs))
