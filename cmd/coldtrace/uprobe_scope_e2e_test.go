@@ -1,14 +1,22 @@
 package main
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/internal/testuser"
@@ -164,4 +172,248 @@ func inotifyEvents(t *testing.T, fd int) int {
 			off += unix.SizeofInotifyEvent + int(binary.LittleEndian.Uint32(buf[off+12:]))
 		}
 	}
+}
+
+// callerC prints the addresses of getpid, malloc, free and getaddrinfo in
+// its own memory, then for each number it reads calls each that many
+// times (getaddrinfo once) and answers "ok".
+const callerC = `
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int main(void) {
+	printf("%lx %lx %lx %lx\n", (unsigned long)dlsym(RTLD_DEFAULT, "getpid"), (unsigned long)dlsym(RTLD_DEFAULT, "malloc"),
+		(unsigned long)dlsym(RTLD_DEFAULT, "free"), (unsigned long)dlsym(RTLD_DEFAULT, "getaddrinfo"));
+	fflush(stdout);
+	char line[64];
+	while (fgets(line, sizeof line, stdin)) {
+		int n = atoi(line);
+		for (int i = 0; i < n; i++) {
+			getpid();
+			void *volatile m = malloc(16); /* volatile: not optimised out */
+			free(m);
+		}
+		struct addrinfo *res;
+		if (getaddrinfo("localhost", NULL, NULL, &res) == 0)
+			freeaddrinfo(res);
+		printf("ok\n");
+		fflush(stdout);
+	}
+	return 0;
+}
+`
+
+// caller is a running callerC.
+type caller struct {
+	pid   int
+	in    io.Writer
+	out   *bufio.Scanner
+	addrs []uint64
+}
+
+func newCaller(t *testing.T, pid int, in io.Writer, out io.Reader) *caller {
+	t.Helper()
+	c := &caller{pid: pid, in: in, out: bufio.NewScanner(out)}
+	if !c.out.Scan() {
+		t.Fatal("the caller printed nothing")
+	}
+	for _, f := range strings.Fields(c.out.Text()) {
+		a, err := strconv.ParseUint(f, 16, 64)
+		if err != nil || a == 0 {
+			t.Fatalf("the caller printed %q", c.out.Text())
+		}
+		c.addrs = append(c.addrs, a)
+	}
+	if len(c.addrs) != 4 {
+		t.Fatalf("the caller printed %q", c.out.Text())
+	}
+	return c
+}
+
+// firstBytes reads the first byte of each function from its memory.
+func (c *caller) firstBytes(t *testing.T) []byte {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", c.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := make([]byte, len(c.addrs))
+	for i, a := range c.addrs {
+		if _, err := f.ReadAt(out[i:i+1], int64(a)); err != nil {
+			t.Fatalf("read %#x of pid %d: %v", a, c.pid, err)
+		}
+	}
+	return out
+}
+
+func (c *caller) calls(t *testing.T, n int) {
+	t.Helper()
+	if _, err := fmt.Fprintf(c.in, "%d\n", n); err != nil {
+		t.Fatal(err)
+	}
+	if !c.out.Scan() || c.out.Text() != "ok" {
+		t.Fatalf("the caller answered %q", c.out.Text())
+	}
+}
+
+// pidPrograms are the programs of the uprobe_multi links filtered to pid.
+func pidPrograms(t *testing.T, pid int) []ebpf.ProgramID {
+	t.Helper()
+	var out []ebpf.ProgramID
+	it := new(link.Iterator)
+	defer it.Close()
+	for it.Next() {
+		info, err := it.Link.Info()
+		if err != nil {
+			continue
+		}
+		if umi := info.UprobeMulti(); umi != nil {
+			if p, ok := umi.Pid(); ok && int(p) == pid {
+				out = append(out, info.Program)
+			}
+		}
+	}
+	return out
+}
+
+func runCountsOf(t *testing.T, ids []ebpf.ProgramID) uint64 {
+	t.Helper()
+	var n uint64
+	for _, id := range ids {
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := p.Stats()
+		p.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += st.RunCount
+	}
+	return n
+}
+
+// TestUprobesSkipOtherUsersProcesses: a user traces a command with
+// libc's getpid, malloc and free probed; another user's process calling
+// them keeps its first bytes and runs no BPF program (nor for
+// getaddrinfo, the network sensor's probe), while the traced command's
+// copy carries the breakpoints and its calls run the programs.
+func TestUprobesSkipOtherUsersProcesses(t *testing.T) {
+	requireTracing(t)
+	if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+		t.Skipf("the links are found as uprobe_multi links: %v", err)
+	}
+	u, other := testuser.Create(t), testuser.Create(t)
+	bin := filepath.Join(userDir(t, other), "caller")
+	ccFile(t, bin, callerC)
+
+	cmd := exec.Command(bin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(other.UID), Gid: uint32(other.GID)}}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	untraced := newCaller(t, cmd.Process.Pid, in, out)
+	before := untraced.firstBytes(t)
+
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		t.Fatalf("enable bpf_stats: %v", err)
+	}
+	defer stats.Close()
+
+	rec := filepath.Join(userDir(t, u), "scope.ctrace")
+	ct := exec.Command(os.Args[0], "-q", "-o", rec, "--jit-uprobe", "libc.so.6:getpid", "--jit-uprobe", "libc.so.6:malloc",
+		"--jit-uprobe", "libc.so.6:free", "--", bin)
+	ct.Env = append(append(os.Environ(), asMainEnv+"=1"), sudoEnv(u)...)
+	ctIn, err := ct.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctOut, err := ct.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct.Stderr = os.Stderr
+	if err := ct.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ct.Process.Kill(); _ = ct.Wait() }()
+	tracedPID := findCaller(t, bin, u.UID)
+	traced := newCaller(t, tracedPID, ctIn, ctOut)
+	for i, b := range traced.firstBytes(t)[:3] {
+		if b != 0xcc {
+			t.Errorf("the traced command's function %d starts with %#x, not a breakpoint", i, b)
+		}
+	}
+	progs := pidPrograms(t, tracedPID)
+	if len(progs) != 4 { // compile entry and return, getaddrinfo entry and return
+		t.Fatalf("%d uprobe_multi links filtered to the traced pid %d, want 4", len(progs), tracedPID)
+	}
+
+	// Once round its loop first: its first read of stdin allocates the
+	// buffer, a traced call of malloc. Then it waits in read(2).
+	traced.calls(t, 0)
+	was := runCountsOf(t, progs)
+	untraced.calls(t, 1000)
+	if now := runCountsOf(t, progs); now != was {
+		t.Errorf("the probes' programs ran %d times for another user's calls", now-was)
+	}
+	if got := untraced.firstBytes(t); string(got) != string(before) {
+		t.Errorf("another user's process: first bytes % x while traced, % x before", got, before)
+	}
+	was = runCountsOf(t, progs)
+	traced.calls(t, 100)
+	if now := runCountsOf(t, progs); now-was < 2*300 {
+		t.Errorf("the traced command's 300 calls ran the programs %d times, want at least 600", now-was)
+	}
+	ctIn.Close()
+	if err := ct.Wait(); err != nil {
+		t.Fatalf("coldtrace: %v", err)
+	}
+	r, err := record.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, up := range r.JIT.Uprobes {
+		if up.Name == "libc.so.6:getpid" && (up.Calls != 100 || !strings.Contains(up.Scope, "traced processes only")) {
+			t.Errorf("getpid: %+v, want 100 calls in traced processes only", up)
+		}
+	}
+}
+
+// findCaller finds the process running bin as uid.
+func findCaller(t *testing.T, bin string, uid int) int {
+	t.Helper()
+	for i := 0; i < 2000; i++ {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			var st unix.Stat_t
+			if err == nil && string(b) == bin+"\x00" && unix.Stat("/proc/"+e.Name(), &st) == nil && int(st.Uid) == uid {
+				return pid
+			}
+		}
+		unix.Nanosleep(&unix.Timespec{Nsec: 5e6}, nil)
+	}
+	t.Fatal("the traced command never ran")
+	return 0
 }
