@@ -158,8 +158,9 @@ func startUntraced(t *testing.T, bin string) *untracedHelper {
 	return h
 }
 
-// firstBytes reads the first byte of each probed function from the
-// helper's memory.
+// firstBytes reads the first byte of getpid, malloc and free from the
+// helper's memory. (Not getaddrinfo's: any other tracer on the machine
+// may probe that one; its programs' run counts are checked instead.)
 func (h *untracedHelper) firstBytes(t *testing.T) []byte {
 	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", h.cmd.Process.Pid))
@@ -167,8 +168,8 @@ func (h *untracedHelper) firstBytes(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	out := make([]byte, len(h.addrs))
-	for i, a := range h.addrs {
+	out := make([]byte, 3)
+	for i, a := range h.addrs[:3] {
 		if _, err := f.ReadAt(out[i:i+1], int64(a)); err != nil {
 			t.Fatalf("read %#x of the untraced helper: %v", a, err)
 		}

@@ -234,7 +234,9 @@ func newCaller(t *testing.T, pid int, in io.Writer, out io.Reader) *caller {
 	return c
 }
 
-// firstBytes reads the first byte of each function from its memory.
+// firstBytes reads the first byte of getpid, malloc and free from its
+// memory. (Not getaddrinfo's: any other tracer on the machine may probe
+// that one; its programs' run counts are checked instead.)
 func (c *caller) firstBytes(t *testing.T) []byte {
 	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", c.pid))
@@ -242,8 +244,8 @@ func (c *caller) firstBytes(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	out := make([]byte, len(c.addrs))
-	for i, a := range c.addrs {
+	out := make([]byte, 3)
+	for i, a := range c.addrs[:3] {
 		if _, err := f.ReadAt(out[i:i+1], int64(a)); err != nil {
 			t.Fatalf("read %#x of pid %d: %v", a, c.pid, err)
 		}
@@ -355,7 +357,7 @@ func TestUprobesSkipOtherUsersProcesses(t *testing.T) {
 	defer func() { _ = ct.Process.Kill(); _ = ct.Wait() }()
 	tracedPID := findCaller(t, bin, u.UID)
 	traced := newCaller(t, tracedPID, ctIn, ctOut)
-	for i, b := range traced.firstBytes(t)[:3] {
+	for i, b := range traced.firstBytes(t) {
 		if b != 0xcc {
 			t.Errorf("the traced command's function %d starts with %#x, not a breakpoint", i, b)
 		}
