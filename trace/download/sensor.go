@@ -290,7 +290,12 @@ func (s *Sensor) Begin(startMono uint64) { s.startMono = startMono }
 // first sample. Poll also attaches the tmpfs write probes once a
 // connection shaped like a download received tmpfsHookBytes, and names
 // the files being written.
-func (s *Sensor) Poll(nowMono uint64, _ *record.Sample) error {
+func (s *Sensor) Poll(nowMono uint64, sample *record.Sample) error {
+	if s.ownScoper {
+		if err := s.scoper.Poll(nowMono, sample); err != nil {
+			return err
+		}
+	}
 	writes, err := sensor.SumPerCPU(s.objs.TableWrites, 0)
 	if err != nil {
 		return fmt.Errorf("poll network tables: %w", err)

@@ -22,9 +22,9 @@ import (
 // to remove, one after another, at the end of the run.
 const MaxPerfProcesses = 32
 
-// rescans is how many more times a process's mappings are read after it
-// starts, executes or opens a library (at 1, 2, 4… polls): a library is
-// mapped a little after the event that announces it.
+// rescans is how many times a process's mappings are read after it
+// starts, executes or opens a library (1, 3, 7… polls later): a library
+// is mapped a little after the event that announces it.
 const rescans = 6
 
 // Set is one sensor's targets and programs. Return may be nil.
@@ -179,8 +179,8 @@ func (s *Scoper) States(set *Set) []TargetState {
 }
 
 // Track covers a traced process now: it gets links to every library file
-// known, and its mappings are read now and a few more times, for the
-// libraries it maps next. Called when it is started, forks (fresh: a
+// known, and its mappings are read at the next polls, for the libraries
+// it maps next. Called when it is started, forks (fresh: a
 // child inherits its parent's breakpoints but not its links), executes,
 // or opens a library.
 func (s *Scoper) Track(pid int32, fresh bool) {
@@ -211,8 +211,10 @@ func (s *Scoper) trackLocked(pid int32, fresh bool) {
 			s.attachFile(pid, p, lf)
 		}
 	}
+	// Read at the next poll, not now: a library is mapped a little after
+	// the event that announces it, and a process that opens hundreds of
+	// them (an import of a large Python package) is read once a poll.
 	p.step, p.wait, p.rescans = 1, 1, rescans
-	s.scan(pid, p)
 }
 
 // Exited closes a process's links.

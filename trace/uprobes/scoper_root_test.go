@@ -110,6 +110,10 @@ func TestScoperLinksEachProcessOnceAndClosesAll(t *testing.T) {
 	for _, p := range pids {
 		s.Track(p, true)
 	}
+	// Their mappings are read at the next poll: libc is found in them.
+	if err := s.Poll(0, nil); err != nil {
+		t.Fatal(err)
+	}
 	attachTook := time.Since(start)
 	made, _ := s.Counts()
 	if made != 50 {
@@ -165,6 +169,9 @@ func TestScoperCapsPerfEventProbes(t *testing.T) {
 	start := time.Now()
 	for _, p := range pids {
 		s.Track(p, true)
+	}
+	if err := s.Poll(0, nil); err != nil {
+		t.Fatal(err)
 	}
 	attachTook := time.Since(start)
 	if made, _ := s.Counts(); made != MaxPerfProcesses {
