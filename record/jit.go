@@ -141,4 +141,7 @@ type JITUprobe struct {
 	CPUNS   int64  `json:"cpu_ns"`
 	// Error says why the probe could not be attached.
 	Error string `json:"error,omitempty"`
+	// Scope says which processes the probe was installed in: traced
+	// ones only, how, and how many.
+	Scope string `json:"scope,omitempty"`
 }

@@ -227,6 +227,7 @@ func (a *attacher) seed(p target.Proc) {
 	}
 	a.seeded[p.PID] = true
 	a.s.sched.Named(p.PID, p.Comm, p.Exe, p.Args)
+	a.s.uprobes.Track(int32(p.PID), false)
 	for _, sn := range a.s.sensors {
 		if j, ok := sn.(*jit.Sensor); ok {
 			j.Existing(int32(p.PID), p.Exe)

@@ -26,6 +26,7 @@ import (
 	"github.com/coldtrace/coldtrace/trace/samples"
 	"github.com/coldtrace/coldtrace/trace/sched"
 	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/uprobes"
 )
 
 // Run traces opts.Command to its end and returns the record. The error is
@@ -49,6 +50,7 @@ type session struct {
 	ctx     context.Context
 	opts    Options
 	sched   *sched.Sensor
+	uprobes *uprobes.Scoper
 	sensors []Sensor // load order; sched first
 	child   *launch.Child
 	rec     *record.Record
@@ -96,6 +98,9 @@ func (s *session) load() error {
 	s.sched = sc
 	s.sensors = append(s.sensors, sc)
 	shared := sc.Shared().Replacements()
+	// Every uprobe goes into traced processes only: the scheduler's
+	// tracked set says which.
+	s.uprobes = uprobes.New(uprobes.Options{LivePIDs: sc.LivePIDs})
 
 	// The other sensors take only the scheduler's maps, so they load in
 	// two lanes at once: the verifier runs in the loading thread, and one
@@ -129,7 +134,8 @@ func (s *session) load() error {
 	}()
 	if !s.opts.NoJIT {
 		j, jitErr = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
-			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel})
+			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel,
+			Scoper: s.uprobes})
 		if errors.Is(jitErr, jit.ErrOption) {
 			jitErr = fmt.Errorf("%w: %v", ErrPreflight, jitErr)
 		}
@@ -169,6 +175,9 @@ func (s *session) load() error {
 	if dl != nil {
 		s.sensors = append(s.sensors, dl)
 	}
+	// Last: polled after the sensors whose events told it of processes,
+	// closed first (all links together).
+	s.sensors = append(s.sensors, s.uprobes)
 	if err != nil {
 		return err
 	}
@@ -186,7 +195,7 @@ func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownloa
 		return nil, nil
 	}
 	dl, err := download.Open(download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
-		OnDownload: onDownload})
+		OnDownload: onDownload, Uprobes: s.uprobes})
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +223,9 @@ func (s *session) launch() error {
 		child.Abort()
 		return err
 	}
+	// Its links follow it through its exec: the libraries known now are
+	// probed from the command's first instruction.
+	s.uprobes.Track(int32(pid), true)
 	if s.opts.KillOnExit {
 		if s.watch, err = launch.StartWatch(pid); err != nil {
 			child.Abort()

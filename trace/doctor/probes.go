@@ -14,6 +14,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
@@ -268,7 +269,8 @@ func uprobeFires() (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("open %s for uprobes: %w", file, err)
 	}
-	l, err := ex.Uprobe(symbol, prog, &link.UprobeOptions{Address: off})
+	// Filtered by pid: only coldtrace itself traps on it.
+	l, err := ex.Uprobe(symbol, prog, &link.UprobeOptions{Address: off, PID: os.Getpid()})
 	if err != nil {
 		return 0, fmt.Errorf("attach a uprobe to %s in %s: %w", symbol, file, err)
 	}
@@ -286,7 +288,10 @@ func uprobeFires() (uint64, error) {
 
 // attachSensorUprobes attaches the sensors' uprobe programs to libc's
 // getaddrinfo (where the download sensor puts its own) and detaches them;
-// it returns how many, 0 when no libc is mapped into coldtrace.
+// it returns how many, 0 when no libc is mapped into coldtrace. They are
+// attached the way a run attaches them (uprobe_multi links where the
+// kernel has them), filtered to coldtrace's own pid: no other process
+// traps on them meanwhile.
 func attachSensorUprobes() (int, error) {
 	libc := mappedLibc()
 	if libc == "" {
@@ -296,6 +301,7 @@ func attachSensorUprobes() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("open %s for uprobes: %w", libc, err)
 	}
+	multi := features.HaveBPFLinkUprobeMulti() == nil
 	n := 0
 	for _, o := range objects() {
 		spec, err := o.load()
@@ -305,6 +311,8 @@ func attachSensorUprobes() (int, error) {
 		for name, ps := range spec.Programs {
 			if ps.Type != ebpf.Kprobe {
 				delete(spec.Programs, name)
+			} else if multi {
+				ps.AttachType = ebpf.AttachTraceUprobeMulti
 			}
 		}
 		if len(spec.Programs) == 0 {
@@ -315,12 +323,7 @@ func attachSensorUprobes() (int, error) {
 			return n, fmt.Errorf("load the %s uprobe programs: %w", o.sensor, err)
 		}
 		for name, ps := range spec.Programs {
-			var l link.Link
-			if strings.HasPrefix(ps.SectionName, "uretprobe") {
-				l, err = ex.Uretprobe("getaddrinfo", coll.Programs[name], nil)
-			} else {
-				l, err = ex.Uprobe("getaddrinfo", coll.Programs[name], nil)
-			}
+			l, err := attachOwn(ex, coll.Programs[name], strings.HasPrefix(ps.SectionName, "uretprobe"), multi)
 			if err != nil {
 				coll.Close()
 				return n, fmt.Errorf("attach %s (%s) to %s:getaddrinfo: %w", name, o.sensor, filepath.Base(libc), err)
@@ -331,6 +334,20 @@ func attachSensorUprobes() (int, error) {
 		coll.Close()
 	}
 	return n, nil
+}
+
+// attachOwn attaches prog to getaddrinfo in ex for coldtrace's own pid.
+func attachOwn(ex *link.Executable, prog *ebpf.Program, ret, multi bool) (link.Link, error) {
+	pid := os.Getpid()
+	switch {
+	case multi && ret:
+		return ex.UretprobeMulti([]string{"getaddrinfo"}, prog, &link.UprobeMultiOptions{PID: uint32(pid)})
+	case multi:
+		return ex.UprobeMulti([]string{"getaddrinfo"}, prog, &link.UprobeMultiOptions{PID: uint32(pid)})
+	case ret:
+		return ex.Uretprobe("getaddrinfo", prog, &link.UprobeOptions{PID: pid})
+	}
+	return ex.Uprobe("getaddrinfo", prog, &link.UprobeOptions{PID: pid})
 }
 
 // fileOffset finds the file mapped at pc in this process and pc's offset

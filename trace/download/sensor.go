@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -24,6 +23,7 @@ import (
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/uprobes"
 )
 
 // Shared are the core object's maps this sensor's programs use, so that
@@ -45,6 +45,10 @@ type Shared struct {
 	// traces the path syscalls from then on, so the file it fills is seen
 	// renamed into its cache.
 	OnDownload func(pid int32)
+	// Uprobes installs the getaddrinfo probes in traced processes only;
+	// nil: the sensor keeps one of its own, which probes only the
+	// processes given to its Track.
+	Uprobes *uprobes.Scoper
 }
 
 // Sensor is the loaded network probes and their reader.
@@ -53,6 +57,9 @@ type Sensor struct {
 	rights     interface{ Do(func() error) error }
 	objs       bpfdl.DownloadObjects
 	links      []link.Link
+	scoper     *uprobes.Scoper
+	ownScoper  bool
+	resolver   *uprobes.Set
 	rd         *ringbuf.Reader
 	done       chan struct{}
 
@@ -75,9 +82,6 @@ type Sensor struct {
 	walked      bool
 	unnamed     int
 
-	// noResolver says why host names are not probed, or is "".
-	noResolver string
-
 	// startMono is when the command was released (Begin): record times
 	// count from it.
 	startMono uint64
@@ -99,11 +103,22 @@ func Open(shared Shared) (*Sensor, error) {
 	}
 	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights,
 		onDownload: shared.OnDownload}
+	s.scoper = shared.Uprobes
+	if s.scoper == nil {
+		s.scoper, s.ownScoper = uprobes.New(uprobes.Options{}), true
+	}
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfdl.DownloadMapTaskStates: shared.TaskStates,
 		bpfdl.DownloadMapThreads:    shared.Threads,
 	}, Cache: shared.BTF}
-	if err := bpfdl.LoadDownloadObjects(&s.objs, opts); err != nil {
+	spec, err := bpfdl.LoadDownload()
+	if err != nil {
+		return nil, fmt.Errorf("load network probes: %w", err)
+	}
+	if err := s.scoper.Prepare(spec, bpfdl.DownloadProgOnGetaddrinfo, bpfdl.DownloadProgOnGaiReturn); err != nil {
+		return nil, fmt.Errorf("load network probes: %w", err)
+	}
+	if err := spec.LoadAndAssign(&s.objs, opts); err != nil {
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {
 			return nil, fmt.Errorf("load network probes (verifier rejected them): %+v", verr)
@@ -143,7 +158,7 @@ func (s *Sensor) Programs() map[string]*ebpf.Program {
 }
 
 // libcPaths are where the system's C library may be; the first that
-// exists gets the getaddrinfo probes (links to one file are one inode).
+// exists is known to the probes from the start.
 var libcPaths = []string{
 	"/lib/x86_64-linux-gnu/libc.so.6",
 	"/usr/lib/x86_64-linux-gnu/libc.so.6",
@@ -200,32 +215,35 @@ func (s *Sensor) attachWriteHooks() error {
 	return nil
 }
 
-// attachResolver probes getaddrinfo in the system's libc, so that
-// downloads can carry the host name their peer was looked up by. Without
-// a libc, downloads go unnamed and the record says why.
+// attachResolver probes getaddrinfo in the C library of every traced
+// process (the system's is known from the start: the command is probed
+// from its first call), so that downloads can carry the host name their
+// peer was looked up by. Other processes never trap on it.
 func (s *Sensor) attachResolver() error {
 	for _, p := range libcPaths {
-		if _, err := os.Stat(p); err != nil {
+		// A fixed system path, not one a process named.
+		f, err := os.Open(p)
+		if err != nil {
 			continue
 		}
-		ex, err := link.OpenExecutable(p)
-		if err != nil {
-			return fmt.Errorf("open %s for the getaddrinfo probes: %w", p, err)
+		if err := s.scoper.AddFile(f, p); err != nil {
+			return fmt.Errorf("the getaddrinfo probes: %w", err)
 		}
-		in, err := ex.Uprobe("getaddrinfo", s.objs.OnGetaddrinfo, nil)
-		if err != nil {
-			return fmt.Errorf("attach getaddrinfo in %s: %w", p, err)
-		}
-		s.links = append(s.links, in)
-		out, err := ex.Uretprobe("getaddrinfo", s.objs.OnGaiReturn, nil)
-		if err != nil {
-			return fmt.Errorf("attach the return of getaddrinfo in %s: %w", p, err)
-		}
-		s.links = append(s.links, out)
-		return nil
+		break
 	}
-	s.noResolver = "network: no libc found at " + strings.Join(libcPaths, ", ") + ": downloads carry no host names"
+	s.resolver = &uprobes.Set{Name: "network", Entry: s.objs.OnGetaddrinfo, Return: s.objs.OnGaiReturn,
+		Targets: []uprobes.Target{{Name: "libc.so.6:getaddrinfo", Lib: "libc.so.6", Symbol: "getaddrinfo"}}}
+	s.scoper.Add(s.resolver)
 	return nil
+}
+
+// Track probes getaddrinfo in a process the caller traces (only needed
+// when the sensor keeps its own Scoper: the session's is told by the
+// scheduler's tracked set).
+func (s *Sensor) Track(pid int32) {
+	if s.ownScoper {
+		s.scoper.Track(pid, false)
+	}
 }
 
 func (s *Sensor) read() {
@@ -272,7 +290,12 @@ func (s *Sensor) Begin(startMono uint64) { s.startMono = startMono }
 // first sample. Poll also attaches the tmpfs write probes once a
 // connection shaped like a download received tmpfsHookBytes, and names
 // the files being written.
-func (s *Sensor) Poll(nowMono uint64, _ *record.Sample) error {
+func (s *Sensor) Poll(nowMono uint64, sample *record.Sample) error {
+	if s.ownScoper {
+		if err := s.scoper.Poll(nowMono, sample); err != nil {
+			return err
+		}
+	}
 	writes, err := sensor.SumPerCPU(s.objs.TableWrites, 0)
 	if err != nil {
 		return fmt.Errorf("poll network tables: %w", err)
@@ -409,8 +432,12 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	if err := s.lost(rec); err != nil {
 		return err
 	}
-	if s.noResolver != "" && len(rec.Downloads) > 0 {
-		rec.Warnings = append(rec.Warnings, s.noResolver)
+	if st := s.scoper.States(s.resolver); len(rec.Downloads) > 0 && st[0].Processes == 0 {
+		why := "no traced process mapped a C library"
+		if st[0].Error != "" {
+			why = st[0].Error
+		}
+		rec.Warnings = append(rec.Warnings, "network: getaddrinfo was not probed ("+why+"): downloads carry no host names")
 	}
 	return nil
 }
@@ -515,6 +542,12 @@ func (s *Sensor) lost(rec *record.Record) error {
 // keeping the first error.
 func (s *Sensor) Close() error {
 	first := s.detach()
+	if s.ownScoper {
+		if err := s.scoper.Close(); err != nil && first == nil {
+			first = fmt.Errorf("detach getaddrinfo probes: %w", err)
+		}
+		s.ownScoper = false
+	}
 	if s.rd != nil {
 		if err := s.rd.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
 			first = fmt.Errorf("close network ring buffer: %w", err)

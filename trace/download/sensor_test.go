@@ -23,6 +23,7 @@ import (
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/uprobes"
 )
 
 const (
@@ -121,7 +122,9 @@ func sharedMaps(t *testing.T) Shared {
 		t.Fatalf("create threads: %v", err)
 	}
 	t.Cleanup(func() { th.Close() })
-	return Shared{TaskStates: ts, Threads: th}
+	up := uprobes.New(uprobes.Options{})
+	t.Cleanup(func() { up.Close() })
+	return Shared{TaskStates: ts, Threads: th, Uprobes: up}
 }
 
 // track puts pid's main thread into the tracked set, in slot 0, the way
@@ -135,6 +138,10 @@ func track(t *testing.T, m Shared, pid int) {
 	s := bpfdl.DownloadTstate{Slot: 0, Tgid: uint32(pid)}
 	if err := m.TaskStates.Update(uint32(fd), &s, ebpf.UpdateAny); err != nil {
 		t.Fatalf("track pid %d: %v", pid, err)
+	}
+	// The getaddrinfo probes go into traced processes only.
+	if m.Uprobes != nil {
+		m.Uprobes.Track(int32(pid), false)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 )
@@ -39,10 +38,8 @@ func (e *Sensor) Existing(pid int32, exe string) {
 		seen[p] = true
 		e.col.noteUse(pid, p)
 		e.useSeen(pid, p)
-		if strings.Contains(path.Base(p), ".so") {
-			// The mapping's path is in the process's mount namespace;
-			// its root makes it one the tracer can open.
-			e.libraryOpened("/proc/" + strconv.Itoa(int(pid)) + "/root" + p)
-		}
 	}
+	// Its libraries are probed through its own mappings, never by the
+	// paths they list.
+	e.scoper.Track(pid, false)
 }

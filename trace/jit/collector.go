@@ -609,6 +609,9 @@ func (c *Collector) Warn(s string) { c.warnings = append(c.warnings, s) }
 // ProbeState is one uprobe the caller attached, or tried to.
 type ProbeState struct {
 	Name, Path, Error string
+	// Scope says where it was installed ("traced processes only (...), 3
+	// processes").
+	Scope string
 }
 
 // ResultInput is what Result needs from the rest of the record.
@@ -725,7 +728,7 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 	for _, p := range in.Probes {
 		names[p.Name] = true
 		u := c.uprobes[p.Name]
-		up := record.JITUprobe{Name: p.Name, Path: p.Path, Error: p.Error}
+		up := record.JITUprobe{Name: p.Name, Path: p.Path, Error: p.Error, Scope: p.Scope}
 		if u != nil {
 			up.Calls, up.TotalNS, up.CPUNS = u.calls, u.total, u.cpu
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/uprobes"
 )
 
 // jitSyscalls are the syscalls whose entry and exit tracepoints feed the
@@ -39,31 +40,6 @@ var jitSyscalls = []struct {
 	{"access", 1}, {"faccessat", 3}, {"faccessat2", 4},
 	{"mkdir", 2}, {"mkdirat", 3}, {"rename", 2}, {"renameat", 4}, {"renameat2", 5},
 	{"chdir", 1}, {"fchdir", 1},
-}
-
-// uprobeTarget is a compile entry point to probe in every library file
-// that matches it, once a traced process opens that file.
-type uprobeTarget struct {
-	name   string // "LIB:SYMBOL" as reported
-	lib    string // a path, or a library name
-	symbol string
-	err    string // first attach error
-	path   string // first file attached
-}
-
-// matches says whether a library file (by base name) is lib.
-func (u *uprobeTarget) matches(base string) bool {
-	lib := u.lib
-	if strings.Contains(lib, "/") {
-		lib = path.Base(lib)
-		return base == lib
-	}
-	if base == lib || strings.HasPrefix(base, lib+".") {
-		return true
-	}
-	// "nvrtc" matches libnvrtc.so.12 and the wheels' libnvrtc-<hash>.so.12.
-	stem := strings.TrimPrefix(strings.TrimSuffix(lib, ".so"), "lib")
-	return strings.HasPrefix(base, "lib"+stem+".so") || strings.HasPrefix(base, "lib"+stem+"-")
 }
 
 // builtinUprobes are probed whenever a traced process opens their library.
@@ -106,6 +82,9 @@ type Options struct {
 	// command's program and the cache trees are read with them, never
 	// with root's. The zero Actor reads nothing.
 	Actor actor.Actor
+	// Scoper installs the compile uprobes in traced processes only; nil:
+	// the sensor keeps one of its own, told only by its own events.
+	Scoper *uprobes.Scoper
 }
 
 // ErrOption marks an option the sensor cannot use.
@@ -141,8 +120,9 @@ type Sensor struct {
 	pyPending     []pendingPython
 	pyDropped     int
 	col           *Collector
-	targets       []*uprobeTarget
-	attached      map[string]bool // "dev:ino:symbol"
+	probes        *uprobes.Set
+	scoper        *uprobes.Scoper
+	ownScoper     bool
 	warnings      []string
 	quiet         *quietSet // nil: every open reaches user space
 }
@@ -167,17 +147,14 @@ func (e *Sensor) start() error {
 		return fmt.Errorf("%w: %v", ErrOption, err)
 	}
 	e.col = col
-	for _, b := range builtinUprobes {
-		e.targets = append(e.targets, &uprobeTarget{name: b.lib + ":" + b.symbol, lib: b.lib, symbol: b.symbol})
+	targets, err := uprobeTargets(e.opts.Uprobes)
+	if err != nil {
+		return err
 	}
-	for _, v := range e.opts.Uprobes {
-		i := strings.LastIndexByte(v, ':')
-		if i <= 0 || i == len(v)-1 {
-			return fmt.Errorf("%w: --jit-uprobe %q: want LIB:SYMBOL", ErrOption, v)
-		}
-		e.targets = append(e.targets, &uprobeTarget{name: v, lib: v[:i], symbol: v[i+1:]})
+	e.scoper = e.opts.Scoper
+	if e.scoper == nil {
+		e.scoper, e.ownScoper = uprobes.New(uprobes.Options{}), true
 	}
-	e.attached = map[string]bool{}
 
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfjit.JitMapThreads: e.opts.Shared[bpfjit.JitMapThreads], bpfjit.JitMapTaskStates: e.opts.Shared[bpfjit.JitMapTaskStates]},
@@ -185,6 +162,9 @@ func (e *Sensor) start() error {
 	e.opts.BTF = nil // not held past the load (see evict.Load)
 	spec, err := bpfjit.LoadJit()
 	if err != nil {
+		return fmt.Errorf("load JIT probes: %w", err)
+	}
+	if err := e.scoper.Prepare(spec, "on_uprobe_entry", "on_uprobe_return"); err != nil {
 		return fmt.Errorf("load JIT probes: %w", err)
 	}
 	hashes, quiet := anywhereHashes(Registry)
@@ -216,17 +196,16 @@ func (e *Sensor) start() error {
 		}
 		e.links = append(e.links, l)
 	}
-	// Libraries named by path are probed now: the command may map them
-	// without an open this tracer resolves.
-	for i, t := range e.targets {
-		if strings.HasPrefix(t.lib, "/") {
-			// Stat'ed as the command's user: root probes only a library
-			// that user could see.
-			if err := statWithin(e.opts.Actor, t.lib, imagesDeadline); err != nil {
-				t.err = err.Error()
-				continue
+	e.probes = &uprobes.Set{Name: "jit", Targets: targets, Entry: e.objs.OnUprobeEntry, Return: e.objs.OnUprobeReturn}
+	e.scoper.Add(e.probes)
+	// Libraries named by path are known before the command maps them, so
+	// its processes are probed from their first call: opened as the
+	// command's user (root probes only a library that user could open).
+	for i, t := range targets {
+		if strings.HasPrefix(t.Lib, "/") {
+			if err := addUserLibrary(e.scoper, e.opts.Actor, t.Lib); err != nil {
+				e.scoper.Fail(e.probes, i, err.Error())
 			}
-			e.attach(i, t.lib)
 		}
 	}
 	// Otherwise they attach when a process first uses a framework (see
@@ -262,7 +241,12 @@ const pruneEvery = 10 * time.Second
 // Poll is part of the session's sensor interface: JIT evidence is not
 // sampled, but every pruneEvery (CLOCK_MONOTONIC now) the state of the
 // processes that exited is dropped.
-func (e *Sensor) Poll(now uint64, _ *record.Sample) error {
+func (e *Sensor) Poll(now uint64, sample *record.Sample) error {
+	if e.ownScoper {
+		if err := e.scoper.Poll(now, sample); err != nil {
+			return err
+		}
+	}
 	if e.col == nil || now < e.prunedAt+uint64(pruneEvery) {
 		return nil
 	}
@@ -346,16 +330,74 @@ func envAssignments(argv []string) []string {
 // if the program used no framework.
 const imagesDeadline = 3 * time.Second
 
-// statWithin stats p with a's rights, giving up after d.
-func statWithin(a actor.Actor, p string, d time.Duration) error {
-	done := make(chan error, 1)
-	go func() { done <- a.Do(func() error { _, err := os.Stat(p); return err }) }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(d):
-		return fmt.Errorf("stat %s: no answer within %v", p, d)
+// uprobeTargets are the built-in compile entry points and the user's
+// LIB:SYMBOL ones; a target's cookie is its index.
+func uprobeTargets(user []string) ([]uprobes.Target, error) {
+	var out []uprobes.Target
+	for _, b := range builtinUprobes {
+		out = append(out, uprobes.Target{Name: b.lib + ":" + b.symbol, Lib: b.lib, Symbol: b.symbol, Cookie: uint64(len(out))})
 	}
+	for _, v := range user {
+		i := strings.LastIndexByte(v, ':')
+		if i <= 0 || i == len(v)-1 {
+			return nil, fmt.Errorf("%w: --jit-uprobe %q: want LIB:SYMBOL", ErrOption, v)
+		}
+		out = append(out, uprobes.Target{Name: v, Lib: v[:i], Symbol: v[i+1:], Cookie: uint64(len(out))})
+	}
+	return out, nil
+}
+
+// addUserLibrary opens a library the user named by path with a's rights,
+// giving up after imagesDeadline, and hands it to sc. It never blocks on
+// the file: a FIFO or device is refused before it is opened for reading.
+func addUserLibrary(sc *uprobes.Scoper, a actor.Actor, p string) error {
+	done := make(chan *os.File, 1)
+	errc := make(chan error, 1)
+	go func() {
+		var f *os.File
+		err := a.Do(func() error {
+			var err error
+			f, err = openRegular(p)
+			return err
+		})
+		if err != nil {
+			errc <- err
+			return
+		}
+		done <- f
+	}()
+	select {
+	case f := <-done:
+		return sc.AddFile(f, p)
+	case err := <-errc:
+		return err
+	case <-time.After(imagesDeadline):
+		return fmt.Errorf("open %s: no answer within %v", p, imagesDeadline)
+	}
+}
+
+// openRegular opens p for reading only if it is a regular file: looked at
+// with O_PATH first, then opened without blocking and checked again.
+func openRegular(p string) (*os.File, error) {
+	pathFD, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(pathFD, &st)
+	unix.Close(pathFD)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	return os.NewFile(uintptr(fd), p), nil
 }
 
 // commandImagesWithin is commandImages with a's rights, given up after d.
@@ -534,7 +576,9 @@ func (e *Sensor) FileSeen(f sensor.FileSeen) {
 		e.pythonFile(f)
 	}
 	if strings.Contains(path.Base(f.Path), ".so") {
-		e.libraryOpened(f.Path)
+		// A library's first sight: the process that touched it is about
+		// to map it. Its mappings are read, never the path.
+		e.scoper.Track(f.PID, false)
 	}
 }
 
@@ -568,7 +612,8 @@ func (e *Sensor) handle(b []byte) {
 			Path: sensor.CString(ev.Path[:l1]), Path2: sensor.CString(ev.Path[l1 : l1+l2])}
 		fe, ok := e.col.File(r)
 		if ok && op == OpOpen && fe.Errno == 0 && strings.Contains(path.Base(fe.Path), ".so") {
-			e.libraryOpened(fe.Path)
+			// Its mappings are read, never the path it named.
+			e.scoper.Track(r.PID, false)
 		}
 	case bpfjit.JitJitEventKindJE_EXEC:
 		envAt := unsafe.Offsetof(bpfjit.JitExecEvent{}.Env)
@@ -582,6 +627,7 @@ func (e *Sensor) handle(b []byte) {
 		}
 		file := sensor.CString(ev.Filename[:])
 		e.col.Exec(int32(ev.Pid), ev.Uid, file, env)
+		e.scoper.Track(int32(ev.Pid), false)
 		e.useSeen(int32(ev.Pid), file)
 		e.envSeen(int32(ev.Pid))
 		e.quiet.resolved(int32(ev.Pid), ev.Gen)
@@ -591,58 +637,16 @@ func (e *Sensor) handle(b []byte) {
 			return
 		}
 		e.col.Fork(int32(ev.Pid), int32(ev.Ppid))
+		// Its own links: it inherited its parent's breakpoints, which run
+		// no program for it.
+		e.scoper.Track(int32(ev.Pid), true)
 		e.quiet.resolved(int32(ev.Pid), ev.Gen)
 	case bpfjit.JitJitEventKindJE_UPROBE:
 		ev, ok := sensor.Decode[bpfjit.JitUprobeEvent](b, unsafe.Sizeof(bpfjit.JitUprobeEvent{}))
-		if !ok || ev.Cookie >= uint64(len(e.targets)) {
+		if !ok || ev.Cookie >= uint64(len(e.probes.Targets)) {
 			return
 		}
-		e.col.Uprobe(e.targets[ev.Cookie].name, int32(ev.Pid), ev.Start, ev.End, ev.CpuNs)
-	}
-}
-
-// libraryOpened probes the compile entry points of a library a traced
-// process opened.
-func (e *Sensor) libraryOpened(p string) {
-	base := path.Base(p)
-	for i, t := range e.targets {
-		if t.matches(base) {
-			e.attach(i, p)
-		}
-	}
-}
-
-// attach probes target i in the file at p (once per file and symbol).
-func (e *Sensor) attach(i int, p string) {
-	t := e.targets[i]
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
-		return
-	}
-	key := fmt.Sprintf("%d:%d:%s", st.Dev, st.Ino, t.symbol)
-	if e.attached[key] {
-		return
-	}
-	e.attached[key] = true
-	ex, err := link.OpenExecutable(p)
-	if err == nil {
-		var in, out link.Link
-		in, err = ex.Uprobe(t.symbol, e.objs.OnUprobeEntry, &link.UprobeOptions{Cookie: uint64(i)})
-		if err == nil {
-			out, err = ex.Uretprobe(t.symbol, e.objs.OnUprobeReturn, &link.UprobeOptions{Cookie: uint64(i)})
-			if err != nil {
-				in.Close()
-			} else {
-				e.links = append(e.links, in, out)
-				if t.path == "" {
-					t.path = p
-				}
-				return
-			}
-		}
-	}
-	if t.err == "" {
-		t.err = fmt.Sprintf("%s: %v", p, err)
+		e.col.Uprobe(e.probes.Targets[ev.Cookie].Name, int32(ev.Pid), ev.Start, ev.End, ev.CpuNs)
 	}
 }
 
@@ -674,13 +678,7 @@ func (e *Sensor) Finish(rec *record.Record) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.flushPython()
-	var probes []ProbeState
-	for _, t := range e.targets {
-		if isBuiltin(t) && t.path == "" && t.err == "" {
-			continue // its library was never opened: nothing to say
-		}
-		probes = append(probes, ProbeState{Name: t.name, Path: t.path, Error: t.err})
-	}
+	probes := e.probeStates()
 	j, warns := e.col.Result(ResultInput{StartMono: e.startMono, WallNS: rec.WallNS,
 		Processes: rec.Processes, Probes: probes, FS: rightsFS{fs: DefaultFS, a: e.opts.Actor}})
 	switch {
@@ -715,13 +713,23 @@ func (e *Sensor) Finish(rec *record.Record) error {
 	return nil
 }
 
-func isBuiltin(t *uprobeTarget) bool {
-	for _, b := range builtinUprobes {
-		if t.name == b.lib+":"+b.symbol {
-			return true
+// probeStates says what became of every target; a built-in one whose
+// library no traced process mapped says nothing.
+func (e *Sensor) probeStates() []ProbeState {
+	var out []ProbeState
+	states := e.scoper.States(e.probes)
+	for i, t := range e.probes.Targets {
+		st := states[i]
+		if i < len(builtinUprobes) && st.Path == "" && st.Error == "" {
+			continue
 		}
+		ps := ProbeState{Name: t.Name, Path: st.Path, Error: st.Error}
+		if st.Processes > 0 {
+			ps.Scope = fmt.Sprintf("%s, %d processes", e.scoper.Scope(), st.Processes)
+		}
+		out = append(out, ps)
 	}
-	return false
+	return out
 }
 
 // Close stops the reader and releases the probes.
@@ -742,6 +750,10 @@ func (e *Sensor) Close() error {
 		keep(e.links[i].Close())
 	}
 	e.links = nil
+	if e.ownScoper {
+		keep(e.scoper.Close())
+		e.ownScoper = false
+	}
 	if e.loaded {
 		keep(e.objs.Close())
 		e.loaded = false

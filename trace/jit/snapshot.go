@@ -7,13 +7,7 @@ import "github.com/coldtrace/coldtrace/record"
 func (e *Sensor) Snapshot(rec *record.Record) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var probes []ProbeState
-	for _, t := range e.targets {
-		if isBuiltin(t) && t.path == "" && t.err == "" {
-			continue
-		}
-		probes = append(probes, ProbeState{Name: t.name, Path: t.path, Error: t.err})
-	}
+	probes := e.probeStates()
 	j, warns := e.col.Result(ResultInput{StartMono: e.startMono, WallNS: rec.WallNS,
 		Processes: rec.Processes, Probes: probes, FS: DefaultFS})
 	rec.JIT = j

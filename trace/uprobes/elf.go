@@ -1,0 +1,48 @@
+package uprobes
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// symbolOffsets reads the function symbols of the ELF file f (static and
+// dynamic tables) and returns each one's file offset, the place a uprobe
+// goes. It reads only through f; a malformed file is an error, never a
+// panic.
+func symbolOffsets(f *os.File) (out map[string]uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("malformed ELF file: %v", r)
+		}
+	}()
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("read ELF: %w", err)
+	}
+	if ef.Type != elf.ET_DYN && ef.Type != elf.ET_EXEC {
+		return nil, errors.New("not a shared object or executable")
+	}
+	syms, err := ef.Symbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, fmt.Errorf("read symbols: %w", err)
+	}
+	dyn, err := ef.DynamicSymbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, fmt.Errorf("read dynamic symbols: %w", err)
+	}
+	out = map[string]uint64{}
+	for _, s := range append(syms, dyn...) {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
+			continue // data, or an undefined (imported) function
+		}
+		for _, p := range ef.Progs {
+			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Vaddr <= s.Value && s.Value < p.Vaddr+p.Memsz {
+				out[s.Name] = s.Value - p.Vaddr + p.Off
+				break
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,554 @@
+package uprobes
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/internal/procmaps"
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// MaxPerfProcesses is how many processes get perf-event uprobes where
+// the kernel has no uprobe_multi links: each such probe takes some 0.1 s
+// to remove, one after another, at the end of the run.
+const MaxPerfProcesses = 32
+
+// rescans is how many times a process's mappings are read after it
+// starts, executes or opens a library (1, 3, 7… polls later): a library
+// is mapped a little after the event that announces it.
+const rescans = 6
+
+// Set is one sensor's targets and programs. Return may be nil.
+type Set struct {
+	Name    string
+	Targets []Target
+	Entry   *ebpf.Program
+	Return  *ebpf.Program
+	states  []TargetState
+}
+
+// Options configure a Scoper.
+type Options struct {
+	// LivePIDs lists the traced processes alive now (the scheduler's
+	// tracked set): processes that appeared are covered, and the links
+	// of those that left are closed, at each Poll. Nil: only Track and
+	// Exited tell.
+	LivePIDs func() ([]int, error)
+}
+
+// Scoper keeps every uprobe link of a run, per traced process.
+type Scoper struct {
+	opts  Options
+	multi bool
+
+	mu    sync.Mutex
+	sets  []*Set
+	files map[fileKey]*libFile
+	order []*libFile // files in the order they became known
+	procs map[int32]*proc
+	// gone are the processes whose links were closed: a late event of
+	// theirs (an exec or open handled after the exit) makes none again.
+	gone     map[int32]bool
+	perf     int // processes with perf-event links
+	capped   bool
+	warnings []string
+	closing  sync.WaitGroup
+	closeErr error
+	// Attaches and Closes count links made and closed (for the record's
+	// self-check and the tests).
+	attaches, closes int
+}
+
+type fileKey struct{ dev, ino uint64 }
+
+// libFile is one library file known to the run, held open.
+type libFile struct {
+	key  fileKey
+	f    *os.File
+	ex   *link.Executable
+	name string // display path
+	base string
+	syms map[string]uint64
+	err  error // reading its symbols failed
+}
+
+// proc is one traced process's links.
+type proc struct {
+	files map[fileKey]bool
+	links []link.Link
+	perf  bool
+	// fromPoll is set for a process first seen in the tracked set, age
+	// counts the polls since: its fork event may come a little later,
+	// and is no reason to start over.
+	fromPoll bool
+	age      int
+	wait     int // polls until the next rescan
+	step     int
+	rescans  int
+}
+
+// New probes whether the kernel has uprobe_multi links and returns an
+// empty Scoper.
+func New(opts Options) *Scoper {
+	return &Scoper{opts: opts, multi: features.HaveBPFLinkUprobeMulti() == nil,
+		files: map[fileKey]*libFile{}, procs: map[int32]*proc{}, gone: map[int32]bool{}}
+}
+
+// Multi says whether links are uprobe_multi links; the programs must then
+// be loaded for them (Prepare).
+func (s *Scoper) Multi() bool { return s.multi }
+
+// Scope says how the probes are confined, for the record.
+func (s *Scoper) Scope() string {
+	if s.multi {
+		return "traced processes only (uprobe_multi link per process)"
+	}
+	return fmt.Sprintf("traced processes only (perf-event uprobe per process, at most %d processes)", MaxPerfProcesses)
+}
+
+// Prepare sets the attach type of the named programs of spec to what the
+// links need: uprobe_multi programs where the kernel has them.
+func (s *Scoper) Prepare(spec *ebpf.CollectionSpec, names ...string) error {
+	for _, n := range names {
+		p := spec.Programs[n]
+		if p == nil {
+			return fmt.Errorf("uprobes: no program %s", n)
+		}
+		if s.multi {
+			p.AttachType = ebpf.AttachTraceUprobeMulti
+		}
+	}
+	return nil
+}
+
+// AddFile makes a library file known before any process maps it (the
+// system's C library, a library the user named and could open): every
+// traced process gets links to it as soon as it is tracked, and they take
+// effect when it maps the file. The Scoper owns f from then on.
+func (s *Scoper) AddFile(f *os.File, name string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return fmt.Errorf("stat %s: %w", name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.Close()
+		return fmt.Errorf("%s: not a regular file", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := fileKey{st.Dev, st.Ino}
+	if s.files[key] != nil {
+		f.Close()
+		return nil
+	}
+	s.addFileLocked(key, f, name)
+	return nil
+}
+
+func (s *Scoper) addFileLocked(key fileKey, f *os.File, name string) *libFile {
+	lf := &libFile{key: key, f: f, name: name, base: path.Base(name)}
+	s.files[key] = lf
+	s.order = append(s.order, lf)
+	return lf
+}
+
+// Add registers a set of targets; its links are made from the next
+// Track or Poll on.
+func (s *Scoper) Add(set *Set) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set.states = make([]TargetState, len(set.Targets))
+	s.sets = append(s.sets, set)
+}
+
+// States returns what became of each of set's targets.
+func (s *Scoper) States(set *Set) []TargetState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]TargetState(nil), set.states...)
+}
+
+// Track covers a traced process now: it gets links to every library file
+// known, and its mappings are read at the next polls, for the libraries
+// it maps next. Called when it is started, forks (fresh: a
+// child inherits its parent's breakpoints but not its links), executes,
+// or opens a library.
+func (s *Scoper) Track(pid int32, fresh bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trackLocked(pid, fresh)
+}
+
+func (s *Scoper) trackLocked(pid int32, fresh bool) {
+	if len(s.sets) == 0 || pid <= 0 {
+		return
+	}
+	p := s.procs[pid]
+	switch {
+	case p != nil && fresh && p.fromPoll && p.age <= 2:
+		// the fork event of a process the tracked set showed first
+	case p != nil && fresh:
+		s.closeLinks(pid, p) // a reused pid: those links were another process's
+		p = nil
+	case p == nil && !fresh && s.gone[pid]:
+		return // it exited; this event was handled late
+	}
+	if p == nil {
+		delete(s.gone, pid)
+		p = &proc{files: map[fileKey]bool{}}
+		s.procs[pid] = p
+		for _, lf := range s.order {
+			s.attachFile(pid, p, lf)
+		}
+	}
+	// Read at the next poll, not now: a library is mapped a little after
+	// the event that announces it, and a process that opens hundreds of
+	// them (an import of a large Python package) is read once a poll.
+	p.step, p.wait, p.rescans = 1, 1, rescans
+}
+
+// Exited closes a process's links.
+func (s *Scoper) Exited(pid int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.procs[pid]; p != nil {
+		s.closeLinks(pid, p)
+	}
+}
+
+// scan reads pid's mappings: a library file not known yet that some
+// target matches is opened through the mapping and attached in every
+// traced process; a known one in pid if it is not yet.
+func (s *Scoper) scan(pid int32, p *proc) {
+	maps, err := procmaps.Read(int(pid))
+	if err != nil {
+		return // it exited: Poll closes its links
+	}
+	for _, m := range maps {
+		if !m.Exec() {
+			continue
+		}
+		key := fileKey{uint64(unix.Mkdev(m.Major, m.Minor)), m.Inode}
+		if lf := s.files[key]; lf != nil {
+			if !p.files[key] {
+				s.attachFile(pid, p, lf)
+			}
+			continue
+		}
+		if !s.wanted(path.Base(m.Path)) {
+			continue
+		}
+		f, err := procmaps.Open(int(pid), m)
+		if err != nil {
+			continue // unmapped meanwhile; a later scan sees what replaced it
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			f.Close()
+			continue
+		}
+		key = fileKey{st.Dev, st.Ino}
+		lf := s.addFileLocked(key, f, m.Path)
+		for other, op := range s.procs {
+			s.attachFile(other, op, lf)
+		}
+	}
+}
+
+// wanted says whether some target matches a library's base name.
+func (s *Scoper) wanted(base string) bool {
+	for _, set := range s.sets {
+		for _, t := range set.Targets {
+			if t.Matches(base) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// plan is one set's probes in one file.
+type plan struct {
+	idx            []int
+	addrs, cookies []uint64
+}
+
+// planFor resolves set's targets that match lf, reading lf's symbols
+// from its descriptor once. A target whose symbol lf lacks gets an error.
+func (s *Scoper) planFor(set *Set, lf *libFile) plan {
+	var pl plan
+	for i, t := range set.Targets {
+		if !t.Matches(lf.base) {
+			continue
+		}
+		if lf.syms == nil && lf.err == nil {
+			lf.syms, lf.err = symbolOffsets(lf.f)
+		}
+		if lf.err != nil {
+			s.fail(set, i, fmt.Sprintf("%s: %v", lf.name, lf.err))
+			continue
+		}
+		off, ok := lf.syms[t.Symbol]
+		if !ok {
+			s.fail(set, i, fmt.Sprintf("%s: no function %s", lf.name, t.Symbol))
+			continue
+		}
+		pl.idx = append(pl.idx, i)
+		pl.addrs = append(pl.addrs, off)
+		pl.cookies = append(pl.cookies, t.Cookie)
+	}
+	return pl
+}
+
+// Fail records why target i of set could not be probed, unless an
+// earlier failure was recorded.
+func (s *Scoper) Fail(set *Set, i int, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail(set, i, msg)
+}
+
+func (s *Scoper) fail(set *Set, i int, msg string) {
+	if set.states[i].Error == "" {
+		set.states[i].Error = msg
+	}
+}
+
+// attachFile links every set's probes in lf for pid, once.
+func (s *Scoper) attachFile(pid int32, p *proc, lf *libFile) {
+	if p.files[lf.key] {
+		return
+	}
+	p.files[lf.key] = true
+	for _, set := range s.sets {
+		pl := s.planFor(set, lf)
+		if len(pl.idx) == 0 {
+			continue
+		}
+		if !s.multi && !p.perf {
+			if s.perf >= MaxPerfProcesses {
+				if !s.capped {
+					s.capped = true
+					s.warnings = append(s.warnings, fmt.Sprintf(
+						"uprobes: this kernel has no uprobe_multi links; probes were attached in the first %d traced processes only (pid %d and later ones are not probed)", MaxPerfProcesses, pid))
+				}
+				return
+			}
+			p.perf = true
+			s.perf++
+		}
+		if err := s.link(pid, p, lf, set, pl); err != nil {
+			if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+				return // it exited before its event was handled
+			}
+			for _, i := range pl.idx {
+				s.fail(set, i, fmt.Sprintf("%s (pid %d): %v", lf.name, pid, err))
+			}
+			continue
+		}
+		for _, i := range pl.idx {
+			st := &set.states[i]
+			if st.Path == "" {
+				st.Path = lf.name
+			}
+			st.Processes++
+		}
+	}
+}
+
+// link attaches one set's entry and return programs for pid in lf.
+func (s *Scoper) link(pid int32, p *proc, lf *libFile, set *Set, pl plan) error {
+	if lf.ex == nil {
+		// The descriptor's magic link: the kernel resolves it to the
+		// inode held, whatever path the process named.
+		ex, err := link.OpenExecutable("/proc/self/fd/" + strconv.Itoa(int(lf.f.Fd())))
+		if err != nil {
+			return err
+		}
+		lf.ex = ex
+	}
+	var made []link.Link
+	undo := func(err error) error {
+		for _, l := range made {
+			_ = l.Close()
+		}
+		return err
+	}
+	for _, ret := range []bool{false, true} {
+		prog := set.Entry
+		if ret {
+			prog = set.Return
+		}
+		if prog == nil {
+			continue
+		}
+		if s.multi {
+			opts := &link.UprobeMultiOptions{Addresses: pl.addrs, Cookies: pl.cookies, PID: uint32(pid)}
+			attach := lf.ex.UprobeMulti
+			if ret {
+				attach = lf.ex.UretprobeMulti
+			}
+			l, err := attach(nil, prog, opts)
+			if err != nil {
+				return undo(err)
+			}
+			made = append(made, l)
+			continue
+		}
+		for k, i := range pl.idx {
+			opts := &link.UprobeOptions{Address: pl.addrs[k], Cookie: pl.cookies[k], PID: int(pid)}
+			attach := lf.ex.Uprobe
+			if ret {
+				attach = lf.ex.Uretprobe
+			}
+			l, err := attach(set.Targets[i].Symbol, prog, opts)
+			if err != nil {
+				return undo(err)
+			}
+			made = append(made, l)
+		}
+	}
+	p.links = append(p.links, made...)
+	s.attaches += len(made)
+	return nil
+}
+
+// closeLinks closes a process's links in the background (each close
+// waits for the kernel to take the breakpoints out) and forgets it.
+func (s *Scoper) closeLinks(pid int32, p *proc) {
+	delete(s.procs, pid)
+	s.gone[pid] = true
+	if len(p.links) == 0 {
+		return
+	}
+	s.closes += len(p.links)
+	s.closing.Add(1)
+	go func(ls []link.Link) {
+		defer s.closing.Done()
+		err := closeAll(ls)
+		if err != nil {
+			s.mu.Lock()
+			if s.closeErr == nil {
+				s.closeErr = err
+			}
+			s.mu.Unlock()
+		}
+	}(p.links)
+}
+
+// closeAll closes links all at once: removing uprobes one after another
+// waits for the kernel once per link.
+func closeAll(ls []link.Link) error {
+	errs := make([]error, len(ls))
+	var wg sync.WaitGroup
+	for i, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Begin is part of the session's sensor interface.
+func (s *Scoper) Begin(uint64) {}
+
+// Poll covers the traced processes that appeared since the last poll,
+// closes the links of those that left, and reads again the mappings of
+// those that started or opened a library lately.
+func (s *Scoper) Poll(uint64, *record.Sample) error {
+	s.mu.Lock()
+	none := len(s.sets) == 0
+	s.mu.Unlock()
+	if none {
+		return nil
+	}
+	var live map[int32]bool
+	if s.opts.LivePIDs != nil {
+		pids, err := s.opts.LivePIDs()
+		if err != nil {
+			return fmt.Errorf("uprobes: %w", err)
+		}
+		live = make(map[int32]bool, len(pids))
+		for _, pid := range pids {
+			live[int32(pid)] = true
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for pid, p := range s.procs {
+		if live != nil && !live[pid] {
+			s.closeLinks(pid, p)
+			continue
+		}
+		p.age++
+		if p.rescans == 0 {
+			continue
+		}
+		if p.wait--; p.wait <= 0 {
+			p.step *= 2
+			p.wait, p.rescans = p.step, p.rescans-1
+			s.scan(pid, p)
+		}
+	}
+	for pid := range live {
+		if s.procs[pid] == nil {
+			s.trackLocked(pid, true)
+			if p := s.procs[pid]; p != nil {
+				p.fromPoll = true
+			}
+		}
+	}
+	return nil
+}
+
+// Finish adds the Scoper's warnings to rec.
+func (s *Scoper) Finish(rec *record.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec.Warnings = append(rec.Warnings, s.warnings...)
+	return nil
+}
+
+// Counts returns how many links were made and closed so far.
+func (s *Scoper) Counts() (attached, closed int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attaches, s.closes
+}
+
+// Close closes every link, all at once, and the library files.
+func (s *Scoper) Close() error {
+	s.mu.Lock()
+	var all []link.Link
+	for pid, p := range s.procs {
+		all = append(all, p.links...)
+		s.closes += len(p.links)
+		delete(s.procs, pid)
+	}
+	files := s.order
+	s.order, s.files = nil, map[fileKey]*libFile{}
+	s.mu.Unlock()
+	err := closeAll(all)
+	s.closing.Wait()
+	for _, lf := range files {
+		lf.f.Close()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(err, s.closeErr)
+}

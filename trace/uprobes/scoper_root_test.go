@@ -1,0 +1,191 @@
+package uprobes
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/coldtrace/coldtrace/internal/testenv"
+)
+
+// emptyProgram loads a uprobe program that does nothing, for uprobe_multi
+// links or perf-event ones.
+func emptyProgram(t *testing.T, multi bool) *ebpf.Program {
+	t.Helper()
+	spec := &ebpf.ProgramSpec{Type: ebpf.Kprobe, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
+	if multi {
+		spec.AttachType = ebpf.AttachTraceUprobeMulti
+	}
+	p, err := ebpf.NewProgram(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// sleepers starts n processes that map libc and wait.
+func sleepers(t *testing.T, n int) []int32 {
+	t.Helper()
+	var pids []int32
+	for i := 0; i < n; i++ {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		pids = append(pids, int32(cmd.Process.Pid))
+	}
+	// Each has mapped libc once its maps list it.
+	for _, pid := range pids {
+		for i := 0; ; i++ {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/maps")
+			if strings.Contains(string(b), "/libc.so.6") {
+				break
+			}
+			if i == 2000 {
+				t.Fatalf("pid %d never mapped libc", pid)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return pids
+}
+
+// linksByPID counts the uprobe_multi links filtered to each pid.
+func linksByPID(t *testing.T) map[uint32]int {
+	t.Helper()
+	out := map[uint32]int{}
+	it := new(link.Iterator)
+	defer it.Close()
+	for it.Next() {
+		info, err := it.Link.Info()
+		if err != nil {
+			continue
+		}
+		if umi := info.UprobeMulti(); umi != nil {
+			if pid, ok := umi.Pid(); ok {
+				out[pid]++
+			}
+		}
+	}
+	return out
+}
+
+// TestScoperLinksEachProcessOnceAndClosesAll: 50 processes mapping libc
+// get one uprobe_multi link each, found through their own mappings; the
+// links of one that exits are closed at the next poll, the rest at Close.
+func TestScoperLinksEachProcessOnceAndClosesAll(t *testing.T) {
+	testenv.RequireTracing(t)
+	pids := sleepers(t, 50)
+	live := map[int32]bool{}
+	for _, p := range pids {
+		live[p] = true
+	}
+	s := New(Options{LivePIDs: func() ([]int, error) {
+		var out []int
+		for p, ok := range live {
+			if ok {
+				out = append(out, int(p))
+			}
+		}
+		return out, nil
+	}})
+	if !s.Multi() {
+		t.Skip("no uprobe_multi links on this kernel")
+	}
+	set := &Set{Name: "test", Entry: emptyProgram(t, true), Targets: []Target{
+		{Name: "getpid", Lib: "libc.so.6", Symbol: "getpid"}, {Name: "malloc", Lib: "libc.so.6", Symbol: "malloc", Cookie: 1},
+		{Name: "nope", Lib: "libc.so.6", Symbol: "no_such_function_here", Cookie: 2}}}
+	s.Add(set)
+	start := time.Now()
+	for _, p := range pids {
+		s.Track(p, true)
+	}
+	// Their mappings are read at the next poll: libc is found in them.
+	if err := s.Poll(0, nil); err != nil {
+		t.Fatal(err)
+	}
+	attachTook := time.Since(start)
+	made, _ := s.Counts()
+	if made != 50 {
+		t.Errorf("%d links made for 50 processes, want 50", made)
+	}
+	byPID := linksByPID(t)
+	for _, p := range pids {
+		if byPID[uint32(p)] != 1 {
+			t.Errorf("pid %d has %d links, want 1", p, byPID[uint32(p)])
+		}
+	}
+	st := s.States(set)
+	if st[0].Processes != 50 || st[1].Processes != 50 || st[2].Processes != 0 || !strings.Contains(st[2].Error, "no function no_such_function_here") {
+		t.Errorf("states: %+v", st)
+	}
+	// Tracking again (an exec) makes no second link.
+	s.Track(pids[0], false)
+	if made, _ := s.Counts(); made != 50 {
+		t.Errorf("%d links after tracking a process again, want 50", made)
+	}
+
+	live[pids[0]] = false
+	if err := s.Poll(0, nil); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closeTook := time.Since(start)
+	if _, closed := s.Counts(); closed != 50 {
+		t.Errorf("%d links closed, want 50", closed)
+	}
+	after := linksByPID(t)
+	for _, p := range pids {
+		if after[uint32(p)] != 0 {
+			t.Errorf("pid %d still has %d links after Close", p, after[uint32(p)])
+		}
+	}
+	t.Logf("50 processes: attach %v (%v each), close %v together", attachTook, attachTook/50, closeTook)
+}
+
+// TestScoperCapsPerfEventProbes: without uprobe_multi links, perf-event
+// uprobes go into the first MaxPerfProcesses processes only, and the
+// record says so.
+func TestScoperCapsPerfEventProbes(t *testing.T) {
+	testenv.RequireTracing(t)
+	pids := sleepers(t, MaxPerfProcesses+2)
+	s := New(Options{})
+	s.multi = false // as on a kernel without uprobe_multi links
+	set := &Set{Name: "test", Entry: emptyProgram(t, false), Targets: []Target{{Name: "getpid", Lib: "libc.so.6", Symbol: "getpid"}}}
+	s.Add(set)
+	start := time.Now()
+	for _, p := range pids {
+		s.Track(p, true)
+	}
+	if err := s.Poll(0, nil); err != nil {
+		t.Fatal(err)
+	}
+	attachTook := time.Since(start)
+	if made, _ := s.Counts(); made != MaxPerfProcesses {
+		t.Errorf("%d perf-event links for %d processes, want %d", made, len(pids), MaxPerfProcesses)
+	}
+	if st := s.States(set); st[0].Processes != MaxPerfProcesses {
+		t.Errorf("states: %+v", st)
+	}
+	if len(s.warnings) != 1 || !strings.Contains(s.warnings[0], "no uprobe_multi links") {
+		t.Errorf("warnings: %q", s.warnings)
+	}
+	start = time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d perf-event uprobes: attach %v, close %v together", MaxPerfProcesses, attachTook, time.Since(start))
+}
