@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,17 +68,38 @@ func readBench(t *testing.T, path string) benchDoc {
 	return d
 }
 
-// checkDiskFaster: B faster than A in every pair, disk reads the
-// category that gained most, and the verdict says so with disk reads
-// first — unless the As drifted by more than the difference, which this
-// shared 2-CPU machine does under load (cold reads 70 ms to 300 ms): the
-// verdict is then "no difference beyond drift", and only that is checked.
+// checkDiskFaster: every counted A read from disk and no counted B did
+// as much (the attribution's per-run disk_read, which a cached read of
+// the same file does not have), disk reads the category B gained most
+// in, and the verdict says so with disk reads first. How much faster the
+// Bs were in wall time is the machine's business: under load the As drift
+// (cold reads 70 ms to 300 ms on this shared 2-CPU VM) and other
+// processes' CPU makes a range straddle zero. Then the verdict must say
+// why it could not tell (drift, or busy neighbours), and only that is
+// checked.
 func checkDiskFaster(t *testing.T, d benchDoc, stderr string) {
 	t.Helper()
-	s := d.Bench.Summary
-	if s.MaxNS >= 0 {
-		t.Errorf("a B was not faster than its As (max difference %d ns):\n%s", s.MaxNS, stderr)
+	var aDisk, bDisk []int64
+	for _, r := range d.Bench.Runs {
+		if r.Status != "counted" {
+			continue
+		}
+		if r.Side == "A" {
+			aDisk = append(aDisk, r.Categories["disk_read"])
+		} else {
+			bDisk = append(bDisk, r.Categories["disk_read"])
+		}
 	}
+	if len(aDisk) == 0 || len(bDisk) == 0 {
+		t.Fatalf("counted runs: %d As, %d Bs\n%s", len(aDisk), len(bDisk), stderr)
+	}
+	if slices.Min(aDisk) <= 0 {
+		t.Errorf("an A read nothing from disk: disk_read %v\n%s", aDisk, stderr)
+	}
+	if slices.Max(bDisk) >= slices.Min(aDisk) {
+		t.Errorf("a B's disk_read %v reaches an A's %v\n%s", bDisk, aDisk, stderr)
+	}
+	s := d.Bench.Summary
 	best, bestNS := "", int64(0)
 	for _, c := range s.Categories {
 		if c.MedianNS < bestNS {
@@ -88,8 +110,8 @@ func checkDiskFaster(t *testing.T, d benchDoc, stderr string) {
 		t.Errorf("the category B gained most in is %q, want disk_read\n%s", best, stderr)
 	}
 	v := s.Verdict
-	if v.Kind == "no_difference_beyond_drift" && v.WithinDrift && !v.Straddles && !v.WithinSpread {
-		t.Logf("the As drifted %+.0f%%, more than the difference: verdict %q", s.DriftPct, d.Verdict)
+	if strings.HasPrefix(v.Kind, "no_difference") && (v.WithinDrift || strings.Contains(d.Verdict, "other processes were busy")) {
+		t.Logf("the machine could not tell (drift %+.0f%%): verdict %q", s.DriftPct, d.Verdict)
 		return
 	}
 	if v.Kind != "b_faster" || len(v.Why) == 0 || v.Why[0].Category != "disk_read" || v.Why[0].MedianNS >= 0 {
