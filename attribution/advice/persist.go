@@ -53,12 +53,16 @@ func PersistList(r *record.Record) []Persist {
 		// wherever the sources do: nothing says it should move.
 		inTree := strings.Contains(c.Root, "*") || c.Root == ""
 		if p.Env != "" && !inTree {
-			dir := c.Root
 			if !p.Survives() {
-				dir = "${XDG_CACHE_HOME:-$HOME/.cache}/" + c.Name
+				// A fresh directory: the cache lands below it wherever
+				// the framework puts it under the variable.
+				dir := "${XDG_CACHE_HOME:-$HOME/.cache}/" + c.Name
 				p.Export = "export " + p.Env + "=\"" + dir + "\""
+			} else if a, ok := keepAt(c, c.Root); ok {
+				p.Env = a.Var
+				p.Export = "export " + p.Env + "=" + shellQuote(a.Value)
 			} else {
-				p.Export = "export " + p.Env + "=" + shellQuote(dir)
+				p.Env = ""
 			}
 		}
 		if !p.Survives() && p.RerunNS > 0 {
