@@ -202,7 +202,8 @@ func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Resul
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(b, "\n  verdict: %s\n", format.Escape(words.Verdict(res.Verdict)))
+	fmt.Fprintf(b, "\n  state: %s\n", format.Escape(res.Verdict.Label))
+	fmt.Fprintf(b, "  verdict: %s\n", format.Escape(words.Verdict(res.Verdict)))
 	for _, n := range res.Notes {
 		// The GPU row says already why there is no GPU data.
 		if n.Kind == attribution.NoteGPUUnavailable && r.GPU != nil && r.GPU.Unavailable != "" {

@@ -133,3 +133,14 @@ func TestExportForNamesTheVariableThatFindsTheRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightsCachesSayWeights: attribution tells a cache of downloaded
+// weights from a compile cache by its framework name alone (the record
+// carries no more), so every cache that does not compile says "(weights)".
+func TestWeightsCachesSayWeights(t *testing.T) {
+	for _, s := range Registry {
+		if s.Compiles == strings.HasSuffix(s.Framework, "(weights)") {
+			t.Errorf("%s: Compiles %v but framework %q", s.Name, s.Compiles, s.Framework)
+		}
+	}
+}
