@@ -133,8 +133,9 @@ func survivalWords(s string) string {
 
 func survives(k *record.Cache) bool { return advice.Persist{Survival: k.Survival}.Survives() }
 
-// shellWord reads a bare word or a single-quoted one (with '\” for a
-// quote), as sh would; false for any other quoting.
+// shellWord reads a bare word or a single-quoted one (each quote inside
+// closed, escaped and reopened), as sh would; false for any other
+// quoting.
 func shellWord(s string) (string, bool) {
 	if !strings.ContainsAny(s, "'\"\\$` \t\n") {
 		return s, true
