@@ -38,3 +38,15 @@ func TestMovedRootPointsBackThroughTheInverse(t *testing.T) {
 		t.Fatalf("misses = %+v", m)
 	}
 }
+
+// TestPersistOffTmpfsWithoutAVariableOfItsOwn: PyOpenCL's cache follows
+// XDG_CACHE_HOME alone; off a tmpfs it goes back to the default cache
+// home, not to a directory named after it below XDG_CACHE_HOME.
+func TestPersistOffTmpfsWithoutAVariableOfItsOwn(t *testing.T) {
+	rc := record.Cache{Name: "pyopencl", Root: "/run/x/pyopencl", Via: "XDG_CACHE_HOME", MovedBy: "XDG_CACHE_HOME",
+		EntriesWritten: 1, FS: "tmpfs", Survival: "lost at reboot"}
+	got := Exports(PersistList(&record.Record{JIT: &record.JIT{Caches: []record.Cache{rc}}}))
+	if want := `export XDG_CACHE_HOME="$HOME/.cache"`; strings.Join(got, "\n") != want {
+		t.Errorf("exports %q, want %q", got, want)
+	}
+}

@@ -57,6 +57,11 @@ func PersistList(r *record.Record) []Persist {
 				// A fresh directory: the cache lands below it wherever
 				// the framework puts it under the variable.
 				dir := "${XDG_CACHE_HOME:-$HOME/.cache}/" + c.Name
+				if p.Env == "XDG_CACHE_HOME" {
+					// The cache has no variable of its own: the
+					// user's cache home, at its default.
+					dir = "$HOME/.cache"
+				}
 				p.Export = "export " + p.Env + "=\"" + dir + "\""
 			} else if a, ok := keepAt(c, c.Root); ok {
 				p.Env = a.Var
