@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/jit"
 )
 
 // The tests here follow coldtrace's persist advice as a user would: run a
@@ -266,15 +267,31 @@ func TestAdviceFollowedPythonBytecode(t *testing.T) {
 }
 
 // The npm @huggingface/hub client keeps its downloads in the Hugging Face
-// hub cache layout; the test needs the package installed (tests install
-// nothing from the network).
+// hub cache layout, found as huggingface_hub finds it: the export the
+// advice prints for that cache must lead it to the same root. Tests
+// install nothing from the network: without the package it is skipped.
 func TestAdviceFollowedNpmHub(t *testing.T) {
-	requireTracing(t)
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("no node")
 	}
 	if out, err := exec.Command("node", "-e", "require.resolve('@huggingface/hub')").CombinedOutput(); err != nil {
 		t.Skipf("the npm package @huggingface/hub is not installed for node (npm install -g @huggingface/hub; tests install nothing): %d bytes of node errors", len(out))
 	}
-	t.Skip("@huggingface/hub is installed but this test has no offline hub for it to download from")
+	root := filepath.Join(t.TempDir(), "hf", "hub")
+	s, _ := jit.Lookup("huggingface")
+	a, ok := s.ExportFor(root)
+	if !ok {
+		t.Fatalf("no export for a huggingface cache at %s", root)
+	}
+	cmd := exec.Command("node", "-e", `const h = require('@huggingface/hub');
+if (typeof h.getHFHubCachePath !== 'function') process.exit(3);
+process.stdout.write(h.getHFHubCachePath());`)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), a.Var + "=" + a.Value}
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 {
+		t.Skip("this @huggingface/hub exports no getHFHubCachePath to ask where its cache is")
+	}
+	if err != nil || string(out) != root {
+		t.Errorf("with %s=%s, @huggingface/hub's cache is %q (%v), want %s", a.Var, a.Value, out, err, root)
+	}
 }
