@@ -31,8 +31,8 @@ func TestSectionsDisagreeingFail(t *testing.T) {
 			"names the torch_hub cache, which the caches table does not list"},
 		{"download outside its cache", func(r *record.Record) { r.Downloads[0].Path = "/srv/elsewhere/model.bin" },
 			"is outside its root"},
-		{"kept in a cache the table says is lost", func(r *record.Record) { hub(r).Survival = "lost at reboot" },
-			`the caches table says the huggingface cache is "lost at reboot", but the download says "kept"`},
+		{"fetched again from a cache the table says persists", func(r *record.Record) { k := hub(r); k.Survival, k.FS = "persistent", "tmpfs" },
+			`the caches table says the huggingface cache is "persistent", but the download says "volatile"`},
 		{"fetched again while its body went into the cache", func(r *record.Record) {
 			d := &r.Downloads[0]
 			r.Files = append(r.Files, record.File{ID: len(r.Files), Path: d.Path, PagesCreated: d.Bytes / 4096})
