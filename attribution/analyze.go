@@ -16,10 +16,6 @@ type Options struct {
 	// MinPhaseNS is the shortest phase kept; shorter runs of slices are
 	// absorbed into a neighbour. 0 means max(2×IntervalNS, WallNS/100).
 	MinPhaseNS int64
-	// ColdShare is the share of the wall time in avoidable categories
-	// (disk_read, jit_compile, download) from which the verdict calls the
-	// run a cold start. 0 means 0.10.
-	ColdShare float64
 	// CompilerNames are process names treated as compilers, beside the
 	// built-in list and the compilers the record's JIT section names.
 	CompilerNames []string
@@ -37,8 +33,8 @@ type Result struct {
 	Phases []Phase `json:"phases"`
 	// Verdict judges the run, as data (report/words says it).
 	Verdict Verdict `json:"verdict"`
-	// Cold is set when the avoidable categories reach Options.ColdShare
-	// (Verdict.Kind is VerdictCold).
+	// Cold is set when the cold rule holds (Verdict.Kind is
+	// VerdictCold; Verdict.ColdBy says why).
 	Cold bool `json:"cold"`
 	// WarmEstimateNS is what a rerun with every cache warm should take:
 	// the wall time less the avoidable categories, less nothing of the CPU
@@ -219,7 +215,7 @@ func (a *analyzer) run() *Result {
 	res.RereadNS = rereadNS(a.r, res.Row(DiskRead))
 	res.WarmEstimateNS = min(a.wall, res.WarmEstimateNS+res.RereadNS)
 	res.Phases = phases(a.slices, a.minPhase())
-	res.Verdict = verdict(res, a.coldShare())
+	res.Verdict = verdict(res, coldBy(a.r, res))
 	res.Verdict.Memory = memoryCause(a.r, res)
 	res.Verdict.Contention = contention(a.r, res)
 	res.Cold = res.Verdict.Kind == VerdictCold
@@ -232,13 +228,6 @@ func (a *analyzer) minPhase() int64 {
 		return a.opt.MinPhaseNS
 	}
 	return max(2*a.r.IntervalNS, a.wall/100)
-}
-
-func (a *analyzer) coldShare() float64 {
-	if a.opt.ColdShare > 0 {
-		return a.opt.ColdShare
-	}
-	return 0.10
 }
 
 // cut tiles [0, WallNS] with slices at the samples' end times. Samples are

@@ -388,14 +388,15 @@ var analyzeCases = []analyzeCase{
 	{
 		// The same downloads, the second kept in memory: a warm rerun
 		// fetches it again, so only the time the first alone was in
-		// flight (100–300 ms) and the overlap leave the estimate.
+		// flight (100–300 ms) and the overlap leave the estimate. The
+		// first is 5 MiB: kept, it makes the run cold.
 		name: "a download kept in memory is repeated",
 		record: func(t *testing.T) *record.Record {
 			r := newRec(800).every(0, 800, []th{{tid: 1, pid: 1, otherWait: 100}})
 			r.JIT = &record.JIT{Caches: []record.Cache{hubCache("ext4", false)}}
 			r.Downloads = []record.Download{
 				{Path: "hub/models--a/blobs/1", Name: "model.safetensors", Cache: "huggingface", Peer: "127.0.0.1:8765",
-					Bytes: 3 << 20, StartNS: 100 * ms, EndNS: 400 * ms, PID: 1},
+					Bytes: 5 << 20, StartNS: 100 * ms, EndNS: 400 * ms, PID: 1},
 				{Peer: "10.0.0.1:443", Host: "hub.example", Bytes: 1 << 20, StartNS: 300 * ms, EndNS: 600 * ms, PID: 1},
 			}
 			return r.Record

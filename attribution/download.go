@@ -53,9 +53,10 @@ func FateOf(r *record.Record, d record.Download) (Fate, *record.Cache) {
 	switch {
 	case c == nil:
 		return FateNoCache, nil
-	case c.Volatile || c.FS == "tmpfs" || c.FS == "ramfs":
+	case c.Volatile || c.FS == "tmpfs" || c.FS == "ramfs" || c.Survival == "lost at reboot":
 		return FateVolatile, c
-	case c.ContainerLayer || c.FS == "overlay" || c.FS == "overlayfs":
+	case c.ContainerLayer || c.FS == "overlay" || c.FS == "overlayfs" || c.Survival == "container layer":
+		// The caches table's survival says the same (one story).
 		return FateContainer, c
 	}
 	return FateKept, c

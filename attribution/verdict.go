@@ -14,9 +14,11 @@ type VerdictKind string
 const (
 	// VerdictEmpty: the command exited at once; there is no time to attribute.
 	VerdictEmpty VerdictKind = "empty"
-	// VerdictCold: the avoidable categories reach Options.ColdShare of the wall.
+	// VerdictCold: the run did what a rerun would not repeat (ColdBy):
+	// read from disk what a rerun finds cached, downloaded into files
+	// that stay, or compiled cache entries.
 	VerdictCold VerdictKind = "cold"
-	// VerdictWarm: they do not; a rerun would save little.
+	// VerdictWarm: it did none of that; a rerun would save little.
 	VerdictWarm VerdictKind = "warm"
 )
 
@@ -26,8 +28,14 @@ const (
 // and the second when it has at least 10%; Mostly is the main avoidable
 // row when it cost anything.
 type Verdict struct {
-	Kind   VerdictKind `json:"kind"`
-	Causes []Cause     `json:"causes,omitempty"`
+	Kind VerdictKind `json:"kind"`
+	// Label is Kind with what made the run cold and the time it took,
+	// as text, JSON and diff print it: "cold (read 144.0 MiB from disk
+	// in 30ms)", "warm".
+	Label string `json:"label"`
+	// ColdBy is the evidence of the cold rule that decided Kind.
+	ColdBy *ColdBy `json:"cold_by,omitempty"`
+	Causes []Cause `json:"causes,omitempty"`
 	// AvoidableNS is the time of disk_read, jit_compile and download
 	// together; AvoidableShare is its share of the wall time.
 	AvoidableNS    int64   `json:"avoidable_ns"`
@@ -62,14 +70,16 @@ type Cause struct {
 	Download *DownloadEvidence `json:"download,omitempty"`
 }
 
-// verdict judges the result: a cold start when the avoidable categories
-// (disk_read, jit_compile, download) reach coldShare of the wall time.
-func verdict(res *Result, coldShare float64) Verdict {
-	v := Verdict{WarmEstimateNS: res.WarmEstimateNS}
+// verdict judges the result: a cold start when the cold rule holds (cb),
+// however little of the wall time it cost.
+func verdict(res *Result, cb ColdBy) (v Verdict) {
+	v = Verdict{WarmEstimateNS: res.WarmEstimateNS}
 	if res.WallNS <= 0 {
 		v.Kind = VerdictEmpty
+		v.Label = label(v)
 		return v
 	}
+	v.ColdBy = &cb
 	var cold, warm []*Row
 	for i := range res.Breakdown {
 		row := &res.Breakdown[i]
@@ -85,7 +95,8 @@ func verdict(res *Result, coldShare float64) Verdict {
 	slices.SortStableFunc(cold, byNS)
 	slices.SortStableFunc(warm, byNS)
 
-	if v.AvoidableShare >= coldShare {
+	defer func() { v.Label = label(v) }()
+	if cb.Cold() {
 		v.Kind = VerdictCold
 		for i, row := range cold {
 			if row.NS == 0 || (i > 0 && row.Pct == 0) {

@@ -60,9 +60,9 @@ func Misses(r *record.Record) []CacheMiss {
 			m.Sentence = fmt.Sprintf("%s cache: this run looked in %s (%s) and its %d lookups missed, while %s holds %d files (%s): "+
 				"HOME, XDG_CACHE_HOME or a variable moved the cache — not a cold cache", name(c), c.Root, viaWords(c.Via), c.Lookups,
 				o.Path, o.Files, bytesWords(o.SizeBytes))
-			if c.CompileNS > 0 && ShellName(c.MovedBy) && PlainText(o.Path) {
+			if a, ok := keepAt(c, o.Path); ok && c.CompileNS > 0 && ShellName(a.Var) && PlainText(a.Value) {
 				m.Action = &Action{
-					Action:   fmt.Sprintf("point the %s cache back at its entries: export %s=%s", name(c), c.MovedBy, shellQuote(o.Path)),
+					Action:   fmt.Sprintf("point the %s cache back at its entries: export %s=%s", name(c), a.Var, shellQuote(a.Value)),
 					SavesNS:  c.CompileNS,
 					Evidence: m.Sentence,
 				}

@@ -59,7 +59,7 @@ func PersistList(r *record.Record) []Persist {
 		// wherever the sources do: nothing says it should move.
 		inTree := strings.Contains(c.Root, "*") || c.Root == ""
 		if p.Env != "" && !inTree {
-			p.Export, p.Skipped = exportLine(p)
+			p.Export, p.Skipped = exportLine(&p, c)
 		}
 		if !p.Survives() && p.RerunNS > 0 {
 			what := "move it to a persistent directory"
@@ -100,24 +100,41 @@ const cacheHome = `"${XDG_CACHE_HOME:-$HOME/.cache}"/`
 
 // exportLine is the sh line that keeps p's cache, every value from the
 // record in single quotes; or, when no such line is safe, why not.
-func exportLine(p Persist) (line, skipped string) {
-	if !ShellName(p.Env) {
-		return "", "not a shell variable name"
-	}
-	value := p.Root
+func exportLine(p *Persist, c record.Cache) (line, skipped string) {
 	if !p.Survives() {
-		value = p.Cache
-		if value == "" || value == "." || value == ".." || strings.Contains(value, "/") {
+		if !ShellName(p.Env) {
+			return "", "not a shell variable name"
+		}
+		if p.Env == "XDG_CACHE_HOME" {
+			// The cache has no variable of its own: the user's cache
+			// home, at its default; the framework adds its own folder.
+			return "export XDG_CACHE_HOME=\"$HOME/.cache\"", ""
+		}
+		name := p.Cache
+		if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
 			return "", "the cache name is not one directory name"
 		}
+		if !PlainText(name) {
+			return "", "its value holds a control character or invalid UTF-8"
+		}
+		return "export " + p.Env + "=" + cacheHome + singleQuote(name), ""
 	}
-	if !PlainText(value) {
+	// The variable that makes the framework find the cache where it is
+	// (the registry's inverse): not always the root itself, as torch
+	// looks in $TORCH_HOME/hub.
+	a, ok := keepAt(c, c.Root)
+	if !ok {
+		p.Env = ""
+		return "", ""
+	}
+	p.Env = a.Var
+	if !ShellName(a.Var) {
+		return "", "not a shell variable name"
+	}
+	if !PlainText(a.Value) {
 		return "", "its value holds a control character or invalid UTF-8"
 	}
-	if !p.Survives() {
-		return "export " + p.Env + "=" + cacheHome + singleQuote(value), ""
-	}
-	return "export " + p.Env + "=" + singleQuote(value), ""
+	return "export " + a.Var + "=" + singleQuote(a.Value), ""
 }
 
 // ShellName reports whether s is a POSIX sh variable name,

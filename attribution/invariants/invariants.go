@@ -54,6 +54,7 @@ func Check(r *record.Record) []Violation {
 	c.downloads()
 	c.fillWait()
 	c.reread()
+	c.story()
 	return c.out
 }
 

@@ -33,12 +33,14 @@ type document struct {
 type run struct {
 	compare.Run
 	Verdict string `json:"verdict"`
+	// Label is the run's verdict label, as the text diff prints it.
+	Label string `json:"label"`
 }
 
 // WriteJSON writes d as indented JSON.
 func WriteJSON(w io.Writer, d *compare.Diff) error {
-	doc := document{Schema: Schema, Diff: d, A: run{d.A, words.Verdict(d.A.Verdict)},
-		B: run{d.B, words.Verdict(d.B.Verdict)}, Verdict: words.Comparison(d.Verdict),
+	doc := document{Schema: Schema, Diff: d, A: run{d.A, words.Verdict(d.A.Verdict), d.A.Verdict.Label},
+		B: run{d.B, words.Verdict(d.B.Verdict), d.B.Verdict.Label}, Verdict: words.Comparison(d.Verdict),
 		Machine: d.Verdict.Machine}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -65,9 +67,10 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 		name string
 		r    compare.Run
 	}{{"A", d.A}, {"B", d.B}} {
-		state := "warm"
-		if s.r.Cold {
-			state = "cold start"
+		state := s.r.Verdict.Label
+		if state == "" {
+			// A run analysed before verdicts had labels.
+			state = map[bool]string{true: "cold", false: "warm"}[s.r.Cold]
 		}
 		fmt.Fprintf(&b, "  %s: %s — %s wall, exit %d, %s", s.name, cmp.Or(format.EscapeAll(s.r.Command), "?"),
 			format.Duration(s.r.WallNS), s.r.ExitCode, state)

@@ -129,6 +129,9 @@ func Path(p string, width int) string {
 	if utf8.RuneCountInString(p) <= width {
 		return p
 	}
+	if label, ok := bracketed(p); ok {
+		return label
+	}
 	parts := strings.Split(strings.TrimRight(p, "/"), "/")
 	keep := parts[len(parts)-1]
 	n := utf8.RuneCountInString(keep)
@@ -141,6 +144,26 @@ func Path(p string, width int) string {
 		n += m + 1
 	}
 	return "…/" + keep
+}
+
+// bracketed shortens a row that names no file ("[filesystem metadata of
+// 254:0, mounted on /]"): cutting it at its slashes would leave "…/]".
+// Its words are kept whole and only a mount path in it is shortened, its
+// last element kept, so the label still says what the row is.
+func bracketed(p string) (string, bool) {
+	if !strings.HasPrefix(p, "[") || !strings.HasSuffix(p, "]") {
+		return "", false
+	}
+	inner := p[1 : len(p)-1]
+	i := strings.Index(inner, " /")
+	if i < 0 {
+		return p, true
+	}
+	head, mount := inner[:i+1], inner[i+1:]
+	if mount == "/" {
+		return p, true
+	}
+	return "[" + head + Path(mount, max(utf8.RuneCountInString(mount)/2, 12)) + "]", true
 }
 
 // Trim cuts s to at most n characters, ending in "…" when cut.

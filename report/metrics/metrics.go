@@ -85,7 +85,7 @@ func Registry(r *record.Record, res *attribution.Result, omit ...string) (*prome
 		cat.WithLabelValues(string(row.Category)).Set(seconds(row.NS))
 	}
 	b.gauge("warm_estimate_seconds", "What a rerun with every cache warm should take.", seconds(res.WarmEstimateNS))
-	b.gauge("cold", "1 when the verdict is a cold start (avoidable categories reach the cold share), else 0.", boolValue(res.Cold))
+	b.gauge("cold", "1 when the verdict is a cold start (the run read from disk, downloaded or compiled what a rerun finds), else 0.", boolValue(res.Cold))
 	b.gauge("exit_code", "The command's exit code (128+N for death by signal N, 127 when it could not start).", float64(r.ExitCode))
 	if !r.Start.IsZero() {
 		b.gauge("start_timestamp_seconds", "When the command was released, in seconds since the Unix epoch.", float64(r.Start.UnixNano())/1e9)

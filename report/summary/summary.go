@@ -53,9 +53,12 @@ type Summary struct {
 	Labels map[string]string `json:"labels,omitempty"`
 
 	// From the attribution engine: all six categories, summing to WallNS.
-	Breakdown       []Row                    `json:"breakdown"`
-	Phases          []attribution.Phase      `json:"phases"`
-	Verdict         string                   `json:"verdict"`
+	Breakdown []Row               `json:"breakdown"`
+	Phases    []attribution.Phase `json:"phases"`
+	Verdict   string              `json:"verdict"`
+	// Label is the verdict's label: "cold (read 144.0 MiB from disk in
+	// 30ms)", "warm".
+	Label           string                   `json:"label"`
 	Cold            bool                     `json:"cold"`
 	WarmEstimateNS  int64                    `json:"warm_estimate_ns"`
 	Attribution     *Attribution             `json:"attribution"`
@@ -246,6 +249,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 		s.Breakdown = append(s.Breakdown, Row{Category: string(row.Category), NS: row.NS, Pct: row.Pct, Share: row.Share})
 	}
 	s.Verdict = words.Verdict(res.Verdict)
+	s.Label = res.Verdict.Label
 	s.Phases, s.Cold, s.WarmEstimateNS = res.Phases, res.Cold, res.WarmEstimateNS
 	s.Attribution = &Attribution{Result: res, Verdict: s.Verdict, Notes: words.Notes(res.Notes), VerdictData: res.Verdict}
 	s.Caches, s.Compilers = []record.Cache{}, []record.Compiler{}

@@ -110,19 +110,7 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 	adv := advice.Of(r, opt.Baseline)
 	writeAdvice(&b, adv)
 
-	if len(r.Processes) > 0 {
-		fmt.Fprintf(&b, "\n  %-8s %-16s %9s %9s %9s %9s\n", "pid", "process", "on-CPU", "off-CPU", "I/O wait", "run queue")
-		shown := 0
-		for _, p := range r.Processes {
-			if shown == 8 {
-				fmt.Fprintf(&b, "  … %d more processes\n", len(r.Processes)-shown)
-				break
-			}
-			fmt.Fprintf(&b, "  %-8d %-16s %9s %9s %9s %9s\n", p.PID, format.Escape(p.Name()), format.Duration(p.CPUNS), format.Duration(p.OffCPUNS),
-				format.Duration(p.IOWaitNS), format.Duration(p.RunQueueNS))
-			shown++
-		}
-	}
+	writeProcesses(&b, r)
 	writeMachine(&b, r)
 	if lost := r.Lost.Total(); lost > 0 {
 		fmt.Fprintf(&b, "\n  WARNING: %d events lost (ring buffer %d, file table %d, thread table %d): numbers are lower bounds\n",
@@ -205,7 +193,8 @@ func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Resul
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(b, "\n  verdict: %s\n", format.Escape(words.Verdict(res.Verdict)))
+	fmt.Fprintf(b, "\n  state: %s\n", format.Escape(res.Verdict.Label))
+	fmt.Fprintf(b, "  verdict: %s\n", format.Escape(words.Verdict(res.Verdict)))
 	for _, n := range res.Notes {
 		// The GPU row says already why there is no GPU data.
 		if n.Kind == attribution.NoteGPUUnavailable && r.GPU != nil && r.GPU.Unavailable != "" {
@@ -289,4 +278,31 @@ func writeMachine(b *strings.Builder, r *record.Record) {
 		fmt.Fprintf(b, "  other processes: %d used %s of CPU during the run (%s); steal %s\n",
 			m.OthersCount, format.Duration(m.OthersCPUNS), strings.Join(names, ", "), format.Duration(m.StealNS))
 	}
+}
+
+// writeProcesses writes the per-process table: each process's wall (its
+// lifetime in the run) beside its thread times, which sum its threads
+// and so can exceed the wall (12 threads waiting 4 s are 48 s off-CPU).
+func writeProcesses(b *strings.Builder, r *record.Record) {
+	if len(r.Processes) == 0 {
+		return
+	}
+	threads := map[int32]int{}
+	for _, t := range r.Threads {
+		threads[t.PID]++
+	}
+	fmt.Fprintf(b, "\n  %-8s %-16s %9s %8s %9s %9s %9s %9s\n", "pid", "process", "wall", "threads", "on-CPU", "off-CPU", "I/O wait", "run queue")
+	for i, p := range r.Processes {
+		if i == 8 {
+			fmt.Fprintf(b, "  … %d more processes\n", len(r.Processes)-i)
+			break
+		}
+		end := p.EndNS
+		if end == 0 {
+			end = r.WallNS
+		}
+		fmt.Fprintf(b, "  %-8d %-16s %9s %8d %9s %9s %9s %9s\n", p.PID, format.Escape(p.Name()), format.Duration(max(end-max(p.StartNS, 0), 0)),
+			max(threads[p.PID], 1), format.Duration(p.CPUNS), format.Duration(p.OffCPUNS), format.Duration(p.IOWaitNS), format.Duration(p.RunQueueNS))
+	}
+	b.WriteString("  (on-CPU, off-CPU, I/O wait and run queue sum the process's threads; wall is its lifetime in the run)\n")
 }

@@ -52,6 +52,12 @@ func verdictCore(v attribution.Verdict) string {
 		}
 		tail = fmt.Sprintf("disk reads, compiles and downloads took only %s (%s)%s, so a warm rerun would save little.",
 			sharePct(v.AvoidableShare), format.Duration(v.AvoidableNS), mostly)
+		if v.AvoidableShare >= 0.10 {
+			// Warm by what happened: those reads, downloads and
+			// compiles left nothing a rerun finds, so it repeats them.
+			tail = fmt.Sprintf("disk reads, compiles and downloads took %s (%s)%s, but left nothing a rerun would find (no data it finds cached, no kept download, no cache entry), so a rerun repeats them.",
+				sharePct(v.AvoidableShare), format.Duration(v.AvoidableNS), mostly)
+		}
 	}
 	return "warm run: " + strings.Join(parts, ", ") + "; " + tail
 }

@@ -226,6 +226,20 @@ var Registry = []Spec{
 		Source:     "pocl pocl_cache.c",
 	},
 	{
+		// PyOpenCL keeps each built program's binary itself and hands
+		// it to the OpenCL driver on a hit: PoCL then finds its own
+		// kernel cache under a key of the binary, not of the source, so
+		// both caches decide a rerun's hits.
+		Name: "pyopencl", Framework: "PyOpenCL", Compiles: true,
+		Paths:      []string{"$XDG_CACHE_HOME/pyopencl", "~/.cache/pyopencl"},
+		EntryDepth: 2,
+		Ignore:     []string{"lock"},
+		Hit:        "pyopencl-compiler-cache-v2-py<version>/<key>/info and binary read",
+		Switches:   []Switch{{Env: "PYOPENCL_NO_CACHE", Effect: "the program cache is off: every program is built from source on each run"}},
+		Packages:   []string{"pyopencl"},
+		Source:     "pyopencl/cache.py (create_built_program_from_source_cached, retrieve_from_cache), __init__.py (_PYOPENCL_NO_CACHE)",
+	},
+	{
 		Name: "mesa", Framework: "Mesa shader cache", Compiles: true,
 		Paths:    []string{"$MESA_SHADER_CACHE_DIR", "$XDG_CACHE_HOME/mesa_shader_cache", "~/.cache/mesa_shader_cache"},
 		Temp:     []string{"*.tmp"},
