@@ -136,9 +136,11 @@ func runMemByTime(g *record.GPU, d record.GPUDevice) (map[int64]uint64, bool) {
 }
 
 // VRAMRelease says whether the run's VRAM was given back when it ended:
-// the device's VRAM at the run's last poll and at the poll after the
-// command exited (Sampler.Stop takes one), per GPU. Released is set when
-// the later poll shows less memory used and no traced process on it.
+// the device's VRAM at the last poll that saw the run's processes hold
+// memory (without per-process data: the last poll within the run) and
+// at the last poll of all, which Sampler.Stop takes after the command
+// exited. Released is set when the later poll shows less memory used
+// and, where processes are listed, none of the run's.
 type VRAMRelease struct {
 	Index       int    `json:"gpu"`
 	BeforeBytes uint64 `json:"before_bytes"`
@@ -146,8 +148,8 @@ type VRAMRelease struct {
 	Released    bool   `json:"released"`
 }
 
-// VRAMReleases gives, per GPU with a poll after the command's exit, what
-// its VRAM did at the exit; nil when r has no such poll.
+// VRAMReleases gives, per GPU the run held VRAM on, what its VRAM did at
+// the exit; nil when r has no GPU data.
 func VRAMReleases(r *record.Record) []VRAMRelease {
 	g := r.GPU
 	if g == nil || g.Unavailable != "" {
@@ -155,6 +157,7 @@ func VRAMReleases(r *record.Record) []VRAMRelease {
 	}
 	var out []VRAMRelease
 	for _, d := range g.Devices {
+		run, known := runMemByTime(g, d)
 		var before, after *record.GPUSample
 		ss := g.DeviceSamples(d.Index)
 		for i := range ss {
@@ -162,18 +165,16 @@ func VRAMReleases(r *record.Record) []VRAMRelease {
 			if !s.Has(record.GPUFieldMemUsed) {
 				continue
 			}
-			if s.TNS <= r.WallNS {
+			if (known && run[s.TNS] > 0) || (!known && s.TNS <= r.WallNS) {
 				before = s
-			} else if after == nil {
-				after = s
 			}
+			after = s
 		}
-		if before == nil || after == nil {
-			continue
+		if before == nil || after == nil || after.TNS <= before.TNS {
+			continue // the run held nothing there, or no poll after
 		}
-		run, _ := runMemByTime(g, d)
 		out = append(out, VRAMRelease{Index: d.Index, BeforeBytes: before.MemUsedBytes, AfterBytes: after.MemUsedBytes,
-			Released: after.MemUsedBytes < before.MemUsedBytes && run[after.TNS] == 0 && run[before.TNS] > 0})
+			Released: after.MemUsedBytes < before.MemUsedBytes && run[after.TNS] == 0})
 	}
 	return out
 }

@@ -91,6 +91,9 @@ func AllocationSentence(segs []attribution.SegmentResult, gi int) string {
 			format.Bytes(g.AllocatedBytes), format.Bytes(g.VRAMPeakBytes), format.Bytes(g.VRAMEndBytes)))
 	}
 	flush()
+	if len(parts) == 1 && strings.HasSuffix(parts[0], " allocated none") {
+		return "" // an idle GPU: its table says enough
+	}
 	return strings.Join(parts, "; ")
 }
 

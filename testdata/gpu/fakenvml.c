@@ -502,8 +502,12 @@ static nvmlReturn_t check(struct nvmlDevice_st *d, unsigned query, int *step)
 	if (!d || d < S.dev || d >= S.dev + S.ndev)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	*step = current_step();
-	if (dev_lost(d, *step))
+	if (dev_lost(d, *step)) {
+		/* Whichever query meets the loss acknowledges it: the sampler
+		 * asks a lost GPU nothing more. */
+		ack();
 		return NVML_ERROR_GPU_IS_LOST;
+	}
 	if (d->unsupported & query)
 		return NVML_ERROR_NOT_SUPPORTED;
 	if (d->denied & query)

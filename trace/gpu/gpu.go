@@ -446,11 +446,14 @@ func (s *Sampler) sampleProcesses(d *device, now time.Time) ([]procEntry, uint64
 		}
 		return p
 	}
+	denied := false
 	addList := func(what string, list func() ([]nvml.ProcessInfo, nvml.Return)) {
-		if d.unsupported[what] || d.lost != "" {
+		if d.unsupported[what] || d.lost != "" || denied {
 			return
 		}
 		infos, ret := list()
+		// A refused list means the other is refused too: one warning.
+		denied = ret == nvml.ERROR_NO_PERMISSION
 		if !s.check(d, ret, what, what) {
 			return
 		}
