@@ -225,16 +225,16 @@ func SliceRecord(r *record.Record, start, end int64) *record.Record {
 	return &out
 }
 
-// sliceGPU keeps the GPU polls in [start, end] and, per device, the last
-// poll before start: as a record's first poll it is the state the
+// sliceGPU keeps the GPU polls in (start, end] and, per device, the last
+// poll at or before start: as a record's first poll it is the state the
 // segment began with (its VRAM), and the first poll inside covers the
 // interval since it. Lost times move with the slice.
 func sliceGPU(src *record.GPU, start, end int64) *record.GPU {
 	g := *src
 	g.Samples = nil
-	before := map[int]int64{} // device → time of its last poll before start
+	before := map[int]int64{} // device → time of its last poll at or before start
 	for _, s := range src.Samples {
-		if s.TNS < start {
+		if s.TNS <= start {
 			if t, ok := before[s.Device]; !ok || s.TNS > t {
 				before[s.Device] = s.TNS
 			}
@@ -244,7 +244,7 @@ func sliceGPU(src *record.GPU, start, end int64) *record.GPU {
 		if b, ok := before[dev]; ok && t == b {
 			return true
 		}
-		return t >= start && t <= end
+		return t > start && t <= end
 	}
 	for _, s := range src.Samples {
 		if keep(s.Device, s.TNS) {

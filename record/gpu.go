@@ -261,6 +261,10 @@ type GPUSummary struct {
 	Samples int `json:"samples"`
 	// Unsupported is copied from the device: fields it never reported.
 	Unsupported []string `json:"unsupported,omitempty"`
+	// LostNS and LostReason are copied from the device: the GPU was lost
+	// then, and its numbers stop there.
+	LostNS     *int64 `json:"lost_ns,omitempty"`
+	LostReason string `json:"lost_reason,omitempty"`
 }
 
 // Summaries gives one GPUSummary per device, in device order. It is nil
@@ -297,6 +301,8 @@ func (g *GPU) summarise(d GPUDevice) GPUSummary {
 		Name:           d.Name,
 		VRAMTotalBytes: d.MemTotal,
 		Unsupported:    d.Unsupported,
+		LostNS:         d.LostNS,
+		LostReason:     d.LostReason,
 	}
 	ss := g.DeviceSamples(d.Index)
 

@@ -225,6 +225,39 @@ func TestFakeGPUSeedRoundsVRAMPerSegment(t *testing.T) {
 	}
 	noRawEscape(t, "report --segments", out)
 
+	// The timeline's segment slices carry the same numbers.
+	code, out, stderr = coldtrace(t, nil, "report", "--format", "perfetto", r.recPath)
+	if code != 0 {
+		t.Fatalf("report --format perfetto: exit %d: %s", code, stderr)
+	}
+	var tl struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			Cat  string         `json:"cat"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal([]byte(out), &tl); err != nil {
+		t.Fatalf("timeline: %v", err)
+	}
+	found := 0
+	for _, e := range tl.TraceEvents {
+		if e.Cat != "segment" || e.Name != "round 1" && e.Name != "round 2" {
+			continue
+		}
+		found++
+		want := float64(seedRunPeak)
+		if e.Name == "round 2" {
+			want = 0
+		}
+		if e.Args["gpu0_allocated_bytes"] != want || e.Args["gpu0_vram_start_bytes"] == nil {
+			t.Errorf("timeline %s args = %v", e.Name, e.Args)
+		}
+	}
+	if found != 2 {
+		t.Errorf("timeline has %d of the two segment slices", found)
+	}
+
 	// diff --segments: round 1 loads, round 2 reuses.
 	code, out, stderr = coldtrace(t, nil, "diff", "--segments", "round 1,round 2", r.recPath)
 	if code != 0 {
