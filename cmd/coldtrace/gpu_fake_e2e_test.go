@@ -341,7 +341,7 @@ func TestFakeGPULostMidRun(t *testing.T) {
 	if n := strings.Count(r.stderr, "note: GPU 0 was lost at +"); n != 1 {
 		t.Errorf("%d lost notes, want 1:\n%s", n, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "(GPU is lost): its numbers stop there") {
+	if !strings.Contains(r.stderr, "GPU 0 lost at +") || !strings.Contains(r.stderr, "(GPU is lost): its numbers stop there") {
 		t.Errorf("lost note lacks the reason:\n%s", r.stderr)
 	}
 	if len(r.rec.Samples) == 0 || r.rec.Samples[len(r.rec.Samples)-1].EndNS <= *d.LostNS || len(r.rec.GPU.Warnings) != 0 {
