@@ -13,51 +13,34 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/coldtrace/coldtrace/internal/testenv"
+	"github.com/coldtrace/coldtrace/internal/testuser"
 	"github.com/coldtrace/coldtrace/record"
 )
 
-var fakeNVML struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-// fakeNVMLDir builds the library once per test binary into a temporary
-// directory (as make fake-nvml does into bin/fake-nvml).
+// fakeNVMLDir builds the library into a directory of t's (as make
+// fake-nvml does into bin/fake-nvml): a fraction of a second with gcc.
 func fakeNVMLDir(t *testing.T) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Skip("gcc is needed to build the scripted libnvidia-ml.so.1")
 	}
-	fakeNVML.once.Do(func() {
-		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output()
-		if err != nil {
-			fakeNVML.err = fmt.Errorf("find go-nvml's nvml.h: %w", err)
-			return
-		}
-		dir, err := os.MkdirTemp("", "fake-nvml-")
-		if err != nil {
-			fakeNVML.err = err
-			return
-		}
-		inc := filepath.Join(strings.TrimSpace(string(out)), "pkg", "nvml")
-		b, err := exec.Command(gcc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden",
-			"-DNVML_NO_UNVERSIONED_FUNC_DEFS", "-I"+inc, "-o", filepath.Join(dir, "libnvidia-ml.so.1"),
-			"../../testdata/gpu/fakenvml.c").CombinedOutput()
-		if err != nil {
-			fakeNVML.err = fmt.Errorf("gcc: %v: %s", err, b)
-		}
-		fakeNVML.dir = dir
-	})
-	if fakeNVML.err != nil {
-		t.Fatal(fakeNVML.err)
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output()
+	if err != nil {
+		t.Fatalf("find go-nvml's nvml.h: %v", err)
 	}
-	return fakeNVML.dir
+	dir := t.TempDir()
+	inc := filepath.Join(strings.TrimSpace(string(out)), "pkg", "nvml")
+	b, err := exec.Command(gcc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden",
+		"-DNVML_NO_UNVERSIONED_FUNC_DEFS", "-I"+inc, "-o", filepath.Join(dir, "libnvidia-ml.so.1"),
+		"../../testdata/gpu/fakenvml.c").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcc: %v: %s", err, b)
+	}
+	return dir
 }
 
 // gpuRun is one traced run of the workload under a scenario.
@@ -350,7 +333,8 @@ func TestFakeGPULostMidRun(t *testing.T) {
 }
 
 func TestFakeGPUProcessQueriesNotSupported(t *testing.T) {
-	r := runGPUScenario(t, "noprocs.scn", 2, "mark:round 1", "phase:load", "phase:sample")
+	// Round 2 keeps round 1's end away from the exit.
+	r := runGPUScenario(t, "noprocs.scn", 2, "mark:round 1", "phase:load", "phase:sample", "mark:round 2", "phase:after")
 	want := "note: GPU 0 does not report its processes (per-process VRAM), per-process utilization (NVML: not supported)"
 	if n := strings.Count(r.stderr, want); n != 1 {
 		t.Errorf("%d notes %q, want 1:\n%s", n, want, r.stderr)
@@ -415,5 +399,57 @@ func TestFakeGPUInitFailuresSayWhich(t *testing.T) {
 				t.Errorf("the run did not go on without GPU numbers: %+v", r.segs)
 			}
 		})
+	}
+}
+
+// TestFakeGPUNotLoadedFromTheUsersFiles: under sudo, coldtrace asks the
+// loader for libnvidia-ml.so.1 by name and nothing else; a copy of the
+// scripted library in the user's home, ~/lib or ~/.local/lib is not
+// loaded (sudo itself drops LD_LIBRARY_PATH before coldtrace starts).
+func TestFakeGPUNotLoadedFromTheUsersFiles(t *testing.T) {
+	testenv.RequireTracing(t)
+	lib := fakeNVMLDir(t)
+	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"); err == nil {
+		t.Skip("a real libnvidia-ml.so.1 is installed: the loader finds it")
+	}
+	u := testuser.Create(t)
+	home := userDir(t, u)
+	b, err := os.ReadFile(filepath.Join(lib, "libnvidia-ml.so.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{home, filepath.Join(home, "lib"), filepath.Join(home, ".local", "lib")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "libnvidia-ml.so.1"), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scn, _ := filepath.Abs("../../testdata/gpu/scenarios/seed001.scn")
+	sum := filepath.Join(home, "sum.json")
+	env := append(sudoEnv(u), "FAKE_NVML_SCENARIO="+scn)
+	res := runCT(t, ctOptions{env: env}, "run", "-q", "--json", sum, "--", "true")
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	var s struct {
+		GPUs []any `json:"gpus"`
+	}
+	data, err := os.ReadFile(sum)
+	if err != nil || json.Unmarshal(data, &s) != nil {
+		t.Fatalf("summary: %v: %s", err, data)
+	}
+	if len(s.GPUs) != 0 {
+		t.Errorf("a library from the user's files was loaded: %s", data)
+	}
+	rec := filepath.Join(home, "rec")
+	res = runCT(t, ctOptions{env: env}, "run", "-q", "-o", rec, "--", "true")
+	r, err := record.ReadFile(rec)
+	if res.code != 0 || err != nil {
+		t.Fatalf("exit %d, %v", res.code, err)
+	}
+	if r.GPU == nil || r.GPU.Unavailable != "no NVIDIA GPU (libnvidia-ml.so.1 not found)" {
+		t.Errorf("gpu = %+v, want libnvidia-ml.so.1 not found", r.GPU)
 	}
 }
