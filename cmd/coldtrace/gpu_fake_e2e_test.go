@@ -28,6 +28,9 @@ func fakeNVMLDir(t *testing.T) string {
 	if err != nil {
 		t.Skip("gcc is needed to build the scripted libnvidia-ml.so.1")
 	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is needed to find go-nvml's nvml.h")
+	}
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output()
 	if err != nil {
 		t.Fatalf("find go-nvml's nvml.h: %v", err)
