@@ -155,6 +155,16 @@ func TestFakeGPUSeedRoundsVRAMPerSegment(t *testing.T) {
 		steps = append(steps, fmt.Sprintf("mark:round %d", i), fmt.Sprintf("phase:r%d-sample", i))
 	}
 	r := runGPUScenario(t, "seed001.scn", 2, steps...)
+	checkSeedSegments(t, r)
+	checkSeedText(t, r.recPath)
+	checkSeedTimeline(t, r.recPath)
+	checkSeedDiff(t, r.recPath)
+}
+
+// checkSeedSegments: exact VRAM per round in the JSON segments[], busy
+// time within each round, the VRAM released at exit.
+func checkSeedSegments(t *testing.T, r gpuRun) {
+	t.Helper()
 
 	r1 := r.seg(t, "round 1")
 	if len(r1.GPUs) != 1 {
@@ -196,8 +206,12 @@ func TestFakeGPUSeedRoundsVRAMPerSegment(t *testing.T) {
 		t.Errorf("vram_at_exit = %v, want released 18.3 → 1.2 GiB", last.VRAMAtExit)
 	}
 
-	// The segment table says it in words.
-	code, out, stderr := coldtrace(t, nil, "report", "--segments", r.recPath)
+}
+
+// checkSeedText: the segment table says it in words.
+func checkSeedText(t *testing.T, rec string) {
+	t.Helper()
+	code, out, stderr := coldtrace(t, nil, "report", "--segments", rec)
 	if code != 0 {
 		t.Fatalf("report --segments: exit %d: %s", code, stderr)
 	}
@@ -211,8 +225,12 @@ func TestFakeGPUSeedRoundsVRAMPerSegment(t *testing.T) {
 	}
 	noRawEscape(t, "report --segments", out)
 
-	// The timeline's segment slices carry the same numbers.
-	code, out, stderr = coldtrace(t, nil, "report", "--format", "perfetto", r.recPath)
+}
+
+// checkSeedTimeline: the timeline's segment slices carry the same numbers.
+func checkSeedTimeline(t *testing.T, rec string) {
+	t.Helper()
+	code, out, stderr := coldtrace(t, nil, "report", "--format", "perfetto", rec)
 	if code != 0 {
 		t.Fatalf("report --format perfetto: exit %d: %s", code, stderr)
 	}
@@ -244,8 +262,12 @@ func TestFakeGPUSeedRoundsVRAMPerSegment(t *testing.T) {
 		t.Errorf("timeline has %d of the two segment slices", found)
 	}
 
-	// diff --segments: round 1 loads, round 2 reuses.
-	code, out, stderr = coldtrace(t, nil, "diff", "--segments", "round 1,round 2", r.recPath)
+}
+
+// checkSeedDiff: diff --segments says round 1 loads and round 2 reuses.
+func checkSeedDiff(t *testing.T, rec string) {
+	t.Helper()
+	code, out, stderr := coldtrace(t, nil, "diff", "--segments", "round 1,round 2", rec)
 	if code != 0 {
 		t.Fatalf("diff --segments: exit %d: %s", code, stderr)
 	}
@@ -253,7 +275,7 @@ func TestFakeGPUSeedRoundsVRAMPerSegment(t *testing.T) {
 	if !strings.Contains(out, want) {
 		t.Errorf("diff --segments lacks %q:\n%s", want, out)
 	}
-	code, out, _ = coldtrace(t, nil, "diff", "--json", "--segments", "1,2", r.recPath)
+	code, out, _ = coldtrace(t, nil, "diff", "--json", "--segments", "1,2", rec)
 	var d struct {
 		GPUs []struct {
 			AAllocated uint64 `json:"a_allocated_bytes"`
