@@ -178,6 +178,7 @@ func checkSeedSegments(t *testing.T, r gpuRun) {
 	if g.BusyNS <= 0 || g.BusyNS > r1.EndNS-r1.StartNS {
 		t.Errorf("round 1 busy %d ns, want in (0, %d]", g.BusyNS, r1.EndNS-r1.StartNS)
 	}
+	checkGPUCompute(t, r1)
 	for i := 2; i <= 10; i++ {
 		s := r.seg(t, fmt.Sprintf("round %d", i))
 		g := s.GPUs[0]
@@ -194,18 +195,28 @@ func checkSeedSegments(t *testing.T, r gpuRun) {
 		if g.BusyNS <= 0 || g.BusyNS > s.EndNS-s.StartNS {
 			t.Errorf("%s busy %d ns, want in (0, %d]", s.Label, g.BusyNS, s.EndNS-s.StartNS)
 		}
-		// gpu_compute is the GPU's busy time as the ledger counts it: the
-		// segment's, never more than the wall.
-		if c := s.gpuCompute(); c <= 0 || c > float64(s.EndNS-s.StartNS) {
-			t.Errorf("%s gpu_compute %v ns, wall %d", s.Label, c, s.EndNS-s.StartNS)
-		}
+		checkGPUCompute(t, s)
 	}
 	last := r.segs[len(r.segs)-1]
 	if len(last.VRAMAtExit) != 1 || last.VRAMAtExit[0]["released"] != true ||
 		last.VRAMAtExit[0]["before_bytes"] != float64(seedKept) || last.VRAMAtExit[0]["after_bytes"] != float64(seedBase) {
 		t.Errorf("vram_at_exit = %v, want released 18.3 → 1.2 GiB", last.VRAMAtExit)
 	}
+	// The summary's GPU section says it too, as does a run without marks.
+	if !strings.Contains(r.stderr, "\nGPUs\n") || !strings.Contains(r.stderr, "  GPU 0: the run's VRAM was released at exit (18.3 GiB → 1.2 GiB)") {
+		t.Errorf("the summary does not say the VRAM was released:\n%s", r.stderr)
+	}
 
+}
+
+// checkGPUCompute: the segment's gpu_compute row is the GPU's busy time
+// weighted by its utilization (98% in the scenario), so it is above 0 and
+// at most the busy time the segment's GPU numbers say (1 ms for rounding).
+func checkGPUCompute(t *testing.T, s gpuSegment) {
+	t.Helper()
+	if c := s.gpuCompute(); c <= 0 || c > float64(s.GPUs[0].BusyNS+1e6) {
+		t.Errorf("%s gpu_compute %v ns, busy %d ns", s.Label, c, s.GPUs[0].BusyNS)
+	}
 }
 
 // checkSeedText: the segment table says it in words.

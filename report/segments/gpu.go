@@ -8,6 +8,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/report/format"
+	"github.com/coldtrace/coldtrace/report/words"
 )
 
 // writeGPUText writes, per GPU, a table of the segments' busy time and
@@ -46,21 +47,13 @@ func writeGPUText(b *strings.Builder, segs []attribution.SegmentResult) error {
 		last := segs[len(segs)-1]
 		for _, v := range last.VRAMAtExit {
 			if v.Index == idx {
-				fmt.Fprintf(b, "  GPU %d: %s\n", idx, ExitSentence(v))
+				fmt.Fprintf(b, "  GPU %d: %s\n", idx, words.VRAMAtExit(v))
 			}
 		}
 	}
 	return nil
 }
 
-// ExitSentence says what the run's VRAM did when the command exited.
-func ExitSentence(v attribution.VRAMRelease) string {
-	if v.Released {
-		return fmt.Sprintf("the run's VRAM was released at exit (%s → %s): a server that keeps the model loaded skips the first segment's load",
-			format.Bytes(v.BeforeBytes), format.Bytes(v.AfterBytes))
-	}
-	return fmt.Sprintf("VRAM was not released at exit (%s → %s)", format.Bytes(v.BeforeBytes), format.Bytes(v.AfterBytes))
-}
 
 // AllocationSentence says which segments allocated VRAM on the gi-th GPU:
 // "round 1 allocated 20.6 GiB of VRAM (peak 21.8 GiB) and kept 18.3 GiB;

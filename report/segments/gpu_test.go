@@ -52,7 +52,7 @@ func TestSegmentTextHasGPUTableOnlyWithGPUData(t *testing.T) {
 	if err := WriteText(&b, segs); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"GPU 0 per segment:", "GPU 0: round 1 allocated 4.0 GiB", "released at exit (4.0 GiB → 1.0 GiB)"} {
+	for _, want := range []string{"GPU 0 per segment:", "GPU 0: round 1 allocated 4.0 GiB", "released at exit (4.0 GiB → 1.0 GiB): a server that keeps the model loaded would not load it again"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, b.String())
 		}

@@ -235,6 +235,9 @@ func writeGPU(b *strings.Builder, r *record.Record) {
 			fmt.Fprintf(b, "  GPU %d lost at +%s (%s): its series ends there\n", g.Index, format.Duration(*g.LostNS), format.Escape(g.LostReason))
 		}
 	}
+	for _, v := range attribution.VRAMReleases(r) {
+		fmt.Fprintf(b, "  GPU %d: %s\n", v.Index, words.VRAMAtExit(v))
+	}
 	for _, x := range r.GPU.Interference {
 		fmt.Fprintf(b, "  WARNING: GPU %d was also used by pid %d (%s), not part of this run: peak %s, mean SM util %.0f%%\n",
 			x.Device, x.PID, format.Escape(x.Name), format.Bytes(x.MemPeakBytes), x.SMUtilMeanPct)

@@ -241,3 +241,13 @@ func gpuFields(names []string) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// VRAMAtExit says what the run's VRAM did when the command exited: a
+// model a server keeps loaded is a load the next request skips.
+func VRAMAtExit(v attribution.VRAMRelease) string {
+	if v.Released {
+		return fmt.Sprintf("the run's VRAM was released at exit (%s → %s): a server that keeps the model loaded would not load it again",
+			format.Bytes(v.BeforeBytes), format.Bytes(v.AfterBytes))
+	}
+	return fmt.Sprintf("VRAM was not released at exit (%s → %s)", format.Bytes(v.BeforeBytes), format.Bytes(v.AfterBytes))
+}
