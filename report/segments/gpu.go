@@ -54,7 +54,6 @@ func writeGPUText(b *strings.Builder, segs []attribution.SegmentResult) error {
 	return nil
 }
 
-
 // AllocationSentence says which segments allocated VRAM on the gi-th GPU:
 // "round 1 allocated 20.6 GiB of VRAM (peak 21.8 GiB) and kept 18.3 GiB;
 // rounds 2–10 allocated none". The time before the first mark is left
