@@ -389,6 +389,21 @@ func TestFakeGPUProcessQueriesNotSupported(t *testing.T) {
 	}
 }
 
+func TestFakeGPUMIGWithoutUtilization(t *testing.T) {
+	r := runGPUScenario(t, "mig.scn", 2, "mark:round 1", "phase:load", "phase:sample", "mark:round 2", "phase:after")
+	want := "note: GPU 0 does not report utilization, memory utilization, per-process utilization (NVML: not supported)"
+	if n := strings.Count(r.stderr, want); n != 1 {
+		t.Errorf("%d notes %q, want 1:\n%s", n, want, r.stderr)
+	}
+	g := r.seg(t, "round 1").GPUs[0]
+	if g.AllocatedBytes != 10737418240 || g.AllocatedBy != "processes" || g.VRAMEndBytes != 536870912+10737418240 || g.BusyNS != 0 {
+		t.Errorf("round 1 GPU = %+v, want 10 GiB allocated and no busy time (no utilization)", g)
+	}
+	if len(r.rec.GPU.Warnings) != 0 {
+		t.Errorf("warnings %q", r.rec.GPU.Warnings)
+	}
+}
+
 func TestFakeGPUProcessQueriesDenied(t *testing.T) {
 	r := runGPUScenario(t, "denied.scn", 2, "mark:round 1", "phase:sample")
 	if len(r.rec.GPU.Warnings) != 1 || !strings.HasPrefix(r.rec.GPU.Warnings[0], "GPU 0: compute processes: no permission") {
