@@ -36,15 +36,18 @@ def wait_ack(path, name, need):
     if need <= 0:  # no GPU to wait for (an init failure)
         return
     deadline = time.monotonic() + 30
+    last = "(no acknowledgement)"
     while time.monotonic() < deadline:
         try:
             with open(path + ".ack") as f:
-                got, _, n = f.read().strip().rpartition(" ")
+                last = f.read().strip()
+            got, _, n = last.rpartition(" ")
             if got == name and int(n) >= need:
                 return
         except (OSError, ValueError):
             pass
         time.sleep(0.005)
+    sys.stderr.write("workload.py: phase %s not sampled %d times in 30 s; last acknowledgement: %s\n" % (name, need, last))
     sys.exit(3)
 
 
