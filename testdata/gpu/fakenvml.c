@@ -113,13 +113,19 @@ static int parse_u64(const char *s, unsigned long long *out)
 	return (errno || *end) ? -1 : 0;
 }
 
-static int parse_pct(const char *s, unsigned int *out)
+/* parse_uint reads a decimal number of at most max. */
+static int parse_uint(const char *s, unsigned long long max, unsigned int *out)
 {
 	unsigned long long v;
-	if (parse_u64(s, &v) || v > 100)
+	if (parse_u64(s, &v) || v > max)
 		return -1;
 	*out = (unsigned int)v;
 	return 0;
+}
+
+static int parse_pct(const char *s, unsigned int *out)
+{
+	return parse_uint(s, 100, out);
 }
 
 /* parse_queries reads a comma-separated list of query names into bits. */
@@ -192,7 +198,7 @@ static int parse_device(char *rest, int line)
 	snprintf(d->uuid, sizeof d->uuid, "GPU-fake-%d", d->index);
 	for (tok = strtok_r(NULL, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
 		char *eq = strchr(tok, '=');
-		unsigned long long v = 0;
+		unsigned m = 0;
 		int bad = !eq;
 		if (!bad) {
 			*eq++ = 0;
@@ -202,12 +208,14 @@ static int parse_device(char *rest, int line)
 				bad = parse_u64(eq, &d->total);
 			else if (!strcmp(tok, "base"))
 				bad = parse_u64(eq, &d->base);
-			else if (!strcmp(tok, "mig"))
-				bad = parse_u64(eq, &v) || v > 1, d->mig = (int)v;
+			else if (!strcmp(tok, "mig")) {
+				bad = parse_uint(eq, 1, &m);
+				d->mig = (int)m;
+			}
 			else if (!strcmp(tok, "clock"))
-				bad = parse_u64(eq, &v) || v > 100000, d->clock_mhz = (unsigned)v;
+				bad = parse_uint(eq, 100000, &d->clock_mhz);
 			else if (!strcmp(tok, "power"))
-				bad = parse_u64(eq, &v) || v > 10000000, d->power_mw = (unsigned)v;
+				bad = parse_uint(eq, 10000000, &d->power_mw);
 			else if (!strcmp(tok, "unsupported"))
 				bad = parse_queries(eq, &d->unsupported);
 			else if (!strcmp(tok, "deny"))
@@ -754,10 +762,15 @@ EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dh, nvmlProcess
 			p[n++] = p[i];
 	if (us <= lastSeen || n == 0)
 		return NVML_ERROR_NOT_FOUND;
-	if (!u || *count < (unsigned)n) {
+	if (!u) {
 		*count = (unsigned)n;
 		return NVML_ERROR_INSUFFICIENT_SIZE;
 	}
+	/* go-nvml sizes the buffer by a first call and slices the answer by
+	 * the count the second returns: a process that appeared in between
+	 * must not make that count larger than the buffer. */
+	if ((unsigned)n > *count)
+		n = (int)*count;
 	for (int i = 0; i < n; i++) {
 		memset(&u[i], 0, sizeof u[i]);
 		u[i].pid = p[i].pid;
