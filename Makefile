@@ -109,3 +109,13 @@ bench-smoke: build
 
 clean:
 	rm -rf bin
+
+# The scripted libnvidia-ml.so.1 (testdata/gpu/fakenvml.c) for GPU tests
+# on machines without one: LD_LIBRARY_PATH=bin/fake-nvml and
+# FAKE_NVML_SCENARIO=testdata/gpu/scenarios/NAME. nvml.h is go-nvml's.
+NVML_H_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/NVIDIA/go-nvml)/pkg/nvml
+.PHONY: fake-nvml
+fake-nvml:
+	mkdir -p bin/fake-nvml
+	gcc -shared -fPIC -O2 -Wall -Wextra -Werror -fvisibility=hidden -DNVML_NO_UNVERSIONED_FUNC_DEFS \
+		-I$(NVML_H_DIR) -o bin/fake-nvml/libnvidia-ml.so.1 testdata/gpu/fakenvml.c

@@ -148,6 +148,11 @@ type SegmentResult struct {
 	Result *Result
 	// Record is the segment's part of the record (SliceRecord).
 	Record *record.Record `json:"-"`
+	// GPUs are the segment's GPU busy time and VRAM, per device.
+	GPUs []SegmentGPU `json:"gpus,omitempty"`
+	// VRAMAtExit, on the last segment only, says per GPU whether the
+	// run's VRAM was released when the command exited.
+	VRAMAtExit []VRAMRelease `json:"vram_at_exit,omitempty"`
 }
 
 // AnalyzeSegments attributes each segment of r on its own (SliceRecord).
@@ -155,7 +160,11 @@ func (o Options) AnalyzeSegments(r *record.Record, segs []Segment) []SegmentResu
 	out := make([]SegmentResult, 0, len(segs))
 	for _, s := range segs {
 		sub := SliceRecord(r, s.StartNS, s.EndNS)
-		out = append(out, SegmentResult{Segment: s, Result: o.Analyze(sub), Record: sub})
+		out = append(out, SegmentResult{Segment: s, Result: o.Analyze(sub), Record: sub,
+			GPUs: SegmentGPUs(r, s.StartNS, s.EndNS)})
+	}
+	if len(out) > 0 {
+		out[len(out)-1].VRAMAtExit = VRAMReleases(r)
 	}
 	return out
 }
@@ -211,25 +220,55 @@ func SliceRecord(r *record.Record, start, end int64) *record.Record {
 		out.Downloads = append(out.Downloads, d)
 	}
 	if r.GPU != nil {
-		g := *r.GPU
-		g.Samples = nil
-		for _, s := range r.GPU.Samples {
-			if s.TNS >= start && s.TNS <= end {
-				s.TNS -= start
-				g.Samples = append(g.Samples, s)
-			}
-		}
-		g.Processes = nil
-		for _, s := range r.GPU.Processes {
-			if s.TNS >= start && s.TNS <= end {
-				s.TNS -= start
-				g.Processes = append(g.Processes, s)
-			}
-		}
-		g.Interference = nil
-		out.GPU = &g
+		out.GPU = sliceGPU(r.GPU, start, end)
 	}
 	return &out
+}
+
+// sliceGPU keeps the GPU polls in (start, end] and, per device, the last
+// poll at or before start: as a record's first poll it is the state the
+// segment began with (its VRAM), and the first poll inside covers the
+// interval since it. Lost times move with the slice.
+func sliceGPU(src *record.GPU, start, end int64) *record.GPU {
+	g := *src
+	g.Samples = nil
+	before := map[int]int64{} // device → time of its last poll at or before start
+	for _, s := range src.Samples {
+		if s.TNS <= start {
+			if t, ok := before[s.Device]; !ok || s.TNS > t {
+				before[s.Device] = s.TNS
+			}
+		}
+	}
+	keep := func(dev int, t int64) bool {
+		if b, ok := before[dev]; ok && t == b {
+			return true
+		}
+		return t > start && t <= end
+	}
+	for _, s := range src.Samples {
+		if keep(s.Device, s.TNS) {
+			s.TNS -= start
+			g.Samples = append(g.Samples, s)
+		}
+	}
+	g.Processes = nil
+	for _, s := range src.Processes {
+		if keep(s.Device, s.TNS) {
+			s.TNS -= start
+			g.Processes = append(g.Processes, s)
+		}
+	}
+	g.Devices = make([]record.GPUDevice, len(src.Devices))
+	for i, d := range src.Devices {
+		if d.LostNS != nil {
+			at := *d.LostNS - start
+			d.LostNS = &at
+		}
+		g.Devices[i] = d
+	}
+	g.Interference = nil
+	return &g
 }
 
 func clip(v, wall int64) int64 { return min(max(v, 0), wall) }

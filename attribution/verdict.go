@@ -190,6 +190,11 @@ const (
 	// NoteGPUShared: GPU (index) was also used by untraced processes
 	// (Names); RunSharePct is the run's share when known.
 	NoteGPUShared NoteKind = "gpu_shared"
+	// NoteGPULost: GPU (index) was lost NS into the run (Text: why); its
+	// numbers stop there, the rest of the trace goes on.
+	NoteGPULost NoteKind = "gpu_lost"
+	// NoteGPUUnsupported: GPU (index) did not answer the queries Names.
+	NoteGPUUnsupported NoteKind = "gpu_unsupported"
 	// NoteSharedRead: Bytes of file Path came from disk through a process
 	// outside the run (Inserter) while the run waited for them.
 	NoteSharedRead NoteKind = "shared_read"
@@ -243,6 +248,7 @@ func (a *analyzer) notes(res *Result) []Note {
 		out = append(out, Note{Kind: NoteGPUUnavailable, Text: r.GPU.Unavailable})
 	}
 	out = append(out, machineNotes(r, res)...)
+	out = append(out, gpuDeviceNotes(r)...)
 	for _, s := range a.gpuSums {
 		others := r.GPU.InterferenceOn(s.Index)
 		if len(others) == 0 {
@@ -259,6 +265,24 @@ func (a *analyzer) notes(res *Result) []Note {
 			}
 		}
 		out = append(out, n)
+	}
+	return out
+}
+
+// gpuDeviceNotes says, once per GPU, that it was lost (and when) and
+// which of its queries it did not support.
+func gpuDeviceNotes(r *record.Record) []Note {
+	if r.GPU == nil || r.GPU.Unavailable != "" {
+		return nil
+	}
+	var out []Note
+	for _, d := range r.GPU.Devices {
+		if d.LostNS != nil {
+			out = append(out, Note{Kind: NoteGPULost, GPU: d.Index, NS: *d.LostNS, Text: d.LostReason})
+		}
+		if len(d.Unsupported) > 0 {
+			out = append(out, Note{Kind: NoteGPUUnsupported, GPU: d.Index, Names: slices.Clone(d.Unsupported)})
+		}
 	}
 	return out
 }

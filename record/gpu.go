@@ -40,16 +40,25 @@ type GPUDevice struct {
 	// Unsupported names the sample fields (GPUField*) this device does not
 	// report (NVML said not supported); they are absent from its samples.
 	Unsupported []string `json:"unsupported,omitempty"`
+	// LostNS, when set, is when the device stopped answering (NVML said
+	// the GPU is lost, as after an Xid 79): its samples end there and
+	// LostReason says why. Times are relative to the record's start.
+	LostNS     *int64 `json:"lost_ns,omitempty"`
+	LostReason string `json:"lost_reason,omitempty"`
 }
 
 // Names of the optional fields of a GPUSample, as used in Absent and
-// GPUDevice.Unsupported.
+// GPUDevice.Unsupported; GPUFieldProcesses and GPUFieldProcessUtil name
+// the per-process queries in Unsupported (the device did not list its
+// processes, or their utilization).
 const (
-	GPUFieldUtil    = "util"
-	GPUFieldMemUtil = "mem_util"
-	GPUFieldMemUsed = "mem_used"
-	GPUFieldSMClock = "sm_clock_mhz"
-	GPUFieldPower   = "power_mw"
+	GPUFieldUtil        = "util"
+	GPUFieldMemUtil     = "mem_util"
+	GPUFieldMemUsed     = "mem_used"
+	GPUFieldSMClock     = "sm_clock_mhz"
+	GPUFieldPower       = "power_mw"
+	GPUFieldProcesses   = "processes"
+	GPUFieldProcessUtil = "process_util"
 )
 
 // GPUSample is one device's state at one instant. Every field besides TNS
@@ -252,6 +261,10 @@ type GPUSummary struct {
 	Samples int `json:"samples"`
 	// Unsupported is copied from the device: fields it never reported.
 	Unsupported []string `json:"unsupported,omitempty"`
+	// LostNS and LostReason are copied from the device: the GPU was lost
+	// then, and its numbers stop there.
+	LostNS     *int64 `json:"lost_ns,omitempty"`
+	LostReason string `json:"lost_reason,omitempty"`
 }
 
 // Summaries gives one GPUSummary per device, in device order. It is nil
@@ -288,6 +301,8 @@ func (g *GPU) summarise(d GPUDevice) GPUSummary {
 		Name:           d.Name,
 		VRAMTotalBytes: d.MemTotal,
 		Unsupported:    d.Unsupported,
+		LostNS:         d.LostNS,
+		LostReason:     d.LostReason,
 	}
 	ss := g.DeviceSamples(d.Index)
 

@@ -143,6 +143,16 @@ type GPU struct {
 	// A/BNS are its part of the gpu_compute row.
 	ANS int64 `json:"a_ns"`
 	BNS int64 `json:"b_ns"`
+	// A/B VRAM at the start and end of each side, and what its traced
+	// processes allocated in it (attribution.SegmentGPU): what a diff of
+	// two segments shows of a first round that loads and a later one
+	// that reuses.
+	AVRAMStartBytes uint64 `json:"a_vram_start_bytes,omitempty"`
+	BVRAMStartBytes uint64 `json:"b_vram_start_bytes,omitempty"`
+	AVRAMEndBytes   uint64 `json:"a_vram_end_bytes,omitempty"`
+	BVRAMEndBytes   uint64 `json:"b_vram_end_bytes,omitempty"`
+	AAllocatedBytes uint64 `json:"a_allocated_bytes,omitempty"`
+	BAllocatedBytes uint64 `json:"b_allocated_bytes,omitempty"`
 }
 
 // Download is one fetched destination, matched by path (a download kept
@@ -189,6 +199,7 @@ func New(a, b *record.Record, ra, rb *attribution.Result) *Diff {
 	d.CacheChanges = append([]advice.CacheChange{}, advice.Compare(a, b)...)
 	d.Compilers = compilers(ra, rb)
 	d.GPUs = gpus(ra, rb)
+	gpuVRAM(d.GPUs, a, b)
 	d.Downloads = downloads(ra, rb)
 	d.Warnings = warnings(a, b)
 	d.Verdict = d.verdict()
@@ -387,6 +398,24 @@ func compilers(ra, rb *attribution.Result) []Compiler {
 		out = []Compiler{}
 	}
 	return out
+}
+
+// gpuVRAM fills the GPUs' VRAM at each side's start and end and what it
+// allocated.
+func gpuVRAM(out []GPU, a, b *record.Record) {
+	for i := range out {
+		g := &out[i]
+		for _, s := range attribution.SegmentGPUs(a, 0, a.WallNS) {
+			if s.Index == g.Index {
+				g.AVRAMStartBytes, g.AVRAMEndBytes, g.AAllocatedBytes = s.VRAMStartBytes, s.VRAMEndBytes, s.AllocatedBytes
+			}
+		}
+		for _, s := range attribution.SegmentGPUs(b, 0, b.WallNS) {
+			if s.Index == g.Index {
+				g.BVRAMStartBytes, g.BVRAMEndBytes, g.BAllocatedBytes = s.VRAMStartBytes, s.VRAMEndBytes, s.AllocatedBytes
+			}
+		}
+	}
 }
 
 func gpus(ra, rb *attribution.Result) []GPU {

@@ -169,6 +169,11 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 				format.Duration(g.ANS), format.Duration(g.BNS))
 		}
 		tw.Flush()
+		for _, g := range d.GPUs {
+			if line := vramLine(g); line != "" {
+				b.WriteString(line)
+			}
+		}
 	}
 	if len(d.Downloads) > 0 {
 		b.WriteString("\n  downloads (A → B)\n")
@@ -188,4 +193,22 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 		return fmt.Errorf("write diff: %w", err)
 	}
 	return nil
+}
+
+// vramLine says what each side did with GPU g's VRAM: "GPU 0 VRAM: A
+// allocated 20.6 GiB (1.2 GiB → 18.3 GiB), B allocated none (18.3 GiB →
+// 18.3 GiB)"; "" when neither side has VRAM readings.
+func vramLine(g compare.GPU) string {
+	if g.AVRAMPeakBytes == 0 && g.BVRAMPeakBytes == 0 {
+		return ""
+	}
+	side := func(alloc, from, to uint64) string {
+		what := "none"
+		if alloc > 0 {
+			what = format.Bytes(alloc)
+		}
+		return fmt.Sprintf("allocated %s (%s → %s)", what, format.Bytes(from), format.Bytes(to))
+	}
+	return fmt.Sprintf("    GPU %d VRAM: A %s, B %s\n", g.Index,
+		side(g.AAllocatedBytes, g.AVRAMStartBytes, g.AVRAMEndBytes), side(g.BAllocatedBytes, g.BVRAMStartBytes, g.BVRAMEndBytes))
 }

@@ -24,6 +24,11 @@ type JSON struct {
 	EndNS     int64             `json:"end_ns"`
 	Breakdown []attribution.Row `json:"breakdown"`
 	TopCause  string            `json:"top_cause"`
+	// GPUs: the segment's GPU busy time and VRAM per device (absent
+	// without GPU data); VRAMAtExit, on the last segment, whether the
+	// run's VRAM was released when the command exited.
+	GPUs       []attribution.SegmentGPU  `json:"gpus,omitempty"`
+	VRAMAtExit []attribution.VRAMRelease `json:"vram_at_exit,omitempty"`
 }
 
 // ToJSON converts the segments' results.
@@ -31,7 +36,7 @@ func ToJSON(segs []attribution.SegmentResult) []JSON {
 	out := make([]JSON, 0, len(segs))
 	for _, s := range segs {
 		out = append(out, JSON{Index: s.Index, Label: s.Label, StartNS: s.StartNS, EndNS: s.EndNS,
-			Breakdown: s.Result.Breakdown, TopCause: TopCause(s.Result)})
+			Breakdown: s.Result.Breakdown, TopCause: TopCause(s.Result), GPUs: s.GPUs, VRAMAtExit: s.VRAMAtExit})
 	}
 	return out
 }
@@ -119,6 +124,9 @@ func WriteText(w io.Writer, segs []attribution.SegmentResult) error {
 		fmt.Fprintf(tw, "  %s\t%s\t\n", strings.Join(cells, "\t"), TopCause(s.Result))
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := writeGPUText(&b, segs); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, b.String())

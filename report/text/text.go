@@ -223,6 +223,12 @@ func writeGPU(b *strings.Builder, r *record.Record) {
 		fmt.Fprintf(b, "  GPU %d %s: util mean %.0f%% peak %d%%, busy %s; VRAM %s before, %s peak, %s at the end; %s\n",
 			g.Index, format.Escape(g.Name), g.UtilMeanPct, g.UtilPeakPct, format.Duration(g.BusyNS),
 			format.Bytes(g.VRAMBeforeBytes), format.Bytes(g.VRAMPeakBytes), format.Bytes(g.VRAMEndBytes), share)
+		if g.LostNS != nil {
+			fmt.Fprintf(b, "  GPU %d lost at +%s (%s): its series ends there\n", g.Index, format.Duration(*g.LostNS), format.Escape(g.LostReason))
+		}
+	}
+	for _, v := range attribution.VRAMReleases(r) {
+		fmt.Fprintf(b, "  GPU %d: %s\n", v.Index, words.VRAMAtExit(v))
 	}
 	for _, x := range r.GPU.Interference {
 		fmt.Fprintf(b, "  WARNING: GPU %d was also used by pid %d (%s), not part of this run: peak %s, mean SM util %.0f%%\n",

@@ -1,6 +1,10 @@
 package timeline
 
-import "github.com/coldtrace/coldtrace/attribution"
+import (
+	"fmt"
+
+	"github.com/coldtrace/coldtrace/attribution"
+)
 
 // marks adds each mark as a global instant event (a line across every
 // track in Perfetto) and each segment as a slice on the phases track's
@@ -14,7 +18,20 @@ func (tb *builder) marks() {
 		return
 	}
 	for _, s := range attribution.Segments(tb.r, attribution.SegmentOptions{}) {
-		tb.slice(s.Label, "segment", RunPID, segmentsTID, s.StartNS, s.EndNS, map[string]any{"segment": s.Index})
+		args := map[string]any{"segment": s.Index}
+		// Each GPU's busy time and VRAM in the segment, on the slice.
+		for _, g := range attribution.SegmentGPUs(tb.r, s.StartNS, s.EndNS) {
+			p := fmt.Sprintf("gpu%d_", g.Index)
+			args[p+"busy_ns"] = g.BusyNS
+			args[p+"vram_start_bytes"] = g.VRAMStartBytes
+			args[p+"vram_peak_bytes"] = g.VRAMPeakBytes
+			args[p+"vram_end_bytes"] = g.VRAMEndBytes
+			args[p+"allocated_bytes"] = g.AllocatedBytes
+			if g.LostNS != nil {
+				args[p+"lost_ns"] = *g.LostNS
+			}
+		}
+		tb.slice(s.Label, "segment", RunPID, segmentsTID, s.StartNS, s.EndNS, args)
 	}
 	tb.addMeta("thread_name", RunPID, segmentsTID, map[string]any{"name": "segments"})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
 )
 
@@ -203,6 +204,10 @@ func Note(n attribution.Note) string {
 			break
 		}
 		return fmt.Sprintf("%s of %s was evicted during the run by %s", format.Bytes(n.Bytes), format.Path(n.Path, format.PathWidth), Evictor(*n.Evictor))
+	case attribution.NoteGPULost:
+		return fmt.Sprintf("GPU %d was lost at +%s (%s): its numbers stop there; the rest of the trace goes on", n.GPU, format.Duration(n.NS), n.Text)
+	case attribution.NoteGPUUnsupported:
+		return fmt.Sprintf("GPU %d does not report %s (NVML: not supported); its other numbers are kept", n.GPU, gpuFields(n.Names))
 	case attribution.NoteGPUShared:
 		msg := fmt.Sprintf("GPU %d was also used by %d untraced process(es) (%s): ", n.GPU, n.Processes, strings.Join(n.Names, ", "))
 		if n.RunSharePct != nil {
@@ -223,4 +228,32 @@ func Notes(ns []attribution.Note) []string {
 		out[i] = Note(n)
 	}
 	return out
+}
+
+// gpuFields words the names of GPU fields a device did not report.
+func gpuFields(names []string) string {
+	words := map[string]string{
+		record.GPUFieldUtil: "utilization", record.GPUFieldMemUtil: "memory utilization",
+		record.GPUFieldMemUsed: "memory used", record.GPUFieldSMClock: "SM clock", record.GPUFieldPower: "power",
+		record.GPUFieldProcesses: "its processes (per-process VRAM)", record.GPUFieldProcessUtil: "per-process utilization",
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if w, ok := words[n]; ok {
+			out = append(out, w)
+		} else {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// VRAMAtExit says what the run's VRAM did when the command exited: a
+// model a server keeps loaded is a load the next request skips.
+func VRAMAtExit(v attribution.VRAMRelease) string {
+	if v.Released {
+		return fmt.Sprintf("the run's VRAM was released at exit (%s → %s): a server that keeps the model loaded would not load it again",
+			format.Bytes(v.BeforeBytes), format.Bytes(v.AfterBytes))
+	}
+	return fmt.Sprintf("VRAM was not released at exit (%s → %s)", format.Bytes(v.BeforeBytes), format.Bytes(v.AfterBytes))
 }

@@ -5,6 +5,17 @@
 #   testdata/gpu/check.sh           build (when Go is here) and run
 #   testdata/gpu/check.sh --build   only build bin/gpu-check/{gpu.test,coldtrace},
 #                                   to carry to a GPU machine without Go
+#   testdata/gpu/check.sh --rounds  the assertions the scripted-NVML tests
+#                                   make on seed001.scn, on the real GPU:
+#                                   a PyTorch workload marks three rounds;
+#                                   round 1 allocates (weights, no kernels)
+#                                   then computes, rounds 2-3 reuse; the
+#                                   JSON's segments[] must say round 1
+#                                   allocated >= 1 GiB and kept it, rounds
+#                                   2-3 allocated under 64 MiB, each round
+#                                   busy, and the VRAM released at exit.
+#                                   Exit status 0 when all hold. Needs root,
+#                                   torch with CUDA; not run in CI.
 #
 # Steps:
 #  1. nvidia-smi -L, to show what the machine has;
@@ -39,6 +50,68 @@ build() {
 
 if [ "${1:-}" = "--build" ]; then
 	build
+	exit $?
+fi
+
+# rounds: seed 001's shape on the real GPU, checked as the fake's e2e
+# test checks it (with tolerances: a real allocator rounds up).
+rounds() {
+	cat >/tmp/gpu-rounds.py <<'PY'
+import os, socket, time, torch
+def mark(label):
+    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(label.encode(), os.environ["COLDTRACE_MARK"])
+    time.sleep(0.3)
+torch.cuda.init()
+time.sleep(0.5)
+mark("round 1")
+weights = torch.empty(3 << 30, dtype=torch.uint8, device="cuda")  # load: memory, no kernels
+torch.cuda.synchronize(); time.sleep(0.5)
+x = torch.randn(4096, 4096, device="cuda")
+for r in range(1, 4):
+    if r > 1:
+        mark("round %d" % r)
+    t = time.time()
+    while time.time() - t < 1.0:
+        y = x @ x
+    torch.cuda.synchronize()
+    del y
+    time.sleep(0.3)
+PY
+	rm -f /tmp/gpu-rounds.json
+	timeout -k 5 120 "$out/coldtrace" run -q --gpu-interval 50ms --json /tmp/gpu-rounds.json -- python3 /tmp/gpu-rounds.py || return 1
+	python3 - /tmp/gpu-rounds.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+segs = {s["label"]: s for s in d.get("segments", [])}
+bad = []
+def gpu(label):
+    s = segs.get(label)
+    if not s or not s.get("gpus"):
+        bad.append("%s: no GPU numbers" % label)
+        return None
+    return max(s["gpus"], key=lambda g: g["allocated_bytes"] + g["busy_ns"])
+g1 = gpu("round 1")
+if g1:
+    if g1["allocated_bytes"] < 1 << 30: bad.append("round 1 allocated %d bytes, want >= 1 GiB" % g1["allocated_bytes"])
+    if g1["vram_end_bytes"] < g1["vram_start_bytes"] + (1 << 30): bad.append("round 1 did not keep its VRAM")
+    if g1["busy_ns"] <= 0: bad.append("round 1 not busy")
+for label in ("round 2", "round 3"):
+    g = gpu(label)
+    if g and g["allocated_bytes"] >= 64 << 20: bad.append("%s allocated %d bytes, want < 64 MiB" % (label, g["allocated_bytes"]))
+    if g and g["busy_ns"] <= 0: bad.append("%s not busy" % label)
+last = d["segments"][-1] if d.get("segments") else {}
+if not any(v.get("released") for v in last.get("vram_at_exit") or []): bad.append("VRAM not released at exit")
+for s in d.get("segments", []):
+    print(s["label"], json.dumps(s.get("gpus")))
+print("\n".join(bad) or "rounds: all assertions hold")
+sys.exit(1 if bad else 0)
+PY
+}
+
+if [ "${1:-}" = "--rounds" ]; then
+	if command -v go >/dev/null 2>&1; then build || exit 1; fi
+	[ -x "$out/coldtrace" ] || { echo "no $out/coldtrace"; exit 1; }
+	rounds
 	exit $?
 fi
 if command -v go >/dev/null 2>&1; then

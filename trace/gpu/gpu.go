@@ -77,6 +77,12 @@ type device struct {
 	series      *series
 	lastAt      time.Duration // the previous poll, since the base
 	polled      bool
+	// pollAt is the time of the poll under way; lostAt and lost (the
+	// reason) are set when NVML said the GPU is lost: it is not polled
+	// again and its series ends at the poll before.
+	pollAt time.Time
+	lostAt time.Time
+	lost   string
 }
 
 type procKey struct {
@@ -328,6 +334,10 @@ func (s *Sampler) Sample() {
 }
 
 func (s *Sampler) sampleDevice(d *device, now time.Time) {
+	if d.lost != "" {
+		return
+	}
+	d.pollAt = now
 	smp := record.GPUSample{Device: d.index}
 	absent := func(field string) { smp.Absent = append(smp.Absent, field) }
 
@@ -368,13 +378,17 @@ func (s *Sampler) sampleDevice(d *device, now time.Time) {
 			smp.PowerMW = p
 		}
 	}
+	procs, runMem := s.sampleProcesses(d, now)
+	if d.lost != "" {
+		return // the poll that found the GPU lost holds nothing
+	}
 	at := now.Sub(s.base)
 	sl := slot{at: at, polls: 1, s: smp}
 	if d.polled {
 		sl.dt = at - d.lastAt
 	}
 	d.lastAt, d.polled = at, true
-	sl.procs, sl.runMem = s.sampleProcesses(d, now)
+	sl.procs, sl.runMem = procs, runMem
 	d.series.add(sl)
 }
 
@@ -383,6 +397,14 @@ func (s *Sampler) sampleDevice(d *device, now time.Time) {
 func (s *Sampler) check(d *device, ret nvml.Return, what string, fields ...string) bool {
 	if ret == nvml.SUCCESS {
 		return true
+	}
+	if ret == nvml.ERROR_GPU_IS_LOST {
+		// Every later query would fail the same way: the device's
+		// series ends here, the other devices go on.
+		if d.lost == "" {
+			d.lost, d.lostAt = retString(ret), d.pollAt
+		}
+		return false
 	}
 	if unsupported(ret) {
 		for _, f := range fields {
@@ -424,11 +446,14 @@ func (s *Sampler) sampleProcesses(d *device, now time.Time) ([]procEntry, uint64
 		}
 		return p
 	}
+	denied := false
 	addList := func(what string, list func() ([]nvml.ProcessInfo, nvml.Return)) {
-		if d.unsupported[what] {
+		if d.unsupported[what] || d.lost != "" || denied {
 			return
 		}
 		infos, ret := list()
+		// A refused list means the other is refused too: one warning.
+		denied = ret == nvml.ERROR_NO_PERMISSION
 		if !s.check(d, ret, what, what) {
 			return
 		}
@@ -448,7 +473,7 @@ func (s *Sampler) sampleProcesses(d *device, now time.Time) ([]procEntry, uint64
 	addList("graphics processes", d.handle.GetGraphicsRunningProcesses)
 
 	const putil = "process utilization"
-	if !d.unsupported[putil] {
+	if !d.unsupported[putil] && d.lost == "" {
 		samples, ret := d.handle.GetProcessUtilization(d.lastSeen)
 		switch {
 		case ret == nvml.SUCCESS:
@@ -535,6 +560,17 @@ func (s *Sampler) Result(start time.Time) *record.GPU {
 			if d.unsupported[f] {
 				info.Unsupported = append(info.Unsupported, f)
 			}
+		}
+		// The per-process queries, under the record's names for them.
+		if d.unsupported["compute processes"] {
+			info.Unsupported = append(info.Unsupported, record.GPUFieldProcesses)
+		}
+		if d.unsupported["process utilization"] {
+			info.Unsupported = append(info.Unsupported, record.GPUFieldProcessUtil)
+		}
+		if d.lost != "" {
+			at := d.lostAt.Sub(start).Nanoseconds()
+			info.LostNS, info.LostReason = &at, d.lost
 		}
 		g.Devices = append(g.Devices, info)
 	}
