@@ -305,7 +305,7 @@ func checkSeedDiff(t *testing.T, rec string) {
 
 func TestFakeGPUSharedWithUntracedProcess(t *testing.T) {
 	other := exec.Command("/usr/bin/python3", "-c",
-		`import sys,time; open("/proc/self/comm","w").write("ctgpu-other"); sys.stdout.write("ok\n"); sys.stdout.flush(); time.sleep(60)`)
+		`import sys,time; open("/proc/self/comm","w").write("ctgpu-other"); sys.stdout.write("ok\n"); sys.stdout.flush(); time.sleep(600)`)
 	outPipe, err := other.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

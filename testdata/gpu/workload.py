@@ -17,7 +17,7 @@ give the fake library, then runs the steps in order:
 
 Waiting on the library's acknowledgements, not on the clock, is what
 makes the per-segment numbers exact on a loaded machine. A wait longer
-than 30 s exits with status 3.
+than 120 s exits with status 3.
 """
 import os
 import socket
@@ -35,7 +35,7 @@ def write_phase(path, name):
 def wait_ack(path, name, need):
     if need <= 0:  # no GPU to wait for (an init failure)
         return
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120
     last = "(no acknowledgement)"
     while time.monotonic() < deadline:
         try:
@@ -47,7 +47,7 @@ def wait_ack(path, name, need):
         except (OSError, ValueError):
             pass
         time.sleep(0.005)
-    sys.stderr.write("workload.py: phase %s not sampled %d times in 30 s; last acknowledgement: %s\n" % (name, need, last))
+    sys.stderr.write("workload.py: phase %s not sampled %d times in 120 s; last acknowledgement: %s\n" % (name, need, last))
     sys.exit(3)
 
 
