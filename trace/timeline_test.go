@@ -74,8 +74,11 @@ func TestTimelineCoarsened(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(polls) < 100 {
-		t.Fatalf("%d polls in the run: want over 100 at 10 ms", len(polls))
+	// The run lasts about 2 s, but how many 10 ms polls fit in it is the
+	// machine's business (77 on a loaded VM): what the test needs is
+	// enough polls past the head to coarsen the tail at least twice.
+	if min := lim.HeadPolls + 2*lim.TailSamples + 4; len(polls) < min {
+		t.Fatalf("%d polls in the run: want at least %d to coarsen", len(polls), min)
 	}
 	if n := len(rec.Samples); n > lim.HeadPolls+lim.TailSamples {
 		t.Errorf("%d samples for %d polls, want at most %d", n, len(polls), lim.HeadPolls+lim.TailSamples)

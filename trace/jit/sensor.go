@@ -578,7 +578,7 @@ func (e *Sensor) FileSeen(f sensor.FileSeen) {
 	if strings.Contains(path.Base(f.Path), ".so") {
 		// A library's first sight: the process that touched it is about
 		// to map it. Its mappings are read, never the path.
-		e.scoper.Track(f.PID, false)
+		e.scoper.TrackLater(f.PID, false)
 	}
 }
 
@@ -613,7 +613,7 @@ func (e *Sensor) handle(b []byte) {
 		fe, ok := e.col.File(r)
 		if ok && op == OpOpen && fe.Errno == 0 && strings.Contains(path.Base(fe.Path), ".so") {
 			// Its mappings are read, never the path it named.
-			e.scoper.Track(r.PID, false)
+			e.scoper.TrackLater(r.PID, false)
 		}
 	case bpfjit.JitJitEventKindJE_EXEC:
 		envAt := unsafe.Offsetof(bpfjit.JitExecEvent{}.Env)
@@ -627,7 +627,7 @@ func (e *Sensor) handle(b []byte) {
 		}
 		file := sensor.CString(ev.Filename[:])
 		e.col.Exec(int32(ev.Pid), ev.Uid, file, env)
-		e.scoper.Track(int32(ev.Pid), false)
+		e.scoper.TrackLater(int32(ev.Pid), false)
 		e.useSeen(int32(ev.Pid), file)
 		e.envSeen(int32(ev.Pid))
 		e.quiet.resolved(int32(ev.Pid), ev.Gen)
@@ -639,7 +639,7 @@ func (e *Sensor) handle(b []byte) {
 		e.col.Fork(int32(ev.Pid), int32(ev.Ppid))
 		// Its own links: it inherited its parent's breakpoints, which run
 		// no program for it.
-		e.scoper.Track(int32(ev.Pid), true)
+		e.scoper.TrackLater(int32(ev.Pid), true)
 		e.quiet.resolved(int32(ev.Pid), ev.Gen)
 	case bpfjit.JitJitEventKindJE_UPROBE:
 		ev, ok := sensor.Decode[bpfjit.JitUprobeEvent](b, unsafe.Sizeof(bpfjit.JitUprobeEvent{}))

@@ -66,6 +66,25 @@ type Scoper struct {
 	// Attaches and Closes count links made and closed (for the record's
 	// self-check and the tests).
 	attaches, closes int
+
+	// TrackLater and Exited queue their work for a goroutine of the
+	// Scoper's own: they are called by ring-buffer readers, and making a process's
+	// links (some 0.1–0.3 ms each) in the reader made a burst of 600
+	// forks overflow the ring under load. One FIFO keeps a reused pid's
+	// exit before its new start.
+	qmu     sync.Mutex
+	queue   []queued
+	wake    chan struct{}
+	done    chan struct{}
+	drainMu sync.Mutex
+	worker  sync.WaitGroup
+	stopped bool
+}
+
+// queued is a Track or an Exited waiting for the Scoper's goroutine.
+type queued struct {
+	pid         int32
+	fresh, exit bool
 }
 
 type fileKey struct{ dev, ino uint64 }
@@ -101,6 +120,62 @@ type proc struct {
 func New(opts Options) *Scoper {
 	return &Scoper{opts: opts, multi: features.HaveBPFLinkUprobeMulti() == nil,
 		files: map[fileKey]*libFile{}, procs: map[int32]*proc{}, gone: map[int32]bool{}}
+}
+
+// work applies queued Tracks and Exiteds until Close.
+func (s *Scoper) work() {
+	defer s.worker.Done()
+	for {
+		select {
+		case <-s.wake:
+			s.drain()
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// enqueue hands q to the Scoper's goroutine without waiting for it.
+func (s *Scoper) enqueue(q queued) {
+	s.qmu.Lock()
+	if s.stopped {
+		s.qmu.Unlock()
+		return
+	}
+	if s.wake == nil { // the goroutine starts with the first work
+		s.wake, s.done = make(chan struct{}, 1), make(chan struct{})
+		s.worker.Add(1)
+		go s.work()
+	}
+	s.queue = append(s.queue, q)
+	s.qmu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain applies what is queued, in order. Everything that reads the
+// Scoper's state drains first, so it sees every Track made before it.
+func (s *Scoper) drain() {
+	s.drainMu.Lock()
+	defer s.drainMu.Unlock()
+	s.qmu.Lock()
+	qs := s.queue
+	s.queue = nil
+	s.qmu.Unlock()
+	if len(qs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, q := range qs {
+		if !q.exit {
+			s.trackLocked(q.pid, q.fresh)
+		} else if p := s.procs[q.pid]; p != nil {
+			s.closeLinks(q.pid, p)
+		}
+	}
 }
 
 // Multi says whether links are uprobe_multi links; the programs must then
@@ -173,6 +248,7 @@ func (s *Scoper) Add(set *Set) {
 
 // States returns what became of each of set's targets.
 func (s *Scoper) States(set *Set) []TargetState {
+	s.drain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]TargetState(nil), set.states...)
@@ -184,9 +260,17 @@ func (s *Scoper) States(set *Set) []TargetState {
 // child inherits its parent's breakpoints but not its links), executes,
 // or opens a library.
 func (s *Scoper) Track(pid int32, fresh bool) {
+	s.drain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.trackLocked(pid, fresh)
+}
+
+// TrackLater is Track for a ring-buffer reader: the links are made by
+// the Scoper's own goroutine, in order, a moment later, so a burst of
+// forks never holds up the reader of the ring that announces them.
+func (s *Scoper) TrackLater(pid int32, fresh bool) {
+	s.enqueue(queued{pid: pid, fresh: fresh})
 }
 
 func (s *Scoper) trackLocked(pid int32, fresh bool) {
@@ -219,11 +303,7 @@ func (s *Scoper) trackLocked(pid int32, fresh bool) {
 
 // Exited closes a process's links.
 func (s *Scoper) Exited(pid int32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p := s.procs[pid]; p != nil {
-		s.closeLinks(pid, p)
-	}
+	s.enqueue(queued{pid: pid, exit: true})
 }
 
 // scan reads pid's mappings: a library file not known yet that some
@@ -471,6 +551,7 @@ func (s *Scoper) Begin(uint64) {}
 // closes the links of those that left, and reads again the mappings of
 // those that started or opened a library lately.
 func (s *Scoper) Poll(uint64, *record.Sample) error {
+	s.drain()
 	s.mu.Lock()
 	none := len(s.sets) == 0
 	s.mu.Unlock()
@@ -526,6 +607,7 @@ func (s *Scoper) Finish(rec *record.Record) error {
 
 // Counts returns how many links were made and closed so far.
 func (s *Scoper) Counts() (attached, closed int) {
+	s.drain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.attaches, s.closes
@@ -533,6 +615,18 @@ func (s *Scoper) Counts() (attached, closed int) {
 
 // Close closes every link, all at once, and the library files.
 func (s *Scoper) Close() error {
+	s.qmu.Lock()
+	done := s.done
+	if s.stopped {
+		done = nil
+	}
+	s.stopped = true
+	s.qmu.Unlock()
+	if done != nil {
+		close(done)
+		s.worker.Wait()
+	}
+	s.drain()
 	s.mu.Lock()
 	var all []link.Link
 	for pid, p := range s.procs {
