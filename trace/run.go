@@ -219,13 +219,16 @@ func (s *session) launch() error {
 		return err
 	}
 	pid := child.Pid()
+	// Its links follow it through its exec: the libraries known now are
+	// probed from the command's first instruction. They are made before
+	// the seed: registering a uprobe takes tens of milliseconds under
+	// load, and between the seed and the run's start that time counted
+	// in the thread's life but not in its process's.
+	s.uprobes.Track(int32(pid), true)
 	if err := s.sched.Seed(pid, commName(s.opts.Command[0]), sensor.MonotonicNS()); err != nil {
 		child.Abort()
 		return err
 	}
-	// Its links follow it through its exec: the libraries known now are
-	// probed from the command's first instruction.
-	s.uprobes.Track(int32(pid), true)
 	if s.opts.KillOnExit {
 		if s.watch, err = launch.StartWatch(pid); err != nil {
 			child.Abort()

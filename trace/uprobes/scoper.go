@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -85,6 +86,7 @@ type Scoper struct {
 type queued struct {
 	pid         int32
 	fresh, exit bool
+	poll        bool // the work of a Poll
 }
 
 type fileKey struct{ dev, ino uint64 }
@@ -170,10 +172,15 @@ func (s *Scoper) drain() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, q := range qs {
-		if !q.exit {
+		switch {
+		case q.poll:
+			s.pollLocked()
+		case !q.exit:
 			s.trackLocked(q.pid, q.fresh)
-		} else if p := s.procs[q.pid]; p != nil {
-			s.closeLinks(q.pid, p)
+		default:
+			if p := s.procs[q.pid]; p != nil {
+				s.closeLinks(q.pid, p)
+			}
 		}
 	}
 }
@@ -551,26 +558,31 @@ func (s *Scoper) Begin(uint64) {}
 // closes the links of those that left, and reads again the mappings of
 // those that started or opened a library lately.
 func (s *Scoper) Poll(uint64, *record.Sample) error {
-	s.drain()
-	s.mu.Lock()
-	none := len(s.sets) == 0
-	s.mu.Unlock()
-	if none {
-		return nil
+	// The Scoper's goroutine does it: registering a uprobe walks every
+	// mapping of the library on the machine (libc: every process), tens
+	// of milliseconds a link under load, which in the session's poll
+	// loop stretched 10 ms polls to 40–110 ms.
+	s.enqueue(queued{poll: true})
+	return nil
+}
+
+// pollLocked is Poll's work, with s.mu held.
+func (s *Scoper) pollLocked() {
+	if len(s.sets) == 0 {
+		return
 	}
 	var live map[int32]bool
 	if s.opts.LivePIDs != nil {
 		pids, err := s.opts.LivePIDs()
 		if err != nil {
-			return fmt.Errorf("uprobes: %w", err)
+			s.warnOnce("uprobes: the tracked set could not be read: " + err.Error())
+			return
 		}
 		live = make(map[int32]bool, len(pids))
 		for _, pid := range pids {
 			live[int32(pid)] = true
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for pid, p := range s.procs {
 		if live != nil && !live[pid] {
 			s.closeLinks(pid, p)
@@ -594,11 +606,18 @@ func (s *Scoper) Poll(uint64, *record.Sample) error {
 			}
 		}
 	}
-	return nil
+}
+
+// warnOnce adds msg to the record's warnings once.
+func (s *Scoper) warnOnce(msg string) {
+	if !slices.Contains(s.warnings, msg) {
+		s.warnings = append(s.warnings, msg)
+	}
 }
 
 // Finish adds the Scoper's warnings to rec.
 func (s *Scoper) Finish(rec *record.Record) error {
+	s.drain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec.Warnings = append(rec.Warnings, s.warnings...)
