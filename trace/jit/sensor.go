@@ -578,7 +578,7 @@ func (e *Sensor) FileSeen(f sensor.FileSeen) {
 	if strings.Contains(path.Base(f.Path), ".so") {
 		// A library's first sight: the process that touched it is about
 		// to map it. Its mappings are read, never the path.
-		e.scoper.TrackLater(f.PID, false)
+		e.scoper.LibrarySeen(f.PID)
 	}
 }
 
@@ -613,7 +613,7 @@ func (e *Sensor) handle(b []byte) {
 		fe, ok := e.col.File(r)
 		if ok && op == OpOpen && fe.Errno == 0 && strings.Contains(path.Base(fe.Path), ".so") {
 			// Its mappings are read, never the path it named.
-			e.scoper.TrackLater(r.PID, false)
+			e.scoper.LibrarySeen(r.PID)
 		}
 	case bpfjit.JitJitEventKindJE_EXEC:
 		envAt := unsafe.Offsetof(bpfjit.JitExecEvent{}.Env)

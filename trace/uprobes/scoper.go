@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
@@ -80,6 +81,7 @@ type Scoper struct {
 	drainMu sync.Mutex
 	worker  sync.WaitGroup
 	stopped bool
+	quick   map[int32]bool // processes with quick scans pending (under mu)
 }
 
 // queued is a Track or an Exited waiting for the Scoper's goroutine.
@@ -87,7 +89,15 @@ type queued struct {
 	pid         int32
 	fresh, exit bool
 	poll        bool // the work of a Poll
+	lib         bool // the process is about to map a library
+	scan        bool // read its mappings now
 }
+
+// quickScans are when a process's mappings are read after it opened a
+// library, before the polls' slower rescans: a JIT library is often
+// called within milliseconds of its load (Numba compiles at the first
+// call after the import), and a link made a poll later misses that.
+var quickScans = [...]time.Duration{2 * time.Millisecond, 10 * time.Millisecond, 40 * time.Millisecond}
 
 type fileKey struct{ dev, ino uint64 }
 
@@ -175,6 +185,25 @@ func (s *Scoper) drain() {
 		switch {
 		case q.poll:
 			s.pollLocked()
+		case q.scan:
+			if p := s.procs[q.pid]; p != nil {
+				s.scan(q.pid, p)
+			}
+			if q.fresh { // the last of the quick scans
+				delete(s.quick, q.pid)
+			}
+		case q.lib:
+			s.trackLocked(q.pid, false)
+			if s.procs[q.pid] != nil && !s.quick[q.pid] {
+				if s.quick == nil {
+					s.quick = map[int32]bool{}
+				}
+				s.quick[q.pid] = true
+				for i, d := range quickScans {
+					pid, last := q.pid, i == len(quickScans)-1
+					time.AfterFunc(d, func() { s.enqueue(queued{pid: pid, scan: true, fresh: last}) })
+				}
+			}
 		case !q.exit:
 			s.trackLocked(q.pid, q.fresh)
 		default:
@@ -271,6 +300,12 @@ func (s *Scoper) Track(pid int32, fresh bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.trackLocked(pid, fresh)
+}
+
+// LibrarySeen is TrackLater for a process that opened a library: its
+// mappings are read a few milliseconds later, not only at the polls.
+func (s *Scoper) LibrarySeen(pid int32) {
+	s.enqueue(queued{pid: pid, lib: true})
 }
 
 // TrackLater is Track for a ring-buffer reader: the links are made by
