@@ -261,10 +261,15 @@ func files(a, b *record.Record, ra, rb *attribution.Result) []File {
 		df.BIOWaitNS += f.IOWaitNS
 		df.BDiskNS += bn[f.ID]
 	}
-	if n, m := an[-1], bn[-1]; n != 0 || m != 0 {
-		df := get(attribution.UnidentifiedFile)
-		df.inA, df.inB = n != 0, m != 0
-		df.ADiskNS, df.BDiskNS = n, m
+	for _, u := range []struct {
+		id   int
+		name string
+	}{{-1, attribution.UnidentifiedFile}, {attribution.OutsidePageCacheID, attribution.OutsidePageCache}} {
+		if n, m := an[u.id], bn[u.id]; n != 0 || m != 0 {
+			df := get(u.name)
+			df.inA, df.inB = n != 0, m != 0
+			df.ADiskNS, df.BDiskNS = n, m
+		}
 	}
 	out := rows.rows
 	for i := range out {

@@ -62,6 +62,8 @@ type EvictFileStats struct {
 	OthersInserted uint64
 	OtherInsTs     uint64
 	FillWaitNs     uint64
+	DirectBytes    uint64
+	DirectWaitNs   uint64
 }
 
 type EvictInserterKey struct {
@@ -138,6 +140,7 @@ type EvictTstate struct {
 	RdSig   uint64
 	RdIndex uint64
 	RdNext  uint64
+	DioFile EvictFileKey
 }
 
 // Names of all BPF objects in the ELF.

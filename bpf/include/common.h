@@ -30,6 +30,8 @@ enum thread_flag {
 	TF_DEAD = 1 << 8, /* switched out for the last time: the slot may be reused */
 	TF_OUT_FILL = 1 << 9, /* switched out, not for I/O, inside a kernel entry that fills the page cache */
 	TF_PYTHON = 1 << 10,  /* tstate: the thread runs a Python interpreter (executed one, or forked from one) */
+	TF_DIRECT = 1 << 11,  /* tstate: the current kernel entry queued direct-I/O reads of dio_file */
+	TF_OUT_DIRECT = 1 << 12, /* switched out for I/O while its direct-I/O reads were in flight */
 };
 
 /* Indices into each object's lost counters. Exported to Go by bpf2go. */
@@ -83,6 +85,10 @@ struct tstate {
 	__u64 rd_sig;
 	__u64 rd_index;
 	__u64 rd_next;
+	/* The file whose direct-I/O reads the current kernel entry queued
+	 * (TF_DIRECT; bpf/pagecache, block_bio_queue): its I/O waits are
+	 * that file's, as direct I/O. */
+	struct file_key dio_file;
 };
 
 struct thread {

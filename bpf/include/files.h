@@ -29,6 +29,11 @@ struct file_stats {
 	/* Off-CPU time, not I/O wait, of tracked threads inside kernel
 	 * entries that filled this file (bpf/sched). */
 	__u64 fill_wait_ns;
+	/* Direct I/O, which bypasses the page cache: bytes read by tracked
+	 * threads (bpf/pagecache, at block_bio_queue), and their I/O wait
+	 * while those reads were in flight (part of iowait_ns; bpf/sched). */
+	__u64 direct_bytes;
+	__u64 direct_wait_ns;
 };
 
 struct {

@@ -156,6 +156,12 @@ type JitTstate struct {
 	RdSig   uint64
 	RdIndex uint64
 	RdNext  uint64
+	DioFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
 }
 
 type JitUcall struct {

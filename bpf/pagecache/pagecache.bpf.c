@@ -195,13 +195,33 @@ static int close_fill(struct bpf_map *map, void *key, void *value)
 	if (s) {
 		if (s->flags & TF_MISSED)
 			charge_miss(s, NULL, bpf_ktime_get_ns());
-		s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_FAULT_TS);
+		s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_FAULT_TS | TF_DIRECT);
 		struct thread *th = slot_thread(s);
 		if (th)
 			th->fill_mark = 0;
 	}
 	bpf_preempt_enable();
 	return 0;
+}
+
+/* Arrange for close_fill to run at the current entry's return to user
+ * space (unless it is arranged already). False if it cannot be. */
+static __always_inline bool close_at_return(struct tstate *s)
+{
+	if (s->flags & TF_END_PENDING)
+		return true;
+	__u32 slot = s->slot;
+	struct fill_end *fe = bpf_map_lookup_elem(&fill_ends, &slot);
+	/* bpf_core_type_exists is always true here; its relocation puts the
+	 * whole task_struct into this object's BTF, which the kfunc's argument
+	 * check needs (no program here reads a field of it, so clang would
+	 * emit only a forward declaration). */
+	if (fe && bpf_core_type_exists(struct task_struct) && bpf_task_work_schedule_resume_impl(bpf_get_current_task_btf(), &fe->tw, &fill_ends,
+						      close_fill, NULL) == 0) {
+		s->flags |= TF_END_PENDING;
+		return true;
+	}
+	return false;
 }
 
 /* Open the current entry's fill interval at start (unless it is open)
@@ -216,19 +236,8 @@ static __always_inline void open_fill(struct tstate *s, __u64 start, __u64 now)
 		if (th)
 			th->fill_mark = start;
 	}
-	if (s->flags & TF_END_PENDING)
+	if (close_at_return(s))
 		return;
-	__u32 slot = s->slot;
-	struct fill_end *fe = bpf_map_lookup_elem(&fill_ends, &slot);
-	/* bpf_core_type_exists is always true here; its relocation puts the
-	 * whole task_struct into this object's BTF, which the kfunc's argument
-	 * check needs (no program here reads a field of it, so clang would
-	 * emit only a forward declaration). */
-	if (fe && bpf_core_type_exists(struct task_struct) && bpf_task_work_schedule_resume_impl(bpf_get_current_task_btf(), &fe->tw, &fill_ends,
-						      close_fill, NULL) == 0) {
-		s->flags |= TF_END_PENDING;
-		return;
-	}
 	count_lost(LOST_FILL_END);
 	charge_miss(s, NULL, now);
 	s->flags &= ~TF_MISSED;
@@ -692,4 +701,64 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	note_order(&key, lo, n, nr < 0);
 	return 0;
 }
+
+/* Direct I/O.
+ *
+ * A direct read fills no page cache, so no fill names its file. Its bios
+ * are queued by the thread that reads (block_bio_queue runs in the
+ * submitter; block_rq_issue often runs in a kworker), and iomap's direct
+ * I/O (ext4, xfs, btrfs) hangs the request on the bio: bi_private is its
+ * struct iomap_dio, whose kiocb holds the file. bi_private means
+ * something else for other bios (a buffer head, a readahead context), so
+ * the chain counts only when its end agrees with the bio: a file opened
+ * O_DIRECT whose filesystem sits on the bio's device. The entry's I/O
+ * waits are then that file's (bpf/sched: wait_cause) until it returns to
+ * user space. */
+#define O_DIRECT_ 040000 /* x86-64 uapi */
+#define REQ_OP_MASK_ 0xff
+
+static __always_inline struct file *dio_file(struct bio *bio)
+{
+	struct iomap_dio *dio = bpf_rdonly_cast(bio->bi_private, bpf_core_type_id_kernel(struct iomap_dio));
+	if (!dio)
+		return NULL;
+	struct kiocb *iocb = bpf_rdonly_cast(dio->iocb, bpf_core_type_id_kernel(struct kiocb));
+	if (!iocb)
+		return NULL;
+	struct file *f = bpf_rdonly_cast(iocb->ki_filp, bpf_core_type_id_kernel(struct file));
+	if (!f || !(f->f_flags & O_DIRECT_) || !f->f_inode)
+		return NULL;
+	if ((void *)f->f_inode->i_sb->s_bdev != (void *)bio->bi_bdev)
+		return NULL;
+	return f;
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(on_bio_queue, struct bio *bio)
+{
+	struct tstate *t = current_state();
+	if (!t || (bio->bi_opf & REQ_OP_MASK_) != REQ_OP_READ)
+		return 0;
+	struct file *f = dio_file(bio);
+	if (!f)
+		return 0;
+	struct inode *inode = bpf_rdonly_cast(f->f_inode, bpf_core_type_id_kernel(struct inode));
+	struct file_key key = {};
+	key.dev = inode->i_sb->s_dev;
+	key.ino = inode->i_ino;
+	struct file_stats *fs = file_get(&key, true);
+	if (!fs)
+		return 0;
+	__sync_fetch_and_add(&fs->direct_bytes, bio->bi_iter.bi_size);
+	fs->last_tgid = t->tgid;
+	if (!fs->path_sent) {
+		fs->path_sent = 1;
+		emit_path(t, inode, key.dev, key.ino, PATH_SEEN);
+	}
+	t->dio_file = key;
+	if (close_at_return(t))
+		t->flags |= TF_DIRECT;
+	return 0;
+}
+
 BTF_ANCHOR(enum path_kind, path_kind);

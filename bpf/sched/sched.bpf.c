@@ -107,6 +107,30 @@ static __always_inline bool syncs_files(long id)
 	return writes_files(id);
 }
 
+/* What an I/O wait starting now is for: the file of the fill the kernel
+ * entry is in (a page-cache miss: the thread waits for the pages it is
+ * inserting), or the file whose direct-I/O reads the entry queued. Any
+ * other I/O wait (a sync, a write's throttling, a read the page cache
+ * does not see) names no file: the thread's last page-cache file has
+ * nothing to do with it, and user space shows the wait as I/O outside
+ * the page cache. Returns TF_OUT_DIRECT for a direct-I/O wait. */
+static __always_inline __u32 wait_cause(struct tstate *s, struct thread *t, struct task_struct *prev)
+{
+	struct file_key none = {};
+	t->wait_file = none;
+	if (syncs_files(current_syscall(prev)))
+		return 0;
+	if (s->flags & TF_MISSED) {
+		t->wait_file = s->cur;
+		return 0;
+	}
+	if (s->flags & TF_DIRECT) {
+		t->wait_file = s->dio_file;
+		return TF_OUT_DIRECT;
+	}
+	return 0;
+}
+
 /* The wait of d ns that ends when t is switched in, by the kind its
  * switch out recorded. */
 static __always_inline void charge_wait(struct thread *t, __u64 d)
@@ -115,8 +139,11 @@ static __always_inline void charge_wait(struct thread *t, __u64 d)
 		t->iowait_ns += d;
 		if (t->wait_file.ino) {
 			struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
-			if (fs)
+			if (fs) {
 				__sync_fetch_and_add(&fs->iowait_ns, d);
+				if (t->flags & TF_OUT_DIRECT)
+					__sync_fetch_and_add(&fs->direct_wait_ns, d);
+			}
 		}
 	} else if (t->flags & TF_OUT_RUNNABLE) {
 		t->runq_ns += d;
@@ -178,20 +205,14 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		bool filling = s->flags & TF_MISSED;
 		if (filling)
 			charge_miss(s, t, now);
-		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL);
+		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT);
 		if (filling && !iowait) {
 			f |= TF_OUT_FILL;
 			t->wait_file = s->cur; /* user space adds ongoing fill waits to it */
 		}
 		if (iowait) {
 			f |= TF_OUT_IOWAIT;
-			/* The wait is for the last file read, unless the
-			 * thread is syncing or writing. */
-			t->wait_file = s->cur;
-			if (syncs_files(current_syscall(prev))) {
-				t->wait_file.dev = 0;
-				t->wait_file.ino = 0;
-			}
+			f |= wait_cause(s, t, prev);
 		} else if (preempt || prev_state == 0) {
 			f |= TF_OUT_RUNNABLE;
 		}
@@ -210,7 +231,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (s && t) {
 		if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts)
 			charge_wait(t, now - t->last_ts);
-		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL)) | TF_ON_CPU;
+		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT)) | TF_ON_CPU;
 		t->last_ts = now;
 		s->mark_ts = now;
 		if (s->flags & TF_MISSED)
@@ -224,12 +245,11 @@ static __always_inline void fill_comm(char *dst, struct task_struct *task)
 	bpf_probe_read_kernel_str(dst, 16, BPF_CORE_READ(task, comm));
 }
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+/* Track child, created by a thread whose state is ps: a slot for its
+ * counters, its task storage, and a fork event when it starts a process
+ * (or is the leader of one). */
+static __always_inline void track(struct tstate *ps, struct task_struct *child, __u32 ptgid)
 {
-	struct tstate *ps = task_state(parent);
-	if (!ps)
-		return 0;
 	__u32 inherited = ps->flags & TF_PYTHON;
 	__u64 now = bpf_ktime_get_ns();
 	__u32 ctid = BPF_CORE_READ(child, pid);
@@ -239,14 +259,14 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		__u32 zero = 0;
 		__u32 *n = bpf_map_lookup_elem(&next_slot, &zero);
 		if (!n)
-			return 0;
+			return;
 		slot = 1 + *n * ncpus + bpf_get_smp_processor_id();
 		*n += 1;
 	}
 	struct thread *t = bpf_map_lookup_elem(&threads, &slot);
 	if (!t) {
 		count_lost(LOST_THREADS);
-		return 0;
+		return;
 	}
 	struct thread nt = {};
 	nt.tid = ctid;
@@ -262,18 +282,18 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		t->tid = 0;
 		bpf_map_push_elem(&free_slots, &slot, 0);
 		count_lost(LOST_THREADS);
-		return 0;
+		return;
 	}
-	if (ctgid != BPF_CORE_READ(parent, tgid) || ctid == ctgid) {
+	if (ctgid != ptgid || ctid == ctgid) {
 		struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 		if (!ev) {
 			count_lost(LOST_RINGBUF);
-			return 0;
+			return;
 		}
 		ev->kind = EV_FORK;
 		ev->pid = ctgid;
 		ev->tid = ctid;
-		ev->ppid = BPF_CORE_READ(parent, tgid);
+		ev->ppid = ptgid;
 		ev->ts = now;
 		ev->exit_code = 0;
 		ev->reason = 0;
@@ -282,6 +302,35 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		ev->args_len = 0;
 		bpf_ringbuf_submit(ev, ring_wakeup(&events));
 	}
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct tstate *ps = task_state(parent);
+	if (ps)
+		track(ps, child, BPF_CORE_READ(parent, tgid));
+	return 0;
+}
+
+/* io_uring's workers (io-wq, PF_IO_WORKER) are threads of the process
+ * whose ring they serve, made by create_io_thread, which does not reach
+ * sched_process_fork: a read a worker does for the process (IOSQE_ASYNC,
+ * or one that would block) would go unseen. task_newtask fires for them,
+ * in the thread that creates them (the submitter, or another worker); the
+ * process's leader stands in when that thread is not tracked. */
+#define PF_IO_WORKER_ 0x00000010
+
+SEC("tp_btf/task_newtask")
+int BPF_PROG(on_newtask, struct task_struct *task, __u64 clone_flags)
+{
+	if (!(task->flags & PF_IO_WORKER_))
+		return 0;
+	struct tstate *ps = current_state();
+	if (!ps)
+		ps = task_state(task->group_leader);
+	if (ps && !task_state(task))
+		track(ps, task, task->tgid);
 	return 0;
 }
 
@@ -348,7 +397,7 @@ static __always_inline void untrack(struct task_struct *p, struct tstate *s, str
 		t->last_ts = now;
 		t->fill_mark = 0;
 		asm volatile("" ::: "memory");
-		t->flags = (t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL)) | TF_EXITED | TF_DEAD;
+		t->flags = (t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT)) | TF_EXITED | TF_DEAD;
 	}
 	bpf_task_storage_delete(&task_states, p);
 	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
