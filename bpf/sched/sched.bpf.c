@@ -199,6 +199,13 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		}
 		t->exec_ns = exec;
 		bool iowait = BPF_CORE_READ_BITFIELD(prev, in_iowait);
+		/* io_uring_enter waiting for completions is marked an I/O
+		 * wait, yet the I/O is done elsewhere: by io-wq workers (their
+		 * own waits and fills name the file) or by the block layer
+		 * for requests the entry did not fill or queue. Unless the
+		 * entry itself fills or reads direct, it is a plain wait. */
+		if (iowait && !(s->flags & (TF_MISSED | TF_DIRECT)) && current_syscall(prev) == NR_io_uring_enter)
+			iowait = false;
 		/* A fill interval stops while the thread is off the CPU; its
 		 * waits, other than for I/O, still belong to the fill: a warm
 		 * read would not have waited. */

@@ -178,7 +178,7 @@ func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Resul
 			if shown == 3 || f.NS*50 < row.NS {
 				break
 			}
-			fmt.Fprintf(b, "      %-40s %10s %4.0f%% miss %9s\n", format.Escape(format.Path(f.Path, 40)), format.Bytes(f.BytesFromDisk), 100*f.MissRatio, format.Duration(f.NS))
+			fmt.Fprintf(b, "      %-40s %s %9s\n", format.Escape(format.Path(f.Path, 40)), diskDetail(f), format.Duration(f.NS))
 			shown++
 		}
 		for i, c := range row.Compilers {
@@ -289,4 +289,17 @@ func writeMachine(b *strings.Builder, r *record.Record) {
 		fmt.Fprintf(b, "  other processes: %d used %s of CPU during the run (%s); steal %s\n",
 			m.OthersCount, format.Duration(m.OthersCPUNS), strings.Join(names, ", "), format.Duration(m.StealNS))
 	}
+}
+
+// diskDetail is a disk_read evidence line's middle: bytes from disk and
+// the miss ratio, or what a rerun pays again (direct I/O, I/O outside the
+// page cache).
+func diskDetail(f attribution.FileEvidence) string {
+	switch {
+	case f.ID == attribution.OutsidePageCacheID:
+		return fmt.Sprintf("%16s", "a rerun waits again")
+	case f.DirectBytes > 0 && f.PagesMissed == 0:
+		return fmt.Sprintf("%10s direct", format.Bytes(f.DirectBytes))
+	}
+	return fmt.Sprintf("%10s %4.0f%% miss", format.Bytes(f.BytesFromDisk), 100*f.MissRatio)
 }
