@@ -733,6 +733,34 @@ static __always_inline struct file *dio_file(struct bio *bio)
 	return f;
 }
 
+/* A block device read with O_DIRECT (block/fops.c, not iomap): the file
+ * of the read syscall's descriptor, when it is a block device opened
+ * O_DIRECT. Only a device: a filesystem's reads in the same entry may be
+ * its metadata. */
+#define S_IFMT_ 00170000
+#define S_IFBLK_ 0060000
+
+static __always_inline struct file *syscall_dio_file(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	long nr = current_syscall(task);
+	if (!regs || (nr != NR_read && nr != NR_pread64 && nr != NR_readv && nr != NR_preadv && nr != NR_preadv2))
+		return NULL;
+	unsigned int fd = regs->di;
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *fp = NULL;
+	if (bpf_probe_read_kernel(&fp, sizeof(fp), &fds[fd]) || !fp)
+		return NULL;
+	struct file *f = bpf_rdonly_cast(fp, bpf_core_type_id_kernel(struct file));
+	if (!(f->f_flags & O_DIRECT_) || !f->f_inode || (f->f_inode->i_mode & S_IFMT_) != S_IFBLK_)
+		return NULL;
+	return f;
+}
+
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(on_bio_queue, struct bio *bio)
 {
@@ -740,6 +768,8 @@ int BPF_PROG(on_bio_queue, struct bio *bio)
 	if (!t || (bio->bi_opf & REQ_OP_MASK_) != REQ_OP_READ)
 		return 0;
 	struct file *f = dio_file(bio);
+	if (!f)
+		f = syscall_dio_file();
 	if (!f)
 		return 0;
 	struct inode *inode = bpf_rdonly_cast(f->f_inode, bpf_core_type_id_kernel(struct inode));

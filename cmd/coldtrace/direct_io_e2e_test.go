@@ -244,3 +244,32 @@ func TestAsyncUringReadIsTracked(t *testing.T) {
 		t.Errorf("no thread besides the reader's own filled the page cache: %+v", w.rec.Threads)
 	}
 }
+
+// loopDevice attaches a loop device to a size-byte image and returns its
+// path, detached at the end of t.
+func loopDevice(t *testing.T, size int) string {
+	t.Helper()
+	img := directFile(t, diskDir(t), "disk.img", size)
+	out, err := exec.Command("losetup", "-f", "--show", img).Output()
+	if err != nil {
+		t.Skipf("no loop device to read a block device directly: losetup: %v", err)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
+	return dev
+}
+
+// TestDirectReadOfBlockDevice: a block device read with O_DIRECT (no
+// iomap request on its bios) is named by the read's descriptor: the
+// device, with exactly the bytes read.
+func TestDirectReadOfBlockDevice(t *testing.T) {
+	requireTracing(t)
+	const size = 4 << 20
+	dev := loopDevice(t, size)
+	w := traceWaits(t, "dd", "if="+dev, "of=/dev/null", "iflag=direct", "bs=1M")
+	got := w.file(t, dev)
+	if got.DirectBytes != size || got.DirectWaitNS > got.IOWaitNS {
+		t.Errorf("%s: direct bytes %d (want %d), direct wait %d ns of I/O wait %d ns", dev, got.DirectBytes, size, got.DirectWaitNS, got.IOWaitNS)
+	}
+	checkHitsWaitNothing(t, w)
+}
