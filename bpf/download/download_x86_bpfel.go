@@ -128,6 +128,13 @@ type DownloadTstate struct {
 		Pad uint32
 		Ino uint64
 	}
+	AsyncFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	AsyncTs uint64
 }
 
 type DownloadWriteKey struct {

@@ -162,6 +162,13 @@ type JitTstate struct {
 		Pad uint32
 		Ino uint64
 	}
+	AsyncFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	AsyncTs uint64
 }
 
 type JitUcall struct {

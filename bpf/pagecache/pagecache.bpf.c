@@ -788,6 +788,11 @@ int BPF_PROG(on_bio_queue, struct bio *bio)
 	t->dio_file = key;
 	if (close_at_return(t))
 		t->flags |= TF_DIRECT;
+	struct tstate *ls = task_state(bpf_get_current_task_btf()->group_leader);
+	if (ls) {
+		ls->async_file = key;
+		ls->async_ts = bpf_ktime_get_ns();
+	}
 	return 0;
 }
 

@@ -140,22 +140,24 @@ type PagecacheThread struct {
 }
 
 type PagecacheTstate struct {
-	_       structs.HostLayout
-	Slot    uint32
-	Flags   uint32
-	Tgid    uint32
-	Pad     uint32
-	MarkTs  uint64
-	FaultTs uint64
-	Cur     PagecacheFileKey
-	RaFile  PagecacheFileKey
-	RaLo    uint64
-	RaHi    uint64
-	RdFile  PagecacheFileKey
-	RdSig   uint64
-	RdIndex uint64
-	RdNext  uint64
-	DioFile PagecacheFileKey
+	_         structs.HostLayout
+	Slot      uint32
+	Flags     uint32
+	Tgid      uint32
+	Pad       uint32
+	MarkTs    uint64
+	FaultTs   uint64
+	Cur       PagecacheFileKey
+	RaFile    PagecacheFileKey
+	RaLo      uint64
+	RaHi      uint64
+	RdFile    PagecacheFileKey
+	RdSig     uint64
+	RdIndex   uint64
+	RdNext    uint64
+	DioFile   PagecacheFileKey
+	AsyncFile PagecacheFileKey
+	AsyncTs   uint64
 }
 
 // Names of all BPF objects in the ELF.

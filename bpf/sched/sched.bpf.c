@@ -131,11 +131,31 @@ static __always_inline __u32 wait_cause(struct tstate *s, struct thread *t, stru
 	return 0;
 }
 
-/* The wait of d ns that ends when t is switched in, by the kind its
- * switch out recorded. */
-static __always_inline void charge_wait(struct thread *t, __u64 d)
+/* A wait for io_uring completions (TF_OUT_URING) during which a thread of
+ * task's process queued direct reads was for them: the file of the
+ * latest, as direct I/O (the requests complete asynchronously; the
+ * submitter's wait is their time). Returns whether it was. */
+static __always_inline bool charge_uring_wait(struct thread *t, struct task_struct *task, __u64 d)
 {
-	if (t->flags & TF_OUT_IOWAIT) {
+	struct tstate *ls = task_state(task->group_leader);
+	if (!ls || !ls->async_ts || ls->async_ts < t->last_ts || !ls->async_file.ino)
+		return false;
+	t->iowait_ns += d;
+	struct file_stats *fs = bpf_map_lookup_elem(&files, &ls->async_file);
+	if (fs) {
+		__sync_fetch_and_add(&fs->iowait_ns, d);
+		__sync_fetch_and_add(&fs->direct_wait_ns, d);
+	}
+	return true;
+}
+
+/* The wait of d ns that ends when t (of task) is switched in, by the kind
+ * its switch out recorded. */
+static __always_inline void charge_wait(struct thread *t, struct task_struct *task, __u64 d)
+{
+	if ((t->flags & TF_OUT_URING) && charge_uring_wait(t, task, d)) {
+		/* charged */
+	} else if (t->flags & TF_OUT_IOWAIT) {
 		t->iowait_ns += d;
 		if (t->wait_file.ino) {
 			struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
@@ -190,7 +210,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				run = d;
 			t->cpu_ns += run;
 			if (d > run)
-				charge_wait(t, d - run);
+				charge_wait(t, prev, d - run);
 			if (t->flags & (TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL) || t->switches)
 				t->unseen_ins++;
 			/* The fill's CPU is the run, not the wait. */
@@ -204,7 +224,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		 * own waits and fills name the file) or by the block layer
 		 * for requests the entry did not fill or queue. Unless the
 		 * entry itself fills or reads direct, it is a plain wait. */
-		if (iowait && !(s->flags & (TF_MISSED | TF_DIRECT)) && current_syscall(prev) == NR_io_uring_enter)
+		bool uring = iowait && !(s->flags & (TF_MISSED | TF_DIRECT)) && current_syscall(prev) == NR_io_uring_enter;
+		if (uring)
 			iowait = false;
 		/* A fill interval stops while the thread is off the CPU; its
 		 * waits, other than for I/O, still belong to the fill: a warm
@@ -212,7 +233,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		bool filling = s->flags & TF_MISSED;
 		if (filling)
 			charge_miss(s, t, now);
-		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT);
+		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT | TF_OUT_URING);
+		if (uring)
+			f |= TF_OUT_URING;
 		if (filling && !iowait) {
 			f |= TF_OUT_FILL;
 			t->wait_file = s->cur; /* user space adds ongoing fill waits to it */
@@ -237,8 +260,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	t = s ? slot_thread(s) : NULL;
 	if (s && t) {
 		if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts)
-			charge_wait(t, now - t->last_ts);
-		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT)) | TF_ON_CPU;
+			charge_wait(t, next, now - t->last_ts);
+		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT | TF_OUT_URING)) | TF_ON_CPU;
 		t->last_ts = now;
 		s->mark_ts = now;
 		if (s->flags & TF_MISSED)
@@ -404,7 +427,7 @@ static __always_inline void untrack(struct task_struct *p, struct tstate *s, str
 		t->last_ts = now;
 		t->fill_mark = 0;
 		asm volatile("" ::: "memory");
-		t->flags = (t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT)) | TF_EXITED | TF_DEAD;
+		t->flags = (t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT | TF_OUT_URING)) | TF_EXITED | TF_DEAD;
 	}
 	bpf_task_storage_delete(&task_states, p);
 	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);

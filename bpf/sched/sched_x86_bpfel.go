@@ -132,25 +132,28 @@ const (
 	SchedThreadFlagTF_PYTHON       SchedThreadFlag = 1024
 	SchedThreadFlagTF_DIRECT       SchedThreadFlag = 2048
 	SchedThreadFlagTF_OUT_DIRECT   SchedThreadFlag = 4096
+	SchedThreadFlagTF_OUT_URING    SchedThreadFlag = 8192
 )
 
 type SchedTstate struct {
-	_       structs.HostLayout
-	Slot    uint32
-	Flags   uint32
-	Tgid    uint32
-	Pad     uint32
-	MarkTs  uint64
-	FaultTs uint64
-	Cur     SchedFileKey
-	RaFile  SchedFileKey
-	RaLo    uint64
-	RaHi    uint64
-	RdFile  SchedFileKey
-	RdSig   uint64
-	RdIndex uint64
-	RdNext  uint64
-	DioFile SchedFileKey
+	_         structs.HostLayout
+	Slot      uint32
+	Flags     uint32
+	Tgid      uint32
+	Pad       uint32
+	MarkTs    uint64
+	FaultTs   uint64
+	Cur       SchedFileKey
+	RaFile    SchedFileKey
+	RaLo      uint64
+	RaHi      uint64
+	RdFile    SchedFileKey
+	RdSig     uint64
+	RdIndex   uint64
+	RdNext    uint64
+	DioFile   SchedFileKey
+	AsyncFile SchedFileKey
+	AsyncTs   uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -273,3 +273,23 @@ func TestDirectReadOfBlockDevice(t *testing.T) {
 	}
 	checkHitsWaitNothing(t, w)
 }
+
+// TestAsyncUringDirectRead: an O_DIRECT file read through io_uring with
+// IOSQE_ASYNC: a worker queues the reads, which complete asynchronously
+// while the submitter waits; the bytes are the file's, as direct I/O, and
+// the submitter's wait goes to no other file.
+func TestAsyncUringDirectRead(t *testing.T) {
+	requireTracing(t)
+	reader := buildC(t, "uring_async_read")
+	const size = 8 << 20
+	f := directFile(t, diskDir(t), "direct.bin", size)
+	w := traceWaits(t, reader, f, "1048576", "direct")
+	got := w.file(t, f)
+	if got.DirectBytes != size || got.PagesMissed != 0 {
+		t.Errorf("%s: direct bytes %d (want %d), %d pages missed", f, got.DirectBytes, size, got.PagesMissed)
+	}
+	if got.DirectWaitNS > got.IOWaitNS || got.IOWaitNS > w.rec.WallNS*4 {
+		t.Errorf("%s: direct wait %d ns, I/O wait %d ns, wall %d ns", f, got.DirectWaitNS, got.IOWaitNS, w.rec.WallNS)
+	}
+	checkHitsWaitNothing(t, w)
+}

@@ -3,7 +3,8 @@
  * runtimes that push file reads to io_uring's worker pool. Raw system
  * calls, so the test needs no liburing.
  *
- * usage: uring_async_read FILE [CHUNK_BYTES]; prints the bytes read. */
+ * usage: uring_async_read FILE [CHUNK_BYTES [direct]]; prints the bytes
+ * read. "direct" opens FILE with O_DIRECT. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/io_uring.h>
@@ -23,11 +24,12 @@ static void die(const char *what)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s FILE [CHUNK_BYTES]\n", argv[0]);
+		fprintf(stderr, "usage: %s FILE [CHUNK_BYTES [direct]]\n", argv[0]);
 		return 2;
 	}
 	size_t chunk = argc > 2 ? strtoul(argv[2], NULL, 0) : 1 << 20;
-	int fd = open(argv[1], O_RDONLY);
+	int direct = argc > 3 && strcmp(argv[3], "direct") == 0;
+	int fd = open(argv[1], O_RDONLY | (direct ? O_DIRECT : 0));
 	if (fd < 0)
 		die("open");
 	struct io_uring_params p;
