@@ -742,18 +742,8 @@ static __always_inline struct file *dio_file(struct bio *bio)
 
 static __always_inline struct file *syscall_dio_file(void)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	long nr = current_syscall(task);
-	if (!regs || (nr != NR_read && nr != NR_pread64 && nr != NR_readv && nr != NR_preadv && nr != NR_preadv2))
-		return NULL;
-	unsigned int fd = regs->di;
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *fp = NULL;
-	if (bpf_probe_read_kernel(&fp, sizeof(fp), &fds[fd]) || !fp)
+	struct file *fp = syscall_read_file(bpf_get_current_task_btf());
+	if (!fp)
 		return NULL;
 	struct file *f = bpf_rdonly_cast(fp, bpf_core_type_id_kernel(struct file));
 	if (!(f->f_flags & O_DIRECT_) || !f->f_inode || (f->f_inode->i_mode & S_IFMT_) != S_IFBLK_)

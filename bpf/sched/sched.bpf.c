@@ -107,18 +107,24 @@ static __always_inline bool syncs_files(long id)
 	return writes_files(id);
 }
 
+/* A file fault waits for its page within this long of its filemap_fault. */
+#define FAULT_WAIT_NS (1000 * 1000)
+
 /* What an I/O wait starting now is for: the file of the fill the kernel
  * entry is in (a page-cache miss: the thread waits for the pages it is
- * inserting), or the file whose direct-I/O reads the entry queued. Any
- * other I/O wait (a sync, a write's throttling, a read the page cache
- * does not see) names no file: the thread's last page-cache file has
- * nothing to do with it, and user space shows the wait as I/O outside
- * the page cache. Returns TF_OUT_DIRECT for a direct-I/O wait. */
-static __always_inline __u32 wait_cause(struct tstate *s, struct thread *t, struct task_struct *prev)
+ * inserting), the file whose direct-I/O reads the entry queued, the file
+ * a read syscall reads or a file fault just touched (pages another
+ * thread is reading in). Any other I/O wait (a sync, a write's
+ * throttling, a read the page cache does not see) names no file: the
+ * thread's last page-cache file has nothing to do with it, and user
+ * space shows it as I/O outside the page cache. Returns TF_OUT_DIRECT
+ * for a direct-I/O wait. */
+static __always_inline __u32 wait_cause(struct tstate *s, struct thread *t, struct task_struct *prev, __u64 now)
 {
 	struct file_key none = {};
 	t->wait_file = none;
-	if (syncs_files(current_syscall(prev)))
+	long nr = current_syscall(prev);
+	if (syncs_files(nr))
 		return 0;
 	if (s->flags & TF_MISSED) {
 		t->wait_file = s->cur;
@@ -127,6 +133,17 @@ static __always_inline __u32 wait_cause(struct tstate *s, struct thread *t, stru
 	if (s->flags & TF_DIRECT) {
 		t->wait_file = s->dio_file;
 		return TF_OUT_DIRECT;
+	}
+	if (nr < 0) {
+		if ((s->flags & TF_FAULT_TS) && now >= s->fault_ts && now - s->fault_ts < FAULT_WAIT_NS)
+			t->wait_file = s->cur;
+		return 0;
+	}
+	struct file *f = syscall_read_file(prev);
+	if (f) {
+		struct inode *inode = BPF_CORE_READ(f, f_mapping, host);
+		t->wait_file.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+		t->wait_file.ino = BPF_CORE_READ(inode, i_ino);
 	}
 	return 0;
 }
@@ -242,7 +259,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		}
 		if (iowait) {
 			f |= TF_OUT_IOWAIT;
-			f |= wait_cause(s, t, prev);
+			f |= wait_cause(s, t, prev, now);
 		} else if (preempt || prev_state == 0) {
 			f |= TF_OUT_RUNNABLE;
 		}
