@@ -298,6 +298,8 @@ func diskDetail(f attribution.FileEvidence) string {
 	switch {
 	case f.ID == attribution.OutsidePageCacheID:
 		return fmt.Sprintf("%16s", "a rerun waits again")
+	case f.ID < 0:
+		return fmt.Sprintf("%16s", "")
 	case f.DirectBytes > 0 && f.PagesMissed == 0:
 		return fmt.Sprintf("%10s direct", format.Bytes(f.DirectBytes))
 	}
