@@ -740,7 +740,7 @@ static __always_inline struct file *dio_file(struct bio *bio)
 #define S_IFMT_ 00170000
 #define S_IFBLK_ 0060000
 
-static __always_inline struct file *syscall_dio_file(void)
+static __always_inline struct file *syscall_dio_file(struct bio *bio)
 {
 	struct file *fp = syscall_read_file(bpf_get_current_task_btf());
 	if (!fp)
@@ -748,7 +748,57 @@ static __always_inline struct file *syscall_dio_file(void)
 	struct file *f = bpf_rdonly_cast(fp, bpf_core_type_id_kernel(struct file));
 	if (!(f->f_flags & O_DIRECT_) || !f->f_inode || (f->f_inode->i_mode & S_IFMT_) != S_IFBLK_)
 		return NULL;
+	/* The device's own bios, not a stacked device's clones of them. */
+	if (f->f_inode->i_rdev != bio->bi_bdev->bd_dev)
+		return NULL;
 	return f;
+}
+
+/* Whether a read bio that names no file carries direct I/O: its first page
+ * is neither in a filesystem's or block device's page cache (readahead,
+ * metadata through buffer heads) nor in the swap cache (swap-in). User
+ * buffers (anonymous or shmem pages) and device memory remain. */
+static __always_inline bool direct_pages(struct bio *bio)
+{
+	struct bio_vec *bv = bpf_rdonly_cast(bio->bi_io_vec, bpf_core_type_id_kernel(struct bio_vec));
+	if (!bv || !bv->bv_page)
+		return false;
+	struct page *pg = bpf_rdonly_cast(bv->bv_page, bpf_core_type_id_kernel(struct page));
+	__u64 fl = pg->flags.f;
+	__u64 swap = (1ull << bpf_core_enum_value(enum pageflags, PG_swapcache)) |
+		     (1ull << bpf_core_enum_value(enum pageflags, PG_swapbacked));
+	if ((fl & swap) == swap)
+		return false;
+	/* A scalar copy: the low bit of an anonymous mapping is a tag. */
+	unsigned long m = 0;
+	bpf_probe_read_kernel(&m, sizeof(m), &pg->mapping);
+	if (!m || (m & 1))
+		return true; /* no mapping, or an anonymous one */
+	struct address_space *as = bpf_rdonly_cast((void *)m, bpf_core_type_id_kernel(struct address_space));
+	struct inode *host = bpf_rdonly_cast(as->host, bpf_core_type_id_kernel(struct inode));
+	if (!host)
+		return false;
+	return (host->i_mode & S_IFMT_) != S_IFBLK_ && !host->i_sb->s_bdev;
+}
+
+/* Direct reads no file names (a driver's own, such as GPUDirect Storage,
+ * or a filesystem without iomap): counted per process and device, under
+ * a key no inode has (UNKNOWN_DIRECT | tgid on the bio's device). Not in
+ * an entry whose direct reads a file already named: a stacked device
+ * (dm, md) queues its clones of those bios from the same entry. */
+#define UNKNOWN_DIRECT (1ull << 63)
+
+static __always_inline bool unknown_direct_key(struct tstate *t, struct bio *bio, struct file_key *key)
+{
+	if (t->flags & (TF_DIRECT | TF_MISSED) || !direct_pages(bio))
+		return false;
+	struct block_device *bdev = bpf_rdonly_cast(bio->bi_bdev, bpf_core_type_id_kernel(struct block_device));
+	if (!bdev)
+		return false;
+	key->dev = bdev->bd_dev;
+	key->pad = 0;
+	key->ino = UNKNOWN_DIRECT | t->tgid;
+	return true;
 }
 
 SEC("tp_btf/block_bio_queue")
@@ -759,13 +809,16 @@ int BPF_PROG(on_bio_queue, struct bio *bio)
 		return 0;
 	struct file *f = dio_file(bio);
 	if (!f)
-		f = syscall_dio_file();
-	if (!f)
-		return 0;
-	struct inode *inode = bpf_rdonly_cast(f->f_inode, bpf_core_type_id_kernel(struct inode));
+		f = syscall_dio_file(bio);
 	struct file_key key = {};
-	key.dev = inode->i_sb->s_dev;
-	key.ino = inode->i_ino;
+	struct inode *inode = NULL;
+	if (f) {
+		inode = bpf_rdonly_cast(f->f_inode, bpf_core_type_id_kernel(struct inode));
+		key.dev = inode->i_sb->s_dev;
+		key.ino = inode->i_ino;
+	} else if (!unknown_direct_key(t, bio, &key)) {
+		return 0;
+	}
 	struct file_stats *fs = file_get(&key, true);
 	if (!fs)
 		return 0;
@@ -773,7 +826,8 @@ int BPF_PROG(on_bio_queue, struct bio *bio)
 	fs->last_tgid = t->tgid;
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
-		emit_path(t, inode, key.dev, key.ino, PATH_SEEN);
+		if (inode)
+			emit_path(t, inode, key.dev, key.ino, PATH_SEEN);
 	}
 	t->dio_file = key;
 	if (close_at_return(t))

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/pagecache"
 )
 
 // waitsRun is one traced run's record and the summary fields these tests
@@ -290,6 +293,38 @@ func TestAsyncUringDirectRead(t *testing.T) {
 	}
 	if got.DirectWaitNS > got.IOWaitNS || got.IOWaitNS > w.rec.WallNS*4 {
 		t.Errorf("%s: direct wait %d ns, I/O wait %d ns, wall %d ns", f, got.DirectWaitNS, got.IOWaitNS, w.rec.WallNS)
+	}
+	checkHitsWaitNothing(t, w)
+}
+
+// TestDirectReadFileUnknown: io_uring's asynchronous O_DIRECT reads of a
+// raw block device carry no request the bio names a file by, and no read
+// syscall queues them: they are shown per process and device as direct
+// I/O of an unknown file, with exactly the bytes read, and the device's
+// own row gets none.
+func TestDirectReadFileUnknown(t *testing.T) {
+	requireTracing(t)
+	reader := buildC(t, "uring_async_read")
+	const size = 4 << 20
+	dev := loopDevice(t, size)
+	var st unix.Stat_t
+	if err := unix.Stat(dev, &st); err != nil {
+		t.Fatal(err)
+	}
+	w := traceWaits(t, reader, dev, "1048576", "direct")
+	if len(w.rec.Processes) != 1 {
+		t.Fatalf("%d processes, want the reader alone: %+v", len(w.rec.Processes), w.rec.Processes)
+	}
+	want := fmt.Sprintf(pagecache.DirectUnknownFormat, w.rec.Processes[0].PID, unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	got := w.file(t, want)
+	if got.DirectBytes != size || got.PagesMissed != 0 || got.DirectWaitNS > got.IOWaitNS {
+		t.Errorf("%s: direct bytes %d (want %d), %d pages missed, direct wait %d ns of I/O wait %d ns",
+			want, got.DirectBytes, size, got.PagesMissed, got.DirectWaitNS, got.IOWaitNS)
+	}
+	for _, f := range w.rec.Files {
+		if f.Path == dev && f.DirectBytes != 0 {
+			t.Errorf("%s: %d direct bytes named by a file the bios do not name", dev, f.DirectBytes)
+		}
 	}
 	checkHitsWaitNothing(t, w)
 }

@@ -21,6 +21,15 @@ import (
 // cache are counted together, without an entry each.
 const SmallFilesPath = "[small files (<256 KiB), cache hits only]"
 
+// DirectUnknownFormat names the row of a process's direct reads of a
+// device that no file names (a driver's own direct I/O, an asynchronous
+// read of a raw device): its PID, then the device's major and minor.
+const DirectUnknownFormat = "[direct I/O, file unknown: process %d on device %d:%d]"
+
+// unknownDirect marks those rows' keys (UNKNOWN_DIRECT in bpf/pagecache):
+// the inode number is the process's PID with this bit set.
+const unknownDirect = 1 << 63
+
 // smallFiles is their key. No file has inode 0.
 var smallFiles = sensor.FileKey{}
 
@@ -310,6 +319,10 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 func (s *Sensor) pathOf(f *fileAcc) string {
 	if f.key == smallFiles {
 		return SmallFilesPath
+	}
+	if f.key.Ino&unknownDirect != 0 {
+		major, minor := devMajorMinor(f.key.Dev)
+		return fmt.Sprintf(DirectUnknownFormat, uint32(f.key.Ino), major, minor)
 	}
 	if fsPath, ok := s.fsPaths[f.key]; ok {
 		if p, ok := s.mounts.resolve(f.key.Dev, fsPath); ok {
