@@ -44,6 +44,11 @@ type Result struct {
 	// eviction during the run: a rerun reads them again, so the warm
 	// estimate keeps it.
 	RereadNS int64 `json:"reread_ns,omitempty"`
+	// RecurringNS is the disk_read time a rerun pays again whatever the
+	// page cache holds: waits on direct I/O (which bypasses it) and I/O
+	// waits outside any page-cache fill. The warm estimate keeps it, and
+	// it is no part of the verdict's avoidable time.
+	RecurringNS int64 `json:"recurring_ns,omitempty"`
 	// UnobservedNS is wall time no sample covered (after the last sample,
 	// or all of a run without samples); it is counted as other_wait unless
 	// a wall-clock signal (GPU, download) covers it.
@@ -213,7 +218,8 @@ func (a *analyzer) run() *Result {
 	}
 	res.Breakdown = a.breakdown()
 	res.RereadNS = rereadNS(a.r, res.Row(DiskRead))
-	res.WarmEstimateNS = min(a.wall, res.WarmEstimateNS+res.RereadNS)
+	res.RecurringNS = recurringDiskNS(res.Row(DiskRead))
+	res.WarmEstimateNS = min(a.wall, res.WarmEstimateNS+res.RereadNS+res.RecurringNS)
 	res.Phases = phases(a.slices, a.minPhase())
 	res.Verdict = verdict(res, coldBy(a.r, res))
 	res.Verdict.Memory = memoryCause(a.r, res)
@@ -282,6 +288,23 @@ func (a *analyzer) cut() []rawSlice {
 	return out
 }
 
+// unexplainedDisk files a slice's disk time no file delta explains (rest):
+// the I/O wait no file's fill or direct read took (io) under
+// OutsidePageCacheID, the remainder under file -1.
+func (a *analyzer) unexplainedDisk(rest, io float64) {
+	if rest <= 0.5 {
+		return
+	}
+	outside := min(rest, max(io, 0))
+	if outside > 0.5 {
+		a.sFiles.add(OutsidePageCacheID, outside)
+		rest -= outside
+	}
+	if rest > 0.5 {
+		a.sFiles.add(-1, rest)
+	}
+}
+
 func activeNS(s *record.Sample) float64 {
 	var t int64
 	for _, td := range s.Threads {
@@ -305,7 +328,7 @@ func (a *analyzer) attribute(rs rawSlice) {
 	a.sDL.reset()
 	clear(a.jitSeen)
 
-	var fileSum float64
+	var fileSum, threadIO, fileIO float64
 	for _, s := range rs.samples {
 		for _, td := range s.Threads {
 			cpu := pos(td.CPUNS)
@@ -320,6 +343,7 @@ func (a *analyzer) attribute(rs rawSlice) {
 			run := float64(cpu-miss+runq-fillRunq) * rs.scale
 			sig[iOther] += float64(wait-fillWait) * rs.scale
 			sig[iDisk] += disk
+			threadIO += float64(pos(td.IOWaitNS)) * rs.scale
 			a.sDiskProcs.add(td.PID, disk)
 
 			var jit float64
@@ -344,12 +368,10 @@ func (a *analyzer) attribute(rs rawSlice) {
 			w := float64(pos(fd.IOWaitNS)+pos(fd.MissCPUNS)+pos(fd.FillWaitNS)) * rs.scale
 			a.sFiles.add(fd.File, w)
 			fileSum += max(w, 0)
+			fileIO += float64(pos(fd.IOWaitNS)) * rs.scale
 		}
 	}
-	// Disk time no file delta explains is filed under file -1.
-	if sig[iDisk] > fileSum+0.5 {
-		a.sFiles.add(-1, sig[iDisk]-fileSum)
-	}
+	a.unexplainedDisk(sig[iDisk]-fileSum, threadIO-fileIO)
 	var dlKept float64
 	sig[iDownload], dlKept = a.downloadIn(rs.start, rs.end)
 	sig[iGPU] = a.gpuIn(rs.start, rs.end)

@@ -12,8 +12,17 @@ import (
 )
 
 // UnidentifiedFile is the path of the FileEvidence (ID -1) that holds the
-// disk time no file delta explained.
+// disk time no file delta explained, other than OutsidePageCache's.
 const UnidentifiedFile = "(file not identified)"
+
+// OutsidePageCache is the path of the FileEvidence (ID OutsidePageCacheID)
+// that holds the I/O wait no file's fill or direct read explained: the
+// threads waited for I/O outside any page-cache fill (a sync, a write's
+// throttling, a read no sensor names). A rerun waits for it again.
+const OutsidePageCache = "[I/O outside the page cache]"
+
+// OutsidePageCacheID is OutsidePageCache's evidence ID.
+const OutsidePageCacheID = -2
 
 // FileEvidence is one file behind disk_read. ID is the record's File.ID,
 // or -1 for disk time no file delta explained.
@@ -36,6 +45,25 @@ type FileEvidence struct {
 	FillWaitNS  int64  `json:"fill_wait_ns,omitempty"`
 	PagesReread uint64 `json:"pages_reread,omitempty"`
 	PagesShared uint64 `json:"pages_shared,omitempty"`
+	// DirectBytes and DirectWaitNS: the record's direct I/O of the file
+	// (record.File), which bypasses the page cache.
+	DirectBytes  uint64 `json:"direct_bytes,omitempty"`
+	DirectWaitNS int64  `json:"direct_wait_ns,omitempty"`
+	// RecurringNS is the part of NS a rerun pays again whatever the cache
+	// holds: the file's direct-I/O share of its time, or all of the row
+	// of I/O outside the page cache.
+	RecurringNS int64 `json:"recurring_ns,omitempty"`
+}
+
+// recurringNS is the part of ns, a file's time in the disk_read row, spent
+// waiting on its direct reads: its share of the file's disk time.
+func recurringNS(f *record.File, ns int64) int64 {
+	total := max(f.IOWaitNS, 0) + max(f.MissCPUNS, 0) + max(f.FillWaitNS, 0)
+	direct := min(max(f.DirectWaitNS, 0), max(f.IOWaitNS, 0))
+	if direct <= 0 || total <= 0 {
+		return 0
+	}
+	return int64(math.Round(float64(ns) * float64(direct) / float64(total)))
 }
 
 // CompilerEvidence is one source of compile time: a compiler program run
@@ -175,6 +203,11 @@ func (a *analyzer) fileEvidence(rowNS int64) []FileEvidence {
 
 func (a *analyzer) fileInfo(id int, ns, rowNS int64) FileEvidence {
 	fe := FileEvidence{ID: id, NS: ns, Share: share(ns, rowNS)}
+	if id == OutsidePageCacheID {
+		fe.Path = OutsidePageCache
+		fe.RecurringNS = ns
+		return fe
+	}
 	if id < 0 {
 		fe.ID = -1
 		fe.Path = UnidentifiedFile
@@ -189,6 +222,8 @@ func (a *analyzer) fileInfo(id int, ns, rowNS int64) FileEvidence {
 	fe.BytesFromDisk, fe.PagesAccessed, fe.PagesMissed = f.BytesFromDisk, f.PagesAccessed, f.PagesMissed
 	fe.FillWaitNS, fe.PagesReread, fe.PagesShared = f.FillWaitNS, f.PagesReread, f.PagesShared
 	fe.IOWaitNS, fe.MissCPUNS = f.IOWaitNS, f.MissCPUNS
+	fe.DirectBytes, fe.DirectWaitNS = f.DirectBytes, f.DirectWaitNS
+	fe.RecurringNS = recurringNS(f, ns)
 	if f.PagesAccessed > 0 {
 		fe.MissRatio = min(1, float64(f.PagesMissed)/float64(f.PagesAccessed))
 	} else if f.PagesMissed > 0 {

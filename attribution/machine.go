@@ -76,6 +76,19 @@ func rereadNS(r *record.Record, disk *Row) int64 {
 	return int64(math.Round(kept))
 }
 
+// recurringDiskNS sums the disk_read row's recurring time (FileEvidence
+// RecurringNS): direct I/O and I/O outside the page cache.
+func recurringDiskNS(disk *Row) int64 {
+	if disk == nil {
+		return 0
+	}
+	var n int64
+	for _, fe := range disk.Files {
+		n += fe.RecurringNS
+	}
+	return min(n, disk.NS)
+}
+
 // A file is named as read again when at least this much of it, and this
 // share of what it read from disk, was re-read.
 const (

@@ -42,6 +42,11 @@ type Verdict struct {
 	AvoidableShare float64 `json:"avoidable_share"`
 	Mostly         *Cause  `json:"mostly,omitempty"`
 	WarmEstimateNS int64   `json:"warm_estimate_ns"`
+	// RecurringNS is the disk_read time a rerun pays again (Result's):
+	// direct I/O and I/O outside the page cache. It is not in
+	// AvoidableNS, and no file it was spent on is named as "not in page
+	// cache".
+	RecurringNS int64 `json:"recurring_ns,omitempty"`
 	// Memory is set when files were read from disk again because their
 	// pages were evicted during the run: the machine, not a cold cache,
 	// is the cause, and a rerun will read them again.
@@ -73,7 +78,7 @@ type Cause struct {
 // verdict judges the result: a cold start when the cold rule holds (cb),
 // however little of the wall time it cost.
 func verdict(res *Result, cb ColdBy) (v Verdict) {
-	v = Verdict{WarmEstimateNS: res.WarmEstimateNS}
+	v = Verdict{WarmEstimateNS: res.WarmEstimateNS, RecurringNS: res.RecurringNS}
 	if res.WallNS <= 0 {
 		v.Kind = VerdictEmpty
 		v.Label = label(v)
@@ -85,6 +90,9 @@ func verdict(res *Result, cb ColdBy) (v Verdict) {
 		row := &res.Breakdown[i]
 		if row.Category.Avoidable() {
 			v.AvoidableNS += row.NS
+			if row.Category == DiskRead {
+				v.AvoidableNS -= min(res.RecurringNS, row.NS)
+			}
 			cold = append(cold, row)
 		} else {
 			warm = append(warm, row)
@@ -92,14 +100,21 @@ func verdict(res *Result, cb ColdBy) (v Verdict) {
 	}
 	v.AvoidableShare = share(v.AvoidableNS, res.WallNS)
 	byNS := func(x, y *Row) int { return int(sign(y.NS - x.NS)) }
-	slices.SortStableFunc(cold, byNS)
+	// Cold rows by the time a warm rerun would save of them.
+	saved := func(row *Row) int64 {
+		if row.Category == DiskRead {
+			return row.NS - min(res.RecurringNS, row.NS)
+		}
+		return row.NS
+	}
+	slices.SortStableFunc(cold, func(x, y *Row) int { return int(sign(saved(y) - saved(x))) })
 	slices.SortStableFunc(warm, byNS)
 
 	defer func() { v.Label = label(v) }()
 	if cb.Cold() {
 		v.Kind = VerdictCold
 		for i, row := range cold {
-			if row.NS == 0 || (i > 0 && row.Pct == 0) {
+			if saved(row) == 0 || (i > 0 && row.Pct == 0) {
 				continue
 			}
 			v.Causes = append(v.Causes, cause(row))
@@ -111,7 +126,7 @@ func verdict(res *Result, cb ColdBy) (v Verdict) {
 	if len(warm) > 1 && warm[1].Pct >= 10 {
 		v.Causes = append(v.Causes, cause(warm[1]))
 	}
-	if v.AvoidableNS > 0 && cold[0].NS > 0 {
+	if v.AvoidableNS > 0 && saved(cold[0]) > 0 {
 		c := cause(cold[0])
 		v.Mostly = &c
 	}
@@ -137,6 +152,11 @@ func cause(row *Row) Cause {
 		for _, f := range row.Files {
 			if f.NS == 0 || f.ID < 0 {
 				unknown = unknown || f.NS > 0
+				continue
+			}
+			// A file whose time a rerun pays again (direct I/O) is
+			// no page-cache miss.
+			if f.NS-f.RecurringNS <= 0 {
 				continue
 			}
 			if len(c.Names) == 0 {

@@ -194,6 +194,13 @@ type File struct {
 	// it, and the command waited for them. They are not hits a rerun
 	// could expect.
 	PagesShared uint64 `json:"pages_shared,omitempty"`
+	// DirectBytes counts bytes the command read from this file with
+	// direct I/O (O_DIRECT), which bypasses the page cache: not in
+	// PagesMissed or BytesFromDisk, and read from disk again on every run.
+	DirectBytes uint64 `json:"direct_bytes,omitempty"`
+	// DirectWaitNS is the part of IOWaitNS spent while those direct
+	// reads were in flight: recurring, not avoided by a warm cache.
+	DirectWaitNS int64 `json:"direct_wait_ns,omitempty"`
 	// Evictors say who dropped PagesEvicted, heaviest first.
 	Evictors []Evictor `json:"evictors,omitempty"`
 	// Inserters are the processes outside the run that read this file
@@ -332,6 +339,8 @@ type FileDelta struct {
 	IOWaitNS      int64  `json:"io,omitempty"`
 	MissCPUNS     int64  `json:"mcpu,omitempty"`
 	FillWaitNS    int64  `json:"fwait,omitempty"`
+	// DirectWaitNS is the part of IOWaitNS spent on direct I/O.
+	DirectWaitNS int64 `json:"dwait,omitempty"`
 }
 
 // SelfCost is what coldtrace itself cost while tracing.

@@ -72,6 +72,10 @@ const (
 	FileMissedInBoth = "missed in both" // came from disk both times
 	FileCachedInBoth = "cached in both" // no page came from disk
 	FileOnlyInA      = "only in A"
+	// FileDirectInBoth: read with direct I/O, which bypasses the page
+	// cache, both times, and no page of it came through the cache: every
+	// run reads it from disk.
+	FileDirectInBoth = "direct I/O in both"
 	FileOnlyInB      = "only in B"
 )
 
@@ -88,9 +92,12 @@ type File struct {
 	ADiskNS int64 `json:"a_disk_ns"`
 	BDiskNS int64 `json:"b_disk_ns"`
 	// A/BIOWaitNS are thread-time blocked on I/O for the file.
-	AIOWaitNS int64  `json:"a_io_wait_ns"`
-	BIOWaitNS int64  `json:"b_io_wait_ns"`
-	Change    string `json:"change"`
+	AIOWaitNS int64 `json:"a_io_wait_ns"`
+	BIOWaitNS int64 `json:"b_io_wait_ns"`
+	// A/BDirectBytes are bytes read with direct I/O (record.File).
+	ADirectBytes uint64 `json:"a_direct_bytes,omitempty"`
+	BDirectBytes uint64 `json:"b_direct_bytes,omitempty"`
+	Change       string `json:"change"`
 
 	inA, inB bool
 }
@@ -261,6 +268,7 @@ func files(a, b *record.Record, ra, rb *attribution.Result) []File {
 		df.APagesMissed += f.PagesMissed
 		df.ABytesFromDisk += f.BytesFromDisk
 		df.AIOWaitNS += f.IOWaitNS
+		df.ADirectBytes += f.DirectBytes
 		df.ADiskNS += an[f.ID]
 	}
 	for _, f := range b.Files {
@@ -270,12 +278,18 @@ func files(a, b *record.Record, ra, rb *attribution.Result) []File {
 		df.BPagesMissed += f.PagesMissed
 		df.BBytesFromDisk += f.BytesFromDisk
 		df.BIOWaitNS += f.IOWaitNS
+		df.BDirectBytes += f.DirectBytes
 		df.BDiskNS += bn[f.ID]
 	}
-	if n, m := an[-1], bn[-1]; n != 0 || m != 0 {
-		df := get(attribution.UnidentifiedFile)
-		df.inA, df.inB = n != 0, m != 0
-		df.ADiskNS, df.BDiskNS = n, m
+	for _, u := range []struct {
+		id   int
+		name string
+	}{{-1, attribution.UnidentifiedFile}, {attribution.OutsidePageCacheID, attribution.OutsidePageCache}} {
+		if n, m := an[u.id], bn[u.id]; n != 0 || m != 0 {
+			df := get(u.name)
+			df.inA, df.inB = n != 0, m != 0
+			df.ADiskNS, df.BDiskNS = n, m
+		}
 	}
 	out := rows.rows
 	for i := range out {
@@ -285,6 +299,8 @@ func files(a, b *record.Record, ra, rb *attribution.Result) []File {
 			f.Change = FileOnlyInA
 		case !f.inA:
 			f.Change = FileOnlyInB
+		case f.APagesMissed == 0 && f.BPagesMissed == 0 && f.ADirectBytes > 0 && f.BDirectBytes > 0:
+			f.Change = FileDirectInBoth
 		case f.APagesMissed == 0 && f.BPagesMissed == 0:
 			f.Change = FileCachedInBoth
 		case f.APagesMissed > 0 && f.BPagesMissed*10 <= f.APagesMissed:

@@ -190,7 +190,8 @@ func (c *checker) threadTime() {
 	}
 }
 
-// fileIOWait: I/O wait charged to files is I/O wait of threads.
+// fileIOWait: I/O wait charged to files is I/O wait of threads, and a
+// file's direct-I/O wait is part of its I/O wait.
 func (c *checker) fileIOWait() {
 	var total, files int64
 	for _, t := range c.r.Threads {
@@ -200,6 +201,9 @@ func (c *checker) fileIOWait() {
 		files += f.IOWaitNS
 		if f.IOWaitNS > total {
 			c.add(RuleFileIOWait, fileSubject(f), "I/O wait %s exceeds the run's total I/O wait %s", dur(f.IOWaitNS), dur(total))
+		}
+		if f.DirectWaitNS > f.IOWaitNS {
+			c.add(RuleFileIOWait, fileSubject(f), "direct-I/O wait %s exceeds the file's I/O wait %s", dur(f.DirectWaitNS), dur(f.IOWaitNS))
 		}
 	}
 	if files > total {

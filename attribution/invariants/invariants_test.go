@@ -53,6 +53,8 @@ func TestCorruptedCopiesFail(t *testing.T) {
 			invariants.RuleThreadTime, []string{"falls short of its lifetime 3.48s"}},
 		{"file I/O wait above the total", "truth-cold", func(r *record.Record) { r.Files[1].IOWaitNS = 1 },
 			invariants.RuleFileIOWait, []string{"sums to 1.400000001s, more than the threads' total 1.4s"}},
+		{"direct wait above the file's I/O wait", "truth-cold", func(r *record.Record) { r.Files[0].DirectWaitNS = r.Files[0].IOWaitNS + 1 },
+			invariants.RuleFileIOWait, []string{"direct-I/O wait", "exceeds the file's I/O wait"}},
 		{"misses beyond accesses", "truth-cold", func(r *record.Record) { r.Files[0].PagesMissed = r.Files[0].PagesAccessed + 1025 },
 			invariants.RuleAccessedMiss, []string{"263165 pages missed but only 262140 accessed (readahead allows 1024 more, re-reads after eviction 0)"}},
 		{"fill wait above the off-CPU time", "truth-cold", func(r *record.Record) {

@@ -122,6 +122,19 @@ type DownloadTstate struct {
 	RdSig   uint64
 	RdIndex uint64
 	RdNext  uint64
+	DioFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	AsyncFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	AsyncTs uint64
 }
 
 type DownloadWriteKey struct {

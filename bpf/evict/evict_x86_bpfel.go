@@ -62,6 +62,8 @@ type EvictFileStats struct {
 	OthersInserted uint64
 	OtherInsTs     uint64
 	FillWaitNs     uint64
+	DirectBytes    uint64
+	DirectWaitNs   uint64
 }
 
 type EvictInserterKey struct {
@@ -123,21 +125,24 @@ type EvictThread struct {
 }
 
 type EvictTstate struct {
-	_       structs.HostLayout
-	Slot    uint32
-	Flags   uint32
-	Tgid    uint32
-	Pad     uint32
-	MarkTs  uint64
-	FaultTs uint64
-	Cur     EvictFileKey
-	RaFile  EvictFileKey
-	RaLo    uint64
-	RaHi    uint64
-	RdFile  EvictFileKey
-	RdSig   uint64
-	RdIndex uint64
-	RdNext  uint64
+	_         structs.HostLayout
+	Slot      uint32
+	Flags     uint32
+	Tgid      uint32
+	Pad       uint32
+	MarkTs    uint64
+	FaultTs   uint64
+	Cur       EvictFileKey
+	RaFile    EvictFileKey
+	RaLo      uint64
+	RaHi      uint64
+	RdFile    EvictFileKey
+	RdSig     uint64
+	RdIndex   uint64
+	RdNext    uint64
+	DioFile   EvictFileKey
+	AsyncFile EvictFileKey
+	AsyncTs   uint64
 }
 
 // Names of all BPF objects in the ELF.

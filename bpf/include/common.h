@@ -30,6 +30,9 @@ enum thread_flag {
 	TF_DEAD = 1 << 8, /* switched out for the last time: the slot may be reused */
 	TF_OUT_FILL = 1 << 9, /* switched out, not for I/O, inside a kernel entry that fills the page cache */
 	TF_PYTHON = 1 << 10,  /* tstate: the thread runs a Python interpreter (executed one, or forked from one) */
+	TF_DIRECT = 1 << 11,  /* tstate: the current kernel entry queued direct-I/O reads of dio_file */
+	TF_OUT_DIRECT = 1 << 12, /* switched out for I/O while its direct-I/O reads were in flight */
+	TF_OUT_URING = 1 << 13,  /* switched out waiting for io_uring completions (counted as I/O wait only for direct reads) */
 };
 
 /* Indices into each object's lost counters. Exported to Go by bpf2go. */
@@ -83,6 +86,16 @@ struct tstate {
 	__u64 rd_sig;
 	__u64 rd_index;
 	__u64 rd_next;
+	/* The file whose direct-I/O reads the current kernel entry queued
+	 * (TF_DIRECT; bpf/pagecache, block_bio_queue): its I/O waits are
+	 * that file's, as direct I/O. */
+	struct file_key dio_file;
+	/* In the process's leader only: the file of the process's latest
+	 * direct read by any thread, and when it was queued. A thread
+	 * waiting for io_uring completions while one was queued waits for
+	 * it (an io-wq worker queues the read, the submitter waits). */
+	struct file_key async_file;
+	__u64 async_ts;
 };
 
 struct thread {

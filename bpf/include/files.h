@@ -29,6 +29,11 @@ struct file_stats {
 	/* Off-CPU time, not I/O wait, of tracked threads inside kernel
 	 * entries that filled this file (bpf/sched). */
 	__u64 fill_wait_ns;
+	/* Direct I/O, which bypasses the page cache: bytes read by tracked
+	 * threads (bpf/pagecache, at block_bio_queue), and their I/O wait
+	 * while those reads were in flight (part of iowait_ns; bpf/sched). */
+	__u64 direct_bytes;
+	__u64 direct_wait_ns;
 };
 
 struct {
@@ -129,4 +134,24 @@ static __always_inline bool writes_files(long id)
 		return true;
 	}
 	return false;
+}
+
+/* The file the current read-family syscall of task reads (read, pread64,
+ * readv, preadv, preadv2: the descriptor in the first argument), or NULL.
+ * A few probe reads: for rare events only (a switch out for I/O, a bio). */
+static __always_inline struct file *syscall_read_file(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	long nr = current_syscall(task);
+	if (!regs || (nr != NR_read && nr != NR_pread64 && nr != NR_readv && nr != NR_preadv && nr != NR_preadv2))
+		return NULL;
+	unsigned int fd = BPF_CORE_READ(regs, di);
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+		return NULL;
+	return f;
 }

@@ -42,6 +42,7 @@
 #define NR_preadv2 327
 #define NR_pwritev2 328
 #define NR_statx 332
+#define NR_io_uring_enter 426
 #define NR_openat2 437
 #define NR_faccessat2 439
 

@@ -195,13 +195,33 @@ static int close_fill(struct bpf_map *map, void *key, void *value)
 	if (s) {
 		if (s->flags & TF_MISSED)
 			charge_miss(s, NULL, bpf_ktime_get_ns());
-		s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_FAULT_TS);
+		s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_FAULT_TS | TF_DIRECT);
 		struct thread *th = slot_thread(s);
 		if (th)
 			th->fill_mark = 0;
 	}
 	bpf_preempt_enable();
 	return 0;
+}
+
+/* Arrange for close_fill to run at the current entry's return to user
+ * space (unless it is arranged already). False if it cannot be. */
+static __always_inline bool close_at_return(struct tstate *s)
+{
+	if (s->flags & TF_END_PENDING)
+		return true;
+	__u32 slot = s->slot;
+	struct fill_end *fe = bpf_map_lookup_elem(&fill_ends, &slot);
+	/* bpf_core_type_exists is always true here; its relocation puts the
+	 * whole task_struct into this object's BTF, which the kfunc's argument
+	 * check needs (no program here reads a field of it, so clang would
+	 * emit only a forward declaration). */
+	if (fe && bpf_core_type_exists(struct task_struct) && bpf_task_work_schedule_resume_impl(bpf_get_current_task_btf(), &fe->tw, &fill_ends,
+						      close_fill, NULL) == 0) {
+		s->flags |= TF_END_PENDING;
+		return true;
+	}
+	return false;
 }
 
 /* Open the current entry's fill interval at start (unless it is open)
@@ -216,19 +236,8 @@ static __always_inline void open_fill(struct tstate *s, __u64 start, __u64 now)
 		if (th)
 			th->fill_mark = start;
 	}
-	if (s->flags & TF_END_PENDING)
+	if (close_at_return(s))
 		return;
-	__u32 slot = s->slot;
-	struct fill_end *fe = bpf_map_lookup_elem(&fill_ends, &slot);
-	/* bpf_core_type_exists is always true here; its relocation puts the
-	 * whole task_struct into this object's BTF, which the kfunc's argument
-	 * check needs (no program here reads a field of it, so clang would
-	 * emit only a forward declaration). */
-	if (fe && bpf_core_type_exists(struct task_struct) && bpf_task_work_schedule_resume_impl(bpf_get_current_task_btf(), &fe->tw, &fill_ends,
-						      close_fill, NULL) == 0) {
-		s->flags |= TF_END_PENDING;
-		return;
-	}
 	count_lost(LOST_FILL_END);
 	charge_miss(s, NULL, now);
 	s->flags &= ~TF_MISSED;
@@ -692,4 +701,143 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	note_order(&key, lo, n, nr < 0);
 	return 0;
 }
+
+/* Direct I/O.
+ *
+ * A direct read fills no page cache, so no fill names its file. Its bios
+ * are queued by the thread that reads (block_bio_queue runs in the
+ * submitter; block_rq_issue often runs in a kworker), and iomap's direct
+ * I/O (ext4, xfs, btrfs) hangs the request on the bio: bi_private is its
+ * struct iomap_dio, whose kiocb holds the file. bi_private means
+ * something else for other bios (a buffer head, a readahead context), so
+ * the chain counts only when its end agrees with the bio: a file opened
+ * O_DIRECT whose filesystem sits on the bio's device. The entry's I/O
+ * waits are then that file's (bpf/sched: wait_cause) until it returns to
+ * user space. */
+#define O_DIRECT_ 040000 /* x86-64 uapi */
+#define REQ_OP_MASK_ 0xff
+
+static __always_inline struct file *dio_file(struct bio *bio)
+{
+	struct iomap_dio *dio = bpf_rdonly_cast(bio->bi_private, bpf_core_type_id_kernel(struct iomap_dio));
+	if (!dio)
+		return NULL;
+	struct kiocb *iocb = bpf_rdonly_cast(dio->iocb, bpf_core_type_id_kernel(struct kiocb));
+	if (!iocb)
+		return NULL;
+	struct file *f = bpf_rdonly_cast(iocb->ki_filp, bpf_core_type_id_kernel(struct file));
+	if (!f || !(f->f_flags & O_DIRECT_) || !f->f_inode)
+		return NULL;
+	if ((void *)f->f_inode->i_sb->s_bdev != (void *)bio->bi_bdev)
+		return NULL;
+	return f;
+}
+
+/* A block device read with O_DIRECT (block/fops.c, not iomap): the file
+ * of the read syscall's descriptor, when it is a block device opened
+ * O_DIRECT. Only a device: a filesystem's reads in the same entry may be
+ * its metadata. */
+#define S_IFMT_ 00170000
+#define S_IFBLK_ 0060000
+
+static __always_inline struct file *syscall_dio_file(struct bio *bio)
+{
+	struct file *fp = syscall_read_file(bpf_get_current_task_btf());
+	if (!fp)
+		return NULL;
+	struct file *f = bpf_rdonly_cast(fp, bpf_core_type_id_kernel(struct file));
+	if (!(f->f_flags & O_DIRECT_) || !f->f_inode || (f->f_inode->i_mode & S_IFMT_) != S_IFBLK_)
+		return NULL;
+	/* The device's own bios, not a stacked device's clones of them. */
+	if (f->f_inode->i_rdev != bio->bi_bdev->bd_dev)
+		return NULL;
+	return f;
+}
+
+/* Whether a read bio that names no file carries direct I/O: its first page
+ * is neither in a filesystem's or block device's page cache (readahead,
+ * metadata through buffer heads) nor in the swap cache (swap-in). User
+ * buffers (anonymous or shmem pages) and device memory remain. */
+static __always_inline bool direct_pages(struct bio *bio)
+{
+	struct bio_vec *bv = bpf_rdonly_cast(bio->bi_io_vec, bpf_core_type_id_kernel(struct bio_vec));
+	if (!bv || !bv->bv_page)
+		return false;
+	struct page *pg = bpf_rdonly_cast(bv->bv_page, bpf_core_type_id_kernel(struct page));
+	__u64 fl = pg->flags.f;
+	__u64 swap = (1ull << bpf_core_enum_value(enum pageflags, PG_swapcache)) |
+		     (1ull << bpf_core_enum_value(enum pageflags, PG_swapbacked));
+	if ((fl & swap) == swap)
+		return false;
+	/* A scalar copy: the low bit of an anonymous mapping is a tag. */
+	unsigned long m = 0;
+	bpf_probe_read_kernel(&m, sizeof(m), &pg->mapping);
+	if (!m || (m & 1))
+		return true; /* no mapping, or an anonymous one */
+	struct address_space *as = bpf_rdonly_cast((void *)m, bpf_core_type_id_kernel(struct address_space));
+	struct inode *host = bpf_rdonly_cast(as->host, bpf_core_type_id_kernel(struct inode));
+	if (!host)
+		return false;
+	return (host->i_mode & S_IFMT_) != S_IFBLK_ && !host->i_sb->s_bdev;
+}
+
+/* Direct reads no file names (a driver's own, such as GPUDirect Storage,
+ * or a filesystem without iomap): counted per process and device, under
+ * a key no inode has (UNKNOWN_DIRECT | tgid on the bio's device). Not in
+ * an entry whose direct reads a file already named: a stacked device
+ * (dm, md) queues its clones of those bios from the same entry. */
+#define UNKNOWN_DIRECT (1ull << 63)
+
+static __always_inline bool unknown_direct_key(struct tstate *t, struct bio *bio, struct file_key *key)
+{
+	if (t->flags & (TF_DIRECT | TF_MISSED) || !direct_pages(bio))
+		return false;
+	struct block_device *bdev = bpf_rdonly_cast(bio->bi_bdev, bpf_core_type_id_kernel(struct block_device));
+	if (!bdev)
+		return false;
+	key->dev = bdev->bd_dev;
+	key->pad = 0;
+	key->ino = UNKNOWN_DIRECT | t->tgid;
+	return true;
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(on_bio_queue, struct bio *bio)
+{
+	struct tstate *t = current_state();
+	if (!t || (bio->bi_opf & REQ_OP_MASK_) != REQ_OP_READ)
+		return 0;
+	struct file *f = dio_file(bio);
+	if (!f)
+		f = syscall_dio_file(bio);
+	struct file_key key = {};
+	struct inode *inode = NULL;
+	if (f) {
+		inode = bpf_rdonly_cast(f->f_inode, bpf_core_type_id_kernel(struct inode));
+		key.dev = inode->i_sb->s_dev;
+		key.ino = inode->i_ino;
+	} else if (!unknown_direct_key(t, bio, &key)) {
+		return 0;
+	}
+	struct file_stats *fs = file_get(&key, true);
+	if (!fs)
+		return 0;
+	__sync_fetch_and_add(&fs->direct_bytes, bio->bi_iter.bi_size);
+	fs->last_tgid = t->tgid;
+	if (!fs->path_sent) {
+		fs->path_sent = 1;
+		if (inode)
+			emit_path(t, inode, key.dev, key.ino, PATH_SEEN);
+	}
+	t->dio_file = key;
+	if (close_at_return(t))
+		t->flags |= TF_DIRECT;
+	struct tstate *ls = task_state(bpf_get_current_task_btf()->group_leader);
+	if (ls) {
+		ls->async_file = key;
+		ls->async_ts = bpf_ktime_get_ns();
+	}
+	return 0;
+}
+
 BTF_ANCHOR(enum path_kind, path_kind);

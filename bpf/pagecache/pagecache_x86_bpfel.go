@@ -40,6 +40,8 @@ type PagecacheFileStats struct {
 	OthersInserted uint64
 	OtherInsTs     uint64
 	FillWaitNs     uint64
+	DirectBytes    uint64
+	DirectWaitNs   uint64
 }
 
 type PagecacheFillEnd struct {
@@ -138,21 +140,24 @@ type PagecacheThread struct {
 }
 
 type PagecacheTstate struct {
-	_       structs.HostLayout
-	Slot    uint32
-	Flags   uint32
-	Tgid    uint32
-	Pad     uint32
-	MarkTs  uint64
-	FaultTs uint64
-	Cur     PagecacheFileKey
-	RaFile  PagecacheFileKey
-	RaLo    uint64
-	RaHi    uint64
-	RdFile  PagecacheFileKey
-	RdSig   uint64
-	RdIndex uint64
-	RdNext  uint64
+	_         structs.HostLayout
+	Slot      uint32
+	Flags     uint32
+	Tgid      uint32
+	Pad       uint32
+	MarkTs    uint64
+	FaultTs   uint64
+	Cur       PagecacheFileKey
+	RaFile    PagecacheFileKey
+	RaLo      uint64
+	RaHi      uint64
+	RdFile    PagecacheFileKey
+	RdSig     uint64
+	RdIndex   uint64
+	RdNext    uint64
+	DioFile   PagecacheFileKey
+	AsyncFile PagecacheFileKey
+	AsyncTs   uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -173,6 +178,7 @@ const (
 	PagecacheMapTaskStates          = "task_states"
 	PagecacheMapThreads             = "threads"
 	PagecacheProgOnAddToCache       = "on_add_to_cache"
+	PagecacheProgOnBioQueue         = "on_bio_queue"
 	PagecacheProgOnFilemapFault     = "on_filemap_fault"
 	PagecacheProgOnGetPages         = "on_get_pages"
 	PagecacheProgOnMapPages         = "on_map_pages"
@@ -224,6 +230,7 @@ type PagecacheSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type PagecacheProgramSpecs struct {
 	OnAddToCache   *ebpf.ProgramSpec `ebpf:"on_add_to_cache"`
+	OnBioQueue     *ebpf.ProgramSpec `ebpf:"on_bio_queue"`
 	OnFilemapFault *ebpf.ProgramSpec `ebpf:"on_filemap_fault"`
 	OnGetPages     *ebpf.ProgramSpec `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.ProgramSpec `ebpf:"on_map_pages"`
@@ -324,6 +331,7 @@ type PagecacheVariables struct {
 // It can be passed to LoadPagecacheObjects or ebpf.CollectionSpec.LoadAndAssign.
 type PagecachePrograms struct {
 	OnAddToCache   *ebpf.Program `ebpf:"on_add_to_cache"`
+	OnBioQueue     *ebpf.Program `ebpf:"on_bio_queue"`
 	OnFilemapFault *ebpf.Program `ebpf:"on_filemap_fault"`
 	OnGetPages     *ebpf.Program `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.Program `ebpf:"on_map_pages"`
@@ -332,6 +340,7 @@ type PagecachePrograms struct {
 func (p *PagecachePrograms) Close() error {
 	return _PagecacheClose(
 		p.OnAddToCache,
+		p.OnBioQueue,
 		p.OnFilemapFault,
 		p.OnGetPages,
 		p.OnMapPages,

@@ -107,16 +107,80 @@ static __always_inline bool syncs_files(long id)
 	return writes_files(id);
 }
 
-/* The wait of d ns that ends when t is switched in, by the kind its
- * switch out recorded. */
-static __always_inline void charge_wait(struct thread *t, __u64 d)
+/* A file fault waits for its page within this long of its filemap_fault. */
+#define FAULT_WAIT_NS (1000 * 1000)
+
+/* What an I/O wait starting now is for: the file of the fill the kernel
+ * entry is in (a page-cache miss: the thread waits for the pages it is
+ * inserting), the file whose direct-I/O reads the entry queued, the file
+ * a read syscall reads or a file fault just touched (pages another
+ * thread is reading in). Any other I/O wait (a sync, a write's
+ * throttling, a read the page cache does not see) names no file: the
+ * thread's last page-cache file has nothing to do with it, and user
+ * space shows it as I/O outside the page cache. Returns TF_OUT_DIRECT
+ * for a direct-I/O wait. */
+static __always_inline __u32 wait_cause(struct tstate *s, struct thread *t, struct task_struct *prev, __u64 now)
 {
-	if (t->flags & TF_OUT_IOWAIT) {
+	struct file_key none = {};
+	t->wait_file = none;
+	long nr = current_syscall(prev);
+	if (syncs_files(nr))
+		return 0;
+	if (s->flags & TF_MISSED) {
+		t->wait_file = s->cur;
+		return 0;
+	}
+	if (s->flags & TF_DIRECT) {
+		t->wait_file = s->dio_file;
+		return TF_OUT_DIRECT;
+	}
+	if (nr < 0) {
+		if ((s->flags & TF_FAULT_TS) && now >= s->fault_ts && now - s->fault_ts < FAULT_WAIT_NS)
+			t->wait_file = s->cur;
+		return 0;
+	}
+	struct file *f = syscall_read_file(prev);
+	if (f) {
+		struct inode *inode = BPF_CORE_READ(f, f_mapping, host);
+		t->wait_file.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+		t->wait_file.ino = BPF_CORE_READ(inode, i_ino);
+	}
+	return 0;
+}
+
+/* A wait for io_uring completions (TF_OUT_URING) during which a thread of
+ * task's process queued direct reads was for them: the file of the
+ * latest, as direct I/O (the requests complete asynchronously; the
+ * submitter's wait is their time). Returns whether it was. */
+static __always_inline bool charge_uring_wait(struct thread *t, struct task_struct *task, __u64 d)
+{
+	struct tstate *ls = task_state(task->group_leader);
+	if (!ls || !ls->async_ts || ls->async_ts < t->last_ts || !ls->async_file.ino)
+		return false;
+	t->iowait_ns += d;
+	struct file_stats *fs = bpf_map_lookup_elem(&files, &ls->async_file);
+	if (fs) {
+		__sync_fetch_and_add(&fs->iowait_ns, d);
+		__sync_fetch_and_add(&fs->direct_wait_ns, d);
+	}
+	return true;
+}
+
+/* The wait of d ns that ends when t (of task) is switched in, by the kind
+ * its switch out recorded. */
+static __always_inline void charge_wait(struct thread *t, struct task_struct *task, __u64 d)
+{
+	if ((t->flags & TF_OUT_URING) && charge_uring_wait(t, task, d)) {
+		/* charged */
+	} else if (t->flags & TF_OUT_IOWAIT) {
 		t->iowait_ns += d;
 		if (t->wait_file.ino) {
 			struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
-			if (fs)
+			if (fs) {
 				__sync_fetch_and_add(&fs->iowait_ns, d);
+				if (t->flags & TF_OUT_DIRECT)
+					__sync_fetch_and_add(&fs->direct_wait_ns, d);
+			}
 		}
 	} else if (t->flags & TF_OUT_RUNNABLE) {
 		t->runq_ns += d;
@@ -163,7 +227,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				run = d;
 			t->cpu_ns += run;
 			if (d > run)
-				charge_wait(t, d - run);
+				charge_wait(t, prev, d - run);
 			if (t->flags & (TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL) || t->switches)
 				t->unseen_ins++;
 			/* The fill's CPU is the run, not the wait. */
@@ -172,26 +236,30 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		}
 		t->exec_ns = exec;
 		bool iowait = BPF_CORE_READ_BITFIELD(prev, in_iowait);
+		/* io_uring_enter waiting for completions is marked an I/O
+		 * wait, yet the I/O is done elsewhere: by io-wq workers (their
+		 * own waits and fills name the file) or by the block layer
+		 * for requests the entry did not fill or queue. Unless the
+		 * entry itself fills or reads direct, it is a plain wait. */
+		bool uring = iowait && !(s->flags & (TF_MISSED | TF_DIRECT)) && current_syscall(prev) == NR_io_uring_enter;
+		if (uring)
+			iowait = false;
 		/* A fill interval stops while the thread is off the CPU; its
 		 * waits, other than for I/O, still belong to the fill: a warm
 		 * read would not have waited. */
 		bool filling = s->flags & TF_MISSED;
 		if (filling)
 			charge_miss(s, t, now);
-		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL);
+		__u32 f = t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT | TF_OUT_URING);
+		if (uring)
+			f |= TF_OUT_URING;
 		if (filling && !iowait) {
 			f |= TF_OUT_FILL;
 			t->wait_file = s->cur; /* user space adds ongoing fill waits to it */
 		}
 		if (iowait) {
 			f |= TF_OUT_IOWAIT;
-			/* The wait is for the last file read, unless the
-			 * thread is syncing or writing. */
-			t->wait_file = s->cur;
-			if (syncs_files(current_syscall(prev))) {
-				t->wait_file.dev = 0;
-				t->wait_file.ino = 0;
-			}
+			f |= wait_cause(s, t, prev, now);
 		} else if (preempt || prev_state == 0) {
 			f |= TF_OUT_RUNNABLE;
 		}
@@ -209,8 +277,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	t = s ? slot_thread(s) : NULL;
 	if (s && t) {
 		if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts)
-			charge_wait(t, now - t->last_ts);
-		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL)) | TF_ON_CPU;
+			charge_wait(t, next, now - t->last_ts);
+		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT | TF_OUT_URING)) | TF_ON_CPU;
 		t->last_ts = now;
 		s->mark_ts = now;
 		if (s->flags & TF_MISSED)
@@ -224,12 +292,11 @@ static __always_inline void fill_comm(char *dst, struct task_struct *task)
 	bpf_probe_read_kernel_str(dst, 16, BPF_CORE_READ(task, comm));
 }
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+/* Track child, created by a thread whose state is ps: a slot for its
+ * counters, its task storage, and a fork event when it starts a process
+ * (or is the leader of one). */
+static __always_inline void track(struct tstate *ps, struct task_struct *child, __u32 ptgid)
 {
-	struct tstate *ps = task_state(parent);
-	if (!ps)
-		return 0;
 	__u32 inherited = ps->flags & TF_PYTHON;
 	__u64 now = bpf_ktime_get_ns();
 	__u32 ctid = BPF_CORE_READ(child, pid);
@@ -239,14 +306,14 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		__u32 zero = 0;
 		__u32 *n = bpf_map_lookup_elem(&next_slot, &zero);
 		if (!n)
-			return 0;
+			return;
 		slot = 1 + *n * ncpus + bpf_get_smp_processor_id();
 		*n += 1;
 	}
 	struct thread *t = bpf_map_lookup_elem(&threads, &slot);
 	if (!t) {
 		count_lost(LOST_THREADS);
-		return 0;
+		return;
 	}
 	struct thread nt = {};
 	nt.tid = ctid;
@@ -262,18 +329,18 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		t->tid = 0;
 		bpf_map_push_elem(&free_slots, &slot, 0);
 		count_lost(LOST_THREADS);
-		return 0;
+		return;
 	}
-	if (ctgid != BPF_CORE_READ(parent, tgid) || ctid == ctgid) {
+	if (ctgid != ptgid || ctid == ctgid) {
 		struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 		if (!ev) {
 			count_lost(LOST_RINGBUF);
-			return 0;
+			return;
 		}
 		ev->kind = EV_FORK;
 		ev->pid = ctgid;
 		ev->tid = ctid;
-		ev->ppid = BPF_CORE_READ(parent, tgid);
+		ev->ppid = ptgid;
 		ev->ts = now;
 		ev->exit_code = 0;
 		ev->reason = 0;
@@ -282,6 +349,35 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		ev->args_len = 0;
 		bpf_ringbuf_submit(ev, ring_wakeup(&events));
 	}
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct tstate *ps = task_state(parent);
+	if (ps)
+		track(ps, child, BPF_CORE_READ(parent, tgid));
+	return 0;
+}
+
+/* io_uring's workers (io-wq, PF_IO_WORKER) are threads of the process
+ * whose ring they serve, made by create_io_thread, which does not reach
+ * sched_process_fork: a read a worker does for the process (IOSQE_ASYNC,
+ * or one that would block) would go unseen. task_newtask fires for them,
+ * in the thread that creates them (the submitter, or another worker); the
+ * process's leader stands in when that thread is not tracked. */
+#define PF_IO_WORKER_ 0x00000010
+
+SEC("tp_btf/task_newtask")
+int BPF_PROG(on_newtask, struct task_struct *task, __u64 clone_flags)
+{
+	if (!(task->flags & PF_IO_WORKER_))
+		return 0;
+	struct tstate *ps = current_state();
+	if (!ps)
+		ps = task_state(task->group_leader);
+	if (ps && !task_state(task))
+		track(ps, task, task->tgid);
 	return 0;
 }
 
@@ -348,7 +444,7 @@ static __always_inline void untrack(struct task_struct *p, struct tstate *s, str
 		t->last_ts = now;
 		t->fill_mark = 0;
 		asm volatile("" ::: "memory");
-		t->flags = (t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL)) | TF_EXITED | TF_DEAD;
+		t->flags = (t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT | TF_OUT_URING)) | TF_EXITED | TF_DEAD;
 	}
 	bpf_task_storage_delete(&task_states, p);
 	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);

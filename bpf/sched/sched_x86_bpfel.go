@@ -35,6 +35,8 @@ type SchedFileStats struct {
 	OthersInserted uint64
 	OtherInsTs     uint64
 	FillWaitNs     uint64
+	DirectBytes    uint64
+	DirectWaitNs   uint64
 }
 
 type SchedLostKind uint32
@@ -128,24 +130,30 @@ const (
 	SchedThreadFlagTF_DEAD         SchedThreadFlag = 256
 	SchedThreadFlagTF_OUT_FILL     SchedThreadFlag = 512
 	SchedThreadFlagTF_PYTHON       SchedThreadFlag = 1024
+	SchedThreadFlagTF_DIRECT       SchedThreadFlag = 2048
+	SchedThreadFlagTF_OUT_DIRECT   SchedThreadFlag = 4096
+	SchedThreadFlagTF_OUT_URING    SchedThreadFlag = 8192
 )
 
 type SchedTstate struct {
-	_       structs.HostLayout
-	Slot    uint32
-	Flags   uint32
-	Tgid    uint32
-	Pad     uint32
-	MarkTs  uint64
-	FaultTs uint64
-	Cur     SchedFileKey
-	RaFile  SchedFileKey
-	RaLo    uint64
-	RaHi    uint64
-	RdFile  SchedFileKey
-	RdSig   uint64
-	RdIndex uint64
-	RdNext  uint64
+	_         structs.HostLayout
+	Slot      uint32
+	Flags     uint32
+	Tgid      uint32
+	Pad       uint32
+	MarkTs    uint64
+	FaultTs   uint64
+	Cur       SchedFileKey
+	RaFile    SchedFileKey
+	RaLo      uint64
+	RaHi      uint64
+	RdFile    SchedFileKey
+	RdSig     uint64
+	RdIndex   uint64
+	RdNext    uint64
+	DioFile   SchedFileKey
+	AsyncFile SchedFileKey
+	AsyncTs   uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -163,6 +171,7 @@ const (
 	SchedProgOnExec                   = "on_exec"
 	SchedProgOnExit                   = "on_exit"
 	SchedProgOnFork                   = "on_fork"
+	SchedProgOnNewtask                = "on_newtask"
 	SchedProgOnSwitch                 = "on_switch"
 	SchedVarBtfAnchorLostKind         = "_btf_anchor_lost_kind"
 	SchedVarBtfAnchorSecureExecReason = "_btf_anchor_secure_exec_reason"
@@ -215,10 +224,11 @@ type SchedSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedProgramSpecs struct {
-	OnExec   *ebpf.ProgramSpec `ebpf:"on_exec"`
-	OnExit   *ebpf.ProgramSpec `ebpf:"on_exit"`
-	OnFork   *ebpf.ProgramSpec `ebpf:"on_fork"`
-	OnSwitch *ebpf.ProgramSpec `ebpf:"on_switch"`
+	OnExec    *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnExit    *ebpf.ProgramSpec `ebpf:"on_exit"`
+	OnFork    *ebpf.ProgramSpec `ebpf:"on_fork"`
+	OnNewtask *ebpf.ProgramSpec `ebpf:"on_newtask"`
+	OnSwitch  *ebpf.ProgramSpec `ebpf:"on_switch"`
 }
 
 // SchedMapSpecs contains maps before they are loaded into the kernel.
@@ -308,10 +318,11 @@ type SchedVariables struct {
 //
 // It can be passed to LoadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedPrograms struct {
-	OnExec   *ebpf.Program `ebpf:"on_exec"`
-	OnExit   *ebpf.Program `ebpf:"on_exit"`
-	OnFork   *ebpf.Program `ebpf:"on_fork"`
-	OnSwitch *ebpf.Program `ebpf:"on_switch"`
+	OnExec    *ebpf.Program `ebpf:"on_exec"`
+	OnExit    *ebpf.Program `ebpf:"on_exit"`
+	OnFork    *ebpf.Program `ebpf:"on_fork"`
+	OnNewtask *ebpf.Program `ebpf:"on_newtask"`
+	OnSwitch  *ebpf.Program `ebpf:"on_switch"`
 }
 
 func (p *SchedPrograms) Close() error {
@@ -319,6 +330,7 @@ func (p *SchedPrograms) Close() error {
 		p.OnExec,
 		p.OnExit,
 		p.OnFork,
+		p.OnNewtask,
 		p.OnSwitch,
 	)
 }

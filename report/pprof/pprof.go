@@ -428,7 +428,7 @@ func diskSubjects(r *record.Record, row *attribution.Row) []subject {
 			seen[f.ID] = true
 			s.frame.file = f.Path
 			s.labels = map[string]string{"file": f.Path}
-		} else {
+		} else if f.ID != attribution.OutsidePageCacheID {
 			s.frame.name = attribution.UnidentifiedFile
 		}
 		out = append(out, s)

@@ -58,9 +58,12 @@ type Summary struct {
 	Verdict   string              `json:"verdict"`
 	// Label is the verdict's label: "cold (read 144.0 MiB from disk in
 	// 30ms)", "warm".
-	Label           string                   `json:"label"`
-	Cold            bool                     `json:"cold"`
-	WarmEstimateNS  int64                    `json:"warm_estimate_ns"`
+	Label          string `json:"label"`
+	Cold           bool   `json:"cold"`
+	WarmEstimateNS int64  `json:"warm_estimate_ns"`
+	// RecurringNS is the disk time a rerun pays again whatever the page
+	// cache holds (attribution.Result's): direct I/O, I/O outside it.
+	RecurringNS     int64                    `json:"recurring_ns,omitempty"`
 	Attribution     *Attribution             `json:"attribution"`
 	Caches          []record.Cache           `json:"caches"`
 	Compilers       []record.Compiler        `json:"compilers"`
@@ -148,11 +151,14 @@ type File struct {
 	IOWaitNS      int64   `json:"io_wait_ns"`
 	MissCPUNS     int64   `json:"miss_cpu_ns"`
 	// What the machine did to the file (record.File).
-	FillWaitNS  int64             `json:"fill_wait_ns"`
-	PagesReread uint64            `json:"pages_reread"`
-	PagesShared uint64            `json:"pages_shared"`
-	Evictors    []record.Evictor  `json:"evictors,omitempty"`
-	Inserters   []record.Inserter `json:"inserters,omitempty"`
+	FillWaitNS  int64  `json:"fill_wait_ns"`
+	PagesReread uint64 `json:"pages_reread"`
+	PagesShared uint64 `json:"pages_shared"`
+	// Direct I/O of the file, which bypasses the page cache (record.File).
+	DirectBytes  uint64            `json:"direct_bytes,omitempty"`
+	DirectWaitNS int64             `json:"direct_wait_ns,omitempty"`
+	Evictors     []record.Evictor  `json:"evictors,omitempty"`
+	Inserters    []record.Inserter `json:"inserters,omitempty"`
 	// HostPath is the host's path when Path is the one a process used in
 	// a mount namespace of its own.
 	HostPath string `json:"host_path,omitempty"`
@@ -238,6 +244,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: HitRatio(f),
 			BytesFromDisk: f.BytesFromDisk, IOWaitNS: f.IOWaitNS, MissCPUNS: f.MissCPUNS, HostPath: f.HostPath,
 			FillWaitNS: f.FillWaitNS, PagesReread: f.PagesReread, PagesShared: f.PagesShared, Evictors: f.Evictors, Inserters: f.Inserters,
+			DirectBytes: f.DirectBytes, DirectWaitNS: f.DirectWaitNS,
 			PathB64: record.NameBase64(f.Path), HostPathB64: record.NameBase64(f.HostPath), NameCut: f.NameCut})
 	}
 	for _, p := range r.Processes {
@@ -251,6 +258,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.Verdict = words.Verdict(res.Verdict)
 	s.Label = res.Verdict.Label
 	s.Phases, s.Cold, s.WarmEstimateNS = res.Phases, res.Cold, res.WarmEstimateNS
+	s.RecurringNS = res.RecurringNS
 	s.Attribution = &Attribution{Result: res, Verdict: s.Verdict, Notes: words.Notes(res.Notes), VerdictData: res.Verdict}
 	s.Caches, s.Compilers = []record.Cache{}, []record.Compiler{}
 	if r.JIT != nil {

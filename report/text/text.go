@@ -166,7 +166,7 @@ func writeBreakdown(b *strings.Builder, r *record.Record, res *attribution.Resul
 			if shown == 3 || f.NS*50 < row.NS {
 				break
 			}
-			fmt.Fprintf(b, "      %-40s %10s %4.0f%% miss %9s\n", format.Escape(format.Path(f.Path, 40)), format.Bytes(f.BytesFromDisk), 100*f.MissRatio, format.Duration(f.NS))
+			fmt.Fprintf(b, "      %-40s %s %9s\n", format.Escape(format.Path(f.Path, 40)), diskDetail(f), format.Duration(f.NS))
 			shown++
 		}
 		for i, c := range row.Compilers {
@@ -311,4 +311,19 @@ func writeProcesses(b *strings.Builder, r *record.Record) {
 			max(threads[p.PID], 1), format.Duration(p.CPUNS), format.Duration(p.OffCPUNS), format.Duration(p.IOWaitNS), format.Duration(p.RunQueueNS))
 	}
 	b.WriteString("  (on-CPU, off-CPU, I/O wait and run queue sum the process's threads; wall is its lifetime in the run)\n")
+}
+
+// diskDetail is a disk_read evidence line's middle: bytes from disk and
+// the miss ratio, or what a rerun pays again (direct I/O, I/O outside the
+// page cache).
+func diskDetail(f attribution.FileEvidence) string {
+	switch {
+	case f.ID == attribution.OutsidePageCacheID:
+		return fmt.Sprintf("%16s", "a rerun waits again")
+	case f.ID < 0:
+		return fmt.Sprintf("%16s", "")
+	case f.DirectBytes > 0 && f.PagesMissed == 0:
+		return fmt.Sprintf("%10s direct", format.Bytes(f.DirectBytes))
+	}
+	return fmt.Sprintf("%10s %4.0f%% miss", format.Bytes(f.BytesFromDisk), 100*f.MissRatio)
 }

@@ -45,6 +45,7 @@ func (p *probes) attach() error {
 		{name: "mm_filemap_map_pages", prog: o.OnMapPages},
 		{name: "mm_filemap_fault", prog: o.OnFilemapFault},
 		{name: "mm_filemap_add_to_page_cache", prog: o.OnAddToCache},
+		{name: "block_bio_queue", prog: o.OnBioQueue},
 	}
 	for _, a := range list {
 		var l link.Link

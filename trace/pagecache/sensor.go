@@ -21,6 +21,15 @@ import (
 // cache are counted together, without an entry each.
 const SmallFilesPath = "[small files (<256 KiB), cache hits only]"
 
+// DirectUnknownFormat names the row of a process's direct reads of a
+// device that no file names (a driver's own direct I/O, an asynchronous
+// read of a raw device): its PID, then the device's major and minor.
+const DirectUnknownFormat = "[direct I/O, file unknown: process %d on device %d:%d]"
+
+// unknownDirect marks those rows' keys (UNKNOWN_DIRECT in bpf/pagecache):
+// the inode number is the process's PID with this bit set.
+const unknownDirect = 1 << 63
+
 // smallFiles is their key. No file has inode 0.
 var smallFiles = sensor.FileKey{}
 
@@ -42,6 +51,8 @@ type fileTimes struct {
 	io, miss                           int64
 	reread, shared                     uint64
 	fillWait                           int64
+	directBytes                        uint64
+	directWait                         int64
 }
 
 // polledFile is one file table entry as a poll read it.
@@ -203,14 +214,17 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		acc.lastP = int32(fs.LastTgid)
 		cur := fileTimes{accessed: fs.Accessed, missed: fs.Missed, evicted: fs.Evicted, created: fs.Created,
 			io: int64(fs.IowaitNs) + waiting[k], miss: int64(fs.MissCpuNs),
-			reread: fs.Reread, shared: fs.Shared, fillWait: int64(fs.FillWaitNs) + fillWaiting[k]}
+			reread: fs.Reread, shared: fs.Shared, fillWait: int64(fs.FillWaitNs) + fillWaiting[k],
+			directBytes: fs.DirectBytes, directWait: int64(fs.DirectWaitNs)}
 		d := record.FileDelta{File: acc.id, PagesAccessed: subU(cur.accessed, acc.prev.accessed),
 			PagesMissed: subU(cur.missed, acc.prev.missed), PagesEvicted: subU(cur.evicted, acc.prev.evicted),
-			IOWaitNS: sub(cur.io, acc.prev.io), MissCPUNS: sub(cur.miss, acc.prev.miss), FillWaitNS: sub(cur.fillWait, acc.prev.fillWait)}
+			IOWaitNS: sub(cur.io, acc.prev.io), MissCPUNS: sub(cur.miss, acc.prev.miss), FillWaitNS: sub(cur.fillWait, acc.prev.fillWait),
+			DirectWaitNS: sub(cur.directWait, acc.prev.directWait)}
 		acc.prev = fileTimes{max(acc.prev.accessed, cur.accessed), max(acc.prev.missed, cur.missed),
 			max(acc.prev.evicted, cur.evicted), max(acc.prev.created, cur.created), max(acc.prev.io, cur.io), max(acc.prev.miss, cur.miss),
-			max(acc.prev.reread, cur.reread), max(acc.prev.shared, cur.shared), max(acc.prev.fillWait, cur.fillWait)}
-		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 || d.FillWaitNS > 0 {
+			max(acc.prev.reread, cur.reread), max(acc.prev.shared, cur.shared), max(acc.prev.fillWait, cur.fillWait),
+			max(acc.prev.directBytes, cur.directBytes), max(acc.prev.directWait, cur.directWait)}
+		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 || d.FillWaitNS > 0 || d.DirectWaitNS > 0 {
 			sample.Files = append(sample.Files, d)
 		}
 	}
@@ -279,7 +293,8 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 		rf := record.File{ID: f.id, Dev: f.key.Dev, Ino: f.key.Ino,
 			PagesAccessed: f.prev.accessed, PagesMissed: f.prev.missed, PagesEvicted: f.prev.evicted, PagesCreated: f.prev.created,
 			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss,
-			FillWaitNS: f.prev.fillWait, PagesReread: min(f.prev.reread, f.prev.missed), PagesShared: f.prev.shared}
+			FillWaitNS: f.prev.fillWait, PagesReread: min(f.prev.reread, f.prev.missed), PagesShared: f.prev.shared,
+			DirectBytes: f.prev.directBytes, DirectWaitNS: min(f.prev.directWait, f.prev.io)}
 		rf.Path = s.pathOf(f)
 		// A cut walk resolves to no mount; the processes' open files
 		// may still give the whole name.
@@ -304,6 +319,10 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 func (s *Sensor) pathOf(f *fileAcc) string {
 	if f.key == smallFiles {
 		return SmallFilesPath
+	}
+	if f.key.Ino&unknownDirect != 0 {
+		major, minor := devMajorMinor(f.key.Dev)
+		return fmt.Sprintf(DirectUnknownFormat, uint32(f.key.Ino), major, minor)
 	}
 	if fsPath, ok := s.fsPaths[f.key]; ok {
 		if p, ok := s.mounts.resolve(f.key.Dev, fsPath); ok {

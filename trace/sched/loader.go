@@ -86,6 +86,7 @@ func (p *probes) attach() error {
 	}{
 		{"sched_switch", o.OnSwitch},
 		{"sched_process_fork", o.OnFork},
+		{"task_newtask", o.OnNewtask},
 		{"sched_process_exec", o.OnExec},
 		{"sched_process_exit", o.OnExit},
 	} {
