@@ -14,7 +14,7 @@ import (
 // numbers, to golang.org/x/sys/unix, the Go side's.
 func TestSyscallHeader(t *testing.T) {
 	want := map[string]int{
-		"NR_read": unix.SYS_READ, "NR_write": unix.SYS_WRITE, "NR_pread64": unix.SYS_PREAD64, "NR_readv": unix.SYS_READV,
+		"NR_read": unix.SYS_READ, "NR_io_uring_enter": unix.SYS_IO_URING_ENTER, "NR_write": unix.SYS_WRITE, "NR_pread64": unix.SYS_PREAD64, "NR_readv": unix.SYS_READV,
 		"NR_preadv": unix.SYS_PREADV, "NR_preadv2": unix.SYS_PREADV2, "NR_open": unix.SYS_OPEN, "NR_stat": unix.SYS_STAT, "NR_lstat": unix.SYS_LSTAT,
 		"NR_pwrite64": unix.SYS_PWRITE64, "NR_writev": unix.SYS_WRITEV, "NR_access": unix.SYS_ACCESS,
 		"NR_fsync": unix.SYS_FSYNC, "NR_fdatasync": unix.SYS_FDATASYNC, "NR_truncate": unix.SYS_TRUNCATE,
