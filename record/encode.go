@@ -108,6 +108,7 @@ func appendSample(b []byte, s *Sample) []byte {
 			b = appendInt(b, `,"io":`, f.IOWaitNS)
 			b = appendInt(b, `,"mcpu":`, f.MissCPUNS)
 			b = appendInt(b, `,"fwait":`, f.FillWaitNS)
+			b = appendUint(b, `,"new":`, f.PagesCreated)
 			b = append(b, '}')
 		}
 		b = append(b, ']')

@@ -332,6 +332,10 @@ type FileDelta struct {
 	IOWaitNS      int64  `json:"io,omitempty"`
 	MissCPUNS     int64  `json:"mcpu,omitempty"`
 	FillWaitNS    int64  `json:"fwait,omitempty"`
+	// PagesCreated counts pages the command's writes added to the page
+	// cache in the interval: what a download's destination is matched
+	// by, poll by poll.
+	PagesCreated uint64 `json:"new,omitempty"`
 }
 
 // SelfCost is what coldtrace itself cost while tracing.

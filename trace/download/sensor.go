@@ -6,6 +6,7 @@
 package download
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -65,6 +66,9 @@ type Sensor struct {
 	// open is given up after maxNameTries).
 	openNames map[FileKey]string
 	tries     map[FileKey]int
+	// handles are the files the downloading processes had open, by file
+	// handle: their final names, wherever they were renamed to.
+	handles *handles
 	// writeHooks is set once the tmpfs write probes are attached.
 	writeHooks bool
 	// tableWrites is the kernel's count of writes to the connection and
@@ -97,7 +101,7 @@ func Open(shared Shared) (*Sensor, error) {
 	if shared.TaskStates == nil || shared.Threads == nil {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
-	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights,
+	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights, handles: newHandles(),
 		onDownload: shared.OnDownload}
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfdl.DownloadMapTaskStates: shared.TaskStates,
@@ -247,9 +251,10 @@ func (s *Sensor) read() {
 		c = *(*bpfdl.DownloadConn)(unsafe.Pointer(&r.RawSample[0]))
 		conn := decodeConn(&c)
 		s.mu.Lock()
-		// Only downloads are kept: a client that opens a connection per
-		// small request would otherwise fill memory over a long run.
-		if conn.IsDownload() {
+		// Only what may be part of a download is kept: a client that
+		// opens a connection per small request would otherwise fill
+		// memory over a long run.
+		if conn.Bytes >= minPartBytes && conn.downloadShaped() {
 			s.closed = append(s.closed, conn)
 		} else if s.polling {
 			s.dropped = append(s.dropped, ConnKey{conn.Sk, conn.ID})
@@ -302,6 +307,7 @@ func (s *Sensor) walk(nowMono uint64) error {
 	var raw bpfdl.DownloadConn
 	hooks := false
 	var downloader int32
+	active := map[int32]bool{} // processes whose downloads moved
 	it := s.objs.Conns.Iterate()
 	for it.Next(&sk, &raw) {
 		if raw.Bytes == 0 {
@@ -320,10 +326,16 @@ func (s *Sensor) walk(nowMono uint64) error {
 		if len(p) > 0 && p[len(p)-1].Bytes == c.Bytes {
 			continue
 		}
+		if c.Bytes >= minPartBytes && c.downloadShaped() {
+			active[c.PID] = true
+		}
 		s.progress[k] = append(p, Progress{TS: nowMono, Bytes: c.Bytes})
 	}
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("poll network connections: %w", err)
+	}
+	for pid := range active {
+		s.handles.takeOpen(pid)
 	}
 	if hooks && s.links != nil {
 		if !s.writeHooks && s.onDownload != nil {
@@ -375,12 +387,15 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	if err != nil {
 		return err
 	}
+	final := s.finalNames()
 	build := func() error {
 		rec.Downloads = Build(conns, writes, Env{
 			StartMono:  s.startMono,
-			Locate:     fileLocator(rec.Files, s.openNames),
+			Locate:     fileLocator(rec.Files, s.openNames, final),
 			Samples:    rec.Samples,
 			IntervalNS: rec.IntervalNS,
+			Files:      rec.Files,
+			PageSize:   uint64(cmp.Or(rec.Host.PageSize, os.Getpagesize())),
 			Progress:   s.progress,
 		})
 		return nil
@@ -511,10 +526,27 @@ func (s *Sensor) lost(rec *record.Record) error {
 	return nil
 }
 
+// finalNames opens every handle taken (with coldtrace's own rights:
+// open_by_handle_at needs CAP_DAC_READ_SEARCH) to find where each file
+// is now; the locator then checks, with the command's user's rights,
+// that the user sees it there.
+func (s *Sensor) finalNames() map[FileKey]finalName {
+	out := make(map[FileKey]finalName, len(s.handles.byKey))
+	for k := range s.handles.byKey {
+		path, gone, err := s.handles.resolve(k)
+		if err != nil {
+			continue
+		}
+		out[k] = finalName{path: path, first: s.handles.first(k), gone: gone}
+	}
+	return out
+}
+
 // Close detaches the probes, closes the reader and then the objects,
 // keeping the first error.
 func (s *Sensor) Close() error {
 	first := s.detach()
+	s.handles.close()
 	if s.rd != nil {
 		if err := s.rd.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
 			first = fmt.Errorf("close network ring buffer: %w", err)

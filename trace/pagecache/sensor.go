@@ -206,11 +206,12 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			reread: fs.Reread, shared: fs.Shared, fillWait: int64(fs.FillWaitNs) + fillWaiting[k]}
 		d := record.FileDelta{File: acc.id, PagesAccessed: subU(cur.accessed, acc.prev.accessed),
 			PagesMissed: subU(cur.missed, acc.prev.missed), PagesEvicted: subU(cur.evicted, acc.prev.evicted),
-			IOWaitNS: sub(cur.io, acc.prev.io), MissCPUNS: sub(cur.miss, acc.prev.miss), FillWaitNS: sub(cur.fillWait, acc.prev.fillWait)}
+			IOWaitNS: sub(cur.io, acc.prev.io), MissCPUNS: sub(cur.miss, acc.prev.miss), FillWaitNS: sub(cur.fillWait, acc.prev.fillWait),
+			PagesCreated: subU(cur.created, acc.prev.created)}
 		acc.prev = fileTimes{max(acc.prev.accessed, cur.accessed), max(acc.prev.missed, cur.missed),
 			max(acc.prev.evicted, cur.evicted), max(acc.prev.created, cur.created), max(acc.prev.io, cur.io), max(acc.prev.miss, cur.miss),
 			max(acc.prev.reread, cur.reread), max(acc.prev.shared, cur.shared), max(acc.prev.fillWait, cur.fillWait)}
-		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 || d.FillWaitNS > 0 {
+		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted|d.PagesCreated != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 || d.FillWaitNS > 0 {
 			sample.Files = append(sample.Files, d)
 		}
 	}

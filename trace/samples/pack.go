@@ -35,7 +35,7 @@ func pack(smp record.Sample) packed {
 	for i := range smp.Files {
 		f := &smp.Files[i]
 		b = binary.AppendVarint(b, int64(f.File))
-		b = appendFields(b, int64(f.PagesAccessed), int64(f.PagesMissed), int64(f.PagesEvicted), f.IOWaitNS, f.MissCPUNS, f.FillWaitNS)
+		b = appendFields(b, int64(f.PagesAccessed), int64(f.PagesMissed), int64(f.PagesEvicted), f.IOWaitNS, f.MissCPUNS, f.FillWaitNS, int64(f.PagesCreated))
 	}
 	if cap(b) > len(b) {
 		b = append([]byte(nil), b...)
@@ -115,11 +115,11 @@ func unpackInto(p packed, dst *record.Sample) error {
 	}
 	for range p.files {
 		id, ok := next()
-		if !ok || !fields(6) {
+		if !ok || !fields(7) {
 			return errCorrupt
 		}
 		dst.Files = append(dst.Files, record.FileDelta{File: int(id), PagesAccessed: uint64(v[0]), PagesMissed: uint64(v[1]),
-			PagesEvicted: uint64(v[2]), IOWaitNS: v[3], MissCPUNS: v[4], FillWaitNS: v[5]})
+			PagesEvicted: uint64(v[2]), IOWaitNS: v[3], MissCPUNS: v[4], FillWaitNS: v[5], PagesCreated: uint64(v[6])})
 	}
 	if len(b) != 0 {
 		return errCorrupt

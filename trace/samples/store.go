@@ -375,4 +375,5 @@ func addFile(f *record.FileDelta, d record.FileDelta) {
 	f.IOWaitNS += d.IOWaitNS
 	f.MissCPUNS += d.MissCPUNS
 	f.FillWaitNS += d.FillWaitNS
+	f.PagesCreated += d.PagesCreated
 }
