@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
 )
 
@@ -118,7 +119,7 @@ func detail(c attribution.Cause) string {
 func Download(d attribution.DownloadEvidence) string {
 	from := cmp.Or(d.Host, d.Peer)
 	what := fmt.Sprintf("%s from %s at %.0f MB/s", format.Bytes(d.Bytes), from, d.MBPerS)
-	if d.Fate != attribution.FateMemory {
+	if d.Fate != attribution.FateMemory && d.Fate != attribution.FateNotSeen {
 		what = format.Path(d.Name, format.PathWidth) + ", " + what
 	}
 	if d.Count > 1 {
@@ -136,6 +137,10 @@ func Download(d attribution.DownloadEvidence) string {
 		return what + ", into " + cache + " on " + d.CacheFS + ", lost at reboot: a rerun after a reboot downloads it again"
 	case attribution.FateContainer:
 		return what + ", into " + cache + " in a container's writable layer, lost with the container: a rerun in a new container downloads it again"
+	case attribution.FateNotSeen:
+		return what + ", destination not seen: a rerun may download it again"
+	case attribution.FateNameUnknown:
+		return what + ", into a file renamed, final name unknown: a rerun may download it again"
 	}
 	return what + ", outside any known cache: a rerun may download it again"
 }
@@ -154,6 +159,10 @@ func Fate(f attribution.Fate, cache string) string {
 		return "fetched again after a reboot (" + cache + " cache on tmpfs)"
 	case attribution.FateContainer:
 		return "fetched again in a new container (" + cache + " cache in the container layer)"
+	case attribution.FateNotSeen:
+		return "maybe fetched again (destination not seen)"
+	case attribution.FateNameUnknown:
+		return "maybe fetched again (renamed, final name unknown)"
 	}
 	return "maybe fetched again (not in a known cache)"
 }
@@ -217,4 +226,24 @@ func Notes(ns []attribution.Note) []string {
 		out[i] = Note(n)
 	}
 	return out
+}
+
+// Destination says where a download's body went, for the downloads
+// table: the file, or why there is none.
+func Destination(d record.Download) string {
+	switch d.Destination {
+	case record.DestMemory:
+		return "(kept in memory)"
+	case record.DestNotSeen:
+		return fmt.Sprintf("(destination not seen: %d files written)", len(d.Candidates))
+	case record.DestExpanded:
+		return fmt.Sprintf("%s (expanded %.1f×: compressed or reassembled transfer)", d.Path, d.Expansion)
+	}
+	if d.Path == "" {
+		return "(kept in memory)"
+	}
+	if len(d.Files) > 0 && d.Files[0].NameUnknown {
+		return d.Path + " (renamed, final name unknown)"
+	}
+	return d.Path
 }
