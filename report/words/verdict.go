@@ -229,21 +229,29 @@ func Notes(ns []attribution.Note) []string {
 }
 
 // Destination says where a download's body went, for the downloads
-// table: the file, or why there is none.
+// table's first column: the file, or why there is none.
 func Destination(d record.Download) string {
-	switch d.Destination {
-	case record.DestMemory:
+	switch {
+	case d.Destination == record.DestNotSeen:
+		return "(destination not seen)"
+	case d.Path == "":
 		return "(kept in memory)"
-	case record.DestNotSeen:
-		return fmt.Sprintf("(destination not seen: %d files written)", len(d.Candidates))
-	case record.DestExpanded:
-		return fmt.Sprintf("%s (expanded %.1f×: compressed or reassembled transfer)", d.Path, d.Expansion)
-	}
-	if d.Path == "" {
-		return "(kept in memory)"
-	}
-	if len(d.Files) > 0 && d.Files[0].NameUnknown {
-		return d.Path + " (renamed, final name unknown)"
 	}
 	return d.Path
+}
+
+// DestinationNote is what the downloads table says under a download's
+// row about its destination, or "".
+func DestinationNote(d record.Download) string {
+	switch {
+	case d.Destination == record.DestExpanded:
+		return fmt.Sprintf("expanded %.1f× (compressed or reassembled transfer)", d.Expansion)
+	case d.Destination == record.DestNotSeen:
+		return fmt.Sprintf("no file followed the received bytes; %d files written meanwhile (candidates in the record)", len(d.Candidates))
+	case len(d.Files) > 0 && d.Files[0].NameUnknown:
+		return "renamed, final name unknown"
+	case len(d.Files) > 0 && d.Files[0].WrittenPath != "":
+		return "first named " + d.Files[0].WrittenPath
+	}
+	return ""
 }

@@ -143,30 +143,30 @@ func Build(conns []Conn, writes []Write, env Env) []record.Download {
 	return out
 }
 
-// buildGroup is the download group g fed, if it is one. A group of
-// several connections whose sum matches no file is tried connection by
-// connection: two files fetched at once by one process.
+// buildGroup is the download group g fed, if it is one. Connections
+// whose sum fed no one file are one download only when they are its
+// parts (some below the download size); each a download of its own, they
+// stay apart (two files fetched at once into memory).
 func buildGroup(g []Conn, byConn map[ConnKey][]Write, files []written, env Env) []record.Download {
 	t := total(g)
 	if !t.IsDownload() {
 		return nil
 	}
 	d, dest := buildOne(g, t, byConn, files, env)
-	if len(g) > 1 && (dest.kind == record.DestNotSeen || dest.kind == record.DestMemory) {
-		var each []record.Download
-		for _, c := range g {
-			if !c.IsDownload() {
-				return []record.Download{d}
-			}
-			e, ed := buildOne([]Conn{c}, c, byConn, files, env)
-			if ed.kind != record.DestFile && ed.kind != record.DestExpanded {
-				return []record.Download{d}
-			}
-			each = append(each, e)
-		}
-		return each
+	if len(g) < 2 || dest.kind == record.DestFile || dest.kind == record.DestExpanded {
+		return []record.Download{d}
 	}
-	return []record.Download{d}
+	for _, c := range g {
+		if !c.IsDownload() {
+			return []record.Download{d}
+		}
+	}
+	each := make([]record.Download, 0, len(g))
+	for _, c := range g {
+		e, _ := buildOne([]Conn{c}, c, byConn, files, env)
+		each = append(each, e)
+	}
+	return each
 }
 
 // buildOne is the download the connections g (summed in t) fed.

@@ -34,7 +34,7 @@ type fileHandle struct {
 // filesystem to open them through.
 type handles struct {
 	byKey  map[FileKey]fileHandle
-	mounts map[uint32]int // dev → O_PATH descriptor on that filesystem
+	mounts map[uint32]int // dev → a directory open on that filesystem (open_by_handle_at refuses O_PATH)
 	// failed remembers files no handle could be taken of (a filesystem
 	// without export support), so each poll does not try again.
 	failed map[FileKey]bool
@@ -82,7 +82,7 @@ func (hs *handles) take(k FileKey, fdPath, name string) {
 		return
 	}
 	if _, ok := hs.mounts[k.Dev]; !ok {
-		fd, err := unix.Open(filepath.Dir(name), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(filepath.Dir(name), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			hs.failed[k] = true
 			return
