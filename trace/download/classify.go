@@ -209,7 +209,7 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 		d.Path = d.Files[0].Path
 	}
 	if dest.kind == record.DestNotSeen {
-		for _, c := range dest.candidates {
+		for _, c := range dest.candidates[:min(len(dest.candidates), maxCandidates)] {
 			d.Candidates = append(d.Candidates, locatedFile(c.key, c.bytes, env.Locate))
 		}
 	}

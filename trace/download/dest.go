@@ -31,6 +31,10 @@ const (
 	// memoryDiv: a body of which less than a tenth reached any file was
 	// kept in memory.
 	memoryDiv = 10
+	// maxCandidates is how many of the files written meanwhile a
+	// download whose destination was not seen lists (the largest): an
+	// archive unpacked as it arrives writes thousands.
+	maxCandidates = 16
 )
 
 // tolerance is how far a destination's written bytes may be from r.
