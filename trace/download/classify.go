@@ -205,6 +205,9 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 	dest := match(t.Bytes, d.Samples, window{d.StartNS, d.EndNS, env.IntervalNS}, files, linked)
 	d.Destination, d.Expansion = dest.kind, dest.expansion
 	d.Files = destFiles(dest, linked, env.Locate)
+	if len(d.Files) > 0 && d.Files[0].Gone && (dest.kind == record.DestFile || dest.kind == record.DestExpanded) {
+		d.Files = followMove(d.Files, dest.key, files, env)
+	}
 	if dest.kind == record.DestFile || dest.kind == record.DestExpanded {
 		d.Path = d.Files[0].Path
 	}
@@ -214,6 +217,22 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 		}
 	}
 	return d, dest
+}
+
+// followMove puts first, when the destination fs[0] (key) was deleted
+// and a copy of it survives (a move to another filesystem), the copy,
+// under its name with the destination's first name beside it.
+func followMove(fs []record.DownloadFile, key FileKey, files []written, env Env) []record.DownloadFile {
+	to, ok := movedCopy(key, files, env.IntervalNS)
+	if !ok {
+		return fs
+	}
+	moved := locatedFile(to, fs[0].BytesWritten, env.Locate)
+	if moved.Gone || moved.Path == "" {
+		return fs
+	}
+	moved.WrittenPath = cmp.Or(fs[0].WrittenPath, fs[0].Path)
+	return append([]record.DownloadFile{moved}, fs...)
 }
 
 // destFiles are the destination (when there is one), then the other

@@ -317,3 +317,39 @@ func largestLinked(linked []Write, w window, r uint64) (Write, bool) {
 	}
 	return best, best.Bytes > 0 && best.Bytes*2 >= r
 }
+
+// movedCopy finds where a destination deleted before the end of the run
+// went when it was moved to another filesystem (a copy, then a delete):
+// a file whose writes began as the destination's ended (within one
+// poll) and no later than destSlack after, and whose total is the
+// destination's within tolerance. Of several, the first written.
+func movedCopy(dest FileKey, files []written, interval int64) (FileKey, bool) {
+	var src *written
+	for i := range files {
+		if files[i].Key == dest {
+			src = &files[i]
+		}
+	}
+	if src == nil || len(src.Points) == 0 {
+		return FileKey{}, false
+	}
+	size, last := sumPoints(src.Points), src.Points[len(src.Points)-1].End
+	for _, f := range files {
+		if f.Key == dest || len(f.Points) == 0 {
+			continue
+		}
+		first, n := f.Points[0].End, sumPoints(f.Points)
+		if first >= last-interval && first <= last+destSlack+interval && max(n, size)-min(n, size) <= tolerance(size) {
+			return f.Key, true
+		}
+	}
+	return FileKey{}, false
+}
+
+func sumPoints(ps []point) uint64 {
+	var n uint64
+	for _, p := range ps {
+		n += p.Bytes
+	}
+	return n
+}

@@ -188,3 +188,33 @@ func TestMatchDestination(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveToAnotherFilesystemIsFollowed: a destination copied to another
+// filesystem and then deleted is named by the copy, with its first name
+// beside it; a copy of another size is not it.
+func TestMoveToAnotherFilesystemIsFollowed(t *testing.T) {
+	c := part(1, 10, 0, 250, 12*mib)
+	files := []record.File{{ID: 0, Dev: 8, Ino: 1}, {ID: 1, Dev: 9, Ino: 2}}
+	samples := createdSamples(0, 4*mib, 4*mib, 4*mib, 0, 0)
+	for i, s := range createdSamples(1, 0, 0, 0, 12*mib, 0) {
+		samples[i].Files = append(samples[i].Files, s.Files...)
+	}
+	locate := func(dev uint32, ino uint64) Located {
+		if ino == 1 {
+			return Located{Path: "/stage/blob.incomplete", Gone: true}
+		}
+		return Located{Path: "/other/blob"}
+	}
+	env := Env{Samples: samples, IntervalNS: 100 * ms, Files: files, PageSize: 4096, Locate: locate,
+		Progress: map[ConnKey][]Progress{{1, 1}: {{TS: uint64(150 * ms), Bytes: 6 * mib}}}}
+	got := Build([]Conn{c}, nil, env)
+	if len(got) != 1 || got[0].Path != "/other/blob" || got[0].Files[0].WrittenPath != "/stage/blob.incomplete" || got[0].Files[0].Gone ||
+		got[0].Files[0].Ino != 2 {
+		t.Errorf("got %+v, want the copy /other/blob first written as /stage/blob.incomplete", got)
+	}
+	samples[3].Files[len(samples[3].Files)-1].PagesCreated = 6 * mib / 4096
+	got = Build([]Conn{c}, nil, env)
+	if len(got) != 1 || got[0].Path != "/stage/blob.incomplete" || !got[0].Files[0].Gone {
+		t.Errorf("got %+v, want the deleted destination: the copy is half its size", got)
+	}
+}
