@@ -253,8 +253,9 @@ func (s *Sensor) read() {
 		s.mu.Lock()
 		// Only what may be part of a download is kept: a client that
 		// opens a connection per small request would otherwise fill
-		// memory over a long run.
-		if conn.Bytes >= minPartBytes && conn.downloadShaped() {
+		// memory over a long run. Parts (below a download alone) stop
+		// being kept past maxClosedParts: whole downloads always are.
+		if conn.IsDownload() || (conn.Bytes >= minPartBytes && conn.downloadShaped() && len(s.closed) < maxClosedParts) {
 			s.closed = append(s.closed, conn)
 		} else if s.polling {
 			s.dropped = append(s.dropped, ConnKey{conn.Sk, conn.ID})
@@ -262,6 +263,11 @@ func (s *Sensor) read() {
 		s.mu.Unlock()
 	}
 }
+
+// maxClosedParts bounds the closed connections kept (about 150 bytes
+// each, with their progress) that may be parts of a download fed by
+// several connections.
+const maxClosedParts = 1 << 16
 
 // Begin notes when the command was released (CLOCK_MONOTONIC ns): the
 // record's download times count from it.
