@@ -251,7 +251,7 @@ func DestinationNote(d record.Download) string {
 	case len(d.Files) > 0 && d.Files[0].NameUnknown:
 		return "renamed, final name unknown"
 	case len(d.Files) > 0 && d.Files[0].WrittenPath != "":
-		return "first named " + d.Files[0].WrittenPath
+		return "first named " + format.Path(d.Files[0].WrittenPath, format.PathWidth)
 	}
 	return ""
 }
