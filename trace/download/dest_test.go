@@ -46,8 +46,8 @@ func TestHandleFollowsARenameIntoAnotherDirectory(t *testing.T) {
 		keys = append(keys, fileKey(t, p))
 	}
 	hs := newHandles()
-	defer hs.close()
-	hs.takeOpen(int32(os.Getpid()))
+	defer hs.Close()
+	hs.TakeOpen(int32(os.Getpid()))
 	blob := filepath.Join(final, "abc")
 	if err := os.Rename(tmp, blob); err != nil {
 		t.Fatal(err)
@@ -55,14 +55,14 @@ func TestHandleFollowsARenameIntoAnotherDirectory(t *testing.T) {
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
 	}
-	p, isGone, err := hs.resolve(keys[0])
+	p, isGone, err := hs.Resolve(handleKey(keys[0]))
 	if err != nil || p != blob || isGone {
 		t.Errorf("renamed file: %q, gone %v, %v; want %s", p, isGone, err, blob)
 	}
-	if hs.first(keys[0]) != tmp {
-		t.Errorf("first name %q, want %s", hs.first(keys[0]), tmp)
+	if hs.First(handleKey(keys[0])) != tmp {
+		t.Errorf("first name %q, want %s", hs.First(handleKey(keys[0])), tmp)
 	}
-	if _, isGone, err := hs.resolve(keys[1]); err != nil || !isGone {
+	if _, isGone, err := hs.Resolve(handleKey(keys[1])); err != nil || !isGone {
 		t.Errorf("deleted file: gone %v, %v; want gone", isGone, err)
 	}
 }

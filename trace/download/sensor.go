@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
+	"github.com/coldtrace/coldtrace/internal/filehandle"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/sensor"
 )
@@ -68,7 +69,7 @@ type Sensor struct {
 	tries     map[FileKey]int
 	// handles are the files the downloading processes had open, by file
 	// handle: their final names, wherever they were renamed to.
-	handles *handles
+	handles *filehandle.Store
 	// writeHooks is set once the tmpfs write probes are attached.
 	writeHooks bool
 	// tableWrites is the kernel's count of writes to the connection and
@@ -341,7 +342,7 @@ func (s *Sensor) walk(nowMono uint64) error {
 		return fmt.Errorf("poll network connections: %w", err)
 	}
 	for pid := range active {
-		s.handles.takeOpen(pid)
+		s.handles.TakeOpen(pid)
 	}
 	if hooks && s.links != nil {
 		if !s.writeHooks && s.onDownload != nil {
@@ -393,7 +394,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	if err != nil {
 		return err
 	}
-	final := s.finalNames()
+	final := finalNames(s.handles)
 	build := func() error {
 		rec.Downloads = Build(conns, writes, Env{
 			StartMono:  s.startMono,
@@ -532,27 +533,11 @@ func (s *Sensor) lost(rec *record.Record) error {
 	return nil
 }
 
-// finalNames opens every handle taken (with coldtrace's own rights:
-// open_by_handle_at needs CAP_DAC_READ_SEARCH) to find where each file
-// is now; the locator then checks, with the command's user's rights,
-// that the user sees it there.
-func (s *Sensor) finalNames() map[FileKey]finalName {
-	out := make(map[FileKey]finalName, len(s.handles.byKey))
-	for k := range s.handles.byKey {
-		path, gone, err := s.handles.resolve(k)
-		if err != nil {
-			continue
-		}
-		out[k] = finalName{path: path, first: s.handles.first(k), gone: gone}
-	}
-	return out
-}
-
 // Close detaches the probes, closes the reader and then the objects,
 // keeping the first error.
 func (s *Sensor) Close() error {
 	first := s.detach()
-	s.handles.close()
+	s.handles.Close()
 	if s.rd != nil {
 		if err := s.rd.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
 			first = fmt.Errorf("close network ring buffer: %w", err)
