@@ -203,6 +203,11 @@ type File struct {
 	// process used in its own mount namespace, is not valid there or
 	// names another mount.
 	HostPath string `json:"host_path,omitempty"`
+	// FirstPath is the name the file was first seen under when the run
+	// renamed it, in any directory (Path is then its name at the end of
+	// the run); empty when it kept its name or its final name could not
+	// be found.
+	FirstPath string `json:"first_path,omitempty"`
 	// Order says how the misses came (read or fault, in which order);
 	// nil when the sensor kept none for this file.
 	Order *ReadOrder `json:"order,omitempty"`

@@ -210,6 +210,7 @@ func TestPoolDownloadIsLinkedToItsRenamedBlob(t *testing.T) {
 	if f, _ := attribution.FateOf(run.rec, d); f != attribution.FateKept {
 		t.Errorf("fate %q, want kept", f)
 	}
+	checkFinalName(t, run.rec, blob, first)
 	if strings.Contains(run.text, "fetched again") || strings.Contains(run.text, "downloads it again") {
 		t.Errorf("the summary says the kept blob is fetched again")
 	}
@@ -221,6 +222,27 @@ func TestPoolDownloadIsLinkedToItsRenamedBlob(t *testing.T) {
 		t.Errorf("warm estimate %v, wall %v: the %v download is not taken out", time.Duration(run.res.WarmEstimateNS),
 			time.Duration(run.rec.WallNS), time.Duration(dl))
 	}
+}
+
+// checkFinalName checks that the record's file table names the file at
+// path by that name, with first, its name when the run created it,
+// beside it.
+func checkFinalName(t *testing.T, rec *record.Record, path, first string) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rec.Files {
+		if f.Ino == st.Ino {
+			if f.Path != path || f.FirstPath != first || f.SizeBytes != st.Size {
+				t.Errorf("files[] names it %q (first %q, %d bytes), want %s (first %s, %d bytes)", f.Path, f.FirstPath, f.SizeBytes,
+					path, first, st.Size)
+			}
+			return
+		}
+	}
+	t.Errorf("files[] lacks %s", path)
 }
 
 // TestChunkedDownloadIsOneDownload: 8 connections each fetch 2 MiB and

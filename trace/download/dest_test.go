@@ -218,3 +218,24 @@ func TestMoveToAnotherFilesystemIsFollowed(t *testing.T) {
 		t.Errorf("got %+v, want the deleted destination: the copy is half its size", got)
 	}
 }
+
+// TestLocateTakesTheRecordsFinalName: a file the page-cache sensor
+// followed across a rename (FirstPath set) is located under its final
+// name with its first beside it, though the download sensor took no
+// handle of it.
+func TestLocateTakesTheRecordsFinalName(t *testing.T) {
+	dir := t.TempDir()
+	final := filepath.Join(dir, "hub", "blob")
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(final, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := fileKey(t, final)
+	first := filepath.Join(dir, "stage", "blob.incomplete")
+	locate := fileLocator([]record.File{{Dev: k.Dev, Ino: k.Ino, Path: final, FirstPath: first}}, nil, nil)
+	if l := locate(k.Dev, k.Ino); l != (Located{Path: final, WrittenPath: first}) {
+		t.Errorf("located %+v, want %s first named %s", l, final, first)
+	}
+}

@@ -1,7 +1,9 @@
 package download
 
 import (
+	"cmp"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,9 +53,19 @@ func fileLocator(files []record.File, open map[FileKey]string, final map[FileKey
 	for k, p := range open {
 		seen[k] = p
 	}
+	final = maps.Clone(final)
+	if final == nil {
+		final = map[key]finalName{}
+	}
 	for _, f := range files {
-		if f.Path != "" {
-			seen[key{f.Dev, f.Ino}] = f.Path
+		if f.Path == "" {
+			continue
+		}
+		k := key{f.Dev, f.Ino}
+		seen[k] = cmp.Or(f.FirstPath, f.Path)
+		if _, has := final[k]; f.FirstPath != "" && !has {
+			// The page-cache sensor followed its rename.
+			final[k] = finalName{path: f.Path, first: f.FirstPath}
 		}
 	}
 	return func(dev uint32, ino uint64) Located {

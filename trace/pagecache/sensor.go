@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
+	"github.com/coldtrace/coldtrace/internal/filehandle"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/sensor"
 )
@@ -98,6 +99,9 @@ type Sensor struct {
 
 	// ns resolves paths in other mount namespaces.
 	ns nsPaths
+	// handles follow the files the run created across renames
+	// (finalnames.go).
+	handles *filehandle.Store
 
 	fileKeyBuf []bpfpc.PagecacheFileKey
 	fileBuf    []bpfpc.PagecacheFileStats
@@ -133,6 +137,7 @@ func Load(opts Options) (*Sensor, error) {
 func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
 	return &Sensor{p: p, opts: opts, mounts: mounts,
 		files: map[sensor.FileKey]*fileAcc{}, fsPaths: map[sensor.FileKey]string{}, cutPaths: map[sensor.FileKey]bool{},
+		handles:    filehandle.New(maxHandles),
 		fileKeyBuf: make([]bpfpc.PagecacheFileKey, sensor.BatchSize),
 		fileBuf:    make([]bpfpc.PagecacheFileStats, sensor.BatchSize)}
 }
@@ -176,6 +181,9 @@ func (s *Sensor) handle(raw []byte) {
 		delete(s.cutPaths, key)
 	}
 	p, resolved := s.mounts.resolve(ev.Dev, fsPath)
+	if resolved && !truncated && sensor.SeenKind(ev.Kind) == sensor.SeenCreated {
+		s.handles.Take(filehandle.Key{Dev: key.Dev, Ino: key.Ino}, p, p)
+	}
 	s.mu.Unlock()
 	if s.opts.FileSeen != nil && !truncated && resolved {
 		s.opts.FileSeen(sensor.FileSeen{PID: int32(ev.Tgid), TID: int32(ev.Tid), TS: ev.Ts, CPUNS: ev.CpuNs,
@@ -269,6 +277,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 // Close stops the reader and releases the probes.
 func (s *Sensor) Close() error {
 	err := s.ring.Close()
+	s.handles.Close()
 	if cerr := s.p.close(); err == nil {
 		err = cerr
 	}
@@ -297,6 +306,8 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 		}
 		if size, ok := statMatches(statPath, f.key.Ino); ok {
 			rf.SizeBytes = size
+		} else {
+			s.followRename(f.key, &rf)
 		}
 		r.Files = append(r.Files, rf)
 	}
