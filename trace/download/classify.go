@@ -144,29 +144,46 @@ func Build(conns []Conn, writes []Write, env Env) []record.Download {
 }
 
 // buildGroup is the download group g fed, if it is one. Connections
-// whose sum fed no one file are one download only when they are its
-// parts (some below the download size); each a download of its own, they
-// stay apart (two files fetched at once into memory).
+// whose sum fed no one file are tried apart: each that is a download
+// alone on its own (two bodies fetched at once), the parts below that
+// together. A small fetch that overlapped a download (a config file) then
+// leaves it; parts that are no download together are chatter.
 func buildGroup(g []Conn, byConn map[ConnKey][]Write, files []written, env Env) []record.Download {
 	t := total(g)
 	if !t.IsDownload() {
 		return nil
 	}
 	d, dest := buildOne(g, t, byConn, files, env)
-	if len(g) < 2 || dest.kind == record.DestFile || dest.kind == record.DestExpanded {
+	if len(g) < 2 || found(dest) {
 		return []record.Download{d}
 	}
+	var each []record.Download
+	var parts []Conn
+	anyFound := false
 	for _, c := range g {
 		if !c.IsDownload() {
-			return []record.Download{d}
+			parts = append(parts, c)
+			continue
+		}
+		e, ed := buildOne([]Conn{c}, c, byConn, files, env)
+		each = append(each, e)
+		anyFound = anyFound || found(ed)
+	}
+	if len(each) == 0 || (len(parts) > 0 && !anyFound) {
+		return []record.Download{d}
+	}
+	if len(parts) > 0 {
+		if pt := total(parts); pt.IsDownload() {
+			p, _ := buildOne(parts, pt, byConn, files, env)
+			each = append(each, p)
 		}
 	}
-	each := make([]record.Download, 0, len(g))
-	for _, c := range g {
-		e, _ := buildOne([]Conn{c}, c, byConn, files, env)
-		each = append(each, e)
-	}
 	return each
+}
+
+// found reports whether dest names a file.
+func found(dest destination) bool {
+	return dest.kind == record.DestFile || dest.kind == record.DestExpanded
 }
 
 // buildOne is the download the connections g (summed in t) fed.

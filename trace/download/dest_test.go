@@ -239,3 +239,18 @@ func TestLocateTakesTheRecordsFinalName(t *testing.T) {
 		t.Errorf("located %+v, want %s first named %s", l, final, first)
 	}
 }
+
+// TestSmallFetchBesideADownloadLeavesIt: a 1 MiB fetch that overlapped a
+// 24 MiB download and wrote nothing does not take the download's
+// destination away: the download is its one connection, into its file.
+func TestSmallFetchBesideADownloadLeavesIt(t *testing.T) {
+	big, small := part(1, 10, 0, 250, 24*mib), part(2, 10, 50, 100, mib)
+	files := []record.File{{ID: 0, Dev: 8, Ino: 1}}
+	samples := createdSamples(0, 8*mib, 8*mib, 8*mib, 0)
+	progress := map[ConnKey][]Progress{{1, 1}: {{TS: uint64(100 * ms), Bytes: 8 * mib}, {TS: uint64(200 * ms), Bytes: 16 * mib}}}
+	got := Build([]Conn{big, small}, nil, Env{Samples: samples, IntervalNS: 100 * ms, Files: files, PageSize: 4096, Progress: progress})
+	if len(got) != 1 || got[0].Bytes != 24*mib || len(got[0].Connections) != 1 || got[0].Destination != record.DestFile ||
+		got[0].Files[0].Ino != 1 {
+		t.Errorf("got %+v, want one 24 MiB download of one connection into file 1", got)
+	}
+}
