@@ -25,20 +25,40 @@ const (
 	// FateNoCache: written outside any cache coldtrace knows; whether the
 	// program looks there before downloading again is unknown.
 	FateNoCache Fate = "no_cache"
+	// FateNotSeen: written, but to no one file whose writes followed the
+	// received bytes (record.DestNotSeen).
+	FateNotSeen Fate = "not_seen"
+	// FateNameUnknown: its file was renamed and its final name could not
+	// be found; whether it survived is unknown.
+	FateNameUnknown Fate = "name_unknown"
 )
 
 // Kept reports whether a warm rerun skips the download.
 func (f Fate) Kept() bool { return f == FateKept }
 
 // FateOf decides what a warm rerun would do about download d of r, and
-// returns the record's cache it landed in, when there is one.
+// returns the record's cache it landed in, when there is one. Only the
+// destination decides: a journal or log the receiving thread also wrote
+// and deleted does not make a kept download "fetched again". Records
+// made before destinations were matched (no Destination) count any of
+// the download's files deleted.
 func FateOf(r *record.Record, d record.Download) (Fate, *record.Cache) {
+	if d.Destination == record.DestNotSeen {
+		return FateNotSeen, nil
+	}
 	if d.Path == "" {
 		return FateMemory, nil
 	}
-	for _, f := range d.Files {
-		if f.Gone {
+	files := d.Files
+	if d.Destination != "" && len(files) > 0 {
+		files = files[:1]
+	}
+	for _, f := range files {
+		switch {
+		case f.Gone:
 			return FateDeleted, nil
+		case f.NameUnknown:
+			return FateNameUnknown, nil
 		}
 	}
 	var c *record.Cache

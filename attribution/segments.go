@@ -307,7 +307,7 @@ func sliceSamples(r *record.Record, start, end int64) []record.Sample {
 		for _, fd := range s.Files {
 			ns.Files = append(ns.Files, record.FileDelta{File: fd.File, PagesAccessed: scaleU(fd.PagesAccessed, f),
 				PagesMissed: scaleU(fd.PagesMissed, f), PagesEvicted: scaleU(fd.PagesEvicted, f),
-				IOWaitNS: scale(fd.IOWaitNS, f), MissCPUNS: scale(fd.MissCPUNS, f)})
+				IOWaitNS: scale(fd.IOWaitNS, f), MissCPUNS: scale(fd.MissCPUNS, f), PagesCreated: scaleU(fd.PagesCreated, f)})
 		}
 		out = append(out, ns)
 	}
@@ -347,6 +347,7 @@ func sliceFiles(files []record.File, samples []record.Sample) []record.File {
 			g.PagesAccessed += fd.PagesAccessed
 			g.PagesMissed += fd.PagesMissed
 			g.PagesEvicted += fd.PagesEvicted
+			g.PagesCreated += fd.PagesCreated
 			g.IOWaitNS += fd.IOWaitNS
 			g.MissCPUNS += fd.MissCPUNS
 		}

@@ -4,18 +4,20 @@ package record
 // (docs/definitions.md, "Download").
 const DownloadMinBytes = 4 << 20
 
-// Download is a network fetch: at least DownloadMinBytes received on one
-// TCP connection the traced process opened (not accepted), in large
+// Download is a network fetch into one destination: at least
+// DownloadMinBytes received on the TCP connections that fed it, which the
+// traced process opened (not accepted), in large
 // receives (a mean of at least 16 KiB, with 4 times more received than
 // sent) or far more received than sent (64 times). Its time runs from
 // its first to its last byte received. Only the peer is recorded: never
 // headers, tokens or query strings.
 type Download struct {
-	// Path is the main destination: the largest file the receiving
-	// thread wrote while the download ran, under its final name when it
-	// was renamed into place (a Hugging Face blob's ".incomplete" temp
-	// name, torch.hub's temporary file). Empty when the data stayed in
-	// memory.
+	// Path is the destination: the file whose written bytes followed
+	// the received bytes (written by any traced thread or process), under
+	// its name at the end of the run when it was renamed, in any
+	// directory (a Hugging Face blob's ".incomplete" temp name, torch.hub's
+	// temporary file). Empty when the data stayed in memory or no
+	// destination was seen.
 	Path string `json:"path"`
 	// Name is what the destination is known by: for a Hugging Face hub
 	// blob, the snapshot entry that links to it ("model.safetensors");
@@ -46,8 +48,9 @@ type Download struct {
 	// BytesSent is what the process sent on the connection (requests, a
 	// TLS handshake).
 	BytesSent uint64 `json:"bytes_sent"`
-	// Files are every file the receiving thread wrote from the start of
-	// the download until shortly after its end, largest first.
+	// Files are the destination first, then every other file the
+	// receiving threads wrote from the start of the download until
+	// shortly after its end, largest first.
 	Files []DownloadFile `json:"files,omitempty"`
 	// OnCPUNS and WaitNS are the receiving thread's time within the
 	// download: on CPU (TLS, hashing, decompression, copying) and off CPU
@@ -57,6 +60,43 @@ type Download struct {
 	// Samples are the bytes received per polling interval, for the
 	// timeline's network counter; they sum to Bytes.
 	Samples []DownloadSample `json:"samples,omitempty"`
+	// Destination says where the body went: DestFile (Path, written
+	// byte for byte), DestExpanded (Path, written Expansion times larger:
+	// a compressed or reassembled transfer), DestMemory (never written)
+	// or DestNotSeen (written, but to no one file that follows the
+	// received bytes: Candidates lists the files written meanwhile).
+	// Empty in records made before destinations were matched.
+	Destination string  `json:"destination,omitempty"`
+	Expansion   float64 `json:"expansion,omitempty"`
+	// Connections are the connections that fed the destination, in the
+	// order they started; Bytes, Receives and BytesSent are their sums,
+	// StartNS and EndNS the bounds of the union of their receive spans.
+	Connections []DownloadConnection `json:"connections,omitempty"`
+	// Candidates are the files written while the download ran, when none
+	// of them was its destination (DestNotSeen), largest first.
+	Candidates []DownloadFile `json:"candidates,omitempty"`
+}
+
+// The destinations of a download (Download.Destination).
+const (
+	DestFile     = "file"
+	DestExpanded = "expanded"
+	DestMemory   = "memory"
+	DestNotSeen  = "not_seen"
+)
+
+// DownloadConnection is one TCP connection that fed a download.
+type DownloadConnection struct {
+	Peer      string `json:"peer"`
+	Host      string `json:"host,omitempty"`
+	PID       int32  `json:"pid"`
+	TID       int32  `json:"tid"` // the thread that received its last byte
+	ConnectNS int64  `json:"connect_ns"`
+	StartNS   int64  `json:"start_ns"`
+	EndNS     int64  `json:"end_ns"`
+	Bytes     uint64 `json:"bytes"`
+	Receives  uint64 `json:"receives"`
+	BytesSent uint64 `json:"bytes_sent"`
 }
 
 // DownloadSample is what a download received in (previous EndNS, EndNS];
@@ -85,6 +125,11 @@ type DownloadFile struct {
 	// Gone is set when the file no longer existed at the end of the run
 	// (a temporary file deleted before exit).
 	Gone bool `json:"gone,omitempty"`
+	// NameUnknown is set when the file was renamed and its final name
+	// could not be found (no handle was taken while it was open, and it
+	// left the directory it was written in): Path is its first name, and
+	// whether it still exists is unknown.
+	NameUnknown bool `json:"name_unknown,omitempty"`
 }
 
 // MBPerSecond is the download's achieved rate in MB/s (10^6 bytes per

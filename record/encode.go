@@ -109,6 +109,7 @@ func appendSample(b []byte, s *Sample) []byte {
 			b = appendInt(b, `,"mcpu":`, f.MissCPUNS)
 			b = appendInt(b, `,"fwait":`, f.FillWaitNS)
 			b = appendInt(b, `,"dwait":`, f.DirectWaitNS)
+			b = appendUint(b, `,"new":`, f.PagesCreated)
 			b = append(b, '}')
 		}
 		b = append(b, ']')

@@ -15,7 +15,8 @@ import (
 // UTF-8; otherwise "path" shows it with U+FFFD in place of the bytes that
 // are not, for reading, and "path_b64" holds the exact bytes (standard
 // base64), which readers take instead. The same goes for "host_path" and
-// "host_path_b64", and for a kernel cache's "root" and "root_b64".
+// "host_path_b64", "first_path" and "first_path_b64", and for a kernel
+// cache's "root" and "root_b64".
 
 // fileFields is File without its methods, so that encoding/json encodes
 // its fields as it would File's.
@@ -24,8 +25,9 @@ type fileFields File
 // fileJSON is File as JSON holds it.
 type fileJSON struct {
 	fileFields
-	PathB64     string `json:"path_b64,omitempty"`
-	HostPathB64 string `json:"host_path_b64,omitempty"`
+	PathB64      string `json:"path_b64,omitempty"`
+	HostPathB64  string `json:"host_path_b64,omitempty"`
+	FirstPathB64 string `json:"first_path_b64,omitempty"`
 }
 
 // MarshalJSON writes f with its names byte-exact (see fileJSON).
@@ -33,6 +35,7 @@ func (f File) MarshalJSON() ([]byte, error) {
 	w := fileJSON{fileFields: fileFields(f)}
 	w.Path, w.PathB64 = nameJSON(f.Path)
 	w.HostPath, w.HostPathB64 = nameJSON(f.HostPath)
+	w.FirstPath, w.FirstPathB64 = nameJSON(f.FirstPath)
 	return json.Marshal(&w)
 }
 
@@ -49,6 +52,9 @@ func (f *File) UnmarshalJSON(b []byte) error {
 	}
 	if w.HostPath, err = nameFromJSON(w.HostPath, w.HostPathB64); err != nil {
 		return fmt.Errorf("file %d: host_path_b64: %w", w.ID, err)
+	}
+	if w.FirstPath, err = nameFromJSON(w.FirstPath, w.FirstPathB64); err != nil {
+		return fmt.Errorf("file %d: first_path_b64: %w", w.ID, err)
 	}
 	*f = File(w.fileFields)
 	return nil

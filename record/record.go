@@ -210,6 +210,11 @@ type File struct {
 	// process used in its own mount namespace, is not valid there or
 	// names another mount.
 	HostPath string `json:"host_path,omitempty"`
+	// FirstPath is the name the file was first seen under when the run
+	// renamed it, in any directory (Path is then its name at the end of
+	// the run); empty when it kept its name or its final name could not
+	// be found.
+	FirstPath string `json:"first_path,omitempty"`
 	// Order says how the misses came (read or fault, in which order);
 	// nil when the sensor kept none for this file.
 	Order *ReadOrder `json:"order,omitempty"`
@@ -341,6 +346,10 @@ type FileDelta struct {
 	FillWaitNS    int64  `json:"fwait,omitempty"`
 	// DirectWaitNS is the part of IOWaitNS spent on direct I/O.
 	DirectWaitNS int64 `json:"dwait,omitempty"`
+	// PagesCreated counts pages the command's writes added to the page
+	// cache in the interval: what a download's destination is matched
+	// by, poll by poll.
+	PagesCreated uint64 `json:"new,omitempty"`
 }
 
 // SelfCost is what coldtrace itself cost while tracing.

@@ -115,10 +115,18 @@ type Download struct {
 	WaitNS  int64 `json:"wait_ns"`
 	// Fate says whether a warm rerun fetches it again (attribution.Fate:
 	// "kept", "memory", "deleted", "volatile", "container_layer",
-	// "no_cache").
+	// "no_cache", "not_seen", "name_unknown").
 	Fate attribution.Fate `json:"fate"`
-	// Files are the files it was written to.
+	// Files are the files it was written to: its destination first.
 	Files []record.DownloadFile `json:"files"`
+	// Destination, Expansion, Connections and Candidates are the
+	// record's (record.Download): where the body went, how many times
+	// larger it was written, the connections that fed it, and the files
+	// written meanwhile when none was its destination.
+	Destination string                      `json:"destination,omitempty"`
+	Expansion   float64                     `json:"expansion,omitempty"`
+	Connections []record.DownloadConnection `json:"connections,omitempty"`
+	Candidates  []record.DownloadFile       `json:"candidates,omitempty"`
 }
 
 // Attribution is the attribution result with its verdict and notes said
@@ -276,7 +284,8 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 		fate, _ := attribution.FateOf(r, d)
 		s.Downloads = append(s.Downloads, Download{Path: d.Path, Name: d.Name, Cache: d.Cache, Bytes: d.Bytes,
 			StartNS: d.StartNS, EndNS: d.EndNS, MBPerS: d.MBPerSecond(), Peer: d.Peer, Host: d.Host, PID: d.PID,
-			OnCPUNS: d.OnCPUNS, WaitNS: d.WaitNS, Fate: fate, Files: append([]record.DownloadFile{}, d.Files...)})
+			OnCPUNS: d.OnCPUNS, WaitNS: d.WaitNS, Fate: fate, Files: append([]record.DownloadFile{}, d.Files...),
+			Destination: d.Destination, Expansion: d.Expansion, Connections: d.Connections, Candidates: d.Candidates})
 	}
 	s.Machine = r.Machine
 	s.GPUs = []record.GPUSummary{}

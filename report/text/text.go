@@ -244,14 +244,17 @@ func writeDownloads(b *strings.Builder, r *record.Record) {
 	}
 	fmt.Fprintf(b, "\n  downloads\n  %-44s %-22s %10s %9s %9s  %s\n", "destination", "from", "bytes", "rate", "time", "next run")
 	for _, d := range r.Downloads {
-		dest := d.Path
-		if dest == "" {
-			dest = "(in memory)"
-		}
+		dest := words.Destination(d)
 		fate, _ := attribution.FateOf(r, d)
 		fmt.Fprintf(b, "  %-44s %-22s %10s %9s %9s  %s\n", format.Escape(format.Path(dest, 44)),
 			format.Escape(format.Trim(cmp.Or(d.Host, d.Peer), 22)), format.Bytes(d.Bytes), fmt.Sprintf("%.0f MB/s", d.MBPerSecond()),
 			format.Duration(d.EndNS-d.StartNS), words.Fate(fate, d.Cache))
+		if len(d.Connections) > 1 {
+			fmt.Fprintf(b, "      over %d connections\n", len(d.Connections))
+		}
+		if note := words.DestinationNote(d); note != "" {
+			fmt.Fprintf(b, "      %s\n", format.Escape(note))
+		}
 	}
 }
 

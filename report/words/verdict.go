@@ -125,7 +125,7 @@ func detail(c attribution.Cause) string {
 func Download(d attribution.DownloadEvidence) string {
 	from := cmp.Or(d.Host, d.Peer)
 	what := fmt.Sprintf("%s from %s at %.0f MB/s", format.Bytes(d.Bytes), from, d.MBPerS)
-	if d.Fate != attribution.FateMemory {
+	if d.Fate != attribution.FateMemory && d.Fate != attribution.FateNotSeen {
 		what = format.Path(d.Name, format.PathWidth) + ", " + what
 	}
 	if d.Count > 1 {
@@ -143,6 +143,10 @@ func Download(d attribution.DownloadEvidence) string {
 		return what + ", into " + cache + " on " + d.CacheFS + ", lost at reboot: a rerun after a reboot downloads it again"
 	case attribution.FateContainer:
 		return what + ", into " + cache + " in a container's writable layer, lost with the container: a rerun in a new container downloads it again"
+	case attribution.FateNotSeen:
+		return what + ", destination not seen: a rerun may download it again"
+	case attribution.FateNameUnknown:
+		return what + ", into a file renamed, final name unknown: a rerun may download it again"
 	}
 	return what + ", outside any known cache: a rerun may download it again"
 }
@@ -161,6 +165,10 @@ func Fate(f attribution.Fate, cache string) string {
 		return "fetched again after a reboot (" + cache + " cache on tmpfs)"
 	case attribution.FateContainer:
 		return "fetched again in a new container (" + cache + " cache in the container layer)"
+	case attribution.FateNotSeen:
+		return "maybe fetched again (destination not seen)"
+	case attribution.FateNameUnknown:
+		return "maybe fetched again (renamed, final name unknown)"
 	}
 	return "maybe fetched again (not in a known cache)"
 }
@@ -256,4 +264,32 @@ func VRAMAtExit(v attribution.VRAMRelease) string {
 			format.Bytes(v.BeforeBytes), format.Bytes(v.AfterBytes))
 	}
 	return fmt.Sprintf("VRAM was not released at exit (%s → %s)", format.Bytes(v.BeforeBytes), format.Bytes(v.AfterBytes))
+}
+
+// Destination says where a download's body went, for the downloads
+// table's first column: the file, or why there is none.
+func Destination(d record.Download) string {
+	switch {
+	case d.Destination == record.DestNotSeen:
+		return "(destination not seen)"
+	case d.Path == "":
+		return "(kept in memory)"
+	}
+	return d.Path
+}
+
+// DestinationNote is what the downloads table says under a download's
+// row about its destination, or "".
+func DestinationNote(d record.Download) string {
+	switch {
+	case d.Destination == record.DestExpanded:
+		return fmt.Sprintf("expanded %.1f× (compressed or reassembled transfer)", d.Expansion)
+	case d.Destination == record.DestNotSeen:
+		return fmt.Sprintf("no file followed the received bytes; %d files written meanwhile (candidates in the record)", len(d.Candidates))
+	case len(d.Files) > 0 && d.Files[0].NameUnknown:
+		return "renamed, final name unknown"
+	case len(d.Files) > 0 && d.Files[0].WrittenPath != "":
+		return "first named " + format.Path(d.Files[0].WrittenPath, format.PathWidth)
+	}
+	return ""
 }

@@ -80,19 +80,34 @@ type Write struct {
 	LastTS  uint64
 }
 
+// Located is a written file's names at the end of the run.
+type Located struct {
+	// Path is its name at the end of the run, in any directory, or its
+	// first name when that could not be found.
+	Path string
+	// WrittenPath is the name it was first seen under, when that differs.
+	WrittenPath string
+	// Gone: it no longer existed. NameUnknown: it was renamed and its
+	// final name could not be found.
+	Gone, NameUnknown bool
+}
+
 // Env is what building the downloads needs from the rest of the run.
 type Env struct {
 	// StartMono is the monotonic time (ns) the command was released:
 	// record times are relative to it.
 	StartMono uint64
-	// Locate names a written file: its path at the end of the run (after
-	// a rename into place), the path it was written under when that
-	// differs, and whether it is gone. A nil Locate leaves paths empty.
-	Locate func(dev uint32, ino uint64) (path, writtenPath string, gone bool)
-	// Samples and IntervalNS are the record's thread samples, from which
-	// the receiving thread's time within each download is taken.
+	// Locate names a written file. A nil Locate leaves paths empty.
+	Locate func(dev uint32, ino uint64) Located
+	// Samples and IntervalNS are the record's samples: the receiving
+	// threads' time within each download, and each file's pages created
+	// per poll, by which the destination is matched.
 	Samples    []record.Sample
 	IntervalNS int64
+	// Files are the record's files (Samples name them by ID) and
+	// PageSize the size of their pages.
+	Files    []record.File
+	PageSize uint64
 	// Progress is each connection's cumulative bytes as polled, in time
 	// order, by connection.
 	Progress map[ConnKey][]Progress
@@ -108,55 +123,186 @@ type Progress struct {
 	Bytes uint64
 }
 
-// Build turns the connections that qualify into the record's downloads,
-// in the order they started, each with the files its receiving thread
-// wrote.
+// Build turns the connections into the record's downloads, one per
+// destination, in the order they started: the connections that fed it,
+// the file its body went to, and the files its receiving threads wrote.
 func Build(conns []Conn, writes []Write, env Env) []record.Download {
 	byConn := map[ConnKey][]Write{}
 	for _, w := range writes {
 		k := ConnKey{w.Sk, w.ID}
 		byConn[k] = append(byConn[k], w)
 	}
+	files := writtenFiles(env.Samples, env.Files, cmp.Or(env.PageSize, 4096))
 	var out []record.Download
-	for _, c := range conns {
-		if !c.IsDownload() {
-			continue
-		}
-		d := record.Download{
-			Bytes:     c.Bytes,
-			StartNS:   rel(c.FirstTS, env.StartMono),
-			EndNS:     rel(c.LastTS, env.StartMono),
-			PID:       c.PID,
-			TID:       c.RxTID,
-			Peer:      c.Peer.String(),
-			Host:      c.Host,
-			ConnectNS: rel(c.ID, env.StartMono),
-			Receives:  c.Receives,
-			BytesSent: c.Sent,
-		}
-		for _, w := range byConn[ConnKey{c.Sk, c.ID}] {
-			if w.FirstTS > c.LastTS+writeSlack || w.LastTS < c.FirstTS {
-				continue
-			}
-			f := record.DownloadFile{Dev: w.Dev, Ino: w.Ino, BytesWritten: w.Bytes}
-			if env.Locate != nil {
-				f.Path, f.WrittenPath, f.Gone = env.Locate(w.Dev, w.Ino)
-			}
-			d.Files = append(d.Files, f)
-		}
-		slices.SortStableFunc(d.Files, func(x, y record.DownloadFile) int {
-			return cmp.Or(cmp.Compare(y.BytesWritten, x.BytesWritten), cmp.Compare(x.Path, y.Path))
-		})
-		if len(d.Files) > 0 {
-			d.Path = d.Files[0].Path
-		}
-		d.OnCPUNS, d.WaitNS = threadTime(env.Samples, env.IntervalNS, d.TID, d.StartNS, d.EndNS)
-		d.Samples = samples(c, env.Progress[ConnKey{c.Sk, c.ID}], env.StartMono)
-		out = append(out, d)
+	for _, g := range groupConns(conns, writes) {
+		out = append(out, buildGroup(g, byConn, files, env)...)
 	}
 	slices.SortStableFunc(out, func(x, y record.Download) int {
 		return cmp.Or(cmp.Compare(x.StartNS, y.StartNS), cmp.Compare(x.Peer, y.Peer))
 	})
+	return out
+}
+
+// buildGroup is the download group g fed, if it is one. Connections
+// whose sum fed no one file are tried apart: each that is a download
+// alone on its own (two bodies fetched at once), the parts below that
+// together. A small fetch that overlapped a download (a config file) then
+// leaves it; parts that are no download together are chatter.
+func buildGroup(g []Conn, byConn map[ConnKey][]Write, files []written, env Env) []record.Download {
+	t := total(g)
+	if !t.IsDownload() {
+		return nil
+	}
+	d, dest := buildOne(g, t, byConn, files, env)
+	if len(g) < 2 || found(dest) {
+		return []record.Download{d}
+	}
+	var each []record.Download
+	var parts []Conn
+	anyFound := false
+	for _, c := range g {
+		if !c.IsDownload() {
+			parts = append(parts, c)
+			continue
+		}
+		e, ed := buildOne([]Conn{c}, c, byConn, files, env)
+		each = append(each, e)
+		anyFound = anyFound || found(ed)
+	}
+	if len(each) == 0 || (len(parts) > 0 && !anyFound) {
+		return []record.Download{d}
+	}
+	if len(parts) > 0 {
+		if pt := total(parts); pt.IsDownload() {
+			p, _ := buildOne(parts, pt, byConn, files, env)
+			each = append(each, p)
+		}
+	}
+	return each
+}
+
+// found reports whether dest names a file.
+func found(dest destination) bool {
+	return dest.kind == record.DestFile || dest.kind == record.DestExpanded
+}
+
+// buildOne is the download the connections g (summed in t) fed.
+func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env Env) (record.Download, destination) {
+	d := record.Download{
+		Bytes:     t.Bytes,
+		StartNS:   rel(t.FirstTS, env.StartMono),
+		EndNS:     rel(t.LastTS, env.StartMono),
+		PID:       t.PID,
+		TID:       t.RxTID,
+		Peer:      t.Peer.String(),
+		Host:      t.Host,
+		ConnectNS: rel(t.ID, env.StartMono),
+		Receives:  t.Receives,
+		BytesSent: t.Sent,
+	}
+	var linked []Write
+	tids := map[int32]bool{}
+	for _, c := range g {
+		d.Connections = append(d.Connections, record.DownloadConnection{Peer: c.Peer.String(), Host: c.Host, PID: c.PID, TID: c.RxTID,
+			ConnectNS: rel(c.ID, env.StartMono), StartNS: rel(c.FirstTS, env.StartMono), EndNS: rel(c.LastTS, env.StartMono),
+			Bytes: c.Bytes, Receives: c.Receives, BytesSent: c.Sent})
+		d.Samples = mergeSamples(d.Samples, samples(c, env.Progress[ConnKey{c.Sk, c.ID}], env.StartMono))
+		for _, w := range byConn[ConnKey{c.Sk, c.ID}] {
+			if w.FirstTS <= c.LastTS+writeSlack && w.LastTS >= c.FirstTS {
+				linked = append(linked, w)
+			}
+		}
+		if !tids[c.RxTID] {
+			tids[c.RxTID] = true
+			cpu, wait := threadTime(env.Samples, env.IntervalNS, c.RxTID, d.StartNS, d.EndNS)
+			d.OnCPUNS += cpu
+			d.WaitNS += wait
+		}
+	}
+	dest := match(t.Bytes, d.Samples, window{d.StartNS, d.EndNS, env.IntervalNS}, files, linked)
+	d.Destination, d.Expansion = dest.kind, dest.expansion
+	d.Files = destFiles(dest, linked, env.Locate)
+	if len(d.Files) > 0 && d.Files[0].Gone && (dest.kind == record.DestFile || dest.kind == record.DestExpanded) {
+		d.Files = followMove(d.Files, dest.key, files, env)
+	}
+	if dest.kind == record.DestFile || dest.kind == record.DestExpanded {
+		d.Path = d.Files[0].Path
+	}
+	if dest.kind == record.DestNotSeen {
+		for _, c := range dest.candidates[:min(len(dest.candidates), maxCandidates)] {
+			d.Candidates = append(d.Candidates, locatedFile(c.key, c.bytes, env.Locate))
+		}
+	}
+	return d, dest
+}
+
+// followMove puts first, when the destination fs[0] (key) was deleted
+// and a copy of it survives (a move to another filesystem), the copy,
+// under its name with the destination's first name beside it.
+func followMove(fs []record.DownloadFile, key FileKey, files []written, env Env) []record.DownloadFile {
+	to, ok := movedCopy(key, files, env.IntervalNS)
+	if !ok {
+		return fs
+	}
+	moved := locatedFile(to, fs[0].BytesWritten, env.Locate)
+	if moved.Gone || moved.Path == "" {
+		return fs
+	}
+	moved.WrittenPath = cmp.Or(fs[0].WrittenPath, fs[0].Path)
+	return append([]record.DownloadFile{moved}, fs...)
+}
+
+// destFiles are the destination (when there is one), then the other
+// files the receiving threads wrote, largest first.
+func destFiles(dest destination, linked []Write, locate func(uint32, uint64) Located) []record.DownloadFile {
+	var out []record.DownloadFile
+	seen := map[FileKey]bool{}
+	if dest.kind == record.DestFile || dest.kind == record.DestExpanded {
+		out = append(out, locatedFile(dest.key, dest.bytes, locate))
+		seen[dest.key] = true
+	}
+	var rest []record.DownloadFile
+	for _, w := range linked {
+		k := FileKey{Dev: w.Dev, Ino: w.Ino}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		rest = append(rest, locatedFile(k, w.Bytes, locate))
+	}
+	slices.SortStableFunc(rest, func(x, y record.DownloadFile) int {
+		return cmp.Or(cmp.Compare(y.BytesWritten, x.BytesWritten), cmp.Compare(x.Path, y.Path))
+	})
+	return append(out, rest...)
+}
+
+// locatedFile is file k, written bytes, under its names.
+func locatedFile(k FileKey, bytes uint64, locate func(uint32, uint64) Located) record.DownloadFile {
+	f := record.DownloadFile{Dev: k.Dev, Ino: k.Ino, BytesWritten: bytes}
+	if locate != nil {
+		l := locate(k.Dev, k.Ino)
+		f.Path, f.WrittenPath, f.Gone, f.NameUnknown = l.Path, l.WrittenPath, l.Gone, l.NameUnknown
+	}
+	return f
+}
+
+// mergeSamples adds b's bytes into a by end time, in time order.
+func mergeSamples(a, b []record.DownloadSample) []record.DownloadSample {
+	if len(a) == 0 {
+		return b
+	}
+	byEnd := map[int64]uint64{}
+	for _, s := range a {
+		byEnd[s.EndNS] += s.Bytes
+	}
+	for _, s := range b {
+		byEnd[s.EndNS] += s.Bytes
+	}
+	out := make([]record.DownloadSample, 0, len(byEnd))
+	for end, n := range byEnd {
+		out = append(out, record.DownloadSample{EndNS: end, Bytes: n})
+	}
+	slices.SortFunc(out, func(x, y record.DownloadSample) int { return cmp.Compare(x.EndNS, y.EndNS) })
 	return out
 }
 

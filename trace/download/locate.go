@@ -1,7 +1,9 @@
 package download
 
 import (
+	"cmp"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,46 +31,88 @@ func sameFile(path string, dev uint32, ino uint64) bool {
 	return ok && st.Ino == ino && kernelDev(st) == dev
 }
 
-// fileLocator names written files from the paths the core saw them under
-// (the record's file table). Downloaders write under a temporary name and
-// rename into place in the same directory (a Hugging Face blob's
-// ".incomplete", torch.hub's temporary file): the directory is searched
-// for the inode's final name.
+// finalName is where a file's handle found it at the end of the run
+// (taken as root: the locator checks that the command's user sees it).
+type finalName struct {
+	path  string
+	first string
+	gone  bool
+}
+
+// fileLocator names written files: by their handle (finalname.go) where
+// one was taken, wherever they were renamed to; else from the paths the
+// core saw them under (the record's file table), searching the
+// directory they were written in for a rename into place.
 //
 // Files the page-cache sensor never saw (tmpfs fills no page cache it
 // traces) are named from open, the names Poll found in the writers'
 // file descriptors.
-func fileLocator(files []record.File, open map[FileKey]string) func(dev uint32, ino uint64) (string, string, bool) {
+func fileLocator(files []record.File, open map[FileKey]string, final map[FileKey]finalName) func(dev uint32, ino uint64) Located {
 	type key = FileKey
 	seen := make(map[key]string, len(files)+len(open))
 	for k, p := range open {
 		seen[k] = p
 	}
+	final = maps.Clone(final)
+	if final == nil {
+		final = map[key]finalName{}
+	}
 	for _, f := range files {
-		if f.Path != "" {
-			seen[key{f.Dev, f.Ino}] = f.Path
+		if f.Path == "" {
+			continue
+		}
+		k := key{f.Dev, f.Ino}
+		seen[k] = cmp.Or(f.FirstPath, f.Path)
+		if _, has := final[k]; f.FirstPath != "" && !has {
+			// The page-cache sensor followed its rename.
+			final[k] = finalName{path: f.Path, first: f.FirstPath}
 		}
 	}
-	return func(dev uint32, ino uint64) (string, string, bool) {
-		written, ok := seen[key{Dev: dev, Ino: ino}]
-		if !ok {
-			return "", "", false
-		}
-		if sameFile(written, dev, ino) {
-			return written, "", false
-		}
-		entries, err := os.ReadDir(filepath.Dir(written))
-		if err != nil {
-			return written, "", true
-		}
-		for _, e := range entries {
-			p := filepath.Join(filepath.Dir(written), e.Name())
-			if e.Type().IsRegular() && sameFile(p, dev, ino) {
-				return p, written, false
+	return func(dev uint32, ino uint64) Located {
+		k := key{Dev: dev, Ino: ino}
+		written, ok := seen[k]
+		if fn, has := final[k]; has {
+			if !ok {
+				written, ok = fn.first, true
+			}
+			switch {
+			case fn.gone:
+				return Located{Path: written, Gone: true}
+			case fn.path == written && sameFile(written, dev, ino):
+				return Located{Path: written}
+			case sameFile(fn.path, dev, ino):
+				return Located{Path: fn.path, WrittenPath: written}
 			}
 		}
-		return written, "", true
+		if !ok {
+			return Located{}
+		}
+		if sameFile(written, dev, ino) {
+			return Located{Path: written}
+		}
+		if p, found := scanDir(written, dev, ino); found {
+			return Located{Path: p, WrittenPath: written}
+		}
+		// Deleted, or renamed out of its directory: without a handle,
+		// which cannot be told.
+		return Located{Path: written, NameUnknown: true}
 	}
+}
+
+// scanDir looks for file (dev, ino) in the directory of written, the
+// name it was written under.
+func scanDir(written string, dev uint32, ino uint64) (string, bool) {
+	entries, err := os.ReadDir(filepath.Dir(written))
+	if err != nil {
+		return "", false
+	}
+	for _, e := range entries {
+		p := filepath.Join(filepath.Dir(written), e.Name())
+		if e.Type().IsRegular() && sameFile(p, dev, ino) {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // hubName is the name a Hugging Face hub blob is known by: the path,

@@ -6,6 +6,7 @@
 package download
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
+	"github.com/coldtrace/coldtrace/internal/filehandle"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/sensor"
 	"github.com/coldtrace/coldtrace/trace/uprobes"
@@ -72,6 +74,9 @@ type Sensor struct {
 	// open is given up after maxNameTries).
 	openNames map[FileKey]string
 	tries     map[FileKey]int
+	// handles are the files the downloading processes had open, by file
+	// handle: their final names, wherever they were renamed to.
+	handles *filehandle.Store
 	// writeHooks is set once the tmpfs write probes are attached.
 	writeHooks bool
 	// tableWrites is the kernel's count of writes to the connection and
@@ -101,7 +106,7 @@ func Open(shared Shared) (*Sensor, error) {
 	if shared.TaskStates == nil || shared.Threads == nil {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
-	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights,
+	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights, handles: newHandles(),
 		onDownload: shared.OnDownload}
 	s.scoper = shared.Uprobes
 	if s.scoper == nil {
@@ -265,9 +270,11 @@ func (s *Sensor) read() {
 		c = *(*bpfdl.DownloadConn)(unsafe.Pointer(&r.RawSample[0]))
 		conn := decodeConn(&c)
 		s.mu.Lock()
-		// Only downloads are kept: a client that opens a connection per
-		// small request would otherwise fill memory over a long run.
-		if conn.IsDownload() {
+		// Only what may be part of a download is kept: a client that
+		// opens a connection per small request would otherwise fill
+		// memory over a long run. Parts (below a download alone) stop
+		// being kept past maxClosedParts: whole downloads always are.
+		if conn.IsDownload() || (conn.Bytes >= minPartBytes && conn.downloadShaped() && len(s.closed) < maxClosedParts) {
 			s.closed = append(s.closed, conn)
 		} else if s.polling {
 			s.dropped = append(s.dropped, ConnKey{conn.Sk, conn.ID})
@@ -275,6 +282,11 @@ func (s *Sensor) read() {
 		s.mu.Unlock()
 	}
 }
+
+// maxClosedParts bounds the closed connections kept (about 150 bytes
+// each, with their progress) that may be parts of a download fed by
+// several connections.
+const maxClosedParts = 1 << 16
 
 // Begin notes when the command was released (CLOCK_MONOTONIC ns): the
 // record's download times count from it.
@@ -325,6 +337,7 @@ func (s *Sensor) walk(nowMono uint64) error {
 	var raw bpfdl.DownloadConn
 	hooks := false
 	var downloader int32
+	active := map[int32]bool{} // processes whose downloads moved
 	it := s.objs.Conns.Iterate()
 	for it.Next(&sk, &raw) {
 		if raw.Bytes == 0 {
@@ -343,10 +356,16 @@ func (s *Sensor) walk(nowMono uint64) error {
 		if len(p) > 0 && p[len(p)-1].Bytes == c.Bytes {
 			continue
 		}
+		if c.Bytes >= minPartBytes && c.downloadShaped() {
+			active[c.PID] = true
+		}
 		s.progress[k] = append(p, Progress{TS: nowMono, Bytes: c.Bytes})
 	}
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("poll network connections: %w", err)
+	}
+	for pid := range active {
+		s.handles.TakeOpen(pid)
 	}
 	if hooks && s.links != nil {
 		if !s.writeHooks && s.onDownload != nil {
@@ -398,12 +417,15 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	if err != nil {
 		return err
 	}
+	final := finalNames(s.handles)
 	build := func() error {
 		rec.Downloads = Build(conns, writes, Env{
 			StartMono:  s.startMono,
-			Locate:     fileLocator(rec.Files, s.openNames),
+			Locate:     fileLocator(rec.Files, s.openNames, final),
 			Samples:    rec.Samples,
 			IntervalNS: rec.IntervalNS,
+			Files:      rec.Files,
+			PageSize:   uint64(cmp.Or(rec.Host.PageSize, os.Getpagesize())),
 			Progress:   s.progress,
 		})
 		return nil
@@ -548,6 +570,7 @@ func (s *Sensor) Close() error {
 		}
 		s.ownScoper = false
 	}
+	s.handles.Close()
 	if s.rd != nil {
 		if err := s.rd.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
 			first = fmt.Errorf("close network ring buffer: %w", err)

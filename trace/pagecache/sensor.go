@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
+	"github.com/coldtrace/coldtrace/internal/filehandle"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/sensor"
 )
@@ -109,6 +110,9 @@ type Sensor struct {
 
 	// ns resolves paths in other mount namespaces.
 	ns nsPaths
+	// handles follow the files the run created across renames
+	// (finalnames.go).
+	handles *filehandle.Store
 
 	fileKeyBuf []bpfpc.PagecacheFileKey
 	fileBuf    []bpfpc.PagecacheFileStats
@@ -144,6 +148,7 @@ func Load(opts Options) (*Sensor, error) {
 func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
 	return &Sensor{p: p, opts: opts, mounts: mounts,
 		files: map[sensor.FileKey]*fileAcc{}, fsPaths: map[sensor.FileKey]string{}, cutPaths: map[sensor.FileKey]bool{},
+		handles:    filehandle.New(maxHandles),
 		fileKeyBuf: make([]bpfpc.PagecacheFileKey, sensor.BatchSize),
 		fileBuf:    make([]bpfpc.PagecacheFileStats, sensor.BatchSize)}
 }
@@ -187,6 +192,9 @@ func (s *Sensor) handle(raw []byte) {
 		delete(s.cutPaths, key)
 	}
 	p, resolved := s.mounts.resolve(ev.Dev, fsPath)
+	if resolved && !truncated && sensor.SeenKind(ev.Kind) == sensor.SeenCreated {
+		s.handles.Take(filehandle.Key{Dev: key.Dev, Ino: key.Ino}, p, p)
+	}
 	s.mu.Unlock()
 	if s.opts.FileSeen != nil && !truncated && resolved {
 		s.opts.FileSeen(sensor.FileSeen{PID: int32(ev.Tgid), TID: int32(ev.Tid), TS: ev.Ts, CPUNS: ev.CpuNs,
@@ -219,12 +227,12 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		d := record.FileDelta{File: acc.id, PagesAccessed: subU(cur.accessed, acc.prev.accessed),
 			PagesMissed: subU(cur.missed, acc.prev.missed), PagesEvicted: subU(cur.evicted, acc.prev.evicted),
 			IOWaitNS: sub(cur.io, acc.prev.io), MissCPUNS: sub(cur.miss, acc.prev.miss), FillWaitNS: sub(cur.fillWait, acc.prev.fillWait),
-			DirectWaitNS: sub(cur.directWait, acc.prev.directWait)}
+			DirectWaitNS: sub(cur.directWait, acc.prev.directWait), PagesCreated: subU(cur.created, acc.prev.created)}
 		acc.prev = fileTimes{max(acc.prev.accessed, cur.accessed), max(acc.prev.missed, cur.missed),
 			max(acc.prev.evicted, cur.evicted), max(acc.prev.created, cur.created), max(acc.prev.io, cur.io), max(acc.prev.miss, cur.miss),
 			max(acc.prev.reread, cur.reread), max(acc.prev.shared, cur.shared), max(acc.prev.fillWait, cur.fillWait),
 			max(acc.prev.directBytes, cur.directBytes), max(acc.prev.directWait, cur.directWait)}
-		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 || d.FillWaitNS > 0 || d.DirectWaitNS > 0 {
+		if d.PagesAccessed|d.PagesMissed|d.PagesEvicted|d.PagesCreated != 0 || d.IOWaitNS > 0 || d.MissCPUNS > 0 || d.FillWaitNS > 0 || d.DirectWaitNS > 0 {
 			sample.Files = append(sample.Files, d)
 		}
 	}
@@ -282,6 +290,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 // Close stops the reader and releases the probes.
 func (s *Sensor) Close() error {
 	err := s.ring.Close()
+	s.handles.Close()
 	if cerr := s.p.close(); err == nil {
 		err = cerr
 	}
@@ -311,6 +320,8 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 		}
 		if size, ok := statMatches(statPath, f.key.Ino); ok {
 			rf.SizeBytes = size
+		} else {
+			s.followRename(f.key, &rf)
 		}
 		r.Files = append(r.Files, rf)
 	}

@@ -35,7 +35,7 @@ func pack(smp record.Sample) packed {
 	for i := range smp.Files {
 		f := &smp.Files[i]
 		b = binary.AppendVarint(b, int64(f.File))
-		b = appendFields(b, int64(f.PagesAccessed), int64(f.PagesMissed), int64(f.PagesEvicted), f.IOWaitNS, f.MissCPUNS, f.FillWaitNS, f.DirectWaitNS)
+		b = appendFields(b, int64(f.PagesAccessed), int64(f.PagesMissed), int64(f.PagesEvicted), f.IOWaitNS, f.MissCPUNS, f.FillWaitNS, f.DirectWaitNS, int64(f.PagesCreated))
 	}
 	if cap(b) > len(b) {
 		b = append([]byte(nil), b...)
@@ -76,7 +76,7 @@ func unpackInto(p packed, dst *record.Sample) error {
 	dst.EndNS = p.end
 	dst.Threads, dst.Files = dst.Threads[:0], dst.Files[:0]
 	b := p.b
-	var v [7]int64
+	var v [8]int64
 	next := func() (int64, bool) {
 		x, n := binary.Varint(b)
 		if n <= 0 {
@@ -115,11 +115,11 @@ func unpackInto(p packed, dst *record.Sample) error {
 	}
 	for range p.files {
 		id, ok := next()
-		if !ok || !fields(7) {
+		if !ok || !fields(8) {
 			return errCorrupt
 		}
 		dst.Files = append(dst.Files, record.FileDelta{File: int(id), PagesAccessed: uint64(v[0]), PagesMissed: uint64(v[1]),
-			PagesEvicted: uint64(v[2]), IOWaitNS: v[3], MissCPUNS: v[4], FillWaitNS: v[5], DirectWaitNS: v[6]})
+			PagesEvicted: uint64(v[2]), IOWaitNS: v[3], MissCPUNS: v[4], FillWaitNS: v[5], DirectWaitNS: v[6], PagesCreated: uint64(v[7])})
 	}
 	if len(b) != 0 {
 		return errCorrupt

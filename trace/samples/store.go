@@ -376,4 +376,5 @@ func addFile(f *record.FileDelta, d record.FileDelta) {
 	f.MissCPUNS += d.MissCPUNS
 	f.FillWaitNS += d.FillWaitNS
 	f.DirectWaitNS += d.DirectWaitNS
+	f.PagesCreated += d.PagesCreated
 }

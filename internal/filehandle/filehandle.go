@@ -1,0 +1,174 @@
+// Package filehandle follows files across renames: a handle taken while
+// a file's name is known (name_to_handle_at) is opened again at the end
+// (open_by_handle_at) and the kernel says where the file is now, in any
+// directory, or that it was deleted. Opening needs CAP_DAC_READ_SEARCH
+// (coldtrace runs as root); a filesystem without export support gives
+// no handle, and the caller falls back to its own search.
+package filehandle
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Key is a file as the probes name it: dev in the kernel's s_dev
+// encoding (major<<20 | minor).
+type Key struct {
+	Dev uint32
+	Ino uint64
+}
+
+// KeyOf is st's file as the probes name it.
+func KeyOf(st *syscall.Stat_t) Key {
+	return Key{Dev: unix.Major(st.Dev)<<20 | unix.Minor(st.Dev), Ino: st.Ino}
+}
+
+// handle is a file's handle and the name it had when it was taken.
+type handle struct {
+	h     unix.FileHandle
+	first string
+}
+
+// Store holds the handles taken during a run, at most Max, and one
+// directory open per filesystem to open them through. Not safe for
+// concurrent use.
+type Store struct {
+	Max    int
+	byKey  map[Key]handle
+	mounts map[uint32]int // dev → a directory open on it (open_by_handle_at refuses O_PATH)
+	// failed are files no handle could be taken of, so that no caller
+	// tries again.
+	failed map[Key]bool
+}
+
+// New returns an empty store that keeps at most max handles.
+func New(max int) *Store {
+	return &Store{Max: max, byKey: map[Key]handle{}, mounts: map[uint32]int{}, failed: map[Key]bool{}}
+}
+
+// Has reports whether k has a handle, or could not get one.
+func (s *Store) Has(k Key) bool {
+	_, ok := s.byKey[k]
+	return ok || s.failed[k]
+}
+
+// Len is how many handles the store holds.
+func (s *Store) Len() int { return len(s.byKey) }
+
+// Take takes a handle of file k through path (a name of it, or a
+// /proc/PID/fd link to it), whose name is now name. It does nothing when
+// the store is full or path is no longer k.
+func (s *Store) Take(k Key, path, name string) {
+	if s.Has(k) || len(s.byKey) >= s.Max {
+		return
+	}
+	h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
+	if err != nil {
+		s.failed[k] = true
+		return
+	}
+	// The handle must be k's: the name may have moved on since k was seen.
+	var st syscall.Stat_t
+	if syscall.Stat(path, &st) != nil || KeyOf(&st) != k {
+		return
+	}
+	if _, ok := s.mounts[k.Dev]; !ok {
+		fd, err := unix.Open(filepath.Dir(name), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			s.failed[k] = true
+			return
+		}
+		s.mounts[k.Dev] = fd
+	}
+	s.byKey[k] = handle{h: h, first: name}
+}
+
+// TakeOpen takes a handle of each regular file process pid has open
+// that has none yet.
+func (s *Store) TakeOpen(pid int32) {
+	dir := "/proc/" + strconv.Itoa(int(pid)) + "/fd"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if len(s.byKey) >= s.Max {
+			return
+		}
+		p := filepath.Join(dir, e.Name())
+		var st syscall.Stat_t
+		if syscall.Stat(p, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+			continue
+		}
+		k := KeyOf(&st)
+		if s.Has(k) {
+			continue
+		}
+		target, err := os.Readlink(p)
+		if err != nil || !filepath.IsAbs(target) || strings.HasSuffix(target, " (deleted)") {
+			continue
+		}
+		s.Take(k, p, target)
+	}
+}
+
+// ErrNoHandle: no handle was taken of the file, or the kernel gave it
+// back under no name that is the file.
+var ErrNoHandle = errors.New("no file handle")
+
+// Resolve is file k's name now, by its handle: its path, or gone when it
+// was deleted. The name is checked to be the file: an inode whose dentry
+// left the cache comes back disconnected, under no usable path.
+func (s *Store) Resolve(k Key) (path string, gone bool, err error) {
+	fh, ok := s.byKey[k]
+	if !ok {
+		return "", false, ErrNoHandle
+	}
+	fd, err := unix.OpenByHandleAt(s.mounts[k.Dev], fh.h, unix.O_PATH|unix.O_CLOEXEC)
+	if errors.Is(err, unix.ESTALE) {
+		return "", true, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("open %s by its handle: %w", fh.first, err)
+	}
+	defer unix.Close(fd)
+	target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return "", false, fmt.Errorf("read the name of %s: %w", fh.first, err)
+	}
+	if strings.HasSuffix(target, " (deleted)") {
+		return "", true, nil
+	}
+	var st syscall.Stat_t
+	if syscall.Lstat(target, &st) != nil || KeyOf(&st) != k {
+		return "", false, ErrNoHandle
+	}
+	return target, false, nil
+}
+
+// First is the name file k had when its handle was taken, or "".
+func (s *Store) First(k Key) string { return s.byKey[k].first }
+
+// Keys are the files the store holds handles of.
+func (s *Store) Keys() []Key {
+	out := make([]Key, 0, len(s.byKey))
+	for k := range s.byKey {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Close releases the filesystems' descriptors.
+func (s *Store) Close() {
+	for dev, fd := range s.mounts {
+		_ = unix.Close(fd)
+		delete(s.mounts, dev)
+	}
+}

@@ -1,0 +1,256 @@
+package download
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// fileKey is path's file as the probes name it.
+func fileKey(t *testing.T, path string) FileKey {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return FileKey{Dev: kernelDev(&st), Ino: st.Ino}
+}
+
+// TestHandleFollowsARenameIntoAnotherDirectory: a handle taken while the
+// file is open under its temporary name finds it at the end under its
+// final name in another directory; a deleted file is gone.
+func TestHandleFollowsARenameIntoAnotherDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("open_by_handle_at needs CAP_DAC_READ_SEARCH: run as root")
+	}
+	dir := t.TempDir()
+	stage, final := filepath.Join(dir, "stage", "blobs"), filepath.Join(dir, "hub", "blobs")
+	for _, d := range []string{stage, final} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp, gone := filepath.Join(stage, "abc.incomplete"), filepath.Join(stage, "deleted.tmp")
+	var keys []FileKey
+	for _, p := range []string{tmp, gone} {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		keys = append(keys, fileKey(t, p))
+	}
+	hs := newHandles()
+	defer hs.Close()
+	hs.TakeOpen(int32(os.Getpid()))
+	blob := filepath.Join(final, "abc")
+	if err := os.Rename(tmp, blob); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	p, isGone, err := hs.Resolve(handleKey(keys[0]))
+	if err != nil || p != blob || isGone {
+		t.Errorf("renamed file: %q, gone %v, %v; want %s", p, isGone, err, blob)
+	}
+	if hs.First(handleKey(keys[0])) != tmp {
+		t.Errorf("first name %q, want %s", hs.First(handleKey(keys[0])), tmp)
+	}
+	if _, isGone, err := hs.Resolve(handleKey(keys[1])); err != nil || !isGone {
+		t.Errorf("deleted file: gone %v, %v; want gone", isGone, err)
+	}
+}
+
+const mib = 1 << 20
+
+// part is a connection of pid that received bytes from first to last
+// (ms), in 64 KiB receives.
+func part(sk uint64, pid int32, first, last int64, bytes uint64) Conn {
+	return Conn{Sk: sk, ID: sk, PID: pid, TID: pid, RxTID: pid, FirstTS: uint64(first * ms), LastTS: uint64(last * ms),
+		Bytes: bytes, Receives: bytes / (64 << 10), Sent: 100}
+}
+
+// createdSamples are 100 ms samples in which file id's pages created are
+// perPoll[i] bytes in the i-th sample.
+func createdSamples(id int, perPoll ...uint64) []record.Sample {
+	var out []record.Sample
+	for i, b := range perPoll {
+		s := record.Sample{EndNS: int64(i+1) * 100 * ms}
+		if b > 0 {
+			s.Files = []record.FileDelta{{File: id, PagesCreated: b / 4096}}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestChunkedPartsAreOneDownload: 8 connections of 2 MiB each, none a
+// download alone, whose bytes one file's writes follow, are one 16 MiB
+// download with 8 connections, timed by the union of their spans.
+func TestChunkedPartsAreOneDownload(t *testing.T) {
+	var conns []Conn
+	progress := map[ConnKey][]Progress{}
+	for i := range 8 {
+		c := part(uint64(100+i), 10, 50+int64(i)*10, 250+int64(i)*10, 2*mib)
+		conns = append(conns, c)
+		progress[ConnKey{c.Sk, c.ID}] = []Progress{{TS: uint64(150 * ms), Bytes: 1 * mib}}
+	}
+	files := []record.File{{ID: 0, Dev: 8, Ino: 1}, {ID: 1, Dev: 8, Ino: 2}}
+	samples := createdSamples(0, 0, 8*mib, 8*mib, 0)
+	samples[0].Files = append(samples[0].Files, record.FileDelta{File: 1, PagesCreated: 1}) // a log line
+	got := Build(conns, nil, Env{Samples: samples, IntervalNS: 100 * ms, Files: files, PageSize: 4096, Progress: progress,
+		Locate: func(dev uint32, ino uint64) Located { return Located{Path: "/f/" + strconv.FormatUint(ino, 10)} }})
+	if len(got) != 1 {
+		t.Fatalf("%d downloads, want 1: %+v", len(got), got)
+	}
+	d := got[0]
+	if d.Bytes != 16*mib || len(d.Connections) != 8 || d.StartNS != 50*ms || d.EndNS != 320*ms {
+		t.Errorf("download of %d bytes over %d connections in [%d, %d]; want 16 MiB over 8 in [50 ms, 320 ms]", d.Bytes,
+			len(d.Connections), d.StartNS, d.EndNS)
+	}
+	if d.Destination != record.DestFile || d.Path != "/f/1" || len(d.Files) != 1 || d.Files[0].BytesWritten != 16*mib {
+		t.Errorf("destination %s %q, files %+v; want file /f/1 of 16 MiB", d.Destination, d.Path, d.Files)
+	}
+	want := []record.DownloadSample{{EndNS: 150 * ms, Bytes: 8 * mib}}
+	for i := range 8 {
+		want = append(want, record.DownloadSample{EndNS: (250 + int64(i)*10) * ms, Bytes: mib})
+	}
+	if !slices.Equal(d.Samples, want) {
+		t.Errorf("samples %+v, want %+v", d.Samples, want)
+	}
+}
+
+// TestTwoDownloadsAtOnceStayApart: two 8 MiB connections of one process
+// at once, each receiving thread writing its own file, are two
+// downloads; two at once into memory are two as well.
+func TestTwoDownloadsAtOnceStayApart(t *testing.T) {
+	a, b := part(1, 10, 0, 300, 8*mib), part(2, 10, 10, 310, 8*mib)
+	b.RxTID = 11
+	writes := []Write{{Sk: 1, ID: 1, Dev: 8, Ino: 1, Bytes: 8 * mib, FirstTS: 0, LastTS: uint64(300 * ms)},
+		{Sk: 2, ID: 2, Dev: 8, Ino: 2, Bytes: 8 * mib, FirstTS: uint64(10 * ms), LastTS: uint64(310 * ms)}}
+	files := []record.File{{ID: 0, Dev: 8, Ino: 1}, {ID: 1, Dev: 8, Ino: 2}}
+	samples := createdSamples(0, 2*mib, 3*mib, 3*mib, 0)
+	for i, s := range createdSamples(1, 2*mib, 3*mib, 3*mib, 0) {
+		samples[i].Files = append(samples[i].Files, s.Files...)
+	}
+	got := Build([]Conn{a, b}, writes, Env{Samples: samples, IntervalNS: 100 * ms, Files: files, PageSize: 4096})
+	if len(got) != 2 || got[0].Files[0].Ino != 1 || got[1].Files[0].Ino != 2 || got[0].Destination != record.DestFile {
+		t.Errorf("got %+v, want two downloads into files 1 and 2", got)
+	}
+	got = Build([]Conn{a, b}, nil, Env{IntervalNS: 100 * ms})
+	if len(got) != 2 || got[0].Destination != record.DestMemory || got[1].Destination != record.DestMemory {
+		t.Errorf("got %+v, want two downloads kept in memory", got)
+	}
+}
+
+// TestMatchDestination: the destination is the file whose writes follow
+// the received bytes and total them within max(64 KiB, 0.5%); a file
+// written before the body arrived, or ahead of it, is not; a file
+// written N times the body while it arrived is it, expanded; a body of
+// which under a tenth was written anywhere was kept in memory; else the
+// destination was not seen and the candidates say what was written.
+func TestMatchDestination(t *testing.T) {
+	rx := []record.DownloadSample{{EndNS: 100 * ms, Bytes: 4 * mib}, {EndNS: 200 * ms, Bytes: 4 * mib}, {EndNS: 300 * ms, Bytes: 4 * mib}}
+	w := window{start: 10 * ms, end: 300 * ms, interval: 100 * ms}
+	series := func(k uint64, pts ...point) written { return written{Key: FileKey{Dev: 8, Ino: k}, Points: pts} }
+	cases := []struct {
+		name  string
+		files []written
+		kind  string
+		key   uint64
+		n     float64
+	}{
+		{"follows", []written{series(1, point{200 * ms, 4 * mib}, point{300 * ms, 8 * mib})}, record.DestFile, 1, 0},
+		{"within tolerance", []written{series(1, point{300 * ms, 12*mib - 60<<10})}, record.DestFile, 1, 0},
+		{"written out after the last byte", []written{series(1, point{2300 * ms, 12 * mib})}, record.DestFile, 1, 0},
+		{"too late", []written{series(1, point{2500 * ms, 12 * mib})}, record.DestMemory, 0, 0},
+		{"written before", []written{series(1, point{0, mib}, point{200 * ms, 11 * mib})}, record.DestNotSeen, 0, 0},
+		{"ahead of the body", []written{series(1, point{100 * ms, 12 * mib})}, record.DestNotSeen, 0, 0},
+		{"expanded", []written{series(1, point{100 * ms, 16 * mib}, point{200 * ms, 16 * mib}, point{300 * ms, 16 * mib})},
+			record.DestExpanded, 1, 4},
+		{"short", []written{series(1, point{300 * ms, 6 * mib})}, record.DestNotSeen, 0, 0},
+		{"a log beside it", []written{series(1, point{300 * ms, 12 * mib}), series(2, point{100 * ms, 4096})}, record.DestFile, 1, 0},
+		{"memory", []written{series(2, point{100 * ms, mib})}, record.DestMemory, 0, 0},
+	}
+	for _, tc := range cases {
+		d := match(12*mib, rx, w, tc.files, nil)
+		if d.kind != tc.kind || (tc.key != 0 && d.key.Ino != tc.key) || d.expansion != tc.n {
+			t.Errorf("%s: %s file %d expanded %.2f×, want %s file %d %.2f×", tc.name, d.kind, d.key.Ino, d.expansion, tc.kind, tc.key, tc.n)
+		}
+		if d.kind == record.DestNotSeen && len(d.candidates) != len(tc.files) {
+			t.Errorf("%s: candidates %+v, want %d", tc.name, d.candidates, len(tc.files))
+		}
+	}
+}
+
+// TestMoveToAnotherFilesystemIsFollowed: a destination copied to another
+// filesystem and then deleted is named by the copy, with its first name
+// beside it; a copy of another size is not it.
+func TestMoveToAnotherFilesystemIsFollowed(t *testing.T) {
+	c := part(1, 10, 0, 250, 12*mib)
+	files := []record.File{{ID: 0, Dev: 8, Ino: 1}, {ID: 1, Dev: 9, Ino: 2}}
+	samples := createdSamples(0, 4*mib, 4*mib, 4*mib, 0, 0)
+	for i, s := range createdSamples(1, 0, 0, 0, 12*mib, 0) {
+		samples[i].Files = append(samples[i].Files, s.Files...)
+	}
+	locate := func(dev uint32, ino uint64) Located {
+		if ino == 1 {
+			return Located{Path: "/stage/blob.incomplete", Gone: true}
+		}
+		return Located{Path: "/other/blob"}
+	}
+	env := Env{Samples: samples, IntervalNS: 100 * ms, Files: files, PageSize: 4096, Locate: locate,
+		Progress: map[ConnKey][]Progress{{1, 1}: {{TS: uint64(150 * ms), Bytes: 6 * mib}}}}
+	got := Build([]Conn{c}, nil, env)
+	if len(got) != 1 || got[0].Path != "/other/blob" || got[0].Files[0].WrittenPath != "/stage/blob.incomplete" || got[0].Files[0].Gone ||
+		got[0].Files[0].Ino != 2 {
+		t.Errorf("got %+v, want the copy /other/blob first written as /stage/blob.incomplete", got)
+	}
+	samples[3].Files[len(samples[3].Files)-1].PagesCreated = 6 * mib / 4096
+	got = Build([]Conn{c}, nil, env)
+	if len(got) != 1 || got[0].Path != "/stage/blob.incomplete" || !got[0].Files[0].Gone {
+		t.Errorf("got %+v, want the deleted destination: the copy is half its size", got)
+	}
+}
+
+// TestLocateTakesTheRecordsFinalName: a file the page-cache sensor
+// followed across a rename (FirstPath set) is located under its final
+// name with its first beside it, though the download sensor took no
+// handle of it.
+func TestLocateTakesTheRecordsFinalName(t *testing.T) {
+	dir := t.TempDir()
+	final := filepath.Join(dir, "hub", "blob")
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(final, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := fileKey(t, final)
+	first := filepath.Join(dir, "stage", "blob.incomplete")
+	locate := fileLocator([]record.File{{Dev: k.Dev, Ino: k.Ino, Path: final, FirstPath: first}}, nil, nil)
+	if l := locate(k.Dev, k.Ino); l != (Located{Path: final, WrittenPath: first}) {
+		t.Errorf("located %+v, want %s first named %s", l, final, first)
+	}
+}
+
+// TestSmallFetchBesideADownloadLeavesIt: a 1 MiB fetch that overlapped a
+// 24 MiB download and wrote nothing does not take the download's
+// destination away: the download is its one connection, into its file.
+func TestSmallFetchBesideADownloadLeavesIt(t *testing.T) {
+	big, small := part(1, 10, 0, 250, 24*mib), part(2, 10, 50, 100, mib)
+	files := []record.File{{ID: 0, Dev: 8, Ino: 1}}
+	samples := createdSamples(0, 8*mib, 8*mib, 8*mib, 0)
+	progress := map[ConnKey][]Progress{{1, 1}: {{TS: uint64(100 * ms), Bytes: 8 * mib}, {TS: uint64(200 * ms), Bytes: 16 * mib}}}
+	got := Build([]Conn{big, small}, nil, Env{Samples: samples, IntervalNS: 100 * ms, Files: files, PageSize: 4096, Progress: progress})
+	if len(got) != 1 || got[0].Bytes != 24*mib || len(got[0].Connections) != 1 || got[0].Destination != record.DestFile ||
+		got[0].Files[0].Ino != 1 {
+		t.Errorf("got %+v, want one 24 MiB download of one connection into file 1", got)
+	}
+}
