@@ -135,11 +135,9 @@ func (s *session) load() error {
 		}
 	}
 	if jitErr == nil {
-		var onDownload func(int32)
-		if j != nil {
-			onDownload = j.DownloadSeen
-		}
-		dl, jitErr = s.loadDownload(sc.Shared(), kernel, onDownload)
+		// A download brings no path-syscall probe in: the network and
+		// page-cache sensors see it (docs/sources.md).
+		dl, jitErr = s.loadDownload(sc.Shared(), kernel, nil)
 	}
 	wg.Wait()
 	jitSeen.Store(j)
