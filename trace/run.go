@@ -135,9 +135,11 @@ func (s *session) load() error {
 		}
 	}
 	if jitErr == nil {
-		// A download brings no path-syscall probe in: the network and
-		// page-cache sensors see it (docs/sources.md).
-		dl, jitErr = s.loadDownload(sc.Shared(), kernel, nil)
+		var onDownload func(int32)
+		if j != nil {
+			onDownload = j.DownloadSeen
+		}
+		dl, jitErr = s.loadDownload(sc.Shared(), kernel, onDownload)
 	}
 	wg.Wait()
 	jitSeen.Store(j)

@@ -481,6 +481,14 @@ func frameworkVars(specs []Spec) []string {
 	for i := range specs {
 		s := &specs[i]
 		if !needsPathSyscalls(s) {
+			// Offline, a weights cache's lookups are its whole story:
+			// its misses fail (no download to see) and its hits are
+			// often small files the page cache does not name.
+			for _, sw := range s.Switches {
+				if sw.Offline && !s.PageCacheEvidence {
+					add(sw.Env)
+				}
+			}
 			continue
 		}
 		for _, p := range append(append([]string{}, s.Paths...), s.Also...) {
@@ -703,7 +711,7 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 			}
 		}
 		r.switches = sws
-		if !r.active() && len(sws) == 0 && r.root.Via != "--cache-dir" {
+		if !r.active() && len(sws) == 0 && r.root.Via != "--cache-dir" && !r.downloadedInto(in.FS) {
 			continue
 		}
 		jit.Caches = append(jit.Caches, c.cacheRecord(r, compile[r], in.FS))
