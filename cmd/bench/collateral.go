@@ -372,6 +372,11 @@ func (r *collateralResult) print(w io.Writer) {
 			if sr.PathSyscalls != withPath {
 				continue
 			}
+			if withPath {
+				// Reported apart: attached syscall tracepoints slow every
+				// system call of the machine, on all through the loops.
+				fmt.Fprintf(tw, "(path-syscall probes on)\t\t\t\t\t\t\t\t\t\n")
+			}
 			for _, c := range sr.Cells {
 				verdict := c.BudgetLabel
 				if c.Miss != "" {
