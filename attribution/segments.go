@@ -369,6 +369,14 @@ func sliceJIT(j *record.JIT, start, end int64) *record.JIT {
 	out := &record.JIT{PathSyscalls: j.PathSyscalls}
 	names := map[string]bool{}
 	wall := end - start
+	for _, sp := range j.PathSyscallSpans {
+		if sp.ToNS <= start || sp.FromNS >= end {
+			continue
+		}
+		sp.FromNS = clip(sp.FromNS-start, wall)
+		sp.ToNS = clip(sp.ToNS-start, wall)
+		out.PathSyscallSpans = append(out.PathSyscallSpans, sp)
+	}
 	for _, w := range j.Windows {
 		if w.EndNS <= start || w.StartNS >= end {
 			continue

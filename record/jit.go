@@ -17,6 +17,23 @@ type JIT struct {
 	// coldtrace attaches those probes once a process uses a framework with
 	// a kernel cache.
 	PathSyscalls string `json:"path_syscalls,omitempty"`
+	// PathSyscallSpans are the intervals in which those probes were
+	// attached, with what brought them in: attached syscall tracepoints
+	// slow every task of the machine down, so they come off once no
+	// process using such a framework remains.
+	PathSyscallSpans []PathSyscallSpan `json:"path_syscall_spans,omitempty"`
+}
+
+// PathSyscallSpan is one interval in which the path-syscall probes were
+// attached, in ns since the run's start.
+type PathSyscallSpan struct {
+	FromNS int64 `json:"from_ns"`
+	// ToNS is when they came off, or the end of the run.
+	ToNS int64 `json:"to_ns"`
+	// Reason is what brought them in ("pid 12 imported numba").
+	Reason string `json:"reason"`
+	// Off says why they came off before the end ("": they stayed on).
+	Off string `json:"off,omitempty"`
 }
 
 // Cache is one kernel/JIT cache directory seen during the run.

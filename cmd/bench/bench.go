@@ -28,7 +28,9 @@ type results struct {
 	DelayNS   int64      `json:"delay_ns"`
 	SettleNS  int64      `json:"settle_ns"`
 	Workloads []*summary `json:"workloads"`
-	Misses    []string   `json:"misses"`
+	// Collateral is what untraced processes pay while coldtrace runs.
+	Collateral *collateralResult `json:"collateral,omitempty"`
+	Misses     []string          `json:"misses"`
 }
 
 func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
@@ -100,7 +102,18 @@ func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 			time.Duration(s.UntracedMedianNS).Round(time.Millisecond))
 	}
 	relativeBudgets(res)
-	printTable(stdout, res, time.Since(begin))
+	if wantCollateral(o) {
+		if res.Collateral, err = runCollateral(o, dir, src, log); err != nil {
+			return nil, err
+		}
+		res.Misses = append(res.Misses, res.Collateral.Misses...)
+	}
+	if len(res.Workloads) > 0 {
+		printTable(stdout, res, time.Since(begin))
+	}
+	if res.Collateral != nil {
+		res.Collateral.print(stdout)
+	}
 	return res, nil
 }
 

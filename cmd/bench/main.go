@@ -52,6 +52,14 @@
 //	             library, numpy and torch (when installed), .pyc present
 //	pyread       the cold 1 GiB read in Python, 1 MiB os.read calls
 //
+// The collateral row (collateral.go, helpers testdata/bench/collateral.c
+// and collateral.py): untraced loops pinned to one CPU — getppid, a
+// cached 1-byte pread, a pipe ping-pong, Python small files, getaddrinfo
+// of localhost — beside coldtrace tracing a shell, a Python program, a
+// download, a framework (path-syscall probes on), beside `coldtrace
+// attach`, and beside empty BPF programs on the same tracepoints (the
+// floor), each against the same loops alone (-collateral-pairs pairs).
+//
 // -long D runs one traced long run instead (testdata/bench/work.py
 // pylong): 32 threads reading files, a compiler every 3 s; it reports
 // coldtrace's CPU, its RSS at one minute and at the end, the record's size
@@ -88,6 +96,8 @@ type options struct {
 	redos     int
 	profDir   string
 	long      time.Duration
+	// collateralPairs is the collateral row's pairs per cell (0: no row).
+	collateralPairs int
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -109,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.redos, "redos", 3, "times a run may be repeated for -max-bg")
 	fs.StringVar(&o.profDir, "profile-dir", "", "with -bpf-stats: also write coldtrace's CPU profile of that run to `DIR`/coldtrace-WORKLOAD.pprof (COLDTRACE_CPUPROFILE)")
 	fs.DurationVar(&o.long, "long", 0, "instead of the workloads, one traced long run of `D` (e.g. 10m): 32 Python threads re-reading files, a compiler every 3 s; coldtrace's CPU, RSS growth, record size and lost events against per-hour bounds")
+	fs.IntVar(&o.collateralPairs, "collateral-pairs", 15, "pairs per cell of the collateral row (untraced loops beside coldtrace and alone; 0: no row; 1 with -smoke)")
 	ctArgs := fs.String("coldtrace-args", "", "extra coldtrace flags, space-separated (e.g. --no-gpu)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -118,7 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if *only != "" {
 		for _, n := range strings.Split(*only, ",") {
-			if !validWorkload(n) {
+			if !validWorkload(n) && n != "collateral" {
 				return o, fmt.Errorf("-only: no workload %q (have %s)", n, strings.Join(workloadNames, ","))
 			}
 			o.only = append(o.only, n)
@@ -142,6 +153,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		if !set["warmup"] {
 			o.warmup = 0
+		}
+		if !set["collateral-pairs"] {
+			o.collateralPairs = 1
 		}
 	}
 	switch o.bpfStats {

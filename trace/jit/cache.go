@@ -180,6 +180,9 @@ type rootState struct {
 	switchPIDs map[string]map[int32]bool // switch → processes whose environment had it
 	limit      int64
 	activePIDs map[int32]bool // built by activeBy once the events are in
+	// downloaded: a process that places this weights cache downloaded
+	// something (see DownloadSeen).
+	downloaded bool
 }
 
 func newRootState(r Root) *rootState {

@@ -445,10 +445,11 @@ func (c *Collector) File(r RawFile) (FileEvent, bool) {
 // UsesFramework says whether a file with this base name (a program or a
 // library) belongs to a framework in the Registry whose cache lookups
 // need the path syscalls traced: not Python itself, whose bytecode cache
-// the page-cache probes tell (PageCacheEvidence).
+// the page-cache probes tell (PageCacheEvidence), nor those whose rules
+// other sources see (SeenWithoutPathSyscalls).
 func UsesFramework(base string) bool {
 	for i := range Registry {
-		if !Registry[i].PageCacheEvidence && matchAny(Registry[i].Uses, base) {
+		if needsPathSyscalls(&Registry[i]) && matchAny(Registry[i].Uses, base) {
 			return true
 		}
 	}
@@ -462,7 +463,7 @@ var genericVars = map[string]bool{"HOME": true, "XDG_CACHE_HOME": true, "TMPDIR"
 
 // FrameworkVar names a variable set (non-empty) in env that places or
 // switches the cache of a framework in the Registry whose lookups need the
-// path syscalls (TRITON_CACHE_DIR, HF_HOME, HF_HUB_OFFLINE…), or "".
+// path syscalls (TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR, CUDA_CACHE_DISABLE…), or "".
 func FrameworkVar(env Env) string {
 	return firstSet(env, frameworkVars(Registry))
 }
@@ -479,7 +480,15 @@ func frameworkVars(specs []Spec) []string {
 	}
 	for i := range specs {
 		s := &specs[i]
-		if s.PageCacheEvidence {
+		if !needsPathSyscalls(s) {
+			// Offline, a weights cache's lookups are its whole story:
+			// its misses fail (no download to see) and its hits are
+			// often small files the page cache does not name.
+			for _, sw := range s.Switches {
+				if sw.Offline && !s.PageCacheEvidence {
+					add(sw.Env)
+				}
+			}
 			continue
 		}
 		for _, p := range append(append([]string{}, s.Paths...), s.Also...) {
@@ -533,13 +542,16 @@ func (c *Collector) frameworkVarOf(pid int32) string {
 }
 
 // ImportedFramework names the package of a framework in the Registry
-// that a Python file at p belongs to (a directory of p named as one of
+// whose lookups need the path syscalls that a Python file at p belongs to (a directory of p named as one of
 // the specs' Packages), or "".
 func ImportedFramework(p string) string {
 	dir := path.Dir(p)
 	for dir != "/" && dir != "." {
 		base := path.Base(dir)
 		for i := range Registry {
+			if !needsPathSyscalls(&Registry[i]) {
+				continue
+			}
 			for _, pkg := range Registry[i].Packages {
 				if base == pkg {
 					return pkg
@@ -702,7 +714,7 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 			}
 		}
 		r.switches = sws
-		if !r.active() && len(sws) == 0 && r.root.Via != "--cache-dir" {
+		if !r.active() && len(sws) == 0 && r.root.Via != "--cache-dir" && !r.downloadedInto(in.FS) {
 			continue
 		}
 		jit.Caches = append(jit.Caches, c.cacheRecord(r, compile[r], in.FS))

@@ -175,7 +175,7 @@ func (e *Sensor) pythonProc(pid int32) *pyProc {
 // process's exec into Python (its environment: PYTHONPYCACHEPREFIX) may
 // reach the collector after them. Called with e.mu held.
 func (e *Sensor) pythonFile(f sensor.FileSeen) {
-	if e.syscallsMono != 0 && f.TS >= e.syscallsMono {
+	if e.path.covers(f.TS) {
 		return
 	}
 	if len(e.pyPending) >= maxPythonRecords {

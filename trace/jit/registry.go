@@ -58,6 +58,12 @@ type Spec struct {
 	// (Python's bytecode: see pythonFile), so its use alone does not
 	// attach the path-syscall probes.
 	PageCacheEvidence bool
+	// SeenWithoutPathSyscalls says every rule the cache's counts need is
+	// seen by a source that costs the rest of the machine nothing: page
+	// cache records, the network sensor, compiler execs (see
+	// docs/sources.md). Its use alone does not attach the path-syscall
+	// probes, whose cost lands on every task of the machine.
+	SeenWithoutPathSyscalls bool
 	// Source is where the layout was read.
 	Source string
 }
@@ -125,12 +131,13 @@ var Registry = []Spec{
 	},
 	{
 		Name: "torch_extensions", Framework: "torch.utils.cpp_extension", Compiles: true,
-		Paths:      []string{"$TORCH_EXTENSIONS_DIR", "$XDG_CACHE_HOME/torch_extensions", "~/.cache/torch_extensions"},
-		EntryDepth: 2,
-		Ignore:     []string{"lock", "build.ninja", ".ninja_log", ".ninja_deps"},
-		Hit:        "ninja finds nothing to do; <name>.so opened for reading",
-		Packages:   []string{"torch"},
-		Source:     "torch/utils/cpp_extension.py, file_baton.py",
+		Paths:                   []string{"$TORCH_EXTENSIONS_DIR", "$XDG_CACHE_HOME/torch_extensions", "~/.cache/torch_extensions"},
+		EntryDepth:              2,
+		Ignore:                  []string{"lock", "build.ninja", ".ninja_log", ".ninja_deps"},
+		Hit:                     "ninja finds nothing to do; <name>.so opened for reading",
+		Packages:                []string{"torch"},
+		SeenWithoutPathSyscalls: true,
+		Source:                  "torch/utils/cpp_extension.py, file_baton.py",
 	},
 	{
 		Name: "huggingface", Framework: "Hugging Face hub (weights)",
@@ -144,18 +151,20 @@ var Registry = []Spec{
 			{Env: "HF_HUB_OFFLINE", Values: hubTrue, Offline: true, Effect: "offline: a rerun cannot download, so a file missing from the cache fails the run"},
 			{Env: "TRANSFORMERS_OFFLINE", Values: hubTrue, Offline: true, Effect: "offline: a rerun cannot download, so a file missing from the cache fails the run"},
 		},
-		Packages: []string{"huggingface_hub", "transformers", "diffusers"},
-		Source:   "huggingface_hub/constants.py, file_download.py",
+		Packages:                []string{"huggingface_hub", "transformers", "diffusers"},
+		SeenWithoutPathSyscalls: true,
+		Source:                  "huggingface_hub/constants.py, file_download.py",
 	},
 	{
 		// torch.hub: download_url_to_file writes a temporary file beside
 		// the destination (1.13: tempfile's tmpXXXXXXXX; 2.x:
 		// <name>.<uuid>.partial) and moves it into checkpoints/.
 		Name: "torch_hub", Framework: "torch.hub (weights)",
-		Paths:  []string{"$TORCH_HOME/hub", "$XDG_CACHE_HOME/torch/hub", "~/.cache/torch/hub"},
-		Temp:   []string{"tmp*", "*.partial"},
-		Hit:    "checkpoints/<file> found (stat) and read",
-		Source: "torch/hub.py (get_dir, _get_torch_home, download_url_to_file, load_state_dict_from_url)",
+		Paths:                   []string{"$TORCH_HOME/hub", "$XDG_CACHE_HOME/torch/hub", "~/.cache/torch/hub"},
+		Temp:                    []string{"tmp*", "*.partial"},
+		Hit:                     "checkpoints/<file> found (stat) and read",
+		SeenWithoutPathSyscalls: true,
+		Source:                  "torch/hub.py (get_dir, _get_torch_home, download_url_to_file, load_state_dict_from_url)",
 	},
 	{
 		Name: "vllm", Framework: "vLLM", Compiles: true,
@@ -169,13 +178,14 @@ var Registry = []Spec{
 	},
 	{
 		Name: "flashinfer", Framework: "FlashInfer", Compiles: true,
-		Paths:      []string{"$FLASHINFER_WORKSPACE_BASE/.cache/flashinfer", "~/.cache/flashinfer"},
-		Also:       []string{"$FLASHINFER_CUBIN_DIR"},
-		EntryDepth: 3,
-		Ignore:     []string{"*.lock", "build.ninja", ".ninja_log", ".ninja_deps"},
-		Hit:        "ninja runs and finds nothing to do; <name>.so opened for reading",
-		Packages:   []string{"flashinfer"},
-		Source:     "flashinfer/jit/env.py, jit/core.py, jit/cpp_ext.py",
+		Paths:                   []string{"$FLASHINFER_WORKSPACE_BASE/.cache/flashinfer", "~/.cache/flashinfer"},
+		Also:                    []string{"$FLASHINFER_CUBIN_DIR"},
+		EntryDepth:              3,
+		Ignore:                  []string{"*.lock", "build.ninja", ".ninja_log", ".ninja_deps"},
+		Hit:                     "ninja runs and finds nothing to do; <name>.so opened for reading",
+		Packages:                []string{"flashinfer"},
+		SeenWithoutPathSyscalls: true,
+		Source:                  "flashinfer/jit/env.py, jit/core.py, jit/cpp_ext.py",
 	},
 	{
 		Name: "deepgemm", Framework: "DeepGEMM", Compiles: true,
@@ -281,10 +291,11 @@ var Registry = []Spec{
 	},
 	{
 		Name: "comfyui", Framework: "ComfyUI models (weights)",
-		Paths:    []string{"**/ComfyUI/models"},
-		Hit:      "models/<type>/<file> opened for reading",
-		Packages: []string{"comfy"},
-		Source:   "folder_paths.py (extra_model_paths.yaml moves it: use --cache-dir comfyui=PATH)",
+		Paths:                   []string{"**/ComfyUI/models"},
+		Hit:                     "models/<type>/<file> opened for reading",
+		Packages:                []string{"comfy"},
+		SeenWithoutPathSyscalls: true,
+		Source:                  "folder_paths.py (extra_model_paths.yaml moves it: use --cache-dir comfyui=PATH)",
 	},
 }
 

@@ -103,14 +103,9 @@ type Sensor struct {
 	ring      *sensor.Ring
 
 	mu sync.Mutex
-	// syscallsFrom is when the path-syscall probes were attached (0: not
-	// yet), and why.
-	syscallsFrom time.Time
-	syscallsWhy  string
-	// syscallsMono is CLOCK_MONOTONIC once the path-syscall probes are
-	// attached: page-cache evidence of Python's cache from then on is
-	// theirs to see (0: not attached).
-	syscallsMono uint64
+	// path says when the path-syscall probes were attached, why, and
+	// which processes keep them (pathsyscalls.go).
+	path pathUsers
 	// pyProcs are the Python processes whose sources were read, and
 	// lastTag the latest cache tag in a .pyc name (see python.go).
 	pyProcs map[int32]*pyProc
@@ -213,7 +208,7 @@ func (e *Sensor) start() error {
 	// stat even when nothing reads their events, a tenth of a program that
 	// opens many small files.
 	if why := syscallsAtStart(&e.opts); why != "" {
-		if err := e.attachSyscalls(why); err != nil {
+		if err := e.needSyscalls(0, why); err != nil {
 			return err
 		}
 	}
@@ -247,12 +242,16 @@ func (e *Sensor) Poll(now uint64, sample *record.Sample) error {
 			return err
 		}
 	}
-	if e.col == nil || now < e.prunedAt+uint64(pruneEvery) {
+	if e.col == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.checkPathUsers(now)
+	if now < e.prunedAt+uint64(pruneEvery) {
 		return nil
 	}
 	e.prunedAt = now
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	// A Python process's records wait for the end of the run, which reads
 	// its environment and program: it is kept.
 	keep := func(pid int32) bool { return e.pyPendingPIDs[pid] || processAlive(pid) }
@@ -474,50 +473,14 @@ func commandImages(argv []string) []string {
 	return out
 }
 
-// attachSyscalls attaches the path-syscall probes, once. Called with e.mu
-// held.
-func (e *Sensor) attachSyscalls(why string) error {
-	if !e.syscallsFrom.IsZero() {
-		return nil
-	}
-	e.syscallsFrom, e.syscallsWhy = time.Now(), why
-	e.col.PathSyscalls = true
-	// Before the first exit program runs, so that no open waits on a
-	// verdict that was held back.
-	e.quiet.attach()
-	enter := []*ebpf.Program{nil, e.objs.OnPathEnter1, e.objs.OnPathEnter2, e.objs.OnPathEnter3, e.objs.OnPathEnter4, e.objs.OnPathEnter5}
-	for _, sc := range jitSyscalls {
-		for _, dir := range []string{"enter", "exit"} {
-			prog := enter[sc.nargs]
-			if dir == "exit" {
-				prog = e.objs.OnPathExit
-			}
-			l, err := link.Tracepoint("syscalls", "sys_"+dir+"_"+sc.name, prog, nil)
-			if err != nil {
-				if sc.name == "openat" {
-					return fmt.Errorf("attach tracepoint syscalls:sys_%s_%s: %w", dir, sc.name, err)
-				}
-				e.warnings = append(e.warnings, fmt.Sprintf("jit: no tracepoint syscalls:sys_%s_%s (%v); %s calls are not seen", dir, sc.name, err, sc.name))
-				continue
-			}
-			e.links = append(e.links, l)
-		}
-	}
-	e.syscallsMono = sensor.MonotonicNS()
-	return nil
-}
-
 // useSeen attaches the path-syscall probes when a traced process runs or
 // maps a file of a framework with a kernel cache. Called with e.mu held.
 func (e *Sensor) useSeen(pid int32, p string) {
-	if !e.syscallsFrom.IsZero() {
-		return // attached already, --jit-syscalls always included
-	}
 	base := path.Base(p)
 	if !UsesFramework(base) {
 		return
 	}
-	if err := e.attachSyscalls(fmt.Sprintf("pid %d used %s", pid, base)); err != nil {
+	if err := e.needSyscalls(pid, fmt.Sprintf("pid %d used %s", pid, base)); err != nil {
 		e.warnings = append(e.warnings, fmt.Sprintf("jit: attach the path-syscall probes: %v", err))
 	}
 }
@@ -527,28 +490,10 @@ func (e *Sensor) useSeen(pid int32, p string) {
 // (TRITON_CACHE_DIR): the framework is about to look its cache up. Called
 // with e.mu held.
 func (e *Sensor) envSeen(pid int32) {
-	if !e.syscallsFrom.IsZero() {
-		return
-	}
 	if v := e.col.frameworkVarOf(pid); v != "" {
-		if err := e.attachSyscalls(fmt.Sprintf("pid %d has %s set", pid, v)); err != nil {
+		if err := e.needSyscalls(pid, fmt.Sprintf("pid %d has %s set", pid, v)); err != nil {
 			e.warnings = append(e.warnings, fmt.Sprintf("jit: attach the path-syscall probes: %v", err))
 		}
-	}
-}
-
-// DownloadSeen attaches the path-syscall probes when a traced process is
-// downloading: the file it fills is renamed into a cache (a Hugging Face
-// blob from its .incomplete name), which only they see when the cache is
-// on tmpfs, and a downloader's next step is often a cache lookup.
-func (e *Sensor) DownloadSeen(pid int32) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.syscallsFrom.IsZero() {
-		return
-	}
-	if err := e.attachSyscalls(fmt.Sprintf("pid %d was downloading", pid)); err != nil {
-		e.warnings = append(e.warnings, fmt.Sprintf("jit: attach the path-syscall probes: %v", err))
 	}
 }
 
@@ -565,9 +510,9 @@ func (e *Sensor) FileSeen(f sensor.FileSeen) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.useSeen(f.PID, f.Path)
-	if f.Kind == sensor.SeenPythonRead && e.syscallsFrom.IsZero() {
+	if f.Kind == sensor.SeenPythonRead {
 		if pkg := ImportedFramework(f.Path); pkg != "" {
-			if err := e.attachSyscalls(fmt.Sprintf("pid %d imported %s", f.PID, pkg)); err != nil {
+			if err := e.needSyscalls(f.PID, fmt.Sprintf("pid %d imported %s", f.PID, pkg)); err != nil {
 				e.warnings = append(e.warnings, fmt.Sprintf("jit: attach the path-syscall probes: %v", err))
 			}
 		}
@@ -640,6 +585,7 @@ func (e *Sensor) handle(b []byte) {
 		// Its own links: it inherited its parent's breakpoints, which run
 		// no program for it.
 		e.scoper.TrackLater(int32(ev.Pid), true)
+		e.path.forked(int32(ev.Pid), int32(ev.Ppid))
 		e.quiet.resolved(int32(ev.Pid), ev.Gen)
 	case bpfjit.JitJitEventKindJE_UPROBE:
 		ev, ok := sensor.Decode[bpfjit.JitUprobeEvent](b, unsafe.Sizeof(bpfjit.JitUprobeEvent{}))
@@ -681,17 +627,8 @@ func (e *Sensor) Finish(rec *record.Record) error {
 	probes := e.probeStates()
 	j, warns := e.col.Result(ResultInput{StartMono: e.startMono, WallNS: rec.WallNS,
 		Processes: rec.Processes, Probes: probes, FS: rightsFS{fs: DefaultFS, a: e.opts.Actor}})
-	switch {
-	case j == nil:
-	case e.syscallsFrom.IsZero():
-		j.PathSyscalls = "not traced: no process used a framework whose cache lookups need them (Python's bytecode cache is told from the page cache)"
-	case !e.syscallsFrom.After(rec.Start):
-		j.PathSyscalls = "traced from the start (" + e.syscallsWhy + ")"
-	default:
-		j.PathSyscalls = fmt.Sprintf("traced from +%v, when %s; cache lookups before that are not counted",
-			e.syscallsFrom.Sub(rec.Start).Round(time.Millisecond), e.syscallsWhy)
-	}
 	if j != nil {
+		e.pathSyscallsResult(j, rec.Start, rec.WallNS)
 		e.survival(j.Caches)
 		otherRoots(j.Caches, Registry, rec.User, rightsFS{fs: DefaultFS, a: e.opts.Actor})
 	}
@@ -746,6 +683,7 @@ func (e *Sensor) Close() error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.closeSyscallLinks()
 	for i := len(e.links) - 1; i >= 0; i-- {
 		keep(e.links[i].Close())
 	}

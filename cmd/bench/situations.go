@@ -1,0 +1,343 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+
+	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
+	bpfevict "github.com/coldtrace/coldtrace/bpf/evict"
+	bpfjit "github.com/coldtrace/coldtrace/bpf/jit"
+	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
+	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
+)
+
+// beside is a situation running beside the loops.
+type beside struct {
+	ct     *exec.Cmd // coldtrace (nil for the floor)
+	target int       // the process whose end ends the trace (0: none)
+	attach *exec.Cmd // the process coldtrace attached to
+	floor  []io.Closer
+	progs  []*ebpf.Program // the floor's programs, for their statistics
+}
+
+// stop ends the situation: the traced command ends (coldtrace then
+// writes its record and exits), or coldtrace attach is interrupted.
+func (b *beside) stop() {
+	for i := len(b.floor) - 1; i >= 0; i-- {
+		b.floor[i].Close()
+	}
+	if b.ct == nil {
+		return
+	}
+	if b.attach != nil {
+		_ = b.ct.Process.Signal(os.Interrupt)
+	} else if b.target > 0 {
+		_ = syscall.Kill(b.target, syscall.SIGTERM)
+	}
+	done := make(chan struct{})
+	go func() { _ = b.ct.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = b.ct.Process.Kill()
+		<-done
+	}
+	if b.attach != nil {
+		_ = b.attach.Process.Kill()
+		_ = b.attach.Wait()
+	}
+}
+
+// situations are what the loops run beside; -smoke keeps a traced shell
+// and the floor.
+func situations(smoke bool) []situation {
+	all := []situation{
+		{Name: "floor", Title: "empty BPF programs on coldtrace's tracepoints", start: startFloor},
+		{Name: "shell", Title: "coldtrace tracing a shell (sleep)", start: traced("shell")},
+		{Name: "python", Title: "coldtrace tracing a Python program", start: traced("python")},
+		{Name: "download", Title: "coldtrace tracing a loopback download (then idle)", start: traced("download")},
+		{Name: "attach", Title: "coldtrace attach to a sleeping process", start: startAttach},
+		{Name: "framework", Title: "coldtrace tracing a framework's process (TRITON_CACHE_DIR set: path-syscall probes on)",
+			PathSyscalls: true, start: traced("framework")},
+	}
+	if smoke {
+		return all[:2]
+	}
+	return all
+}
+
+// readyScript writes the process's pid to READY (through a rename, so
+// that it is read whole) and sleeps.
+const pyReady = `
+import os, sys, time
+ready = sys.argv[1]
+with open(ready + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(ready + ".tmp", ready)
+time.sleep(3600)
+`
+
+// pyDownload downloads from ADDR into DIR/model.bin, keeps the
+// connection open, then does as pyReady.
+const pyDownload = `
+import os, socket, sys, time
+ready, addr = sys.argv[1], sys.argv[2]
+host, port = addr.rsplit(":", 1)
+s = socket.create_connection((host, int(port)))
+with open(os.path.join(os.path.dirname(ready), "model.bin"), "wb") as f:
+    while True:
+        b = s.recv(256 << 10)
+        if not b:
+            break
+        f.write(b)
+with open(ready + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(ready + ".tmp", ready)
+time.sleep(3600)
+`
+
+// traced starts coldtrace on a command of the given kind.
+func traced(kind string) func(c *collateral) (*beside, error) {
+	return func(c *collateral) (*beside, error) {
+		c.seq++
+		dir := filepath.Join(c.dir, fmt.Sprintf("beside-%d", c.seq))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		ready := filepath.Join(dir, "ready")
+		sh := `echo $$ > ` + ready + `.tmp && mv ` + ready + `.tmp ` + ready + ` && exec sleep 3600`
+		var command []string
+		switch kind {
+		case "shell":
+			command = []string{"sh", "-c", sh}
+		case "python":
+			command = []string{python, "-c", pyReady, ready}
+		case "download":
+			addr, stop, err := serveOnce(64 << 20)
+			if err != nil {
+				return nil, err
+			}
+			defer stop()
+			command = []string{python, "-c", pyDownload, ready, addr}
+		case "framework":
+			command = []string{"env", "TRITON_CACHE_DIR=" + filepath.Join(dir, "triton"), "sh", "-c", sh}
+		}
+		argv := append(append([]string{c.o.coldtrace, "-q", "--json", filepath.Join(dir, "summary.json")}, c.o.ctArgs...), "--")
+		ct := exec.Command(argv[0], append(argv[1:], command...)...)
+		ct.Env = c.env
+		if err := ct.Start(); err != nil {
+			return nil, fmt.Errorf("start coldtrace: %w", err)
+		}
+		b := &beside{ct: ct}
+		pid, err := waitReady(ready, ct)
+		if err != nil {
+			b.stop()
+			return nil, err
+		}
+		b.target = pid
+		if kind == "download" {
+			// The download sensor takes the connection for a download at
+			// its next poll (every 100 ms), and attaches what follows.
+			time.Sleep(300 * time.Millisecond)
+		}
+		settleLinks(ct.Process.Pid)
+		return b, nil
+	}
+}
+
+// startAttach starts a sleeping process and coldtrace attach on it.
+func startAttach(c *collateral) (*beside, error) {
+	target := exec.Command("sleep", "3600")
+	if err := target.Start(); err != nil {
+		return nil, err
+	}
+	c.seq++
+	out := filepath.Join(c.dir, fmt.Sprintf("attach-%d.json", c.seq))
+	argv := append(append([]string{c.o.coldtrace, "attach", "-q", "--json", out}, c.o.ctArgs...), "--pid", strconv.Itoa(target.Process.Pid))
+	ct := exec.Command(argv[0], argv[1:]...)
+	ct.Env = c.env
+	if err := ct.Start(); err != nil {
+		_ = target.Process.Kill()
+		_ = target.Wait()
+		return nil, fmt.Errorf("start coldtrace attach: %w", err)
+	}
+	b := &beside{ct: ct, attach: target}
+	time.Sleep(100 * time.Millisecond)
+	settleLinks(ct.Process.Pid)
+	return b, nil
+}
+
+// waitReady waits for the traced command to write its pid to ready.
+func waitReady(ready string, ct *exec.Cmd) (int, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(ready); err == nil {
+			return strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if ct.ProcessState != nil {
+			return 0, errors.New("coldtrace ended before its command was ready")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("the traced command was not ready within 30 s (%s)", ready)
+}
+
+// settleLinks waits until the number of BPF links pid holds has not
+// changed for 200 ms (10 s at most): everything is attached.
+func settleLinks(pid int) {
+	last, since := -1, time.Now()
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
+		n := countLinks(pid)
+		if n != last {
+			last, since = n, time.Now()
+			continue
+		}
+		if n > 0 && time.Since(since) >= 200*time.Millisecond {
+			return
+		}
+	}
+}
+
+func countLinks(pid int) int {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if t, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && (t == "anon_inode:bpf_link" || t == "anon_inode:[perf_event]") {
+			n++
+		}
+	}
+	return n
+}
+
+// serveOnce serves size bytes to one loopback connection, then waits for
+// the client to close it.
+func serveOnce(size int) (addr string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		buf := make([]byte, 256<<10)
+		for sent := 0; sent < size; sent += len(buf) {
+			if _, err := c.Write(buf); err != nil {
+				break
+			}
+		}
+		c.Close()
+	}()
+	return ln.Addr().String(), func() { ln.Close() }, nil
+}
+
+// floorTracepoints are the tp_btf attach points of coldtrace's programs,
+// one per program (a tracepoint with three programs gets three).
+func floorTracepoints() ([]string, error) {
+	loads := []func() (*ebpf.CollectionSpec, error){bpfsched.LoadSched, bpfpc.LoadPagecache, bpfevict.LoadEvict, bpfdl.LoadDownload, bpfjit.LoadJit}
+	var out []string
+	for _, load := range loads {
+		spec, err := load()
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range spec.Programs {
+			if tp, ok := strings.CutPrefix(p.SectionName, "tp_btf/"); ok {
+				out = append(out, tp)
+			}
+		}
+	}
+	return out, nil
+}
+
+// startFloor attaches an empty program (r0 = 0; exit) to each of
+// coldtrace's tracepoints: what any tracer there costs at the least.
+func startFloor(*collateral) (*beside, error) {
+	tps, err := floorTracepoints()
+	if err != nil {
+		return nil, err
+	}
+	kernel, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("kernel BTF: %w", err)
+	}
+	b := &beside{}
+	for _, tp := range tps {
+		spec := &ebpf.ProgramSpec{Name: "floor", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: tp,
+			License: "GPL", Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
+		p, err := ebpf.NewProgramWithOptions(spec, ebpf.ProgramOptions{KernelTypes: kernel})
+		if err != nil {
+			b.stop()
+			return nil, fmt.Errorf("load an empty program for %s: %w", tp, err)
+		}
+		b.floor = append(b.floor, p)
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			b.stop()
+			return nil, fmt.Errorf("attach an empty program to %s: %w", tp, err)
+		}
+		b.floor = append(b.floor, l)
+		b.progs = append(b.progs, p)
+	}
+	return b, nil
+}
+
+// statsPass runs each loop once more beside s with BPF run-time
+// statistics on (they cost every program two clock reads, so the pairs
+// run without them) and returns each program's runs and time.
+func (c *collateral) statsPass(s situation) ([]progStat, error) {
+	capt, err := newProgCapture()
+	if err != nil {
+		return nil, err
+	}
+	defer capt.close()
+	b, err := s.start(c)
+	if err != nil {
+		return nil, err
+	}
+	if b.ct != nil {
+		capt.scan(b.ct.Process.Pid, map[string]bool{})
+	}
+	for _, p := range b.progs {
+		if q, err := p.Clone(); err == nil {
+			if info, err := q.Info(); err == nil {
+				if id, ok := info.ID(); ok {
+					capt.mu.Lock()
+					capt.progs[id] = q
+					capt.mu.Unlock()
+					continue
+				}
+			}
+			q.Close()
+		}
+	}
+	t0 := monoNS()
+	for j := range c.loops {
+		if _, err := c.runLoop(&c.loops[j]); err != nil {
+			b.stop()
+			return nil, err
+		}
+	}
+	wall := monoNS() - t0
+	b.stop()
+	return capt.results(wall), nil
+}
