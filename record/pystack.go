@@ -1,0 +1,25 @@
+package record
+
+// PyStack is one Python stack, innermost frame first.
+type PyStack struct {
+	Frames []PyFrame `json:"frames"`
+	// Truncated: the thread had more frames than the walker takes; the
+	// outermost are missing.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// PyFrame is one frame. A frame whose code object could not be read, or
+// had changed since the walk, has Func "?" and no file or line.
+type PyFrame struct {
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	Func string `json:"func"`
+}
+
+// StackOf is the stack a process was started from, nil when none.
+func (r *Record) StackOf(p *Process) *PyStack {
+	if r == nil || p == nil || p.Stack <= 0 || p.Stack > len(r.Stacks) {
+		return nil
+	}
+	return &r.Stacks[p.Stack-1]
+}

@@ -1,0 +1,121 @@
+package pystack
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/coldtrace/coldtrace/internal/testenv"
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/sched"
+	"github.com/coldtrace/coldtrace/trace/sensor"
+)
+
+// traceWorkload runs python on spawn.py in mode how as a traced process
+// and returns the stacks its processes were started from.
+func traceWorkload(t *testing.T, python, how string) map[int32]record.PyStack {
+	t.Helper()
+	sc, err := sched.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	s, err := Load(Options{TaskStates: sc.Shared().TaskStates})
+	if err != nil {
+		t.Fatalf("%+v", err)
+	}
+	defer s.Close()
+	// The shell waits on stdin until it is tracked, then becomes python:
+	// the exec is seen, as the session's gated launch sees it.
+	cmd := exec.Command("sh", "-c", `read x; exec "$0" "$@"`, python, workload(t, "spawn.py"), how, t.TempDir())
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Seed(cmd.Process.Pid, "sh", sensor.MonotonicNS()); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	fmt.Fprintln(in)
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", python, how, err, out.String())
+	}
+	if err := s.Finish(&record.Record{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Notes(); len(n) > 0 {
+		t.Logf("notes: %q", n)
+	}
+	return s.ProcessStacks()
+}
+
+// frameText is a frame as the tests compare it: base name:line qualname.
+func frameText(f record.PyFrame) string {
+	i := strings.LastIndexByte(f.File, '/')
+	return fmt.Sprintf("%s:%d %s", f.File[i+1:], f.Line, f.Func)
+}
+
+// spawnFrames are the stack's frames in spawn.py, innermost first.
+func spawnFrames(st record.PyStack) []string {
+	var out []string
+	for _, f := range st.Frames {
+		if strings.HasSuffix(f.File, "/spawn.py") {
+			out = append(out, frameText(f))
+		}
+	}
+	return out
+}
+
+// TestForkStackNamesTheCompilingLine: for every interpreter present, the
+// compiler a Python function runs (through subprocess.run, posix_spawn,
+// or from a multiprocessing fork child) and the compiler's own children
+// carry the exact spawn.py lines and functions that ran it.
+func TestForkStackNamesTheCompilingLine(t *testing.T) {
+	testenv.RequireTracing(t)
+	requireCC(t)
+	mk := markers(t, workload(t, "spawn.py"))
+	want := map[string][]string{
+		"run": {fmt.Sprintf("spawn.py:%d run_compiler", mk["run"]), fmt.Sprintf("spawn.py:%d compile_kernel", mk["compile_kernel"]),
+			fmt.Sprintf("spawn.py:%d <module>", mk["module"])},
+		"spawn": {fmt.Sprintf("spawn.py:%d run_compiler", mk["spawn"]), fmt.Sprintf("spawn.py:%d compile_kernel", mk["compile_kernel"]),
+			fmt.Sprintf("spawn.py:%d <module>", mk["module"])},
+		"fork": {fmt.Sprintf("spawn.py:%d run_compiler", mk["run"]), fmt.Sprintf("spawn.py:%d compile_kernel", mk["compile_kernel"]),
+			fmt.Sprintf("spawn.py:%d child", mk["child"]), fmt.Sprintf("spawn.py:%d <module>", mk["start"])},
+	}
+	for _, py := range interpreters() {
+		t.Run(py.name, func(t *testing.T) {
+			if py.skip != "" {
+				t.Skip(py.skip)
+			}
+			for _, how := range []string{"run", "spawn", "fork"} {
+				stacks := traceWorkload(t, py.path, how)
+				w := strings.Join(want[how], " ← ")
+				matched := 0
+				var seen []string
+				for _, st := range stacks {
+					got := strings.Join(spawnFrames(st), " ← ")
+					seen = append(seen, got)
+					if got == w {
+						matched++
+					}
+				}
+				// cc, and the cc1 and as it runs, inherit the stack.
+				if matched < 3 {
+					t.Errorf("%s %s: %d processes carry %q, want ≥ 3 (cc, cc1, as); stacks seen: %q", py.name, how, matched, w, seen)
+				}
+				if os.Getenv("PYSTACK_VERBOSE") != "" {
+					t.Logf("%s %s: %q", py.name, how, seen)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,196 @@
+package pystack
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	bpfpy "github.com/coldtrace/coldtrace/bpf/pystack"
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// unknownFunc names a frame whose code object could not be read or had
+// changed since the walk: never a guess.
+const unknownFunc = "?"
+
+// decodeStack reads stack id of process pid from the walker's table and
+// decodes its frames while the process still runs them.
+func (s *Sensor) decodeStack(pid uint32, id uint64) {
+	var st bpfpy.PystackPyStack
+	if err := s.objs.PyStacks.Lookup(id, &st); err != nil {
+		return
+	}
+	p := s.procFor(pid)
+	n := min(int(st.Len), len(st.Frames))
+	out := record.PyStack{Truncated: st.Truncated != 0, Frames: make([]record.PyFrame, 0, n)}
+	for i := 0; i < n; i++ {
+		out.Frames = append(out.Frames, s.decodeFrame(p, &st.Frames[i]))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := stackKey(out)
+	idx, ok := s.byKey[key]
+	if !ok {
+		idx = len(s.stacks)
+		s.stacks = append(s.stacks, out)
+		s.byKey[key] = idx
+	}
+	s.byHash[id] = idx
+}
+
+// procFor is pid's located interpreter: a forked child of a Python
+// process runs its parent's, located afresh on first use. The kernel
+// walks only tracked processes, and the scheduler's exec program (which
+// runs before the walker's) drops a process at a secure exec, so a stack
+// never comes from a process that left the trace.
+func (s *Sensor) procFor(pid uint32) *proc {
+	s.mu.Lock()
+	p := s.procs[pid]
+	s.mu.Unlock()
+	if p != nil {
+		if !p.mem.alive() {
+			return nil
+		}
+		return p
+	}
+	in, err := Locate(int(pid))
+	if err != nil {
+		return nil
+	}
+	p, err = s.install(pid, in)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+func (s *Sensor) decodeFrame(p *proc, f *bpfpy.PystackPyFrame) record.PyFrame {
+	key := FrameKey{Code: f.Code, Qualname: f.Qualname, Filename: f.Filename, FirstLineno: f.Firstlineno}
+	c := s.codeFor(p, key)
+	if c == nil {
+		s.mu.Lock()
+		s.unknown++
+		s.mu.Unlock()
+		return record.PyFrame{Func: unknownFunc}
+	}
+	return record.PyFrame{File: c.filename, Line: c.line(f.Instr), Func: c.qualname}
+}
+
+// codeFor is the decoded code object of key, read once per process and
+// accepted only when it matches the walker's key.
+func (s *Sensor) codeFor(p *proc, key FrameKey) *code {
+	if p == nil {
+		return nil
+	}
+	s.mu.Lock()
+	c, ok := p.codes[key]
+	s.mu.Unlock()
+	if ok {
+		return c
+	}
+	c, err := decodeCode(p.mem, &p.interp.Layout, key)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	if len(p.codes) < maxCodes {
+		p.codes[key] = c
+	}
+	s.mu.Unlock()
+	return c
+}
+
+func stackKey(st record.PyStack) string {
+	var b strings.Builder
+	for _, f := range st.Frames {
+		fmt.Fprintf(&b, "%s\x00%d\x00%s\x00", f.File, f.Line, f.Func)
+	}
+	if st.Truncated {
+		b.WriteString("+")
+	}
+	return b.String()
+}
+
+// Finish drains the ring, then writes the decoded stacks and each
+// process's stack into the record (after the scheduler wrote processes).
+func (s *Sensor) Finish(rec *record.Record) error {
+	if s.rd != nil {
+		if err := s.rd.Flush(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			s.rd.SetDeadline(time.Now())
+		}
+		select {
+		case <-s.done:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	used := map[int]int{} // index in s.stacks → index in rec.Stacks
+	for i := range rec.Processes {
+		p := &rec.Processes[i]
+		id, ok := s.forks[uint32(p.PID)]
+		if !ok {
+			continue
+		}
+		idx, ok := s.byHash[id]
+		if !ok {
+			continue
+		}
+		out, ok := used[idx]
+		if !ok {
+			out = len(rec.Stacks)
+			rec.Stacks = append(rec.Stacks, s.stacks[idx])
+			used[idx] = out
+		}
+		p.Stack = out + 1
+	}
+	if s.unknown > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("python stacks: %d frames unreadable or changed since the walk (shown as ?)", s.unknown))
+	}
+	sort.Strings(s.notes)
+	return nil
+}
+
+// Notes are what the sensor could not do (unsupported interpreters,
+// unreadable frames), for the record's notes.
+func (s *Sensor) Notes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.notes...)
+}
+
+// Counts are the walker's counters summed over CPUs: walks, new stacks,
+// and stacks dropped for a full table.
+func (s *Sensor) Counts() (walks, fresh, dropped uint64) {
+	get := func(k uint32) uint64 {
+		var per []uint64
+		if err := s.objs.PyLost.Lookup(k, &per); err != nil {
+			return 0
+		}
+		var t uint64
+		for _, v := range per {
+			t += v
+		}
+		return t
+	}
+	base := uint32(bpfpy.PystackPyLostKindPY_LOST_KINDS)
+	return get(base + uint32(bpfpy.PystackPyCountKindPY_WALKS)), get(base + uint32(bpfpy.PystackPyCountKindPY_NEW)),
+		get(uint32(bpfpy.PystackPyLostKindPY_LOST_TABLE))
+}
+
+// ProcessStacks is the decoded stack each process was started from, by
+// pid, as far as it is known now.
+func (s *Sensor) ProcessStacks() map[int32]record.PyStack {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int32]record.PyStack{}
+	for pid, id := range s.forks {
+		if idx, ok := s.byHash[id]; ok {
+			out[int32(pid)] = s.stacks[idx]
+		}
+	}
+	return out
+}
