@@ -68,8 +68,8 @@ type Record struct {
 	Processes []Process `json:"processes"`
 	// Stacks are the Python stacks the run's processes were started from
 	// (trace/pystack), interned: Process.Stack is 1 + an index here.
-	Stacks []PyStack `json:"stacks,omitempty"`
-	Threads   []Thread  `json:"threads"`
+	Stacks  []PyStack `json:"stacks,omitempty"`
+	Threads []Thread  `json:"threads"`
 	// Samples are the timeline; Encode writes them last, one at a time.
 	Samples []Sample `json:"samples,omitempty"`
 	// SampleStream, when set, is more of the timeline, after Samples,

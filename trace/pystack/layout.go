@@ -56,11 +56,11 @@ var ErrUnsupported = errors.New("python minor without a known frame layout")
 // debugOffsets313 are the positions of the fields coldtrace reads inside
 // 3.13's _Py_DebugOffsets (the struct's own layout, fixed for a minor).
 var debugOffsets313 = struct {
-	size                                                                             int
-	version, freeThreaded, interpHead, threadsHead, tsNext, tsFrame, tsNativeTID     int
-	frPrevious, frExecutable, frInstr, frOwner                                       int
-	coFilename, coQualname, coLinetable, coFirstLineno, coAdaptive                   int
-	uniState, uniLength, uniASCIISize                                                int
+	size                                                                         int
+	version, freeThreaded, interpHead, threadsHead, tsNext, tsFrame, tsNativeTID int
+	frPrevious, frExecutable, frInstr, frOwner                                   int
+	coFilename, coQualname, coLinetable, coFirstLineno, coAdaptive               int
+	uniState, uniLength, uniASCIISize                                            int
 }{size: 584, version: 8, freeThreaded: 16, interpHead: 40, threadsHead: 72, tsNext: 168, tsFrame: 184, tsNativeTID: 200,
 	frPrevious: 232, frExecutable: 240, frInstr: 248, frOwner: 264,
 	coFilename: 280, coQualname: 296, coLinetable: 304, coFirstLineno: 312, coAdaptive: 344,
