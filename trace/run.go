@@ -23,6 +23,7 @@ import (
 	"github.com/coldtrace/coldtrace/trace/launch"
 	"github.com/coldtrace/coldtrace/trace/machine"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
+	"github.com/coldtrace/coldtrace/trace/pystack"
 	"github.com/coldtrace/coldtrace/trace/samples"
 	"github.com/coldtrace/coldtrace/trace/sched"
 	"github.com/coldtrace/coldtrace/trace/sensor"
@@ -116,6 +117,7 @@ func (s *session) load() error {
 	var pc *pagecache.Sensor
 	var ev *evict.Sensor
 	var dl *download.Sensor
+	var ps *pystack.Sensor
 	var pcErr, jitErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -125,7 +127,12 @@ func (s *session) load() error {
 			FileSeen: fileSeen, BTF: kernel}); pcErr != nil {
 			return
 		}
-		ev, pcErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
+		if ev, pcErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel}); pcErr != nil {
+			return
+		}
+		if !s.opts.NoStacks {
+			ps, pcErr = pystack.Load(pystack.Options{TaskStates: sc.Shared().TaskStates, BTF: kernel})
+		}
 	}()
 	if !s.opts.NoJIT {
 		j, jitErr = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
@@ -168,6 +175,9 @@ func (s *session) load() error {
 	}
 	if dl != nil {
 		s.sensors = append(s.sensors, dl)
+	}
+	if ps != nil {
+		s.sensors = append(s.sensors, ps)
 	}
 	if err != nil {
 		return err

@@ -151,6 +151,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 		s.notes = append(s.notes, fmt.Sprintf("python stacks: %d frames unreadable or changed since the walk (shown as ?)", s.unknown))
 	}
 	sort.Strings(s.notes)
+	rec.Warnings = append(rec.Warnings, s.notes...)
 	return nil
 }
 
