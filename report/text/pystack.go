@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/format"
 )
 
 // maxCallSites is how many call sites a category lists.
