@@ -165,6 +165,7 @@ const (
 	PystackMapTaskStates           = "task_states"
 	PystackMapThreads              = "threads"
 	PystackProgOnPyExec            = "on_py_exec"
+	PystackProgOnPyExit            = "on_py_exit"
 	PystackProgOnPyFork            = "on_py_fork"
 	PystackVarBtfAnchorLostKind    = "_btf_anchor_lost_kind"
 	PystackVarBtfAnchorPyCountKind = "_btf_anchor_py_count_kind"
@@ -217,6 +218,7 @@ type PystackSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type PystackProgramSpecs struct {
 	OnPyExec *ebpf.ProgramSpec `ebpf:"on_py_exec"`
+	OnPyExit *ebpf.ProgramSpec `ebpf:"on_py_exit"`
 	OnPyFork *ebpf.ProgramSpec `ebpf:"on_py_fork"`
 }
 
@@ -309,12 +311,14 @@ type PystackVariables struct {
 // It can be passed to LoadPystackObjects or ebpf.CollectionSpec.LoadAndAssign.
 type PystackPrograms struct {
 	OnPyExec *ebpf.Program `ebpf:"on_py_exec"`
+	OnPyExit *ebpf.Program `ebpf:"on_py_exit"`
 	OnPyFork *ebpf.Program `ebpf:"on_py_fork"`
 }
 
 func (p *PystackPrograms) Close() error {
 	return _PystackClose(
 		p.OnPyExec,
+		p.OnPyExit,
 		p.OnPyFork,
 	)
 }

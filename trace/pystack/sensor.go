@@ -92,7 +92,8 @@ func Load(opts Options) (*Sensor, error) {
 }
 
 func (s *Sensor) attach() error {
-	for name, p := range map[string]*ebpf.Program{"sched_process_fork": s.objs.OnPyFork, "sched_process_exec": s.objs.OnPyExec} {
+	for name, p := range map[string]*ebpf.Program{"sched_process_fork": s.objs.OnPyFork, "sched_process_exec": s.objs.OnPyExec,
+		"sched_process_exit": s.objs.OnPyExit} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", name, err)
