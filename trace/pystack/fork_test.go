@@ -15,7 +15,7 @@ import (
 
 // traceWorkload runs python on spawn.py in mode how as a traced process
 // and returns the stacks its processes were started from.
-func traceWorkload(t *testing.T, python, how string) map[int32]record.PyStack {
+func traceWorkload(t *testing.T, python, how string, wrap ...string) map[int32]record.PyStack {
 	t.Helper()
 	sc, err := sched.Load()
 	if err != nil {
@@ -29,7 +29,8 @@ func traceWorkload(t *testing.T, python, how string) map[int32]record.PyStack {
 	defer s.Close()
 	// The shell waits on stdin until it is tracked, then becomes python:
 	// the exec is seen, as the session's gated launch sees it.
-	cmd := exec.Command("sh", "-c", `read x; exec "$0" "$@"`, python, workload(t, "spawn.py"), how, t.TempDir())
+	argv := append(append([]string{"sh", "-c", `read x; exec "$0" "$@"`}, wrap...), python, workload(t, "spawn.py"), how, t.TempDir())
+	cmd := exec.Command(argv[0], argv[1:]...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +116,35 @@ func TestForkStackNamesTheCompilingLine(t *testing.T) {
 				if os.Getenv("PYSTACK_VERBOSE") != "" {
 					t.Logf("%s %s: %q", py.name, how, seen)
 				}
+			}
+		})
+	}
+}
+
+// TestForkStackInsidePidNamespace: inside a new pid namespace CPython
+// knows its threads by their namespace tids; the walker matches them so,
+// and the compiler still carries the line that ran it.
+func TestForkStackInsidePidNamespace(t *testing.T) {
+	testenv.RequireTracing(t)
+	requireCC(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare on PATH")
+	}
+	mk := markers(t, workload(t, "spawn.py"))
+	want := fmt.Sprintf("spawn.py:%d run_compiler ← spawn.py:%d compile_kernel ← spawn.py:%d <module>", mk["run"], mk["compile_kernel"], mk["module"])
+	for _, py := range interpreters() {
+		t.Run(py.name, func(t *testing.T) {
+			if py.skip != "" {
+				t.Skip(py.skip)
+			}
+			matched := 0
+			for _, st := range traceWorkload(t, py.path, "run", "unshare", "--pid", "--fork") {
+				if strings.Join(spawnFrames(st), " ← ") == want {
+					matched++
+				}
+			}
+			if matched < 3 {
+				t.Errorf("%d processes carry %q inside the namespace, want ≥ 3", matched, want)
 			}
 		})
 	}

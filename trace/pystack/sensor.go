@@ -288,3 +288,30 @@ func (s *Sensor) Close() error {
 	s.mu.Unlock()
 	return s.objs.Close()
 }
+
+// Replacements are the walker's maps by their names in any BPF object
+// that includes bpf/include/pywalk.h, for ebpf.CollectionOptions's
+// MapReplacements: an object loaded after this sensor calls
+// py_stack_here() in the thread it wants the stack of, and the stacks it
+// takes are decoded here like the sensor's own.
+func (s *Sensor) Replacements() map[string]*ebpf.Map {
+	return map[string]*ebpf.Map{
+		bpfpy.PystackMapPyConfs:   s.objs.PyConfs,
+		bpfpy.PystackMapPyStacks:  s.objs.PyStacks,
+		bpfpy.PystackMapPyScratch: s.objs.PyScratch,
+		bpfpy.PystackMapPyEvents:  s.objs.PyEvents,
+		bpfpy.PystackMapPyLost:    s.objs.PyLost,
+	}
+}
+
+// StackOf is the decoded stack of a stack id another object's walk
+// returned, if it was decoded.
+func (s *Sensor) StackOf(id uint64) (record.PyStack, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx, ok := s.byHash[id]
+	if !ok {
+		return record.PyStack{}, false
+	}
+	return s.stacks[idx], true
+}
