@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
@@ -131,7 +132,7 @@ func (s *session) load() error {
 			return
 		}
 		if !s.opts.NoStacks {
-			ps, pcErr = pystack.Load(pystack.Options{TaskStates: sc.Shared().TaskStates, BTF: kernel})
+			ps = s.loadStacks(sc.Shared().TaskStates, kernel)
 		}
 	}()
 	if !s.opts.NoJIT {
@@ -187,6 +188,19 @@ func (s *session) load() error {
 			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
 	}
 	return nil
+}
+
+// loadStacks loads the Python stack sensor; one that cannot load (a
+// kernel without bpf_loop) costs the run its stacks, not the run.
+func (s *session) loadStacks(taskStates *ebpf.Map, kernel *btf.Cache) *pystack.Sensor {
+	ps, err := pystack.Load(pystack.Options{TaskStates: taskStates, BTF: kernel})
+	if err != nil {
+		if s.opts.Notify != nil {
+			s.opts.Notify("no Python stacks: " + err.Error())
+		}
+		return nil
+	}
+	return ps
 }
 
 // loadDownload loads and attaches the network sensor, unless the options
