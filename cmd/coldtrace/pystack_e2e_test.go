@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -116,8 +117,8 @@ func TestCompilerCarriesPythonLineInRecordTextAndPprof(t *testing.T) {
 func checkCompileStack(t *testing.T, python, script, how string, want []string) {
 	t.Helper()
 	dir := t.TempDir()
-	rec, pp := filepath.Join(dir, "rec.json"), filepath.Join(dir, "p.pb.gz")
-	r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--pprof", pp, "--", python, script, how, dir)
+	rec, pp, sum := filepath.Join(dir, "rec.json"), filepath.Join(dir, "p.pb.gz"), filepath.Join(dir, "sum.json")
+	r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--pprof", pp, "--json", sum, "--", python, script, how, dir)
 	if r.code != 0 {
 		t.Fatalf("%s: exit %d: %s", how, r.code, r.stderr)
 	}
@@ -134,6 +135,8 @@ func checkCompileStack(t *testing.T, python, script, how string, want []string) 
 	if chain := spawnChain(got.StackOf(cc)); strings.Join(chain, " ← ") != strings.Join(want, " ← ") {
 		t.Errorf("%s: cc's stack %q, want %q", how, chain, want)
 	}
+
+	checkSummaryStack(t, sum, cc.PID, want)
 
 	text := runCT(t, ctOptions{}, "report", rec)
 	site := fmt.Sprintf("%s ← :%s ← :%s", want[0], strings.TrimPrefix(want[1], "spawn.py:"), strings.TrimPrefix(want[2], "spawn.py:"))
@@ -193,4 +196,37 @@ func pprofHasChainUnder(p *profile.Profile, proc string, chain []string) bool {
 		}
 	}
 	return false
+}
+
+// checkSummaryStack: the JSON summary carries the interned stacks, and
+// process pid's stack index names want's frames.
+func checkSummaryStack(t *testing.T, path string, pid int32, want []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Processes []struct {
+			PID   int32 `json:"pid"`
+			Stack int   `json:"stack"`
+		} `json:"processes"`
+		Stacks []record.PyStack `json:"stacks"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range s.Processes {
+		if p.PID != pid {
+			continue
+		}
+		if p.Stack < 1 || p.Stack > len(s.Stacks) {
+			t.Fatalf("summary: cc's stack %d of %d stacks", p.Stack, len(s.Stacks))
+		}
+		if got := spawnChain(&s.Stacks[p.Stack-1]); strings.Join(got, " ← ") != strings.Join(want, " ← ") {
+			t.Errorf("summary: cc's stack %q, want %q", got, want)
+		}
+		return
+	}
+	t.Errorf("summary: no process %d", pid)
 }
