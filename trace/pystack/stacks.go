@@ -147,6 +147,9 @@ func (s *Sensor) Finish(rec *record.Record) error {
 		}
 		p.Stack = out + 1
 	}
+	if _, _, dropped := s.counts(); dropped > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("python stacks: %d walks found the stack table full; their stacks are missing", dropped))
+	}
 	if s.unknown > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("python stacks: %d frames unreadable or changed since the walk (shown as ?)", s.unknown))
 	}
@@ -166,6 +169,10 @@ func (s *Sensor) Notes() []string {
 // Counts are the walker's counters summed over CPUs: walks, new stacks,
 // and stacks dropped for a full table.
 func (s *Sensor) Counts() (walks, fresh, dropped uint64) {
+	return s.counts()
+}
+
+func (s *Sensor) counts() (walks, fresh, dropped uint64) {
 	get := func(k uint32) uint64 {
 		var per []uint64
 		if err := s.objs.PyLost.Lookup(k, &per); err != nil {
