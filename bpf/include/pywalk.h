@@ -15,6 +15,13 @@
 #include "common.h"
 
 #define PY_MAX_FRAMES 128
+/* Past PY_MAX_FRAMES the walk goes on to PY_WALK_LIMIT frames (above
+ * CPython's default recursion limit), keeping the PY_KEEP_INNER innermost
+ * and, in a ring over the other slots, the outermost: user space shows
+ * the 64 innermost and 16 outermost with the gap marked, so the line in
+ * main.py that started a deep chain still shows. */
+#define PY_WALK_LIMIT 1024
+#define PY_KEEP_INNER 64
 #define PY_MAX_THREADS 64
 #define PY_NONE 0xffffffffu
 #define PY_OWNED_BY_CSTACK 3
@@ -53,9 +60,9 @@ struct py_frame {
 
 struct py_stack {
 	__u32 pid;
-	__u32 len;
-	__u32 truncated; /* more frames than PY_MAX_FRAMES: the outermost are cut */
-	__u32 pad;
+	__u32 len;       /* slots filled: min(total, PY_MAX_FRAMES) */
+	__u32 truncated; /* more than PY_WALK_LIMIT frames: the outermost were not reached */
+	__u32 total;     /* frames walked; past PY_MAX_FRAMES the slots from PY_KEEP_INNER on are a ring */
 	struct py_frame frames[PY_MAX_FRAMES];
 };
 
@@ -208,11 +215,10 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 	__u64 code = py_read_ptr(cur + c->fr_code);
 	if (!code || py_read_ptr(code + 8) != c->code_type)
 		return 0;
-	if (w->n >= PY_MAX_FRAMES) {
-		w->sc->st.truncated = 1;
-		return 1;
-	}
-	struct py_frame *f = &w->sc->st.frames[w->n & (PY_MAX_FRAMES - 1)];
+	__u32 slot = w->n;
+	if (slot >= PY_MAX_FRAMES)
+		slot = PY_KEEP_INNER + ((slot - PY_KEEP_INNER) & (PY_MAX_FRAMES - PY_KEEP_INNER - 1));
+	struct py_frame *f = &w->sc->st.frames[slot & (PY_MAX_FRAMES - 1)];
 	f->code = code;
 	f->instr = py_read_ptr(cur + c->fr_instr);
 	f->qualname = py_read_ptr(code + c->co_qualname);
@@ -259,11 +265,12 @@ __noinline int py_walk(__u32 tgid, __u32 tid)
 	w.hash = 0xcbf29ce484222325ULL ^ tgid;
 	sc->st.pid = tgid;
 	sc->st.truncated = 0;
-	sc->st.pad = 0;
-	bpf_loop(PY_MAX_FRAMES * 2, py_frame_step, &w, 0);
+	bpf_loop(PY_WALK_LIMIT, py_frame_step, &w, 0);
 	if (!w.n)
 		return 0;
-	sc->st.len = w.n;
+	sc->st.total = w.n;
+	sc->st.len = w.n < PY_MAX_FRAMES ? w.n : PY_MAX_FRAMES;
+	sc->st.truncated = w.ptr != 0;
 	__u64 h = w.hash ? w.hash : 1;
 	sc->hash = h;
 	/* A known stack is found by a lookup: the update alone would cost

@@ -89,7 +89,7 @@ type PystackPyStack struct {
 	Pid       uint32
 	Len       uint32
 	Truncated uint32
-	Pad       uint32
+	Total     uint32
 	Frames    [128]PystackPyFrame
 }
 

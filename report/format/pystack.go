@@ -41,7 +41,10 @@ func CallSite(st *record.PyStack) string {
 	var leafLib *record.PyFrame
 	for i := range st.Frames {
 		f := st.Frames[i]
-		if LibraryFrame(f) || f.Func == "?" {
+		if f.File == "" {
+			continue // unreadable ("?"), or the gap of a deep stack
+		}
+		if LibraryFrame(f) {
 			if len(parts) == 0 && leafLib == nil && !strings.HasPrefix(f.File, "<") && strings.Contains(f.File, "-packages/") {
 				leafLib = &st.Frames[i]
 			}

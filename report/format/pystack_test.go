@@ -16,7 +16,9 @@ func TestCallSiteShowsUsersFramesAndLeafPackage(t *testing.T) {
 	sub := record.PyFrame{File: "/usr/lib/python3.11/subprocess.py", Line: 1901, Func: "Popen._execute_child"}
 	frozen := record.PyFrame{File: "<frozen importlib._bootstrap>", Line: 241, Func: "_call_with_frames_removed"}
 	lib := record.PyFrame{File: "/venv/lib/python3.12/site-packages/safetensors/torch.py", Line: 311, Func: "load_file"}
-	u := func(file string, line int, fn string) record.PyFrame { return record.PyFrame{File: file, Line: line, Func: fn} }
+	u := func(file string, line int, fn string) record.PyFrame {
+		return record.PyFrame{File: file, Line: line, Func: fn}
+	}
 	for _, tc := range []struct {
 		name string
 		st   *record.PyStack

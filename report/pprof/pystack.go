@@ -33,7 +33,7 @@ func pythonFrames(r *record.Record) map[int32][]frame {
 
 func pythonName(f record.PyFrame) string {
 	if f.File == "" {
-		return "?"
+		return format.Escape(f.Func) // "?" (unreadable) or the gap of a deep stack
 	}
 	mod := strings.TrimSuffix(filepath.Base(f.File), ".py")
 	return format.Escape(mod + "." + f.Func)

@@ -16,6 +16,12 @@ import (
 // traceWorkload runs python on spawn.py in mode how as a traced process
 // and returns the stacks its processes were started from.
 func traceWorkload(t *testing.T, python, how string, wrap ...string) map[int32]record.PyStack {
+	return traceScript(t, python, "spawn.py", []string{how, t.TempDir()}, wrap...)
+}
+
+// traceScript runs python on the testdata script name with args, as a
+// traced process (under the wrap command, if any).
+func traceScript(t *testing.T, python, name string, args []string, wrap ...string) map[int32]record.PyStack {
 	t.Helper()
 	sc, err := sched.Load()
 	if err != nil {
@@ -29,7 +35,7 @@ func traceWorkload(t *testing.T, python, how string, wrap ...string) map[int32]r
 	defer s.Close()
 	// The shell waits on stdin until it is tracked, then becomes python:
 	// the exec is seen, as the session's gated launch sees it.
-	argv := append(append([]string{"sh", "-c", `read x; exec "$0" "$@"`}, wrap...), python, workload(t, "spawn.py"), how, t.TempDir())
+	argv := append(append(append([]string{"sh", "-c", `read x; exec "$0" "$@"`}, wrap...), python, workload(t, name)), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -48,7 +54,7 @@ func traceWorkload(t *testing.T, python, how string, wrap ...string) map[int32]r
 	fmt.Fprintln(in)
 	in.Close()
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", python, how, err, out.String())
+		t.Fatalf("%s %s: %v\n%s", python, args, err, out.String())
 	}
 	if err := s.Finish(&record.Record{}); err != nil {
 		t.Fatal(err)
@@ -145,6 +151,50 @@ func TestForkStackInsidePidNamespace(t *testing.T) {
 			}
 			if matched < 3 {
 				t.Errorf("%d processes carry %q inside the namespace, want ≥ 3", matched, want)
+			}
+		})
+	}
+}
+
+// TestDeepStackKeepsInnermostAndOutermost: a compiler run 200 calls deep
+// carries the 64 innermost frames, a gap counting the frames left out,
+// and the 16 outermost, the outermost being the module line that started
+// the chain.
+func TestDeepStackKeepsInnermostAndOutermost(t *testing.T) {
+	testenv.RequireTracing(t)
+	requireCC(t)
+	mk := markers(t, workload(t, "deep.py"))
+	for _, py := range interpreters() {
+		t.Run(py.name, func(t *testing.T) {
+			if py.skip != "" {
+				t.Skip(py.skip)
+			}
+			stacks := traceScript(t, py.path, "deep.py", []string{t.TempDir()})
+			matched := 0
+			for _, st := range stacks {
+				fr := st.Frames
+				if len(fr) != 64+1+16 || fr[64].Func != record.GapFunc || st.Truncated {
+					t.Errorf("%d frames, gap %q, truncated %v; want 64 + gap + 16", len(fr), fr[min(64, len(fr)-1)].Func, st.Truncated)
+					continue
+				}
+				// Frames: the subprocess ones, run at @leaf, 201 of nest, <module>.
+				total := len(fr) - 1 + st.Omitted
+				outer, leaf := frameText(fr[len(fr)-1]), ""
+				for _, f := range fr {
+					if f.Func == "nest" {
+						leaf = frameText(f)
+						break
+					}
+				}
+				if outer != fmt.Sprintf("deep.py:%d <module>", mk["outer"]) || leaf != fmt.Sprintf("deep.py:%d nest", mk["leaf"]) || total < 202 {
+					t.Errorf("outermost %q, innermost nest %q, %d frames in all; want deep.py:%d <module>, deep.py:%d nest, ≥ 202",
+						outer, leaf, total, mk["outer"], mk["leaf"])
+					continue
+				}
+				matched++
+			}
+			if matched < 3 {
+				t.Errorf("%d processes carry the deep stack, want ≥ 3 (cc, cc1, as)", matched)
 			}
 		})
 	}

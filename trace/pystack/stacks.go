@@ -23,9 +23,13 @@ func (s *Sensor) decodeStack(pid uint32, id uint64) {
 		return
 	}
 	p := s.procFor(pid)
-	n := min(int(st.Len), len(st.Frames))
-	out := record.PyStack{Truncated: st.Truncated != 0, Frames: make([]record.PyFrame, 0, n)}
-	for i := 0; i < n; i++ {
+	out := record.PyStack{Truncated: st.Truncated != 0}
+	for _, i := range frameOrder(int(st.Total), len(st.Frames)) {
+		if i < 0 {
+			out.Omitted = int(st.Total) - keepInner - keepOuter
+			out.Frames = append(out.Frames, record.PyFrame{Func: record.GapFunc})
+			continue
+		}
 		out.Frames = append(out.Frames, s.decodeFrame(p, &st.Frames[i]))
 	}
 	s.mu.Lock()
@@ -102,14 +106,43 @@ func (s *Sensor) codeFor(p *proc, key FrameKey) *code {
 	return c
 }
 
+// What a deep stack keeps: the innermost frames the walker's slots hold
+// in order, and the outermost of the ring it writes past them.
+const (
+	keepInner = 64
+	keepOuter = 16
+)
+
+// frameOrder is the order of the walker's slots innermost first for a
+// stack of total frames in slots slots; -1 marks the gap of a deep one.
+// Past the slots, frame k (k ≥ keepInner) lies in slot keepInner +
+// (k-keepInner) mod (slots-keepInner).
+func frameOrder(total, slots int) []int {
+	if total <= slots {
+		out := make([]int, total)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	out := make([]int, 0, keepInner+1+keepOuter)
+	for i := 0; i < keepInner; i++ {
+		out = append(out, i)
+	}
+	out = append(out, -1)
+	ring := slots - keepInner
+	for k := total - keepOuter; k < total; k++ {
+		out = append(out, keepInner+(k-keepInner)%ring)
+	}
+	return out
+}
+
 func stackKey(st record.PyStack) string {
 	var b strings.Builder
 	for _, f := range st.Frames {
 		fmt.Fprintf(&b, "%s\x00%d\x00%s\x00", f.File, f.Line, f.Func)
 	}
-	if st.Truncated {
-		b.WriteString("+")
-	}
+	fmt.Fprintf(&b, "%d/%t", st.Omitted, st.Truncated)
 	return b.String()
 }
 
