@@ -39,8 +39,9 @@ static __always_inline void emit(__u32 kind, __u32 pid, __u32 ppid, __u64 stack)
 	ev->ts = bpf_ktime_get_ns();
 	/* An exec wakes the reader at once: the interpreter must be located
 	 * before its first statement runs. A fork's record waits for the
-	 * reader's timer or a half-full ring: the default wake-up (an IPI on
-	 * a VM) was 15 µs of every fork here, four times the walk. */
+	 * next wake-up (an exec, a new stack, a half-full ring) or the flush
+	 * at the end: the default wake-up (an IPI on a VM) was 15 µs of
+	 * every fork here, three times the walk. */
 	__u64 wake = BPF_RB_FORCE_WAKEUP;
 	if (kind != PY_EV_EXEC)
 		wake = ring_wakeup(&py_events);

@@ -227,6 +227,9 @@ func (s *Sensor) addNote(n string) {
 // install opens pid's memory and writes the walker's configuration.
 func (s *Sensor) install(pid uint32, in *Interp) (*proc, error) {
 	s.mu.Lock()
+	if len(s.procs) >= maxProcs {
+		s.pruneLocked()
+	}
 	full := len(s.procs) >= maxProcs
 	s.mu.Unlock()
 	if full {
@@ -248,6 +251,17 @@ func (s *Sensor) install(pid uint32, in *Interp) (*proc, error) {
 	s.procs[pid] = p
 	s.mu.Unlock()
 	return p, nil
+}
+
+// pruneLocked closes the memory of processes that have exited (or whose
+// pid another process now has).
+func (s *Sensor) pruneLocked() {
+	for pid, p := range s.procs {
+		if !p.mem.alive() {
+			p.mem.close()
+			delete(s.procs, pid)
+		}
+	}
 }
 
 func confOf(in *Interp) bpfpy.PystackPyConf {
