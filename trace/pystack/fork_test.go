@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,6 +63,8 @@ func traceScript(t *testing.T, python, name string, args []string, wrap ...strin
 	if n := s.Notes(); len(n) > 0 {
 		t.Logf("notes: %q", n)
 	}
+	walks, fresh, dropped := s.Counts()
+	t.Logf("%s %s: %d walks, %d new stacks, %d dropped", filepath.Base(python), name, walks, fresh, dropped)
 	return s.ProcessStacks()
 }
 
