@@ -124,16 +124,16 @@ func (s *session) load() error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		// The stack walker first: an object that takes stacks itself
+		// (bpf/include/pywalk.h) loads with its maps, ps.Replacements().
+		if !s.opts.NoStacks {
+			ps = s.loadStacks(sc.Shared().TaskStates, kernel)
+		}
 		if pc, pcErr = pagecache.Load(pagecache.Options{Shared: shared, Waiting: sc.Waiting,
 			FileSeen: fileSeen, BTF: kernel}); pcErr != nil {
 			return
 		}
-		if ev, pcErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel}); pcErr != nil {
-			return
-		}
-		if !s.opts.NoStacks {
-			ps = s.loadStacks(sc.Shared().TaskStates, kernel)
-		}
+		ev, pcErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
 	}()
 	if !s.opts.NoJIT {
 		j, jitErr = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
