@@ -6,4 +6,4 @@ package pystack
 
 // Flags as in bpf/pagecache/gen.go; -type exports the records and the
 // per-process configuration user space writes.
-//go:generate go tool bpf2go -tags linux -target amd64 -cflags "-O2 -g -Wall -Werror" -type py_conf -type py_frame -type py_stack -type py_event -type py_event_kind -type py_lost_kind -type py_count_kind Pystack pystack.bpf.c -- -I../include -I/usr/include/x86_64-linux-gnu
+//go:generate go tool bpf2go -tags linux -target amd64 -cflags "-O2 -g -Wall -Werror" -type py_conf -type py_exe_key -type py_frame -type py_stack -type py_event -type py_event_kind -type py_lost_kind -type py_count_kind Pystack pystack.bpf.c -- -I../include -I/usr/include/x86_64-linux-gnu

@@ -19,6 +19,22 @@ struct {
 	__type(value, __u64);
 } fork_stacks SEC(".maps");
 
+/* Fixed-address Pythons already located (Debian's static, non-PIE
+ * python3), by the inode of the executable: their exec installs the
+ * configuration at once, with no wait for user space. */
+struct py_exe_key {
+	__u64 ino;
+	__u32 dev; /* s_dev, the kernel's major<<20|minor */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct py_exe_key);
+	__type(value, struct py_conf);
+} py_exes SEC(".maps");
+
 BTF_ANCHOR(struct py_event, py_event);
 BTF_ANCHOR(enum py_event_kind, py_event_kind);
 BTF_ANCHOR(enum py_lost_kind, py_lost_kind);
@@ -97,6 +113,13 @@ int BPF_PROG(on_py_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	/* A new image: whatever interpreter the process ran is gone. */
 	bpf_map_delete_elem(&py_confs, &tgid);
+	struct inode *ino = BPF_CORE_READ(bprm, file, f_inode);
+	struct py_exe_key k = {.ino = BPF_CORE_READ(ino, i_ino), .dev = BPF_CORE_READ(ino, i_sb, s_dev)};
+	struct py_conf *known = bpf_map_lookup_elem(&py_exes, &k);
+	if (known) {
+		struct py_conf copy = *known;
+		bpf_map_update_elem(&py_confs, &tgid, &copy, BPF_ANY);
+	}
 	emit(PY_EV_EXEC, tgid, 0, 0);
 	return 0;
 }

@@ -59,6 +59,13 @@ const (
 	PystackPyEventKindPY_EV_FORK  PystackPyEventKind = 3
 )
 
+type PystackPyExeKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
 type PystackPyFrame struct {
 	_           structs.HostLayout
 	Code        uint64
@@ -159,6 +166,7 @@ const (
 	PystackMapLost                 = "lost"
 	PystackMapPyConfs              = "py_confs"
 	PystackMapPyEvents             = "py_events"
+	PystackMapPyExes               = "py_exes"
 	PystackMapPyLost               = "py_lost"
 	PystackMapPyScratch            = "py_scratch"
 	PystackMapPyStacks             = "py_stacks"
@@ -230,6 +238,7 @@ type PystackMapSpecs struct {
 	Lost       *ebpf.MapSpec `ebpf:"lost"`
 	PyConfs    *ebpf.MapSpec `ebpf:"py_confs"`
 	PyEvents   *ebpf.MapSpec `ebpf:"py_events"`
+	PyExes     *ebpf.MapSpec `ebpf:"py_exes"`
 	PyLost     *ebpf.MapSpec `ebpf:"py_lost"`
 	PyScratch  *ebpf.MapSpec `ebpf:"py_scratch"`
 	PyStacks   *ebpf.MapSpec `ebpf:"py_stacks"`
@@ -273,6 +282,7 @@ type PystackMaps struct {
 	Lost       *ebpf.Map `ebpf:"lost"`
 	PyConfs    *ebpf.Map `ebpf:"py_confs"`
 	PyEvents   *ebpf.Map `ebpf:"py_events"`
+	PyExes     *ebpf.Map `ebpf:"py_exes"`
 	PyLost     *ebpf.Map `ebpf:"py_lost"`
 	PyScratch  *ebpf.Map `ebpf:"py_scratch"`
 	PyStacks   *ebpf.Map `ebpf:"py_stacks"`
@@ -286,6 +296,7 @@ func (m *PystackMaps) Close() error {
 		m.Lost,
 		m.PyConfs,
 		m.PyEvents,
+		m.PyExes,
 		m.PyLost,
 		m.PyScratch,
 		m.PyStacks,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	bpfpy "github.com/coldtrace/coldtrace/bpf/pystack"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/sched"
@@ -34,6 +35,12 @@ func traceScript(t *testing.T, python, name string, args []string, wrap ...strin
 		t.Fatalf("%+v", err)
 	}
 	defer s.Close()
+	return traceWith(t, sc, s, python, name, args, wrap...)
+}
+
+// traceWith runs the script as traceScript does, with sensors loaded.
+func traceWith(t *testing.T, sc *sched.Sensor, s *Sensor, python, name string, args []string, wrap ...string) map[int32]record.PyStack {
+	t.Helper()
 	// The shell waits on stdin until it is tracked, then becomes python:
 	// the exec is seen, as the session's gated launch sees it.
 	argv := append(append(append([]string{"sh", "-c", `read x; exec "$0" "$@"`}, wrap...), python, workload(t, name)), args...)
@@ -201,4 +208,59 @@ func TestDeepStackKeepsInnermostAndOutermost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKnownExecutableConfiguredAtExec: once a fixed-address Python
+// (Debian's static, non-PIE python3) has been located, a later exec of
+// the same file is configured by the kernel itself: with user space's
+// locating of execs turned off, its compiler still carries its line.
+func TestKnownExecutableConfiguredAtExec(t *testing.T) {
+	testenv.RequireTracing(t)
+	requireCC(t)
+	py := interpreters()[0]
+	if py.skip != "" {
+		t.Skip(py.skip)
+	}
+	sc, err := sched.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	s, err := Load(Options{TaskStates: sc.Shared().TaskStates})
+	if err != nil {
+		t.Fatalf("%+v", err)
+	}
+	defer s.Close()
+	s.Seed(running(t, py.path))
+	s.wg.Wait()
+	if n := countEntries(t, s); n != 1 {
+		t.Fatalf("%d known executables after locating %s, want 1", n, py.path)
+	}
+	s.noExecLocate.Store(true)
+	mk := markers(t, workload(t, "spawn.py"))
+	want := fmt.Sprintf("spawn.py:%d run_compiler ← spawn.py:%d compile_kernel ← spawn.py:%d <module>", mk["run"], mk["compile_kernel"], mk["module"])
+	matched := 0
+	for _, st := range traceWith(t, sc, s, py.path, "spawn.py", []string{"run", t.TempDir()}) {
+		if strings.Join(spawnFrames(st), " ← ") == want {
+			matched++
+		}
+	}
+	if matched < 3 {
+		t.Errorf("%d processes carry %q, want ≥ 3", matched, want)
+	}
+}
+
+func countEntries(t *testing.T, s *Sensor) int {
+	t.Helper()
+	var k bpfpy.PystackPyExeKey
+	var v bpfpy.PystackPyConf
+	n := 0
+	it := s.objs.PyExes.Iterate()
+	for it.Next(&k, &v) {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

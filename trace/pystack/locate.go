@@ -17,6 +17,11 @@ type Interp struct {
 	Version  uint64 // Py_Version, PY_VERSION_HEX
 	Runtime  uint64 // _PyRuntime
 	CodeType uint64 // PyCode_Type
+	// Fixed: the runtime lies in a fixed-address executable (not PIE,
+	// not libpython), so every process of that file has it at the same
+	// address.
+	Fixed bool
+	exec  bool // found in an ELF of type ET_EXEC
 }
 
 // ErrNotPython is a process whose executable neither is CPython nor
@@ -66,6 +71,9 @@ func Locate(pid int) (*Interp, error) {
 	in, err := locateIn(pid, *exeMap)
 	if errors.Is(err, ErrNotPython) && needsLibpython(pid, *exeMap) {
 		return nil, errNotYet
+	}
+	if err == nil && in.exec {
+		in.Fixed = true
 	}
 	return in, err
 }
@@ -141,7 +149,7 @@ func locateIn(pid int, m mapping) (*Interp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Interp{Layout: l, Version: ver, Runtime: rt.Value + bias, CodeType: ct.Value + bias}, nil
+	return &Interp{Layout: l, Version: ver, Runtime: rt.Value + bias, CodeType: ct.Value + bias, exec: f.Type == elf.ET_EXEC}, nil
 }
 
 // exportedSymbols looks names up in .dynsym, then .symtab, each read

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -15,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	bpfpy "github.com/coldtrace/coldtrace/bpf/pystack"
 	"github.com/coldtrace/coldtrace/record"
+	"golang.org/x/sys/unix"
 )
 
 // Options are the sensor's inputs from the session.
@@ -44,6 +46,9 @@ type Sensor struct {
 
 	// LoadNS is how long loading and verifying the object took.
 	LoadNS int64
+	// noExecLocate leaves execs to the kernel's table of known
+	// executables (tests of that table).
+	noExecLocate atomic.Bool
 
 	mu      sync.Mutex
 	procs   map[uint32]*proc
@@ -135,8 +140,10 @@ func (s *Sensor) read() {
 		switch bpfpy.PystackPyEventKind(ev.Kind) {
 		case bpfpy.PystackPyEventKindPY_EV_EXEC:
 			s.forget(ev.Pid)
-			s.wg.Add(1)
-			go s.locate(ev.Pid)
+			if !s.noExecLocate.Load() {
+				s.wg.Add(1)
+				go s.locate(ev.Pid)
+			}
 		case bpfpy.PystackPyEventKindPY_EV_STACK:
 			s.decodeStack(ev.Pid, ev.Stack)
 		case bpfpy.PystackPyEventKindPY_EV_FORK:
@@ -179,7 +186,21 @@ func (s *Sensor) locate(pid uint32) {
 	}
 	if _, err := s.install(pid, in); err != nil {
 		s.addNote(fmt.Sprintf("python stacks: pid %d: %v", pid, err))
+		return
 	}
+	if in.Fixed {
+		// Its next exec is configured in the kernel at once.
+		key := bpfpy.PystackPyExeKey{Ino: id.ino, Dev: kernelDev(id.dev)}
+		if err := s.objs.PyExes.Put(key, confOf(in)); err != nil {
+			s.addNote(fmt.Sprintf("python stacks: remember %d's executable: %v", pid, err))
+		}
+	}
+}
+
+// kernelDev is a stat(2) device number in the kernel's own encoding
+// (major<<20 | minor), as the exec program reads it from the superblock.
+func kernelDev(dev uint64) uint32 {
+	return unix.Major(dev)<<20 | unix.Minor(dev)
 }
 
 // exeOf is pid's executable's identity, and whether it is known not to
