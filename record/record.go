@@ -66,7 +66,10 @@ type Record struct {
 	// Files are indexed by File.ID (its position); samples refer to them.
 	Files     []File    `json:"files"`
 	Processes []Process `json:"processes"`
-	Threads   []Thread  `json:"threads"`
+	// Stacks are the Python stacks the run's processes were started from
+	// (trace/pystack), interned: Process.Stack is 1 + an index here.
+	Stacks  []PyStack `json:"stacks,omitempty"`
+	Threads []Thread  `json:"threads"`
 	// Samples are the timeline; Encode writes them last, one at a time.
 	Samples []Sample `json:"samples,omitempty"`
 	// SampleStream, when set, is more of the timeline, after Samples,
@@ -279,6 +282,10 @@ type Process struct {
 	// FillRunQueueNS is its run-queue part (part of RunQueueNS too).
 	FillWaitNS     int64 `json:"fill_wait_ns,omitempty"`
 	FillRunQueueNS int64 `json:"fill_runqueue_ns,omitempty"`
+	// Stack is 1 + the index in Record.Stacks of the Python stack that
+	// started the process (the stack of the Python thread that forked it
+	// or an ancestor); 0 when none.
+	Stack int `json:"stack,omitempty"`
 }
 
 // Thread is one traced thread's totals.

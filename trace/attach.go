@@ -12,6 +12,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/trace/pystack"
 	"github.com/coldtrace/coldtrace/trace/samples"
 	"github.com/coldtrace/coldtrace/trace/sensor"
 	"github.com/coldtrace/coldtrace/trace/target"
@@ -231,6 +232,9 @@ func (a *attacher) seed(p target.Proc) {
 	for _, sn := range a.s.sensors {
 		if j, ok := sn.(*jit.Sensor); ok {
 			j.Existing(int32(p.PID), p.Exe)
+		}
+		if ps, ok := sn.(*pystack.Sensor); ok {
+			ps.Seed(p.PID)
 		}
 	}
 }

@@ -63,6 +63,8 @@ type Options struct {
 	NoJIT bool
 	// NoNetwork skips the network sensor (downloads).
 	NoNetwork bool
+	// NoStacks skips the Python stack sensor (trace/pystack).
+	NoStacks bool
 	// CacheDirs are extra kernel-cache directories, "NAME=PATH".
 	CacheDirs []string
 	// JITUprobes are extra compile entry points, "LIB:SYMBOL".

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
@@ -23,6 +24,7 @@ import (
 	"github.com/coldtrace/coldtrace/trace/launch"
 	"github.com/coldtrace/coldtrace/trace/machine"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
+	"github.com/coldtrace/coldtrace/trace/pystack"
 	"github.com/coldtrace/coldtrace/trace/samples"
 	"github.com/coldtrace/coldtrace/trace/sched"
 	"github.com/coldtrace/coldtrace/trace/sensor"
@@ -121,11 +123,17 @@ func (s *session) load() error {
 	var pc *pagecache.Sensor
 	var ev *evict.Sensor
 	var dl *download.Sensor
+	var ps *pystack.Sensor
 	var pcErr, jitErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		// The stack walker first: an object that takes stacks itself
+		// (bpf/include/pywalk.h) loads with its maps, ps.Replacements().
+		if !s.opts.NoStacks {
+			ps = s.loadStacks(sc.Shared().TaskStates, kernel)
+		}
 		if pc, pcErr = pagecache.Load(pagecache.Options{Shared: shared, Waiting: sc.Waiting,
 			FileSeen: fileSeen, BTF: kernel}); pcErr != nil {
 			return
@@ -175,6 +183,9 @@ func (s *session) load() error {
 	if dl != nil {
 		s.sensors = append(s.sensors, dl)
 	}
+	if ps != nil {
+		s.sensors = append(s.sensors, ps)
+	}
 	// Last: polled after the sensors whose events told it of processes,
 	// closed first (all links together).
 	s.sensors = append(s.sensors, s.uprobes)
@@ -186,6 +197,19 @@ func (s *session) load() error {
 			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
 	}
 	return nil
+}
+
+// loadStacks loads the Python stack sensor; one that cannot load (a
+// kernel without bpf_loop) costs the run its stacks, not the run.
+func (s *session) loadStacks(taskStates *ebpf.Map, kernel *btf.Cache) *pystack.Sensor {
+	ps, err := pystack.Load(pystack.Options{TaskStates: taskStates, BTF: kernel})
+	if err != nil {
+		if s.opts.Notify != nil {
+			s.opts.Notify("no Python stacks: " + err.Error())
+		}
+		return nil
+	}
+	return ps
 }
 
 // loadDownload loads and attaches the network sensor, unless the options

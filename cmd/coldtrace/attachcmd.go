@@ -37,6 +37,7 @@ type attachOptions struct {
 	interval   time.Duration
 	quiet      bool
 	noGPU      bool
+	noStacks   bool
 	exports    exportOptions
 	changed    map[string]bool
 }
@@ -55,6 +56,7 @@ func parseAttachFlags(args []string, stderr io.Writer) (attachOptions, error) {
 	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "timeline sampling period")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the summary on stderr")
 	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
+	fs.BoolVar(&o.noStacks, "no-stacks", false, "do not take Python stacks")
 	o.exports.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace attach (--pid PID[,PID...] | --cgroup DIR) [flags]\n\n"+
@@ -125,7 +127,7 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	}
 	rec, err := trace.Attach(ctx, trace.AttachOptions{
 		Options: trace.Options{Interval: o.interval, Actor: a, Launched: launched, Version: version,
-			Signals: sigs, Notify: notify, NoGPU: o.noGPU, NoJIT: os.Getenv("COLDTRACE_NO_JIT") == "1"},
+			Signals: sigs, Notify: notify, NoGPU: o.noGPU, NoStacks: o.noStacks, NoJIT: os.Getenv("COLDTRACE_NO_JIT") == "1"},
 		PIDs: o.pids, Cgroup: o.cgroup, Duration: o.duration, Marks: l.C,
 		Check: func(pid int) error {
 			if err := a.MayTrace(pid); err != nil {

@@ -32,6 +32,7 @@ type runOptions struct {
 	quiet       bool
 	topFiles    int
 	noGPU       bool
+	noStacks    bool
 	gpuEvery    time.Duration
 	cacheDirs   []string
 	jitUprobes  []string
@@ -62,6 +63,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the summary on stderr")
 	fs.IntVar(&o.topFiles, "top", 10, "files listed in the summary")
 	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
+	fs.BoolVar(&o.noStacks, "no-stacks", false, "do not take Python stacks")
 	fs.DurationVar(&o.gpuEvery, "gpu-interval", 100*time.Millisecond, "GPU sampling period")
 	fs.StringArrayVar(&o.cacheDirs, "cache-dir", nil, "extra kernel-cache directory `NAME=PATH` (repeatable)")
 	fs.StringArrayVar(&o.jitUprobes, "jit-uprobe", nil, "time calls of `LIB:SYMBOL` as compiles (repeatable)")
@@ -170,6 +172,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		Signals:     sigs,
 		Notify:      func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
 		NoGPU:       o.noGPU,
+		NoStacks:    o.noStacks,
 		NoJIT:       os.Getenv("COLDTRACE_NO_JIT") == "1", // README: turns the JIT tracing off
 		GPUInterval: o.gpuEvery,
 		CacheDirs:   o.cacheDirs,

@@ -100,7 +100,8 @@ func (b *builder) segments(r *record.Record) {
 // frame is one stack frame: a pprof Function and its Location.
 type frame struct {
 	name string
-	file string // Function.Filename, for file subjects
+	file string // Function.Filename, for file subjects and Python frames
+	line int64  // Line.Line, for Python frames
 }
 
 // subject is one piece of evidence under a category.
@@ -129,6 +130,9 @@ type builder struct {
 	// runLabels go on every sample; a sample's own label of the same
 	// name wins (the metrics' label check refuses such names up front).
 	runLabels map[string]string
+	// pyFrames are the Python frames each process was started from,
+	// outermost first: they hang under its process frame.
+	pyFrames map[int32][]frame
 }
 
 func newBuilder(r *record.Record, res *attribution.Result) *builder {
@@ -152,20 +156,22 @@ func newBuilder(r *record.Record, res *attribution.Result) *builder {
 		"verdict: "+format.Escape(words.Verdict(res.Verdict)),
 		"attribution rule: "+res.Rule)
 	return &builder{p: p, mapping: m, funcs: map[frame]*profile.Function{},
-		locs: map[frame]*profile.Location{}, samples: map[string]*profile.Sample{}}
+		locs: map[frame]*profile.Location{}, samples: map[string]*profile.Sample{}, pyFrames: pythonFrames(r)}
 }
 
 func (b *builder) location(fr frame) *profile.Location {
 	if l := b.locs[fr]; l != nil {
 		return l
 	}
-	f := b.funcs[fr]
+	// One Function per name and file, one Location per line of it.
+	fk := frame{name: fr.name, file: fr.file}
+	f := b.funcs[fk]
 	if f == nil {
 		f = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fr.name, SystemName: fr.name, Filename: fr.file}
-		b.funcs[fr] = f
+		b.funcs[fk] = f
 		b.p.Function = append(b.p.Function, f)
 	}
-	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Mapping: b.mapping, Line: []profile.Line{{Function: f}}}
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Mapping: b.mapping, Line: []profile.Line{{Function: f, Line: fr.line}}}
 	// Distinct addresses keep pprof from merging locations.
 	l.Address = l.ID
 	b.locs[fr] = l
@@ -235,6 +241,7 @@ func (b *builder) row(row *attribution.Row, subjects []subject, procs []proc) {
 		var pid int32
 		if p != nil {
 			stack = append(stack, frame{name: format.ProcessLabel(p.pid, p.comm)})
+			stack = append(stack, b.pyFrames[p.pid]...)
 			l["comm"] = p.comm
 			pid = p.pid
 		}

@@ -26,16 +26,19 @@ type Summary struct {
 	StartError string   `json:"start_error,omitempty"`
 	// Interrupted is set when coldtrace itself was stopped before the
 	// command ended on its own: the numbers cover the part that ran.
-	Interrupted bool            `json:"interrupted"`
-	WallNS      int64           `json:"wall_ns"`
-	StartupNS   int64           `json:"startup_ns"`
-	LostEvents  uint64          `json:"lost_events"`
-	Lost        record.Lost     `json:"lost"`
-	User        record.User     `json:"user"`
-	Files       []File          `json:"files"`
-	Processes   []Process       `json:"processes"`
-	Warnings    []string        `json:"warnings,omitempty"`
-	Self        record.SelfCost `json:"coldtrace"`
+	Interrupted bool        `json:"interrupted"`
+	WallNS      int64       `json:"wall_ns"`
+	StartupNS   int64       `json:"startup_ns"`
+	LostEvents  uint64      `json:"lost_events"`
+	Lost        record.Lost `json:"lost"`
+	User        record.User `json:"user"`
+	Files       []File      `json:"files"`
+	Processes   []Process   `json:"processes"`
+	// Stacks are the Python stacks processes were started from, interned
+	// (Process.Stack), innermost frame first.
+	Stacks   []record.PyStack `json:"stacks,omitempty"`
+	Warnings []string         `json:"warnings,omitempty"`
+	Self     record.SelfCost  `json:"coldtrace"`
 	// MadeCold says how coldtrace made the run cold on purpose (run
 	// --cold); null for a run left as it was.
 	MadeCold *record.MadeCold `json:"made_cold"`
@@ -192,6 +195,10 @@ type Process struct {
 	MissCPUNS  int64    `json:"miss_cpu_ns"`
 	RunQueueNS int64    `json:"runqueue_ns"`
 	FillWaitNS int64    `json:"fill_wait_ns"`
+	// Stack is 1 + the index in Summary.Stacks of the Python stack the
+	// process was started from (a compiler: the line that ran it); 0
+	// when none.
+	Stack int `json:"stack,omitempty"`
 }
 
 // HitRatio is the share of accessed pages that came from the cache. A
@@ -258,8 +265,9 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	for _, p := range r.Processes {
 		s.Processes = append(s.Processes, Process{PID: p.PID, PPID: p.PPID, Comm: p.Comm, Args: p.Args,
 			ExitCode: p.ExitCode, StartNS: p.StartNS, EndNS: p.EndNS, CPUNS: p.CPUNS, OffCPUNS: p.OffCPUNS,
-			IOWaitNS: p.IOWaitNS, MissCPUNS: p.MissCPUNS, RunQueueNS: p.RunQueueNS, FillWaitNS: p.FillWaitNS})
+			IOWaitNS: p.IOWaitNS, MissCPUNS: p.MissCPUNS, RunQueueNS: p.RunQueueNS, FillWaitNS: p.FillWaitNS, Stack: p.Stack})
 	}
+	s.Stacks = r.Stacks
 	for _, row := range res.Breakdown {
 		s.Breakdown = append(s.Breakdown, Row{Category: string(row.Category), NS: row.NS, Pct: row.Pct, Share: row.Share})
 	}

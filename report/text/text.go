@@ -76,6 +76,10 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 		b.WriteString("\n")
 		b.WriteString(jit)
 	}
+	if where := whereSection(r); where != "" {
+		b.WriteString("\n")
+		b.WriteString(where)
+	}
 
 	writeDownloads(&b, r)
 

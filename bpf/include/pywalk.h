@@ -1,0 +1,314 @@
+/* The CPython frame walker, shared by every object that takes Python
+ * stacks. An object includes this header and calls py_stack_here() in the
+ * thread whose stack it wants (a fork in the parent, a page-cache fill in
+ * the filling thread): it returns the id (hash) of the stack, stored once
+ * in py_stacks, or 0 when the process is not a located Python or the walk
+ * found no frame. py_confs, py_stacks, py_events and py_lost are created
+ * by bpf/pystack; other objects take them through map replacement, as
+ * they take the scheduler's task_states.
+ *
+ * A frame's key is what user space checks a decoded code object against:
+ * code objects are freed and their addresses reused, so the address alone
+ * could name a function that is not running. */
+#pragma once
+
+#include "common.h"
+
+#define PY_MAX_FRAMES 128
+/* Past PY_MAX_FRAMES the walk goes on to PY_WALK_LIMIT frames (above
+ * CPython's default recursion limit), keeping the PY_KEEP_INNER innermost
+ * and, in a ring over the other slots, the outermost: user space shows
+ * the 64 innermost and 16 outermost with the gap marked, so the line in
+ * main.py that started a deep chain still shows. */
+#define PY_WALK_LIMIT 1024
+#define PY_KEEP_INNER 64
+#define PY_MAX_THREADS 64
+#define PY_NONE 0xffffffffu
+#define PY_OWNED_BY_CSTACK 3
+
+/* Where the walker finds things in one process's interpreter: user space
+ * fills it from its offset tables (3.11, 3.12) or the interpreter's own
+ * _Py_DebugOffsets (3.13). Offsets are bytes into the named struct;
+ * PY_NONE where the minor has no such field. */
+struct py_conf {
+	__u64 runtime;   /* address of _PyRuntime */
+	__u64 code_type; /* address of PyCode_Type: a frame's code object must have it */
+	__u32 interp_head;  /* _PyRuntimeState.interpreters.head */
+	__u32 threads_head; /* PyInterpreterState.threads.head */
+	__u32 ts_next;
+	__u32 ts_native_tid;
+	__u32 ts_cframe;       /* 3.11, 3.12: PyThreadState.cframe; PY_NONE in 3.13 */
+	__u32 cframe_current;  /* _PyCFrame.current_frame, or PyThreadState.current_frame in 3.13 */
+	__u32 fr_code;         /* f_code, or f_executable in 3.13 */
+	__u32 fr_previous;
+	__u32 fr_instr;        /* prev_instr, or instr_ptr in 3.13 */
+	__u32 fr_owner;
+	__u32 co_filename;
+	__u32 co_qualname;
+	__u32 co_firstlineno;
+	__u32 skip_cstack; /* 3.12+: frames owned by the C stack are shims, not code */
+};
+
+struct py_frame {
+	__u64 code;
+	__u64 instr;
+	__u64 qualname;
+	__u64 filename;
+	__u32 firstlineno;
+	__u32 pad;
+};
+
+struct py_stack {
+	__u32 pid;
+	__u32 len;       /* slots filled: min(total, PY_MAX_FRAMES) */
+	__u32 truncated; /* more than PY_WALK_LIMIT frames: the outermost were not reached */
+	__u32 total;     /* frames walked; past PY_MAX_FRAMES the slots from PY_KEEP_INNER on are a ring */
+	struct py_frame frames[PY_MAX_FRAMES];
+};
+
+/* Records to user space: a located process's new stack (decode its code
+ * objects while they live), and what bpf/pystack itself reports. */
+enum py_event_kind {
+	PY_EV_STACK = 1,
+	PY_EV_EXEC = 2,
+	PY_EV_FORK = 3,
+};
+
+struct py_event {
+	__u32 kind;
+	__u32 pid;
+	__u32 ppid;
+	__u32 pad;
+	__u64 stack; /* PY_EV_STACK, PY_EV_FORK: the stack id (0: none) */
+	__u64 ts;
+};
+
+/* Indices into py_lost. */
+enum py_lost_kind {
+	PY_LOST_TABLE = 0,  /* the stack table was full: the stack is dropped */
+	PY_LOST_RING = 1,   /* an event found the ring full */
+	PY_LOST_NOTHREAD = 2, /* the thread was not among the interpreter's first PY_MAX_THREADS */
+	PY_LOST_KINDS = 3,
+};
+
+/* Counters of walks, for the cost measured with bpf_stats. */
+enum py_count_kind {
+	PY_WALKS = 0,
+	PY_NEW = 1,
+	PY_COUNT_KINDS = 2,
+};
+
+struct py_scratch {
+	__u64 hash;
+	struct py_stack st;
+};
+
+/* A preallocated hash, not an LRU one: an LRU update at every fork cost
+ * some 8 µs here; entries go at the process's exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tgid */
+	__type(value, struct py_conf);
+} py_confs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, __u64); /* stack id */
+	__type(value, struct py_stack);
+} py_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_scratch);
+} py_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} py_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PY_LOST_KINDS + PY_COUNT_KINDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_lost SEC(".maps");
+
+static __always_inline void py_count(__u32 k)
+{
+	__u64 *v = bpf_map_lookup_elem(&py_lost, &k);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __u64 py_read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/* The thread's tid in its own pid namespace: what CPython stores as
+ * native_thread_id inside a container. */
+static __always_inline __u32 py_ns_tid(struct task_struct *task)
+{
+	struct pid *p = BPF_CORE_READ(task, thread_pid);
+	unsigned int level = BPF_CORE_READ(p, level);
+	struct upid u = {};
+	if (level > 31)
+		return BPF_CORE_READ(task, pid);
+	bpf_probe_read_kernel(&u, sizeof(u), &p->numbers[level]);
+	return u.nr;
+}
+
+static __always_inline __u64 py_mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0x100000001b3ULL;
+	return h ^ (h >> 29);
+}
+
+struct py_walk_ctx {
+	struct py_scratch *sc;
+	struct py_conf *c;
+	__u64 ptr;  /* the thread state being matched, then the frame to read */
+	__u64 hash;
+	__u32 tid;
+	__u32 n;
+};
+
+/* One thread state per call: stop at the one whose native_thread_id is
+ * the walked thread's (ptr stays on it) or at the list's end (ptr 0). */
+static long py_thread_step(__u64 i, struct py_walk_ctx *w)
+{
+	if (!w->ptr)
+		return 1;
+	if (py_read_ptr(w->ptr + w->c->ts_native_tid) == w->tid)
+		return 1;
+	w->ptr = py_read_ptr(w->ptr + w->c->ts_next);
+	if (i == PY_MAX_THREADS - 1)
+		w->ptr = 0;
+	return 0;
+}
+
+/* One frame per call, innermost first; shims owned by the C stack and
+ * frames whose code is not a code object are passed over. */
+static long py_frame_step(__u64 i, struct py_walk_ctx *w)
+{
+	struct py_conf *c = w->c;
+	__u64 cur = w->ptr;
+	if (!cur)
+		return 1;
+	w->ptr = py_read_ptr(cur + c->fr_previous);
+	if (c->skip_cstack) {
+		__u8 owner = 0;
+		bpf_probe_read_user(&owner, 1, (void *)(cur + c->fr_owner));
+		if (owner == PY_OWNED_BY_CSTACK)
+			return 0;
+	}
+	__u64 code = py_read_ptr(cur + c->fr_code);
+	if (!code || py_read_ptr(code + 8) != c->code_type)
+		return 0;
+	__u32 slot = w->n;
+	if (slot >= PY_MAX_FRAMES)
+		slot = PY_KEEP_INNER + ((slot - PY_KEEP_INNER) & (PY_MAX_FRAMES - PY_KEEP_INNER - 1));
+	struct py_frame *f = &w->sc->st.frames[slot & (PY_MAX_FRAMES - 1)];
+	f->code = code;
+	f->instr = py_read_ptr(cur + c->fr_instr);
+	f->qualname = py_read_ptr(code + c->co_qualname);
+	f->filename = py_read_ptr(code + c->co_filename);
+	f->firstlineno = 0;
+	f->pad = 0;
+	bpf_probe_read_user(&f->firstlineno, 4, (void *)(code + c->co_firstlineno));
+	w->hash = py_mix(w->hash, code);
+	w->hash = py_mix(w->hash, f->instr);
+	w->n++;
+	return 0;
+}
+
+/* py_walk walks the frames of thread tid (namespace tid) of process tgid
+ * into the CPU's scratch stack and stores it in py_stacks under its
+ * hash. Returns 0 (no stack), 1 (a new stack: a PY_EV_STACK record went
+ * out) or 2 (a stack already known); the id is in the scratch's hash.
+ * Global, so the verifier checks it once per object whatever calls it;
+ * the loops are bpf_loop callbacks, each verified once. */
+__noinline int py_walk(__u32 tgid, __u32 tid)
+{
+	__u32 zero = 0;
+	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &zero);
+	struct py_conf *c = bpf_map_lookup_elem(&py_confs, &tgid);
+	if (!sc || !c)
+		return 0;
+	py_count(PY_LOST_KINDS + PY_WALKS);
+	sc->hash = 0;
+	__u64 interp = py_read_ptr(c->runtime + c->interp_head);
+	if (!interp)
+		return 0;
+	struct py_walk_ctx w = {.sc = sc, .c = c, .tid = tid};
+	w.ptr = py_read_ptr(interp + c->threads_head);
+	bpf_loop(PY_MAX_THREADS, py_thread_step, &w, 0);
+	if (!w.ptr) {
+		py_count(PY_LOST_NOTHREAD);
+		return 0;
+	}
+	__u64 ts = w.ptr;
+	if (c->ts_cframe != PY_NONE)
+		w.ptr = py_read_ptr(py_read_ptr(ts + c->ts_cframe) + c->cframe_current);
+	else
+		w.ptr = py_read_ptr(ts + c->cframe_current);
+	w.hash = 0xcbf29ce484222325ULL ^ tgid;
+	sc->st.pid = tgid;
+	sc->st.truncated = 0;
+	bpf_loop(PY_WALK_LIMIT, py_frame_step, &w, 0);
+	if (!w.n)
+		return 0;
+	sc->st.total = w.n;
+	sc->st.len = w.n < PY_MAX_FRAMES ? w.n : PY_MAX_FRAMES;
+	sc->st.truncated = w.ptr != 0;
+	__u64 h = w.hash ? w.hash : 1;
+	sc->hash = h;
+	/* A known stack is found by a lookup: the update alone would cost
+	 * the allocation of a 5 KiB element before it finds the key. */
+	if (bpf_map_lookup_elem(&py_stacks, &h))
+		return 2;
+	long err = bpf_map_update_elem(&py_stacks, &h, &sc->st, BPF_NOEXIST);
+	if (err == -17 /* EEXIST */)
+		return 2;
+	if (err) {
+		py_count(PY_LOST_TABLE);
+		sc->hash = 0;
+		return 0;
+	}
+	py_count(PY_LOST_KINDS + PY_NEW);
+	struct py_event *ev = bpf_ringbuf_reserve(&py_events, sizeof(*ev), 0);
+	if (!ev) {
+		py_count(PY_LOST_RING);
+		return 1;
+	}
+	ev->kind = PY_EV_STACK;
+	ev->pid = tgid;
+	ev->ppid = 0;
+	ev->pad = 0;
+	ev->stack = h;
+	ev->ts = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(ev, 0);
+	return 1;
+}
+
+/* py_stack_here is the stack id of the current thread, 0 when none. */
+static __always_inline __u64 py_stack_here(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (py_walk(id >> 32, py_ns_tid(task)) == 0)
+		return 0;
+	__u32 zero = 0;
+	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &zero);
+	return sc ? sc->hash : 0;
+}

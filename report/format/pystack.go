@@ -1,0 +1,82 @@
+package format
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// maxCallSiteFrames bounds a call site's chain of the user's own frames.
+const maxCallSiteFrames = 4
+
+// LibraryFrame reports whether f is not the user's own code: the
+// standard library, an installed package (site- or dist-packages) or a
+// frozen module.
+func LibraryFrame(f record.PyFrame) bool {
+	p := f.File
+	switch {
+	case strings.HasPrefix(p, "<"):
+		return true
+	case strings.Contains(p, "/site-packages/") || strings.Contains(p, "/dist-packages/"):
+		return true
+	}
+	// The standard library: .../lib/python3.X/<module>.py and below.
+	return strings.Contains(p, "/lib/python3.")
+}
+
+// CallSite is a stack as the text report names it: from the innermost
+// frame of the user's own code outward, up to four of the user's frames,
+// a frame in the same file as the one before it shown as ":LINE func"
+// (`spawn.py:4 run_compiler ← :7 compile_kernel ← :19 <module>`), and the
+// innermost installed-package frame after it when the stack's leaf is
+// one. Names are escaped; "" for a stack without any frame of the user's.
+func CallSite(st *record.PyStack) string {
+	if st == nil {
+		return ""
+	}
+	var parts []string
+	prevFile := ""
+	var leafLib *record.PyFrame
+	for i := range st.Frames {
+		f := st.Frames[i]
+		if f.File == "" {
+			continue // unreadable ("?"), or the gap of a deep stack
+		}
+		if LibraryFrame(f) {
+			if len(parts) == 0 && leafLib == nil && !strings.HasPrefix(f.File, "<") && strings.Contains(f.File, "-packages/") {
+				leafLib = &st.Frames[i]
+			}
+			continue
+		}
+		if len(parts) == maxCallSiteFrames {
+			break
+		}
+		if f.File == prevFile {
+			parts = append(parts, Escape(fmt.Sprintf(":%d %s", f.Line, f.Func)))
+		} else {
+			parts = append(parts, Escape(fmt.Sprintf("%s:%d %s", filepath.Base(f.File), f.Line, f.Func)))
+		}
+		prevFile = f.File
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	s := strings.Join(parts, " ← ")
+	if leafLib != nil {
+		s += " (in " + Escape(fmt.Sprintf("%s:%d %s", packagePath(leafLib.File), leafLib.Line, leafLib.Func)) + ")"
+	}
+	return s
+}
+
+// packagePath is a path from its package directory on:
+// "safetensors/torch.py" for ".../site-packages/safetensors/torch.py".
+func packagePath(p string) string {
+	for _, m := range []string{"/site-packages/", "/dist-packages/"} {
+		if i := strings.LastIndex(p, m); i >= 0 {
+			return p[i+len(m):]
+		}
+	}
+	return filepath.Base(p)
+}

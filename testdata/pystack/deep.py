@@ -1,0 +1,16 @@
+# A compiler run from 200 nested calls, for the deep-stack test: the
+# outermost line carries a marker.
+import subprocess
+import sys
+
+
+def nest(n, workdir):
+    if n == 0:
+        subprocess.run(["cc", "-c", workdir + "/k.c", "-o", workdir + "/k.o"], check=True)  # @leaf
+        return
+    nest(n - 1, workdir)
+
+
+with open(sys.argv[1] + "/k.c", "w") as f:
+    f.write("int k;\n")
+nest(200, sys.argv[1])  # @outer
