@@ -156,6 +156,19 @@ type PystackTstate struct {
 	RdSig   uint64
 	RdIndex uint64
 	RdNext  uint64
+	DioFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	AsyncFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	AsyncTs uint64
 }
 
 // Names of all BPF objects in the ELF.
