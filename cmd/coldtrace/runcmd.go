@@ -25,24 +25,14 @@ import (
 var beforeOutputs func()
 
 type runOptions struct {
-	jsonPath    string
-	recordPath  string
+	traceOutputOptions
+	sensorOptions
 	interval    time.Duration
 	user        string
-	quiet       bool
-	topFiles    int
-	noGPU       bool
-	gpuEvery    time.Duration
-	cacheDirs   []string
-	jitUprobes  []string
-	jitSyscalls string
-	exports     exportOptions
 	checkpoints checkpointOptions
 	cold        coldOptions
 	metrics     metricsOptions
 	command     []string
-	// jsonFD is --json-fd: an inherited descriptor for the JSON summary.
-	jsonFD int
 	// splitIdle cuts an unmarked run at idle stretches (--split-idle).
 	splitIdle time.Duration
 	// changed holds the flags given on the command line, by name: an
@@ -55,20 +45,12 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs := pflag.NewFlagSet("coldtrace run", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SetInterspersed(false) // the command's own flags are not ours
-	fs.StringVar(&o.jsonPath, "json", "", "write the JSON summary to `PATH` ('-' for stdout)")
-	fs.StringVarP(&o.recordPath, "output", "o", "", "write the full run record to `PATH` (for report/diff)")
+	o.traceOutputOptions.addFlags(fs)
+	o.sensorOptions.addFlags(fs)
 	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "timeline sampling period")
 	fs.StringVar(&o.user, "user", "", "run the command as `NAME` (real root login only; under sudo the command runs as you)")
-	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the summary on stderr")
-	fs.IntVar(&o.topFiles, "top", 10, "files listed in the summary")
-	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
-	fs.DurationVar(&o.gpuEvery, "gpu-interval", 100*time.Millisecond, "GPU sampling period")
-	fs.StringArrayVar(&o.cacheDirs, "cache-dir", nil, "extra kernel-cache directory `NAME=PATH` (repeatable)")
-	fs.StringArrayVar(&o.jitUprobes, "jit-uprobe", nil, "time calls of `LIB:SYMBOL` as compiles (repeatable)")
-	fs.StringVar(&o.jitSyscalls, "jit-syscalls", trace.JITSyscallsAuto, "when to trace the path syscalls kernel-cache hits and misses come from: `auto` (once a process uses a framework with a kernel cache, e.g. python, libcuda; from the start when the command is one) or always")
-	o.exports.addFlags(fs)
 	o.checkpoints.addFlags(fs)
-	fs.IntVar(&o.jsonFD, "json-fd", -1, "write the JSON summary to inherited descriptor `N` (e.g. --json-fd 3 3>summary.json)")
+	o.checkpoints.addKillOnExitFlag(fs)
 	o.cold.addFlags(fs)
 	o.metrics.addFlags(fs)
 	fs.DurationVar(&o.splitIdle, "split-idle", 0, "without marks, cut the run into segments at idle stretches of at least `D`")
@@ -85,11 +67,11 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	o.command = fs.Args()
 	o.changed = map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
-	if o.changed["json"] && o.changed["json-fd"] {
-		return o, fmt.Errorf("%w: --json and --json-fd both name the JSON summary; give one", errUsage)
+	if err := checkJSONTargets(o.changed); err != nil {
+		return o, err
 	}
-	if o.jitSyscalls != trace.JITSyscallsAuto && o.jitSyscalls != trace.JITSyscallsAlways {
-		return o, fmt.Errorf("%w: --jit-syscalls %q: want auto or always", errUsage, o.jitSyscalls)
+	if err := o.sensorOptions.check(); err != nil {
+		return o, err
 	}
 	if err := o.cold.check(o.command); err != nil {
 		return o, fmt.Errorf("%w: %v", errUsage, err)
@@ -158,28 +140,24 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if ml != nil {
 		defer ml.Close()
 	}
-	rec, err := trace.Run(ctx, trace.Options{
-		Command:     o.command,
-		Interval:    o.interval,
-		Actor:       a,
-		Launched:    launched,
-		Env:         env,
-		Marks:       markChannel(ml),
-		OnStart:     func(pid int) { trackedBy(ml, pid, stderr) },
-		Version:     version,
-		Signals:     sigs,
-		Notify:      func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
-		NoGPU:       o.noGPU,
-		NoJIT:       os.Getenv("COLDTRACE_NO_JIT") == "1", // README: turns the JIT tracing off
-		GPUInterval: o.gpuEvery,
-		CacheDirs:   o.cacheDirs,
-		JITUprobes:  o.jitUprobes,
-		JITSyscalls: o.jitSyscalls,
+	opts := trace.Options{
+		Command:  o.command,
+		Interval: o.interval,
+		Actor:    a,
+		Launched: launched,
+		Env:      env,
+		Marks:    markChannel(ml),
+		OnStart:  func(pid int) { trackedBy(ml, pid, stderr) },
+		Version:  version,
+		Signals:  sigs,
+		Notify:   func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
 
 		Checkpoint:      checkpointFunc(ckpt),
 		CheckpointEvery: o.checkpoints.every,
 		KillOnExit:      o.checkpoints.killOnExit,
-	})
+	}
+	o.sensorOptions.apply(&opts, os.Getenv, stderr)
+	rec, err := trace.Run(ctx, opts)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
