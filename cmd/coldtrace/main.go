@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/coldtrace/coldtrace/trace/launch"
@@ -78,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, launched 
 		case "version", "--version":
 			fmt.Fprintf(stdout, "coldtrace %s\n", version)
 			return 0
-		case "help":
+		case "help", "--help", "-h":
 			printUsage(stdout)
 			return 0
 		}
@@ -112,9 +113,11 @@ run 'coldtrace run --help', 'coldtrace report --help' or 'coldtrace diff --help'
 `)
 }
 
-// fail prints one line, the way every error reaches the user.
+// fail prints one line, the way every error reaches the user. A usage
+// error says "usage" once: the errUsage mark that wraps it is for the
+// code, not the reader, whose line often ends in the usage itself.
 func fail(stderr io.Writer, code int, err error) int {
-	fmt.Fprintf(stderr, "coldtrace: error: %s\n", errorText(err))
+	fmt.Fprintf(stderr, "coldtrace: error: %s\n", strings.TrimPrefix(errorText(err), errUsage.Error()+": "))
 	return code
 }
 
