@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/trace"
 )
 
@@ -137,4 +139,40 @@ func parsePIDList(list string) ([]int, error) {
 		pids = append(pids, pid)
 	}
 	return pids, nil
+}
+
+// documentOutput is -o of the commands that render (report, diff, merge,
+// status, evict, prefetch): their document goes to stdout, or with -o to
+// PATH, written atomically with the rights of the user coldtrace acts for.
+type documentOutput struct {
+	path string
+	fs   *pflag.FlagSet
+}
+
+// addFlags registers -o, --output on fs.
+func (d *documentOutput) addFlags(fs *pflag.FlagSet) {
+	d.fs = fs
+	fs.StringVarP(&d.path, "output", "o", "", "write to `PATH` instead of stdout")
+}
+
+// toFile says whether the document goes to a file: -o given, and not
+// "-"; -o "" is an empty path (refused by check), never stdout.
+func (d documentOutput) toFile() bool {
+	return d.fs != nil && d.fs.Changed("output") && d.path != outfile.Stdout
+}
+
+// check refuses, before any work, a -o that could not be written.
+func (d documentOutput) check(a actor.Actor) error {
+	if !d.toFile() {
+		return nil
+	}
+	return outfile.Check(a, outfile.Output{Flag: "-o", Path: d.path})
+}
+
+// write renders the document to stdout or the -o file.
+func (d documentOutput) write(a actor.Actor, stdout io.Writer, render func(io.Writer) error) error {
+	if !d.toFile() {
+		return render(stdout)
+	}
+	return outfile.Write(a, d.path, render)
 }

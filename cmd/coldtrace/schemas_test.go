@@ -10,15 +10,14 @@ import (
 	"github.com/coldtrace/coldtrace/report/summary"
 )
 
-// The JSON documents whose types live in this package. The two prefetch
-// documents (a run and --dry-run) carry one schema id; bench's is also
-// the overhead harness's (cmd/bench).
+// The JSON documents whose types live in this package, each with its own
+// schema id (prefetch's run and its --dry-run plan apart).
 var (
 	docStatus       = schematest.Document{Name: "status", ID: StatusSchema, Type: statusReport{}}
 	docBench        = schematest.Document{Name: "bench", ID: "coldtrace.bench/v1", Type: benchJSON{}}
 	docEvict        = schematest.Document{Name: "evict", ID: "coldtrace.evict/v1", Type: evictJSON{}}
 	docPrefetch     = schematest.Document{Name: "prefetch", ID: "coldtrace.prefetch/v1", Type: prefetchJSON{}}
-	docPrefetchPlan = schematest.Document{Name: "prefetch-plan", ID: "coldtrace.prefetch/v1", Type: prefetchPlanJSON{}}
+	docPrefetchPlan = schematest.Document{Name: "prefetch-plan", ID: prefetchPlanSchema, Type: prefetchPlanJSON{}}
 )
 
 // Documents whose types live in other packages, for validation here by

@@ -70,7 +70,9 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 		"the kernel caches of the invoking user, and whether the next run will be cold. Runs nothing.\n\nflags:\n", stderr)
 	from := fs.String("from", "", "the files `RECORD` read from disk, and the caches it used")
 	asJSON := fs.Bool("json", false, "print JSON (schema "+StatusSchema+")")
-	top := fs.Int("top", 20, "files listed in the text")
+	top := fs.Int("top", defaultTop, "files listed in the text")
+	var doc documentOutput
+	doc.addFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return parseFailed(stderr, err)
 	}
@@ -78,15 +80,19 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
+	if err := doc.check(who.actor); err != nil {
+		return fail(stderr, exitUsage, err)
+	}
 	rep, failed, err := buildStatus(who, *from, fs.Args(), stderr)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	if *asJSON {
-		err = encodeJSON(stdout, rep)
-	} else {
-		err = writeStatusText(stdout, rep, *top)
-	}
+	err = doc.write(who.actor, stdout, func(w io.Writer) error {
+		if *asJSON {
+			return encodeJSON(w, rep)
+		}
+		return writeStatusText(w, rep, *top)
+	})
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
