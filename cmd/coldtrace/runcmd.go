@@ -228,13 +228,15 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("coldtrace report", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the JSON summary instead of text")
-	top := fs.Int("top", 10, "files listed in the text summary")
-	format := fs.String("format", "text", "output `FORMAT`: text, json, pprof or perfetto")
+	top := fs.Int("top", defaultTop, "files listed in the text summary")
+	format := fs.String("format", "text", "output `FORMAT`: text, json, pprof or perfetto (all but text deprecated: use --json, --pprof PATH, --timeline PATH)")
 	out := fs.StringP("output", "o", "", "write to `PATH` instead of stdout")
 	segs := fs.Bool("segments", false, "print one row per segment (marks, or --split-idle cuts)")
 	splitIdle := fs.Duration("split-idle", 0, "with --segments on a record without marks: cut at idle stretches of at least `D`")
 	persist := fs.Bool("persist", false, "print the shell export lines that keep the caches this run wrote (valid sh)")
 	baselinePath := fs.String("baseline", "", "sequential read rates per device from `RECORD` when this run has none")
+	var exports reportExports
+	exports.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: coldtrace report [flags] RECORD\n\nflags:\n")
 		fs.PrintDefaults()
@@ -256,12 +258,25 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
+	if fs.Changed("format") {
+		deprecatedFormat(stderr, f)
+	}
+	// Without -o an export to stdout takes the report's place; -o - keeps it there.
+	if err := exports.check(a, fs.Changed("output") && *out == outfile.Stdout, stdout); err != nil {
+		return fail(stderr, exitUsage, err)
+	}
 	if err := checkReportOutput(a, fs.Changed("output"), *out, f, stdout); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
 	rec, err := readRecordAs(a, fs.Arg(0))
 	if err != nil {
 		return fail(stderr, exitFailure, err)
+	}
+	if err := exports.write(a, stdout, rec); err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	if exports.takesStdout() && !fs.Changed("output") {
+		return 0 // stdout carries the export
 	}
 	if *segs {
 		path := *out
