@@ -284,15 +284,23 @@ type benchJSON struct {
 	B      abrun.Side    `json:"b"`
 	Order  string        `json:"order"`
 	Report *abrun.Report `json:"bench"`
-	// Verdict is the summary's verdict in words.
-	Verdict string `json:"verdict_text"`
+	// Verdict is the summary's verdict in words, the one-line answer
+	// every document has under "verdict".
+	Verdict string `json:"verdict"`
+	// VerdictText is Verdict under its v1 name, written for one more
+	// release (deprecated).
+	VerdictText string `json:"verdict_text"`
 }
+
+// benchSchema names `coldtrace bench --json`; v2 added "verdict".
+const benchSchema = "coldtrace.bench/v2"
 
 func writeBenchJSON(w io.Writer, rep *abrun.Report) error {
 	order := "alternate"
 	if rep.Plan.Shuffle {
 		order = "shuffle"
 	}
-	return encodeJSON(w, benchJSON{Schema: "coldtrace.bench/v1", A: rep.Plan.A, B: rep.Plan.B, Order: order,
-		Report: rep, Verdict: bench.Verdict(rep.Summary)})
+	verdict := bench.Verdict(rep.Summary)
+	return encodeJSON(w, benchJSON{Schema: benchSchema, A: rep.Plan.A, B: rep.Plan.B, Order: order,
+		Report: rep, Verdict: verdict, VerdictText: verdict})
 }

@@ -24,15 +24,18 @@ const warmShare = 0.01
 // statusReport is `coldtrace status`, as JSON and as the text is made
 // from.
 type statusReport struct {
-	Schema     string              `json:"schema"`
-	Record     string              `json:"record,omitempty"`
-	User       statusUser          `json:"user"`
-	Files      []residency.File    `json:"files"`
-	Totals     statusTotals        `json:"totals"`
-	Caches     []kcache.Cache      `json:"caches"`
-	Prediction *prediction         `json:"prediction,omitempty"`
-	Problems   []string            `json:"problems,omitempty"`
-	byName     map[string][]string // record cache name → roots
+	Schema     string           `json:"schema"`
+	Record     string           `json:"record,omitempty"`
+	User       statusUser       `json:"user"`
+	Files      []residency.File `json:"files"`
+	Totals     statusTotals     `json:"totals"`
+	Caches     []kcache.Cache   `json:"caches"`
+	Prediction *prediction      `json:"prediction,omitempty"`
+	// Verdict is the one-line answer, the prediction's sentence, under
+	// the key every document has it; absent without a prediction.
+	Verdict  string              `json:"verdict,omitempty"`
+	Problems []string            `json:"problems,omitempty"`
+	byName   map[string][]string // record cache name → roots
 }
 
 type statusUser struct {
@@ -159,6 +162,7 @@ func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) 
 			rate, what = in.diskRate, "the files it read from disk"
 		}
 		rep.Prediction = predict(rep.Totals, rate, what, rep.recordCaches())
+		rep.Verdict = rep.Prediction.Sentence
 	}
 	return rep, len(probs) > 0, nil
 }
