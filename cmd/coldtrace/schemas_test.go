@@ -6,8 +6,8 @@ import (
 	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/diff"
-	"github.com/coldtrace/coldtrace/report/segments"
 	reportmerge "github.com/coldtrace/coldtrace/report/merge"
+	"github.com/coldtrace/coldtrace/report/segments"
 	"github.com/coldtrace/coldtrace/report/summary"
 )
 
