@@ -80,9 +80,28 @@ func binaryToTerminalWriter(flag string, w io.Writer) error {
 	return nil
 }
 
-// write writes the exports that were asked for.
-func (r reportExports) write(a actor.Actor, stdout io.Writer, rec *record.Record) error {
-	return r.exportOptions.write(a, stdout, rec, nil)
+// prepare runs before the record is read: it says a deprecated --format
+// (f is the resolved format), and checks the exports and the report's
+// own -o (out). Without -o an export to stdout takes the report's place;
+// -o - keeps the report there, and the two would collide.
+func (r reportExports) prepare(a actor.Actor, f, out string, stdout, stderr io.Writer) error {
+	if r.fs.Changed("format") {
+		deprecatedFormat(stderr, f)
+	}
+	outGiven := r.fs.Changed("output")
+	if err := r.check(a, outGiven && out == outfile.Stdout, stdout); err != nil {
+		return err
+	}
+	return checkReportOutput(a, outGiven, out, f, stdout)
+}
+
+// writeFirst writes the exports that were asked for, before the report;
+// done says stdout carried one, so there is no report to print.
+func (r reportExports) writeFirst(a actor.Actor, stdout io.Writer, rec *record.Record) (done bool, err error) {
+	if err := r.exportOptions.write(a, stdout, rec, nil); err != nil {
+		return false, err
+	}
+	return r.takesStdout() && !r.fs.Changed("output"), nil
 }
 
 // deprecatedFormat tells stderr that --format FORMAT (other than text)

@@ -258,25 +258,18 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	if fs.Changed("format") {
-		deprecatedFormat(stderr, f)
-	}
-	// Without -o an export to stdout takes the report's place; -o - keeps it there.
-	if err := exports.check(a, fs.Changed("output") && *out == outfile.Stdout, stdout); err != nil {
-		return fail(stderr, exitUsage, err)
-	}
-	if err := checkReportOutput(a, fs.Changed("output"), *out, f, stdout); err != nil {
+	if err := exports.prepare(a, f, *out, stdout, stderr); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
 	rec, err := readRecordAs(a, fs.Arg(0))
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	if err := exports.write(a, stdout, rec); err != nil {
-		return fail(stderr, exitFailure, err)
-	}
-	if exports.takesStdout() && !fs.Changed("output") {
-		return 0 // stdout carries the export
+	if done, err := exports.writeFirst(a, stdout, rec); err != nil || done {
+		if err != nil {
+			return fail(stderr, exitFailure, err)
+		}
+		return 0 // stdout carried the export
 	}
 	if *segs {
 		path := *out
