@@ -32,6 +32,7 @@ type benchOptions struct {
 	busyCPU                     float64
 	busyIOMiB                   float64
 	noGPU                       bool
+	noJIT, noNetwork            bool
 	command                     []string
 }
 
@@ -61,6 +62,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 	fs.Float64Var(&o.busyCPU, "busy-cpu", 0.25, "flag runs during which other processes used this many CPUs on average")
 	fs.Float64Var(&o.busyIOMiB, "busy-io", 20, "flag runs during which other processes did this many MiB/s of block I/O")
 	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
+	fs.BoolVar(&o.noJIT, "no-jit", false, "do not trace compiles and kernel caches (replaces "+noJITEnv+"=1)")
+	fs.BoolVar(&o.noNetwork, "no-network", false, "do not trace downloads")
 	if err := parseFlags(fs, args); err != nil {
 		return o, err
 	}
@@ -191,6 +194,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	stderr = stopOnEPIPE(stderr)
 	runner := abrun.New(abrun.Options{
 		Version: version, Actor: a, Signals: sigs, NoGPU: o.noGPU,
+		NoJIT: o.noJIT || noJITFromEnv(os.Getenv, stderr), NoNetwork: o.noNetwork,
 		Notify: func(msg string) { fmt.Fprintf(stderr, "\rcoldtrace: %s\n", format.Escape(msg)) },
 	})
 	defer runner.Close()
