@@ -94,3 +94,14 @@ func TestPIDParsingAgreesOnAttachAndMark(t *testing.T) {
 		t.Errorf("mark --pid x: %d %q", code, stderr.String())
 	}
 }
+
+// TestBenchTakesTheSensorSwitches: bench turns sensors off as run does.
+func TestBenchTakesTheSensorSwitches(t *testing.T) {
+	o, err := parseBenchFlags([]string{"--no-jit", "--no-network", "--no-gpu", "--a", "true", "--b", "true"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.noJIT || !o.noNetwork || !o.noGPU {
+		t.Errorf("bench sensor switches: jit %v network %v gpu %v", o.noJIT, o.noNetwork, o.noGPU)
+	}
+}
