@@ -33,6 +33,10 @@ type results struct {
 	Misses     []string          `json:"misses"`
 }
 
+// overheadSchema names the results document of the overhead harness
+// (make bench), apart from `coldtrace bench`'s A/B document.
+const overheadSchema = "coldtrace.overhead/v1"
+
 func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 	log := func(format string, a ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", a...) }
 	ct, err := filepath.Abs(o.coldtrace)
@@ -59,7 +63,7 @@ func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &results{Schema: "coldtrace.bench/v1", Date: time.Now().UTC(), Kernel: kernel(), CPUs: runtime.NumCPU(),
+	res := &results{Schema: overheadSchema, Date: time.Now().UTC(), Kernel: kernel(), CPUs: runtime.NumCPU(),
 		Coldtrace: ct, MaxBg: o.maxBg, Smoke: o.smoke, Pairs: o.pairs, Warmup: o.warmup, DelayNS: o.delay.Nanoseconds(),
 		SettleNS: o.settle.Nanoseconds()}
 	r := newRunner(o, work, dir)

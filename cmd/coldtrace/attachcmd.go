@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -16,30 +14,28 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/checkpoint"
 	"github.com/coldtrace/coldtrace/internal/marks"
 	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/segments"
-	"github.com/coldtrace/coldtrace/report/summary"
 	"github.com/coldtrace/coldtrace/report/text"
 	"github.com/coldtrace/coldtrace/report/words"
 	"github.com/coldtrace/coldtrace/trace"
 )
 
 type attachOptions struct {
-	pids       []int
-	cgroup     string
-	duration   time.Duration
-	splitIdle  time.Duration
-	recordPath string
-	jsonPath   string
-	interval   time.Duration
-	quiet      bool
-	noGPU      bool
-	noStacks   bool
-	exports    exportOptions
-	changed    map[string]bool
+	traceOutputOptions
+	sensorOptions
+	pids        []int
+	cgroup      string
+	duration    time.Duration
+	splitIdle   time.Duration
+	interval    time.Duration
+	checkpoints checkpointOptions
+	metrics     metricsOptions
+	changed     map[string]bool
 }
 
 func parseAttachFlags(args []string, stderr io.Writer) (attachOptions, error) {
@@ -51,13 +47,11 @@ func parseAttachFlags(args []string, stderr io.Writer) (attachOptions, error) {
 	fs.StringVar(&o.cgroup, "cgroup", "", "attach to the processes of cgroup `DIR` (v1 or v2) and those placed in it later")
 	fs.DurationVar(&o.duration, "duration", 0, "detach after `D` (default: at Ctrl-C or when the processes exit)")
 	fs.DurationVar(&o.splitIdle, "split-idle", 0, "without marks, cut the run into segments at idle stretches of at least `D`")
-	fs.StringVarP(&o.recordPath, "output", "o", "", "write the full record to `PATH` (for report/diff)")
-	fs.StringVar(&o.jsonPath, "json", "", "write the JSON summary to `PATH` ('-' for stdout)")
 	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "timeline sampling period")
-	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the summary on stderr")
-	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
-	fs.BoolVar(&o.noStacks, "no-stacks", false, "do not take Python stacks")
-	o.exports.addFlags(fs)
+	o.traceOutputOptions.addFlags(fs)
+	o.sensorOptions.addFlags(fs)
+	o.checkpoints.addFlags(fs)
+	o.metrics.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace attach (--pid PID[,PID...] | --cgroup DIR) [flags]\n\n"+
 			"Traces processes already running until Ctrl-C, --duration, or their exit.\n"+
@@ -73,15 +67,9 @@ func parseAttachFlags(args []string, stderr io.Writer) (attachOptions, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: attach takes no command (%q); to trace a new command use 'coldtrace run'", errUsage, fs.Arg(0))
 	}
-	for _, f := range strings.Split(pidList, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		pid, err := strconv.Atoi(f)
-		if err != nil || pid <= 0 {
-			return o, fmt.Errorf("%w: --pid %q: not a process id", errUsage, f)
-		}
-		o.pids = append(o.pids, pid)
+	var err error
+	if o.pids, err = parsePIDList(pidList); err != nil {
+		return o, err
 	}
 	if len(o.pids) == 0 && o.cgroup == "" {
 		return o, fmt.Errorf("%w: give --pid PID or --cgroup DIR", errUsage)
@@ -91,7 +79,10 @@ func parseAttachFlags(args []string, stderr io.Writer) (attachOptions, error) {
 	}
 	o.changed = map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
-	return o, nil
+	if err := checkJSONTargets(o.changed); err != nil {
+		return o, err
+	}
+	return o, o.sensorOptions.check()
 }
 
 // attachCommand is `coldtrace attach`: trace running processes, with
@@ -106,6 +97,14 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
+	// Taken first, before coldtrace opens descriptors of its own.
+	var jsonFD *os.File
+	if o.changed["json-fd"] {
+		if jsonFD, err = openJSONFD(o.jsonFD); err != nil {
+			return fail(stderr, exitUsage, err)
+		}
+		defer jsonFD.Close()
+	}
 	a, err := actor.Resolve("", os.Getenv)
 	if err != nil {
 		return fail(stderr, exitUsage, err)
@@ -113,11 +112,27 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if code, err := checkAttachInputs(a, &o); err != nil {
 		return fail(stderr, code, err)
 	}
-	sigs := catchSignals() // installed until exit: a late signal must not change the exit code
-
-	l, err := marks.Listen(marks.Dir, int(a.UID), int(a.GID))
+	warnMissingInputs(a, o.cacheDirs, o.jitUprobes, func(msg string) {
+		fmt.Fprintf(stderr, "coldtrace: warning: %s\n", msg)
+	})
+	ckpt := o.checkpoints.writer(a, o.recordPath, launched, stderr)
+	rec, err := attachTrace(ctx, a, o, ckpt, stderr, launched)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
+	}
+	rec.Labels = o.metrics.labels
+	code := writeAttachOutputs(ctx, a, o, jsonFD, stdout, stderr, rec)
+	finishCheckpoints(ckpt, code != 0, stderr)
+	return code
+}
+
+// attachTrace listens for marks and traces the processes o names until
+// the trace ends.
+func attachTrace(ctx context.Context, a actor.Actor, o attachOptions, ckpt *checkpoint.Writer, stderr io.Writer, launched time.Time) (*record.Record, error) {
+	sigs := catchSignals() // installed until exit: a late signal must not change the exit code
+	l, err := marks.Listen(marks.Dir, int(a.UID), int(a.GID))
+	if err != nil {
+		return nil, err
 	}
 	defer l.Close()
 	notify := func(msg string) {
@@ -125,10 +140,12 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 			fmt.Fprintf(stderr, "coldtrace: %s\n", format.Escape(msg))
 		}
 	}
-	rec, err := trace.Attach(ctx, trace.AttachOptions{
-		Options: trace.Options{Interval: o.interval, Actor: a, Launched: launched, Version: version,
-			Signals: sigs, Notify: notify, NoGPU: o.noGPU, NoStacks: o.noStacks, NoJIT: os.Getenv("COLDTRACE_NO_JIT") == "1"},
-		PIDs: o.pids, Cgroup: o.cgroup, Duration: o.duration, Marks: l.C,
+	opts := trace.Options{Interval: o.interval, Actor: a, Launched: launched, Version: version,
+		Signals: sigs, Notify: notify, Checkpoint: checkpointFunc(ckpt), CheckpointEvery: o.checkpoints.every}
+	o.sensorOptions.apply(&opts, os.Getenv, stderr)
+	return trace.Attach(ctx, trace.AttachOptions{
+		Options: opts,
+		PIDs:    o.pids, Cgroup: o.cgroup, Duration: o.duration, Marks: l.C,
 		Check: func(pid int) error {
 			if err := a.MayTrace(pid); err != nil {
 				return err
@@ -148,10 +165,6 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 				words.AttachCounts(att), l.Path()))
 		},
 	})
-	if err != nil {
-		return fail(stderr, exitFailure, err)
-	}
-	return writeAttachOutputs(a, o, stdout, stderr, rec)
 }
 
 // checkAttachInputs checks what the user named before anything is
@@ -161,6 +174,9 @@ func attachCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 // exit code of the error.
 func checkAttachInputs(a actor.Actor, o *attachOptions) (int, error) {
 	if err := outfile.Check(a, givenOutputs(o.changed, o.recordPath, o.jsonPath, o.exports)...); err != nil {
+		return exitUsage, err
+	}
+	if err := o.metrics.check(a); err != nil {
 		return exitUsage, err
 	}
 	if o.cgroup != "" {
@@ -208,7 +224,7 @@ func reachCgroup(a actor.Actor, dir string) (string, error) {
 	return resolved, nil
 }
 
-func writeAttachOutputs(a actor.Actor, o attachOptions, stdout, stderr io.Writer, rec *record.Record) int {
+func writeAttachOutputs(ctx context.Context, a actor.Actor, o attachOptions, jsonFD *os.File, stdout, stderr io.Writer, rec *record.Record) int {
 	splitIdleMarks(rec, o.splitIdle.Nanoseconds())
 	res := attribution.Analyze(rec)
 	segs := attribution.Options{}.AnalyzeSegments(rec, attribution.Segments(rec, attribution.SegmentOptions{}))
@@ -223,11 +239,12 @@ func writeAttachOutputs(a actor.Actor, o attachOptions, stdout, stderr io.Writer
 		report(writeStdoutOr(a, o.recordPath, stdout, func(w io.Writer) error { return record.Encode(w, rec) }))
 	}
 	report(o.exports.write(a, stdout, rec, res))
-	if o.changed["json"] {
-		report(writeStdoutOr(a, o.jsonPath, stdout, func(w io.Writer) error { return summary.Write(w, rec, res) }))
+	report(o.metrics.write(ctx, stderr, rec, res))
+	if o.changed["json"] || jsonFD != nil {
+		report(writeJSON(a, o.jsonPath, jsonFD, stdout, rec, res))
 	}
 	if !o.quiet {
-		report(text.Write(stderr, rec, res, text.Options{TopFiles: 10}))
+		report(text.Write(stderr, rec, res, text.Options{TopFiles: o.topFiles}))
 		if len(segs) > 1 {
 			report(segments.WriteText(stderr, segs))
 		}
@@ -243,7 +260,7 @@ func writeAttachOutputs(a actor.Actor, o attachOptions, stdout, stderr io.Writer
 func markCommand(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("coldtrace mark", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	pid := fs.Int("pid", 0, "mark the trace that follows `PID` (or whose coldtrace has that pid); needed when several run")
+	pidArg := fs.String("pid", "", "mark the trace that follows `PID` (or whose coldtrace has that pid); needed when several run")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: coldtrace mark [--pid PID] LABEL\n\nflags:\n")
 		fs.PrintDefaults()
@@ -257,6 +274,13 @@ func markCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 1 {
 		return fail(stderr, exitUsage, fmt.Errorf("%w: mark takes one LABEL, got %d arguments", errUsage, fs.NArg()))
 	}
+	pid := 0
+	if fs.Changed("pid") {
+		var err error
+		if pid, err = parsePID(*pidArg); err != nil {
+			return fail(stderr, exitUsage, err)
+		}
+	}
 	// Marks are checked against the user coldtrace acts for: under sudo
 	// the mark goes out with that user's rights, to their traces only.
 	a, err := actor.Resolve("", os.Getenv)
@@ -264,7 +288,7 @@ func markCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, exitUsage, err)
 	}
 	mayMark := func(t marks.Trace) bool { return a.IsRoot() || t.Owner == a.UID }
-	t, err := marks.Find(marks.Dir, *pid, mayMark)
+	t, err := marks.Find(marks.Dir, pid, mayMark)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}

@@ -32,6 +32,7 @@ type benchOptions struct {
 	busyCPU                     float64
 	busyIOMiB                   float64
 	noGPU                       bool
+	noJIT, noNetwork            bool
 	command                     []string
 }
 
@@ -61,6 +62,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 	fs.Float64Var(&o.busyCPU, "busy-cpu", 0.25, "flag runs during which other processes used this many CPUs on average")
 	fs.Float64Var(&o.busyIOMiB, "busy-io", 20, "flag runs during which other processes did this many MiB/s of block I/O")
 	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
+	fs.BoolVar(&o.noJIT, "no-jit", false, "do not trace compiles and kernel caches (replaces "+noJITEnv+"=1)")
+	fs.BoolVar(&o.noNetwork, "no-network", false, "do not trace downloads")
 	if err := parseFlags(fs, args); err != nil {
 		return o, err
 	}
@@ -191,6 +194,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	stderr = stopOnEPIPE(stderr)
 	runner := abrun.New(abrun.Options{
 		Version: version, Actor: a, Signals: sigs, NoGPU: o.noGPU,
+		NoJIT: o.noJIT || noJITFromEnv(os.Getenv, stderr), NoNetwork: o.noNetwork,
 		Notify: func(msg string) { fmt.Fprintf(stderr, "\rcoldtrace: %s\n", format.Escape(msg)) },
 	})
 	defer runner.Close()
@@ -284,15 +288,23 @@ type benchJSON struct {
 	B      abrun.Side    `json:"b"`
 	Order  string        `json:"order"`
 	Report *abrun.Report `json:"bench"`
-	// Verdict is the summary's verdict in words.
-	Verdict string `json:"verdict_text"`
+	// Verdict is the summary's verdict in words, the one-line answer
+	// every document has under "verdict".
+	Verdict string `json:"verdict"`
+	// VerdictText is Verdict under its v1 name, written for one more
+	// release (deprecated).
+	VerdictText string `json:"verdict_text"`
 }
+
+// benchSchema names `coldtrace bench --json`; v2 added "verdict".
+const benchSchema = "coldtrace.bench/v2"
 
 func writeBenchJSON(w io.Writer, rep *abrun.Report) error {
 	order := "alternate"
 	if rep.Plan.Shuffle {
 		order = "shuffle"
 	}
-	return encodeJSON(w, benchJSON{Schema: "coldtrace.bench/v1", A: rep.Plan.A, B: rep.Plan.B, Order: order,
-		Report: rep, Verdict: bench.Verdict(rep.Summary)})
+	verdict := bench.Verdict(rep.Summary)
+	return encodeJSON(w, benchJSON{Schema: benchSchema, A: rep.Plan.A, B: rep.Plan.B, Order: order,
+		Report: rep, Verdict: verdict, VerdictText: verdict})
 }

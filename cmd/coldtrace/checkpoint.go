@@ -20,9 +20,15 @@ type checkpointOptions struct {
 	killOnExit bool
 }
 
+// addFlags registers --checkpoint on fs (run and attach).
 func (c *checkpointOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.every, "checkpoint", time.Minute,
 		"write the record so far every `D` to -o PATH.partial (no -o: /var/tmp/coldtrace-USER/), so a killed coldtrace leaves one; 0 turns it off")
+}
+
+// addKillOnExitFlag registers --kill-on-exit on fs: run only, as only
+// run starts the command it could kill.
+func (c *checkpointOptions) addKillOnExitFlag(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.killOnExit, "kill-on-exit", false,
 		"kill the command and everything it started if coldtrace dies first (default: the command runs on, untraced)")
 }

@@ -18,6 +18,8 @@ func evictCommand(args []string, stdout, stderr io.Writer) int {
 		"written back first (fdatasync), then POSIX_FADV_DONTNEED; cachestat verifies.\n\nflags:\n", stderr)
 	from := fs.String("from", "", "evict the files `RECORD` read from disk")
 	asJSON := fs.Bool("json", false, "print JSON")
+	var doc documentOutput
+	doc.addFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return parseFailed(stderr, err)
 	}
@@ -28,17 +30,21 @@ func evictCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
+	if err := doc.check(who.actor); err != nil {
+		return fail(stderr, exitUsage, err)
+	}
 	paths, _, err := targetPaths(who, *from, fs.Args(), stderr)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
 	done, probs := residency.Evict(who.actor, paths)
 	printProblems(stderr, probs)
-	if *asJSON {
-		err = encodeJSON(stdout, evictJSON{"coldtrace.evict/v1", done})
-	} else {
-		err = writeEvictText(stdout, done)
-	}
+	err = doc.write(who.actor, stdout, func(w io.Writer) error {
+		if *asJSON {
+			return encodeJSON(w, evictJSON{"coldtrace.evict/v1", done})
+		}
+		return writeEvictText(w, done)
+	})
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}

@@ -241,9 +241,9 @@ func checkSeedText(t *testing.T, rec string) {
 // checkSeedTimeline: the timeline's segment slices carry the same numbers.
 func checkSeedTimeline(t *testing.T, rec string) {
 	t.Helper()
-	code, out, stderr := coldtrace(t, nil, "report", "--format", "perfetto", rec)
+	code, out, stderr := coldtrace(t, nil, "report", "--timeline", "-", rec)
 	if code != 0 {
-		t.Fatalf("report --format perfetto: exit %d: %s", code, stderr)
+		t.Fatalf("report --timeline -: exit %d: %s", code, stderr)
 	}
 	var tl struct {
 		TraceEvents []struct {

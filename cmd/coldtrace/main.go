@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/coldtrace/coldtrace/trace/launch"
@@ -78,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, launched 
 		case "version", "--version":
 			fmt.Fprintf(stdout, "coldtrace %s\n", version)
 			return 0
-		case "help":
+		case "help", "--help", "-h":
 			printUsage(stdout)
 			return 0
 		}
@@ -94,15 +95,15 @@ usage:
   sudo coldtrace attach --pid PID[,PID...] | --cgroup DIR [--duration D] [--split-idle D] [-o PATH]
                                                 trace running processes until Ctrl-C, D, or their exit
   coldtrace mark [--pid PID] LABEL              cut the running trace into segments here
-  coldtrace report [--format text|json|pprof|perfetto] [-o PATH] RECORD
+  coldtrace report [--json] [--pprof PATH] [--timeline PATH] [-o PATH] RECORD
                                                 re-render a saved record (no root needed)
   coldtrace diff [--json] A B                   compare two records (cold first)
   coldtrace merge [--json] RECORD...            one answer for the ranks of a job: slowest rank and why
-  coldtrace status [--from RECORD] [--json] [PATH...]
+  coldtrace status [--from RECORD] [--json] [-o PATH] [PATH...]
                                                 page cache and kernel caches now; predicts the next run
-  coldtrace evict [--json] PATH...|--from RECORD
+  coldtrace evict [--json] [-o PATH] PATH...|--from RECORD
                                                 drop exactly these files from the page cache
-  coldtrace prefetch [--dry-run] [--force] PATH...|--from RECORD
+  coldtrace prefetch [--dry-run] [--force] [--json] [-o PATH] PATH...|--from RECORD
                                                 read only what is not cached
   sudo coldtrace doctor [--dir DIR]             check tracing and page-cache counting on this machine
   sudo coldtrace bench [-n PAIRS] --a 'CMD' --b 'CMD' | --cold-warm -- CMD   interleaved A/B runs: drift, verdict, why
@@ -112,9 +113,11 @@ run 'coldtrace run --help', 'coldtrace report --help' or 'coldtrace diff --help'
 `)
 }
 
-// fail prints one line, the way every error reaches the user.
+// fail prints one line, the way every error reaches the user. A usage
+// error says "usage" once: the errUsage mark that wraps it is for the
+// code, not the reader, whose line often ends in the usage itself.
 func fail(stderr io.Writer, code int, err error) int {
-	fmt.Fprintf(stderr, "coldtrace: error: %s\n", errorText(err))
+	fmt.Fprintf(stderr, "coldtrace: error: %s\n", strings.TrimPrefix(errorText(err), errUsage.Error()+": "))
 	return code
 }
 

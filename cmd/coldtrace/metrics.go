@@ -32,9 +32,20 @@ type metricsOptions struct {
 	configPath string
 }
 
-// addFlags registers --label, --push and --prom-textfile on fs.
+// addFlags registers the label group (--label) and the metrics group
+// (--push, --prom-textfile) on fs.
 func (o *metricsOptions) addFlags(fs *pflag.FlagSet) {
+	o.addLabelFlags(fs)
+	o.addMetricsFlags(fs)
+}
+
+// addLabelFlags registers --label on fs.
+func (o *metricsOptions) addLabelFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.labelPairs, "label", nil, "label the run `NAME=VALUE` (repeatable: host, rank, job, model); kept in the record, on every metric and pprof sample")
+}
+
+// addMetricsFlags registers --push and --prom-textfile on fs.
+func (o *metricsOptions) addMetricsFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.pushURL, "push", "", "push the run's metrics to the Prometheus Pushgateway at `URL` (group: job and instance labels); a failed push is a warning")
 	fs.StringVar(&o.textfileDir, "prom-textfile", "", "write the run's metrics into `DIR` for node_exporter's textfile collector (coldtrace_JOB_INSTANCE.prom, replaced atomically)")
 	o.configPath = config.Path

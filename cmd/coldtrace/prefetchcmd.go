@@ -29,6 +29,8 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 	force := fs.Bool("force", false, "read even when it does not fit in memory (MemAvailable, the memory cgroup's limit)")
 	workers := fs.Int("jobs", 4, "files read at once")
 	asJSON := fs.Bool("json", false, "print JSON")
+	var doc documentOutput
+	doc.addFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return parseFailed(stderr, err)
 	}
@@ -41,6 +43,9 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 	who, err := invokingUser()
 	if err != nil {
 		return fail(stderr, exitFailure, err)
+	}
+	if err := doc.check(who.actor); err != nil {
+		return fail(stderr, exitUsage, err)
 	}
 	paths, in, err := targetPaths(who, *from, fs.Args(), stderr)
 	if err != nil {
@@ -63,7 +68,7 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	fit := mem.Check(plan.MissingBytes)
 	if *dryRun {
-		if err := writePrefetchPlan(stdout, plan, rate, fit, *asJSON); err != nil {
+		if err := doc.write(who.actor, stdout, func(w io.Writer) error { return writePrefetchPlan(w, plan, rate, fit, *asJSON) }); err != nil {
 			return fail(stderr, exitFailure, err)
 		}
 		return partial
@@ -102,21 +107,7 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 			partial = exitPartial
 		}
 	}
-	if *asJSON {
-		out := prefetchJSON{Schema: "coldtrace.prefetch/v1", ReadBytes: res.ReadBytes, TotalBytes: plan.TotalBytes, ElapsedNS: int64(res.Elapsed)}
-		for _, f := range res.Files {
-			e := prefetchedFile{Path: f.Path, ReadBytes: f.ReadBytes}
-			if f.Err != nil {
-				e.Error = f.Err.Error()
-			}
-			out.Files = append(out.Files, e)
-		}
-		err = encodeJSON(stdout, out)
-	} else {
-		_, err = fmt.Fprintf(stdout, "coldtrace prefetch: read %s of %s (%s; the rest was cached) in %s, %.0f MB/s\n",
-			format.Bytes(uint64(res.ReadBytes)), plural(len(plan.Files), "file"), format.Bytes(uint64(plan.TotalBytes)),
-			format.Duration(int64(res.Elapsed)), float64(res.ReadBytes)/max(res.Elapsed.Seconds(), 1e-9)/1e6)
-	}
+	err = doc.write(who.actor, stdout, func(w io.Writer) error { return writePrefetchResult(w, plan, res, *asJSON) })
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
@@ -125,6 +116,33 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	return partial
 }
+
+// writePrefetchResult says what was read.
+func writePrefetchResult(w io.Writer, plan residency.Plan, res residency.Result, asJSON bool) error {
+	if asJSON {
+		out := prefetchJSON{Schema: prefetchSchema, ReadBytes: res.ReadBytes, TotalBytes: plan.TotalBytes, ElapsedNS: int64(res.Elapsed)}
+		for _, f := range res.Files {
+			e := prefetchedFile{Path: f.Path, ReadBytes: f.ReadBytes}
+			if f.Err != nil {
+				e.Error = f.Err.Error()
+			}
+			out.Files = append(out.Files, e)
+		}
+		return encodeJSON(w, out)
+	}
+	_, err := fmt.Fprintf(w, "coldtrace prefetch: read %s of %s (%s; the rest was cached) in %s, %.0f MB/s\n",
+		format.Bytes(uint64(res.ReadBytes)), plural(len(plan.Files), "file"), format.Bytes(uint64(plan.TotalBytes)),
+		format.Duration(int64(res.Elapsed)), float64(res.ReadBytes)/max(res.Elapsed.Seconds(), 1e-9)/1e6)
+	return err
+}
+
+// The schema ids of prefetch's two documents: what was read, and with
+// --dry-run what would be (a different document, so a reader can tell
+// them apart by the id alone).
+const (
+	prefetchSchema     = "coldtrace.prefetch/v1"
+	prefetchPlanSchema = "coldtrace.prefetch-plan/v1"
+)
 
 // progressLine is the live line on a terminal.
 func progressLine(p residency.Progress) string {
@@ -143,7 +161,7 @@ func writePrefetchPlan(w io.Writer, plan residency.Plan, rate float64, fit error
 		etaNS = int64(float64(plan.MissingBytes) / rate * 1e9)
 	}
 	if asJSON {
-		out := prefetchPlanJSON{Schema: "coldtrace.prefetch/v1", DryRun: true, Plan: plan, Fits: fit == nil, Rate: rate, ETANS: etaNS}
+		out := prefetchPlanJSON{Schema: prefetchPlanSchema, DryRun: true, Plan: plan, Fits: fit == nil, Rate: rate, ETANS: etaNS}
 		if fit != nil {
 			out.Refusal = fit.Error()
 		}

@@ -25,25 +25,14 @@ import (
 var beforeOutputs func()
 
 type runOptions struct {
-	jsonPath    string
-	recordPath  string
+	traceOutputOptions
+	sensorOptions
 	interval    time.Duration
 	user        string
-	quiet       bool
-	topFiles    int
-	noGPU       bool
-	noStacks    bool
-	gpuEvery    time.Duration
-	cacheDirs   []string
-	jitUprobes  []string
-	jitSyscalls string
-	exports     exportOptions
 	checkpoints checkpointOptions
 	cold        coldOptions
 	metrics     metricsOptions
 	command     []string
-	// jsonFD is --json-fd: an inherited descriptor for the JSON summary.
-	jsonFD int
 	// splitIdle cuts an unmarked run at idle stretches (--split-idle).
 	splitIdle time.Duration
 	// changed holds the flags given on the command line, by name: an
@@ -56,21 +45,12 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs := pflag.NewFlagSet("coldtrace run", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SetInterspersed(false) // the command's own flags are not ours
-	fs.StringVar(&o.jsonPath, "json", "", "write the JSON summary to `PATH` ('-' for stdout)")
-	fs.StringVarP(&o.recordPath, "output", "o", "", "write the full run record to `PATH` (for report/diff)")
+	o.traceOutputOptions.addFlags(fs)
+	o.sensorOptions.addFlags(fs)
 	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "timeline sampling period")
 	fs.StringVar(&o.user, "user", "", "run the command as `NAME` (real root login only; under sudo the command runs as you)")
-	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the summary on stderr")
-	fs.IntVar(&o.topFiles, "top", 10, "files listed in the summary")
-	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
-	fs.BoolVar(&o.noStacks, "no-stacks", false, "do not take Python stacks")
-	fs.DurationVar(&o.gpuEvery, "gpu-interval", 100*time.Millisecond, "GPU sampling period")
-	fs.StringArrayVar(&o.cacheDirs, "cache-dir", nil, "extra kernel-cache directory `NAME=PATH` (repeatable)")
-	fs.StringArrayVar(&o.jitUprobes, "jit-uprobe", nil, "time calls of `LIB:SYMBOL` as compiles (repeatable)")
-	fs.StringVar(&o.jitSyscalls, "jit-syscalls", trace.JITSyscallsAuto, "when to trace the path syscalls kernel-cache hits and misses come from: `auto` (once a process uses a framework with a kernel cache, e.g. python, libcuda; from the start when the command is one) or always")
-	o.exports.addFlags(fs)
 	o.checkpoints.addFlags(fs)
-	fs.IntVar(&o.jsonFD, "json-fd", -1, "write the JSON summary to inherited descriptor `N` (e.g. --json-fd 3 3>summary.json)")
+	o.checkpoints.addKillOnExitFlag(fs)
 	o.cold.addFlags(fs)
 	o.metrics.addFlags(fs)
 	fs.DurationVar(&o.splitIdle, "split-idle", 0, "without marks, cut the run into segments at idle stretches of at least `D`")
@@ -87,11 +67,11 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	o.command = fs.Args()
 	o.changed = map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
-	if o.changed["json"] && o.changed["json-fd"] {
-		return o, fmt.Errorf("%w: --json and --json-fd both name the JSON summary; give one", errUsage)
+	if err := checkJSONTargets(o.changed); err != nil {
+		return o, err
 	}
-	if o.jitSyscalls != trace.JITSyscallsAuto && o.jitSyscalls != trace.JITSyscallsAlways {
-		return o, fmt.Errorf("%w: --jit-syscalls %q: want auto or always", errUsage, o.jitSyscalls)
+	if err := o.sensorOptions.check(); err != nil {
+		return o, err
 	}
 	if err := o.cold.check(o.command); err != nil {
 		return o, fmt.Errorf("%w: %v", errUsage, err)
@@ -160,29 +140,24 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if ml != nil {
 		defer ml.Close()
 	}
-	rec, err := trace.Run(ctx, trace.Options{
-		Command:     o.command,
-		Interval:    o.interval,
-		Actor:       a,
-		Launched:    launched,
-		Env:         env,
-		Marks:       markChannel(ml),
-		OnStart:     func(pid int) { trackedBy(ml, pid, stderr) },
-		Version:     version,
-		Signals:     sigs,
-		Notify:      func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
-		NoGPU:       o.noGPU,
-		NoStacks:    o.noStacks,
-		NoJIT:       os.Getenv("COLDTRACE_NO_JIT") == "1", // README: turns the JIT tracing off
-		GPUInterval: o.gpuEvery,
-		CacheDirs:   o.cacheDirs,
-		JITUprobes:  o.jitUprobes,
-		JITSyscalls: o.jitSyscalls,
+	opts := trace.Options{
+		Command:  o.command,
+		Interval: o.interval,
+		Actor:    a,
+		Launched: launched,
+		Env:      env,
+		Marks:    markChannel(ml),
+		OnStart:  func(pid int) { trackedBy(ml, pid, stderr) },
+		Version:  version,
+		Signals:  sigs,
+		Notify:   func(msg string) { fmt.Fprintf(stderr, "coldtrace: %s\n", msg) },
 
 		Checkpoint:      checkpointFunc(ckpt),
 		CheckpointEvery: o.checkpoints.every,
 		KillOnExit:      o.checkpoints.killOnExit,
-	})
+	}
+	o.sensorOptions.apply(&opts, os.Getenv, stderr)
+	rec, err := trace.Run(ctx, opts)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
@@ -253,13 +228,15 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("coldtrace report", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the JSON summary instead of text")
-	top := fs.Int("top", 10, "files listed in the text summary")
-	format := fs.String("format", "text", "output `FORMAT`: text, json, pprof or perfetto")
+	top := fs.Int("top", defaultTop, "files listed in the text summary")
+	format := fs.String("format", "text", "output `FORMAT`: text, json, pprof or perfetto (all but text deprecated: use --json, --pprof PATH, --timeline PATH)")
 	out := fs.StringP("output", "o", "", "write to `PATH` instead of stdout")
 	segs := fs.Bool("segments", false, "print one row per segment (marks, or --split-idle cuts)")
 	splitIdle := fs.Duration("split-idle", 0, "with --segments on a record without marks: cut at idle stretches of at least `D`")
 	persist := fs.Bool("persist", false, "print the shell export lines that keep the caches this run wrote (valid sh)")
 	baselinePath := fs.String("baseline", "", "sequential read rates per device from `RECORD` when this run has none")
+	var exports reportExports
+	exports.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: coldtrace report [flags] RECORD\n\nflags:\n")
 		fs.PrintDefaults()
@@ -281,12 +258,18 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	if err := checkReportOutput(a, fs.Changed("output"), *out, f, stdout); err != nil {
+	if err := exports.prepare(a, f, *out, stdout, stderr); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
 	rec, err := readRecordAs(a, fs.Arg(0))
 	if err != nil {
 		return fail(stderr, exitFailure, err)
+	}
+	if done, err := exports.writeFirst(a, stdout, rec); err != nil || done {
+		if err != nil {
+			return fail(stderr, exitFailure, err)
+		}
+		return 0 // stdout carried the export
 	}
 	if *segs {
 		path := *out

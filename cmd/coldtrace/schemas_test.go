@@ -7,18 +7,18 @@ import (
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/diff"
 	reportmerge "github.com/coldtrace/coldtrace/report/merge"
+	"github.com/coldtrace/coldtrace/report/segments"
 	"github.com/coldtrace/coldtrace/report/summary"
 )
 
-// The JSON documents whose types live in this package. The two prefetch
-// documents (a run and --dry-run) carry one schema id; bench's is also
-// the overhead harness's (cmd/bench).
+// The JSON documents whose types live in this package, each with its own
+// schema id (prefetch's run and its --dry-run plan apart).
 var (
 	docStatus       = schematest.Document{Name: "status", ID: StatusSchema, Type: statusReport{}}
-	docBench        = schematest.Document{Name: "bench", ID: "coldtrace.bench/v1", Type: benchJSON{}}
+	docBench        = schematest.Document{Name: "bench", ID: benchSchema, Type: benchJSON{}}
 	docEvict        = schematest.Document{Name: "evict", ID: "coldtrace.evict/v1", Type: evictJSON{}}
 	docPrefetch     = schematest.Document{Name: "prefetch", ID: "coldtrace.prefetch/v1", Type: prefetchJSON{}}
-	docPrefetchPlan = schematest.Document{Name: "prefetch-plan", ID: "coldtrace.prefetch/v1", Type: prefetchPlanJSON{}}
+	docPrefetchPlan = schematest.Document{Name: "prefetch-plan", ID: prefetchPlanSchema, Type: prefetchPlanJSON{}}
 )
 
 // Documents whose types live in other packages, for validation here by
@@ -29,7 +29,7 @@ var (
 	docDiff     = schematest.Document{Name: "diff", ID: diff.Schema}
 	docMerge    = schematest.Document{Name: "merge", ID: reportmerge.Schema}
 	docTimeline = schematest.Document{Name: "timeline"}
-	docSegments = schematest.Document{Name: "segments"}
+	docSegments = schematest.Document{Name: "segments", ID: segments.Schema}
 )
 
 // TestJSONSchema holds the schemas of this package's documents under

@@ -24,15 +24,18 @@ const warmShare = 0.01
 // statusReport is `coldtrace status`, as JSON and as the text is made
 // from.
 type statusReport struct {
-	Schema     string              `json:"schema"`
-	Record     string              `json:"record,omitempty"`
-	User       statusUser          `json:"user"`
-	Files      []residency.File    `json:"files"`
-	Totals     statusTotals        `json:"totals"`
-	Caches     []kcache.Cache      `json:"caches"`
-	Prediction *prediction         `json:"prediction,omitempty"`
-	Problems   []string            `json:"problems,omitempty"`
-	byName     map[string][]string // record cache name → roots
+	Schema     string           `json:"schema"`
+	Record     string           `json:"record,omitempty"`
+	User       statusUser       `json:"user"`
+	Files      []residency.File `json:"files"`
+	Totals     statusTotals     `json:"totals"`
+	Caches     []kcache.Cache   `json:"caches"`
+	Prediction *prediction      `json:"prediction,omitempty"`
+	// Verdict is the one-line answer, the prediction's sentence, under
+	// the key every document has it; absent without a prediction.
+	Verdict  string              `json:"verdict,omitempty"`
+	Problems []string            `json:"problems,omitempty"`
+	byName   map[string][]string // record cache name → roots
 }
 
 type statusUser struct {
@@ -70,7 +73,9 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 		"the kernel caches of the invoking user, and whether the next run will be cold. Runs nothing.\n\nflags:\n", stderr)
 	from := fs.String("from", "", "the files `RECORD` read from disk, and the caches it used")
 	asJSON := fs.Bool("json", false, "print JSON (schema "+StatusSchema+")")
-	top := fs.Int("top", 20, "files listed in the text")
+	top := fs.Int("top", defaultTop, "files listed in the text")
+	var doc documentOutput
+	doc.addFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return parseFailed(stderr, err)
 	}
@@ -78,15 +83,19 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
+	if err := doc.check(who.actor); err != nil {
+		return fail(stderr, exitUsage, err)
+	}
 	rep, failed, err := buildStatus(who, *from, fs.Args(), stderr)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	if *asJSON {
-		err = encodeJSON(stdout, rep)
-	} else {
-		err = writeStatusText(stdout, rep, *top)
-	}
+	err = doc.write(who.actor, stdout, func(w io.Writer) error {
+		if *asJSON {
+			return encodeJSON(w, rep)
+		}
+		return writeStatusText(w, rep, *top)
+	})
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
@@ -153,6 +162,7 @@ func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) 
 			rate, what = in.diskRate, "the files it read from disk"
 		}
 		rep.Prediction = predict(rep.Totals, rate, what, rep.recordCaches())
+		rep.Verdict = rep.Prediction.Sentence
 	}
 	return rep, len(probs) > 0, nil
 }

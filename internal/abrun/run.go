@@ -44,6 +44,10 @@ type Options struct {
 	Signals <-chan os.Signal
 	Notify  func(string)
 	NoGPU   bool
+	// NoJIT and NoNetwork turn the JIT and network sensors off (bench
+	// --no-jit, --no-network).
+	NoJIT     bool
+	NoNetwork bool
 	// RSSEvery and ScanEvery are the sampling periods of the tree's RSS
 	// (100 ms when zero) and of other processes' CPU and I/O (1 s).
 	RSSEvery  time.Duration
@@ -168,19 +172,20 @@ func (r *Runner) Run(ctx context.Context, argv, env []string) (*Result, error) {
 	}
 	mon.start()
 	rec, err := trace.Run(ctx, trace.Options{
-		Command:  command,
-		Actor:    r.opts.Actor,
-		Env:      cmdEnv,
-		Launched: time.Now(),
-		Version:  r.opts.Version,
-		Stdin:    os.Stdin,
-		Stdout:   stdout,
-		Stderr:   stderr,
-		Signals:  r.signals,
-		Notify:   r.opts.Notify,
-		NoGPU:    r.opts.NoGPU,
-		NoJIT:    os.Getenv("COLDTRACE_NO_JIT") == "1",
-		OnStart:  mon.released,
+		Command:   command,
+		Actor:     r.opts.Actor,
+		Env:       cmdEnv,
+		Launched:  time.Now(),
+		Version:   r.opts.Version,
+		Stdin:     os.Stdin,
+		Stdout:    stdout,
+		Stderr:    stderr,
+		Signals:   r.signals,
+		Notify:    r.opts.Notify,
+		NoGPU:     r.opts.NoGPU,
+		NoJIT:     r.opts.NoJIT,
+		NoNetwork: r.opts.NoNetwork,
+		OnStart:   mon.released,
 	})
 	if err != nil {
 		mon.finish(nil)

@@ -16,11 +16,15 @@ import (
 )
 
 // Schema names the JSON format of `coldtrace merge --json`.
-const Schema = "coldtrace.merge/v1"
+// v2 added "verdict"; "summary" holds the same sentence for one more
+// release (deprecated).
+const Schema = "coldtrace.merge/v2"
 
 type document struct {
 	Schema string `json:"schema"`
-	// Summary is the answer in one sentence (Sentence).
+	// Verdict is the answer in one sentence (Sentence).
+	Verdict string `json:"verdict"`
+	// Summary is Verdict under its v1 name (deprecated).
 	Summary string `json:"summary"`
 	*merge.Job
 }
@@ -29,7 +33,8 @@ type document struct {
 func WriteJSON(w io.Writer, job *merge.Job) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(document{Schema: Schema, Summary: Sentence(job), Job: job}); err != nil {
+	sentence := Sentence(job)
+	if err := enc.Encode(document{Schema: Schema, Verdict: sentence, Summary: sentence, Job: job}); err != nil {
 		return fmt.Errorf("write merge JSON: %w", err)
 	}
 	return nil

@@ -56,6 +56,7 @@ func TestTextAndJSON(t *testing.T) {
 	var doc struct {
 		Schema  string `json:"schema"`
 		Summary string `json:"summary"`
+		Verdict string `json:"verdict"`
 		Slowest int    `json:"slowest"`
 		Ranks   []struct {
 			Name      string `json:"name"`
@@ -68,7 +69,7 @@ func TestTextAndJSON(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Schema != Schema || doc.Ranks[doc.Slowest].Name != "rank 3" || len(doc.Ranks[0].Breakdown) != 6 || doc.Summary != Sentence(j) {
+	if doc.Schema != Schema || doc.Ranks[doc.Slowest].Name != "rank 3" || len(doc.Ranks[0].Breakdown) != 6 || doc.Summary != Sentence(j) || doc.Verdict != doc.Summary {
 		t.Errorf("JSON %+v", doc)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/coldtrace/coldtrace/internal/schematest"
 )
 
-// segmentsDoc is `coldtrace segments --json`; it carries no schema id.
-var segmentsDoc = schematest.Document{Name: "segments", Type: document{}}
+// segmentsDoc is `report --segments --json`.
+var segmentsDoc = schematest.Document{Name: "segments", ID: Schema, Type: document{}}
 
 // TestJSONSchema holds docs/schemas/segments.schema.json to the document
 // type.

@@ -41,16 +41,20 @@ func ToJSON(segs []attribution.SegmentResult) []JSON {
 	return out
 }
 
-// document is the JSON of `coldtrace segments --json`.
+// Schema names the JSON of `report --segments --json`.
+const Schema = "coldtrace.segments/v1"
+
+// document is the JSON of `report --segments --json`.
 type document struct {
+	Schema   string `json:"schema"`
 	Segments []JSON `json:"segments"`
 }
 
-// WriteJSON writes {"segments": [...]}.
+// WriteJSON writes {"schema": Schema, "segments": [...]}.
 func WriteJSON(w io.Writer, segs []attribution.SegmentResult) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(document{ToJSON(segs)})
+	return enc.Encode(document{Schema: Schema, Segments: ToJSON(segs)})
 }
 
 // Attached says how an attached record began, or "" for a run.

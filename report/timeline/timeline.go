@@ -19,6 +19,10 @@ import (
 	"github.com/coldtrace/coldtrace/report/words"
 )
 
+// Schema names the timeline in its otherData ("schema"); the record's
+// own id stands beside it as "record_schema".
+const Schema = "coldtrace.timeline/v1"
+
 // The timeline's synthetic process, which holds the run-wide tracks
 // (phases, compile slices, counters). Its pid is above any Linux pid
 // (pid_max is at most 2^22) and fits an int32.
@@ -64,12 +68,13 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result) error {
 		TraceEvents:     tb.events(),
 		DisplayTimeUnit: "ms",
 		OtherData: map[string]string{
-			"command":   strings.Join(r.Command, " "),
-			"wall":      format.Duration(res.WallNS),
-			"exit_code": strconv.Itoa(r.ExitCode),
-			"verdict":   words.Verdict(res.Verdict),
-			"rule":      res.Rule,
-			"schema":    record.Schema,
+			"command":       strings.Join(r.Command, " "),
+			"wall":          format.Duration(res.WallNS),
+			"exit_code":     strconv.Itoa(r.ExitCode),
+			"verdict":       words.Verdict(res.Verdict),
+			"rule":          res.Rule,
+			"schema":        Schema,
+			"record_schema": record.Schema,
 		},
 	}
 	if !r.Start.IsZero() {

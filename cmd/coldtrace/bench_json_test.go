@@ -1,0 +1,29 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/coldtrace/coldtrace/internal/abrun"
+)
+
+// TestBenchJSONSaysVerdictUnderBothNames: v2 puts the one-line answer
+// under "verdict" and keeps v1's "verdict_text" beside it for a release.
+func TestBenchJSONSaysVerdictUnderBothNames(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeBenchJSON(&b, &abrun.Report{}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Schema      string `json:"schema"`
+		Verdict     string `json:"verdict"`
+		VerdictText string `json:"verdict_text"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Schema != "coldtrace.bench/v2" || doc.Verdict == "" || doc.Verdict != doc.VerdictText {
+		t.Errorf("schema %q, verdict %q, verdict_text %q", doc.Schema, doc.Verdict, doc.VerdictText)
+	}
+}
