@@ -88,6 +88,10 @@ type Record struct {
 	Attached *Attached `json:"attached,omitempty"`
 	// Marks cut the run into segments (coldtrace mark, COLDTRACE_MARK).
 	Marks []Mark `json:"marks,omitempty"`
+	// Ready is when the traced program was ready to serve (the mark
+	// --ready named, the first mark, or the end of the first busy
+	// stretch of an idle-split trace); compiles after it cost requests.
+	Ready *Ready `json:"ready,omitempty"`
 	// Untraced are the processes that left the trace at a secure exec
 	// (a setuid program under sudo), in the order they left.
 	Untraced []Untraced `json:"untraced,omitempty"`

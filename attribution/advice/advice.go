@@ -19,7 +19,9 @@ type Advice struct {
 	Persist []Persist        `json:"persist,omitempty"`
 	Reads   []FileRead       `json:"reads,omitempty"`
 	NoCache []NoCacheCompile `json:"no_cache,omitempty"`
-	Next    []Action         `json:"advice,omitempty"`
+	// Late are the compiles after the program was ready.
+	Late *LateCompiles `json:"compiles_after_ready,omitempty"`
+	Next []Action      `json:"advice,omitempty"`
 }
 
 // Action is one next step: what to do, the seconds it would save on the
@@ -40,6 +42,7 @@ func Of(r *record.Record, baseline *record.Record) Advice {
 	a.Persist = PersistList(r)
 	a.Reads = Reads(r, baseline)
 	a.NoCache = NoCache(r)
+	a.Late = AfterReady(r)
 	a.Next = nextSteps(a)
 	return a
 }
@@ -68,10 +71,35 @@ func nextSteps(a Advice) []Action {
 			out = append(out, *n.Action)
 		}
 	}
+	if a.Late != nil && a.Late.Action != nil {
+		out = append(out, *a.Late.Action)
+	}
 	slices.SortStableFunc(out, func(x, y Action) int { return cmp.Compare(y.SavesNS, x.SavesNS) })
 	if len(out) > MaxActions {
 		out = out[:MaxActions]
 	}
+	return out
+}
+
+// Trap is one finding the verdict may name: what happened, and the
+// seconds it cost this run.
+type Trap struct {
+	Kind     string `json:"kind"`
+	Sentence string `json:"sentence"`
+	CostNS   int64  `json:"cost_ns"`
+}
+
+// MaxVerdictTraps is how many findings the verdict names.
+const MaxVerdictTraps = 2
+
+// Traps are the findings of a, costliest first; the verdict names the
+// first MaxVerdictTraps.
+func Traps(a Advice) []Trap {
+	var out []Trap
+	if a.Late != nil {
+		out = append(out, Trap{Kind: "compiles_after_ready", Sentence: a.Late.Sentence, CostNS: a.Late.CompileNS})
+	}
+	slices.SortStableFunc(out, func(x, y Trap) int { return cmp.Compare(y.CostNS, x.CostNS) })
 	return out
 }
 

@@ -45,6 +45,8 @@ type runOptions struct {
 	jsonFD int
 	// splitIdle cuts an unmarked run at idle stretches (--split-idle).
 	splitIdle time.Duration
+	// ready names the mark at which the program was ready (--ready).
+	ready string
 	// changed holds the flags given on the command line, by name: an
 	// output flag given an empty path is an error, not "no output".
 	changed map[string]bool
@@ -72,6 +74,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	o.cold.addFlags(fs)
 	o.metrics.addFlags(fs)
 	fs.DurationVar(&o.splitIdle, "split-idle", 0, "without marks, cut the run into segments at idle stretches of at least `D`")
+	fs.StringVar(&o.ready, "ready", "", "the program is ready at the first mark labelled `LABEL` (default: the first mark); compiles after it are called out")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -193,6 +196,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		beforeOutputs()
 	}
 
+	markReady(rec, o.ready, o.splitIdle.Nanoseconds())
 	splitIdleMarks(rec, o.splitIdle.Nanoseconds())
 	res := attribution.Analyze(rec)
 	failed := false

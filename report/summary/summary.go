@@ -90,6 +90,9 @@ type Summary struct {
 	Reads       []advice.FileRead       `json:"reads"`
 	NoCache     []advice.NoCacheCompile `json:"no_cache"`
 	Advice      []advice.Action         `json:"advice"`
+	// CompilesAfterReady are the compiles that started after the program
+	// was ready (advice.AfterReady).
+	CompilesAfterReady *advice.LateCompiles `json:"compiles_after_ready,omitempty"`
 }
 
 // Download is one network fetch (the summary's "downloads[]").
@@ -288,6 +291,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.Reads = append([]advice.FileRead{}, a.Reads...)
 	s.NoCache = append([]advice.NoCacheCompile{}, a.NoCache...)
 	s.Advice = append([]advice.Action{}, a.Next...)
+	s.CompilesAfterReady = a.Late
 	return s
 }
 
