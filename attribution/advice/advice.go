@@ -38,7 +38,7 @@ const MaxActions = 5
 // Of computes the advice for one record.
 func Of(r *record.Record, baseline *record.Record) Advice {
 	var a Advice
-	a.Misses = Misses(r)
+	a.Misses = MissesWith(r, baseline)
 	a.Persist = PersistList(r)
 	a.Reads = Reads(r, baseline)
 	a.NoCache = NoCache(r)
@@ -98,6 +98,12 @@ func Traps(a Advice) []Trap {
 	var out []Trap
 	if a.Late != nil {
 		out = append(out, Trap{Kind: "compiles_after_ready", Sentence: a.Late.Sentence, CostNS: a.Late.CompileNS})
+	}
+	for _, m := range a.Misses {
+		// A cache that was there but not used: its compiles are the cost.
+		if (m.Reason == MovedRoot || m.Reason == KeyChanged) && m.Action != nil {
+			out = append(out, Trap{Kind: "cache_not_used", Sentence: m.Sentence, CostNS: m.Action.SavesNS})
+		}
 	}
 	slices.SortStableFunc(out, func(x, y Trap) int { return cmp.Compare(y.CostNS, x.CostNS) })
 	return out

@@ -60,3 +60,40 @@ func TestNoReadyOrNoLateCompileIsNoFinding(t *testing.T) {
 		t.Errorf("compile before the stored ready point: %+v", l)
 	}
 }
+
+func TestBaselineRootIsWhereTheEntriesAre(t *testing.T) {
+	a := numbaCache("/a", []string{"d_1/p.f-2.nbi"})
+	b := numbaCache("/b", []string{"d_1/p.f-2.nbi"})
+	r := &record.Record{JIT: &record.JIT{Caches: []record.Cache{b}}}
+	if m := MissesWith(r, nil); len(m) != 1 || m[0].Reason != Cold {
+		t.Fatalf("no baseline: %+v", m)
+	}
+	base := &record.Record{JIT: &record.JIT{Caches: []record.Cache{a}}}
+	m := MissesWith(r, base)
+	if len(m) != 1 || m[0].Reason != MovedRoot || len(m[0].EntriesAt) != 1 || m[0].EntriesAt[0].Path != "/a" || m[0].EntriesAt[0].Files != 2 ||
+		!strings.Contains(m[0].Sentence, "(NUMBA_CACHE_DIR made it)") || m[0].Action == nil ||
+		m[0].Action.Action != "point the Numba cache back at its entries: export NUMBA_CACHE_DIR=/a" {
+		t.Fatalf("baseline under /a: %+v", m)
+	}
+	tr := Traps(Of(r, base))
+	if len(tr) != 1 || tr[0].Kind != "cache_not_used" || tr[0].CostNS != 40e6 {
+		t.Errorf("traps = %+v", tr)
+	}
+	// The baseline under the same root is not another root.
+	if m := MissesWith(r, &record.Record{JIT: &record.JIT{Caches: []record.Cache{b}}}); len(m) != 1 || m[0].Reason != Cold {
+		t.Errorf("baseline under /b: %+v", m)
+	}
+}
+
+func TestKeyChangeSaysWhatTheRegistryKeyIncludes(t *testing.T) {
+	c := numbaCache("/c", []string{"d_1/p.f-2.nbi"})
+	c.EntriesStale, c.KeyIncludes = 1, "the moon's phase"
+	m := Misses(&record.Record{JIT: &record.JIT{Caches: []record.Cache{c}}})
+	if len(m) != 1 || m[0].KeyIncludes != "the moon's phase" || !strings.Contains(m[0].Sentence, "Numba's key includes the moon's phase") {
+		t.Fatalf("misses = %+v", m)
+	}
+	c.KeyIncludes = ""
+	if m := Misses(&record.Record{JIT: &record.JIT{Caches: []record.Cache{c}}}); !strings.Contains(m[0].KeyIncludes, "modification time") {
+		t.Errorf("older record: %+v", m)
+	}
+}

@@ -260,7 +260,7 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	segs := fs.Bool("segments", false, "print one row per segment (marks, or --split-idle cuts)")
 	splitIdle := fs.Duration("split-idle", 0, "with --segments on a record without marks: cut at idle stretches of at least `D`")
 	persist := fs.Bool("persist", false, "print the shell export lines that keep the caches this run wrote (valid sh)")
-	baselinePath := fs.String("baseline", "", "sequential read rates per device from `RECORD` when this run has none")
+	baselinePath := fs.String("baseline", "", "sequential read rates per device from `RECORD` when this run has none, and the cache roots it wrote entries in")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: coldtrace report [flags] RECORD\n\nflags:\n")
 		fs.PrintDefaults()
