@@ -117,3 +117,32 @@ func TestReadyFlagPicksTheNamedMark(t *testing.T) {
 		t.Fatalf("compiles after ready = %+v; report:\n%s", late, report)
 	}
 }
+
+// TestDiffSaysWhichRunCompiledAfterReady: diff of a run compiling only
+// before ready (A) and one compiling during requests 1 and 3 (B) has
+// B's compiles after ready and none for A.
+func TestDiffSaysWhichRunCompiledAfterReady(t *testing.T) {
+	requireTracing(t)
+	dir := t.TempDir()
+	recA, recB := filepath.Join(dir, "a.rec"), filepath.Join(dir, "b.rec")
+	readySummary(t, readyWorkload(t, "0"), "-o", recA)
+	readySummary(t, readyWorkload(t, "1", "3"), "-o", recB)
+	code, out, stderr := coldtrace(t, nil, "diff", "--json", recA, recB)
+	if code != 0 {
+		t.Fatalf("diff: exit %d\n%s", code, stderr)
+	}
+	var d struct {
+		LateA *advice.LateCompiles `json:"compiles_after_ready_a"`
+		LateB *advice.LateCompiles `json:"compiles_after_ready_b"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.LateA != nil || d.LateB == nil || d.LateB.Compiles != 2 || len(d.LateB.Segments) != 2 {
+		t.Fatalf("diff: A %+v, B %+v", d.LateA, d.LateB)
+	}
+	code, out, _ = coldtrace(t, nil, "diff", recA, recB)
+	if code != 0 || !strings.Contains(out, `compiles after ready in B: 2 compiles after ready (mark "ready"`) || strings.Contains(out, "in A:") {
+		t.Errorf("diff text:\n%s", out)
+	}
+}
