@@ -44,6 +44,10 @@ type Result struct {
 	// eviction during the run: a rerun reads them again, so the warm
 	// estimate keeps it.
 	RereadNS int64 `json:"reread_ns,omitempty"`
+	// RecurringNS is the disk_read time of files read on every run
+	// whatever the page cache holds (Recurring: FUSE): a warm rerun pays
+	// it again.
+	RecurringNS int64 `json:"recurring_ns,omitempty"`
 	// UnobservedNS is wall time no sample covered (after the last sample,
 	// or all of a run without samples); it is counted as other_wait unless
 	// a wall-clock signal (GPU, download) covers it.
@@ -213,7 +217,8 @@ func (a *analyzer) run() *Result {
 	}
 	res.Breakdown = a.breakdown()
 	res.RereadNS = rereadNS(a.r, res.Row(DiskRead))
-	res.WarmEstimateNS = min(a.wall, res.WarmEstimateNS+res.RereadNS)
+	res.RecurringNS = recurringNS(a.r, res.Row(DiskRead))
+	res.WarmEstimateNS = min(a.wall, res.WarmEstimateNS+res.RereadNS+res.RecurringNS)
 	res.Phases = phases(a.slices, a.minPhase())
 	res.Verdict = verdict(res, coldBy(a.r, res))
 	res.Verdict.Memory = memoryCause(a.r, res)

@@ -210,6 +210,9 @@ type File struct {
 	// Order says how the misses came (read or fault, in which order);
 	// nil when the sensor kept none for this file.
 	Order *ReadOrder `json:"order,omitempty"`
+	// FS is the type of the filesystem the file is on ("ext4", "fuse",
+	// "fuse.sshfs", "nfs4"), from the mount table by its device.
+	FS string `json:"fs,omitempty"`
 }
 
 // The kinds of evictor.

@@ -21,7 +21,9 @@ type Advice struct {
 	NoCache []NoCacheCompile `json:"no_cache,omitempty"`
 	// Late are the compiles after the program was ready.
 	Late *LateCompiles `json:"compiles_after_ready,omitempty"`
-	Next []Action      `json:"advice,omitempty"`
+	// Recurring are files read again on every run (FUSE).
+	Recurring []RecurringRead `json:"recurring_reads,omitempty"`
+	Next      []Action        `json:"advice,omitempty"`
 }
 
 // Action is one next step: what to do, the seconds it would save on the
@@ -43,6 +45,7 @@ func Of(r *record.Record, baseline *record.Record) Advice {
 	a.Reads = Reads(r, baseline)
 	a.NoCache = NoCache(r)
 	a.Late = AfterReady(r)
+	a.Recurring = Recurring(r)
 	a.Next = nextSteps(a)
 	return a
 }
@@ -98,6 +101,9 @@ func Traps(a Advice) []Trap {
 	var out []Trap
 	if a.Late != nil {
 		out = append(out, Trap{Kind: "compiles_after_ready", Sentence: a.Late.Sentence, CostNS: a.Late.CompileNS})
+	}
+	for _, rr := range a.Recurring {
+		out = append(out, Trap{Kind: "recurring_read", Sentence: rr.Sentence, CostNS: rr.FillNS})
 	}
 	for _, m := range a.Misses {
 		// A cache that was there but not used: its compiles are the cost.

@@ -93,6 +93,8 @@ type Summary struct {
 	// CompilesAfterReady are the compiles that started after the program
 	// was ready (advice.AfterReady).
 	CompilesAfterReady *advice.LateCompiles `json:"compiles_after_ready,omitempty"`
+	// RecurringReads are files read again on every run (advice.Recurring).
+	RecurringReads []advice.RecurringRead `json:"recurring_reads,omitempty"`
 }
 
 // Download is one network fetch (the summary's "downloads[]").
@@ -292,6 +294,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.NoCache = append([]advice.NoCacheCompile{}, a.NoCache...)
 	s.Advice = append([]advice.Action{}, a.Next...)
 	s.CompilesAfterReady = a.Late
+	s.RecurringReads = a.Recurring
 	return s
 }
 

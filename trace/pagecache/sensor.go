@@ -281,6 +281,7 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss,
 			FillWaitNS: f.prev.fillWait, PagesReread: min(f.prev.reread, f.prev.missed), PagesShared: f.prev.shared}
 		rf.Path = s.pathOf(f)
+		rf.FS = s.mounts.fsType(f.key.Dev)
 		// A cut walk resolves to no mount; the processes' open files
 		// may still give the whole name.
 		rf.NameCut = s.cutPaths[f.key] && !strings.HasPrefix(rf.Path, "/")
