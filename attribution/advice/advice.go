@@ -23,7 +23,10 @@ type Advice struct {
 	Late *LateCompiles `json:"compiles_after_ready,omitempty"`
 	// Recurring are files read again on every run (FUSE).
 	Recurring []RecurringRead `json:"recurring_reads,omitempty"`
-	Next      []Action        `json:"advice,omitempty"`
+	// SlowFS are files on network or FUSE filesystems filled by many
+	// small requests.
+	SlowFS []SlowFSRead `json:"slow_fs_reads,omitempty"`
+	Next   []Action     `json:"advice,omitempty"`
 }
 
 // Action is one next step: what to do, the seconds it would save on the
@@ -46,6 +49,7 @@ func Of(r *record.Record, baseline *record.Record) Advice {
 	a.NoCache = NoCache(r)
 	a.Late = AfterReady(r)
 	a.Recurring = Recurring(r)
+	a.SlowFS = SlowFS(r)
 	a.Next = nextSteps(a)
 	return a
 }
@@ -77,6 +81,11 @@ func nextSteps(a Advice) []Action {
 	if a.Late != nil && a.Late.Action != nil {
 		out = append(out, *a.Late.Action)
 	}
+	for _, s := range a.SlowFS {
+		if s.Action != nil {
+			out = append(out, *s.Action)
+		}
+	}
 	slices.SortStableFunc(out, func(x, y Action) int { return cmp.Compare(y.SavesNS, x.SavesNS) })
 	if len(out) > MaxActions {
 		out = out[:MaxActions]
@@ -101,6 +110,9 @@ func Traps(a Advice) []Trap {
 	var out []Trap
 	if a.Late != nil {
 		out = append(out, Trap{Kind: "compiles_after_ready", Sentence: a.Late.Sentence, CostNS: a.Late.CompileNS})
+	}
+	for _, s := range a.SlowFS {
+		out = append(out, Trap{Kind: "slow_filesystem", Sentence: s.Sentence, CostNS: s.CostNS})
 	}
 	for _, rr := range a.Recurring {
 		out = append(out, Trap{Kind: "recurring_read", Sentence: rr.Sentence, CostNS: rr.FillNS})

@@ -95,6 +95,9 @@ type Summary struct {
 	CompilesAfterReady *advice.LateCompiles `json:"compiles_after_ready,omitempty"`
 	// RecurringReads are files read again on every run (advice.Recurring).
 	RecurringReads []advice.RecurringRead `json:"recurring_reads,omitempty"`
+	// SlowFSReads are files on network or FUSE filesystems filled by
+	// many small requests (advice.SlowFS).
+	SlowFSReads []advice.SlowFSRead `json:"slow_fs_reads,omitempty"`
 }
 
 // Download is one network fetch (the summary's "downloads[]").
@@ -295,6 +298,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.Advice = append([]advice.Action{}, a.Next...)
 	s.CompilesAfterReady = a.Late
 	s.RecurringReads = a.Recurring
+	s.SlowFSReads = a.SlowFS
 	return s
 }
 

@@ -55,6 +55,12 @@ func writeAdvice(b *strings.Builder, a advice.Advice) {
 	for _, n := range a.NoCache {
 		fmt.Fprintf(b, "\n  %s\n", format.Escape(n.Sentence))
 	}
+	if len(a.SlowFS) > 0 {
+		b.WriteString("\n  slow filesystems\n")
+		for _, s := range a.SlowFS {
+			fmt.Fprintf(b, "    %s\n", format.Escape(s.Sentence))
+		}
+	}
 	if len(a.Recurring) > 0 {
 		b.WriteString("\n  read on every run\n")
 		for _, r := range a.Recurring {

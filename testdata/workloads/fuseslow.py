@@ -39,11 +39,18 @@ class Slow(Operations):
 
     def read(self, path, size, offset, fh):
         time.sleep(self.delay)
+        if LOG:
+            LOG.write("%d %d\n" % (offset, size))
+            LOG.flush()
         return os.pread(fh, size, offset)
 
     def release(self, path, fh):
         os.close(fh)
 
+
+# FUSESLOW_LOG names a file that gets one "OFFSET SIZE" line per read
+# request: the request sizes and count the kernel sent.
+LOG = open(os.environ["FUSESLOW_LOG"], "a") if os.environ.get("FUSESLOW_LOG") else None
 
 if __name__ == "__main__":
     FUSE(Slow(sys.argv[1], float(sys.argv[3]) / 1000), sys.argv[2], foreground=True, ro=True,
