@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coldtrace/coldtrace/attribution/advice"
 )
@@ -144,5 +146,30 @@ func TestDiffSaysWhichRunCompiledAfterReady(t *testing.T) {
 	code, out, _ = coldtrace(t, nil, "diff", recA, recB)
 	if code != 0 || !strings.Contains(out, `compiles after ready in B: 2 compiles after ready (mark "ready"`) || strings.Contains(out, "in A:") {
 		t.Errorf("diff text:\n%s", out)
+	}
+}
+
+// TestAttachedServerCompilingOnRequestsOneAndThree: coldtrace attach to
+// the test server, marked "ready" then "request 2" and "request 3" from
+// outside, the server compiling with cc on requests 1 and 3: the
+// finding names segments 1 and 3.
+func TestAttachedServerCompilingOnRequestsOneAndThree(t *testing.T) {
+	requireTracing(t)
+	srv, port := startPyServer(t, "/dev/null")
+	rec := filepath.Join(t.TempDir(), "attach.rec")
+	a := startAttach(t, "--pid", strconv.Itoa(srv.Process.Pid), "-o", rec)
+	for i, step := range []struct{ mark, path string }{{"ready", "/cc"}, {"request 2", "/burst"}, {"request 3", "/cc"}} {
+		if code, _, stderr := coldtrace(t, nil, "mark", "--pid", strconv.Itoa(srv.Process.Pid), step.mark); code != 0 {
+			t.Fatalf("mark %d: %d %s", i, code, stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+		get(t, port, step.path)
+		time.Sleep(100 * time.Millisecond)
+	}
+	a.stop(t)
+	late := advice.AfterReady(readRecord(t, rec))
+	if late == nil || late.ReadyBy != `mark "ready"` || len(late.Segments) != 2 ||
+		late.Segments[0].Index != 1 || late.Segments[1].Index != 3 || late.Segments[0].Sources[0] != "cc" || late.Segments[1].Sources[0] != "cc" {
+		t.Fatalf("compiles after ready = %+v", late)
 	}
 }
