@@ -39,16 +39,22 @@ type LateSegment struct {
 }
 
 // ReadyPoint is when r's program was ready: the record's own ready
-// point, else its first mark (records made before the ready point was
-// stored). ok is false when the record has neither.
+// point, else its first mark after the start (records made before the
+// ready point was stored; an idle-split record's first cut is at 0 and
+// stands for no mark). ok is false when the record has neither.
 func ReadyPoint(r *record.Record) (record.Ready, bool) {
 	if r.Ready != nil {
 		return *r.Ready, true
 	}
-	if len(r.Marks) == 0 {
+	var first *record.Mark
+	for i, m := range r.Marks {
+		if m.AtNS > 0 && (first == nil || m.AtNS < first.AtNS) {
+			first = &r.Marks[i]
+		}
+	}
+	if first == nil {
 		return record.Ready{}, false
 	}
-	first := slices.MinFunc(r.Marks, func(a, b record.Mark) int { return int(sign(a.AtNS - b.AtNS)) })
 	return record.Ready{AtNS: first.AtNS, By: "mark " + strconv.Quote(first.Label)}, true
 }
 

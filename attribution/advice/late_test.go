@@ -53,6 +53,12 @@ func TestNoReadyOrNoLateCompileIsNoFinding(t *testing.T) {
 	if l := AfterReady(r); l != nil {
 		t.Errorf("no ready point: %+v", l)
 	}
+	// An older idle-split record: its first cut, at 0, is no ready point.
+	r = lateRecord(record.JITWindow{PID: 1, StartNS: 3e9, EndNS: 4e9, Kind: "compiler", Source: "cc"})
+	r.Marks = []record.Mark{{AtNS: 0, Label: "segment 1"}, {AtNS: 5e9, Label: "segment 2"}}
+	if l := AfterReady(r); l != nil {
+		t.Errorf("compile before the second idle cut: %+v", l)
+	}
 	// A stored ready point wins over the first mark.
 	r = lateRecord(record.JITWindow{PID: 1, StartNS: 3e9, EndNS: 4e9, Kind: "compiler", Source: "cc"})
 	r.Ready = &record.Ready{AtNS: 5e9, By: "the end of the first busy stretch"}
