@@ -45,9 +45,10 @@ type Result struct {
 	// estimate keeps it.
 	RereadNS int64 `json:"reread_ns,omitempty"`
 	// RecurringNS is the disk_read time a rerun pays again whatever the
-	// page cache holds: waits on direct I/O (which bypasses it) and I/O
-	// waits outside any page-cache fill. The warm estimate keeps it, and
-	// it is no part of the verdict's avoidable time.
+	// page cache holds: waits on direct I/O (which bypasses it), I/O
+	// waits outside any page-cache fill, and the reads of files read on
+	// every run (Recurring: FUSE). The warm estimate keeps it, and it is
+	// no part of the verdict's avoidable time.
 	RecurringNS int64 `json:"recurring_ns,omitempty"`
 	// UnobservedNS is wall time no sample covered (after the last sample,
 	// or all of a run without samples); it is counted as other_wait unless
@@ -218,7 +219,7 @@ func (a *analyzer) run() *Result {
 	}
 	res.Breakdown = a.breakdown()
 	res.RereadNS = rereadNS(a.r, res.Row(DiskRead))
-	res.RecurringNS = recurringDiskNS(res.Row(DiskRead))
+	res.RecurringNS = min(res.Row(DiskRead).NS, recurringDiskNS(res.Row(DiskRead))+fuseRecurringNS(a.r, res.Row(DiskRead)))
 	res.WarmEstimateNS = min(a.wall, res.WarmEstimateNS+res.RereadNS+res.RecurringNS)
 	res.Phases = phases(a.slices, a.minPhase())
 	res.Verdict = verdict(res, coldBy(a.r, res))

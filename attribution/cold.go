@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -77,14 +78,14 @@ func coldReads(r *record.Record, res *Result, c *ColdBy) {
 		if f.SizeBytes >= coldLargeFile {
 			c.AccessedBytes += f.PagesAccessed * ps
 		}
-		if f.BytesFromDisk == 0 || f.PagesMissed == 0 {
+		if f.BytesFromDisk == 0 || f.PagesMissed == 0 || Recurring(f) {
 			continue
 		}
 		again := min(f.PagesReread, f.PagesMissed)
 		c.ReadBytes += f.BytesFromDisk - f.BytesFromDisk*again/f.PagesMissed
 	}
 	if row := res.Row(DiskRead); row != nil {
-		c.ReadNS = max(row.NS-res.RereadNS, 0)
+		c.ReadNS = max(row.NS-res.RereadNS-res.RecurringNS, 0)
 	}
 	switch {
 	case len(r.Files) == 0:
@@ -132,6 +133,40 @@ func coldCompiles(r *record.Record, res *Result, c *ColdBy) {
 	if row := res.Row(JITCompile); row != nil && c.Compiled && c.CompileNS == 0 {
 		c.CompileNS = row.NS
 	}
+}
+
+// Recurring reports whether f's reads come back on every run whatever
+// the page cache holds: FUSE drops a file's cached pages when it is
+// opened unless the filesystem keeps them (kernel_cache), which the
+// mount table does not show, so every FUSE file counts as recurring —
+// a rerun is never promised faster reads from it.
+func Recurring(f record.File) bool {
+	fs := f.FS
+	if fs == "" && f.Order != nil {
+		fs = f.Order.FS
+	}
+	return fs == "fuse" || fs == "fuseblk" || strings.HasPrefix(fs, "fuse.")
+}
+
+// fuseRecurringNS is the disk_read time of the Recurring files (less what
+// rereadNS counts of them already).
+func fuseRecurringNS(r *record.Record, disk *Row) int64 {
+	if disk == nil {
+		return 0
+	}
+	var ns float64
+	for _, fe := range disk.Files {
+		f := r.FileByID(fe.ID)
+		if fe.ID < 0 || f == nil || !Recurring(*f) {
+			continue
+		}
+		once := 1.0
+		if fe.PagesMissed > 0 {
+			once -= min(1, float64(fe.PagesReread)/float64(fe.PagesMissed))
+		}
+		ns += float64(fe.NS) * once
+	}
+	return int64(math.Round(ns))
 }
 
 // weights reports whether k holds downloaded files rather than compiled

@@ -19,3 +19,12 @@ type Mark struct {
 	AtNS  int64  `json:"at_ns"`
 	Label string `json:"label"`
 }
+
+// Ready is the moment a program became ready, and what said so.
+type Ready struct {
+	// AtNS is in ns since Start.
+	AtNS int64 `json:"at_ns"`
+	// By says what set it: `mark "ready"` or "the end of the first busy
+	// stretch".
+	By string `json:"by"`
+}

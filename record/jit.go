@@ -114,6 +114,9 @@ type Cache struct {
 	// Root, that hold files at the end of a run whose lookups all missed:
 	// HOME, XDG_CACHE_HOME or a variable moved the cache away from them.
 	OtherRoots []OtherRoot `json:"other_roots,omitempty"`
+	// KeyIncludes says what the framework puts in an entry's key (from
+	// the registry), for a cache whose lookups matched no entry it held.
+	KeyIncludes string `json:"key_includes,omitempty"`
 }
 
 // OtherRoot is a location of a cache the run did not use, and what it

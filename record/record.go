@@ -91,6 +91,10 @@ type Record struct {
 	Attached *Attached `json:"attached,omitempty"`
 	// Marks cut the run into segments (coldtrace mark, COLDTRACE_MARK).
 	Marks []Mark `json:"marks,omitempty"`
+	// Ready is when the traced program was ready to serve (the mark
+	// --ready named, the first mark, or the end of the first busy
+	// stretch of an idle-split trace); compiles after it cost requests.
+	Ready *Ready `json:"ready,omitempty"`
 	// Untraced are the processes that left the trace at a secure exec
 	// (a setuid program under sudo), in the order they left.
 	Untraced []Untraced `json:"untraced,omitempty"`
@@ -221,6 +225,9 @@ type File struct {
 	// Order says how the misses came (read or fault, in which order);
 	// nil when the sensor kept none for this file.
 	Order *ReadOrder `json:"order,omitempty"`
+	// FS is the type of the filesystem the file is on ("ext4", "fuse",
+	// "fuse.sshfs", "nfs4"), from the mount table by its device.
+	FS string `json:"fs,omitempty"`
 }
 
 // The kinds of evictor.

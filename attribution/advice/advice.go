@@ -19,7 +19,14 @@ type Advice struct {
 	Persist []Persist        `json:"persist,omitempty"`
 	Reads   []FileRead       `json:"reads,omitempty"`
 	NoCache []NoCacheCompile `json:"no_cache,omitempty"`
-	Next    []Action         `json:"advice,omitempty"`
+	// Late are the compiles after the program was ready.
+	Late *LateCompiles `json:"compiles_after_ready,omitempty"`
+	// Recurring are files read again on every run (FUSE).
+	Recurring []RecurringRead `json:"recurring_reads,omitempty"`
+	// SlowFS are files on network or FUSE filesystems filled by many
+	// small requests.
+	SlowFS []SlowFSRead `json:"slow_fs_reads,omitempty"`
+	Next   []Action     `json:"advice,omitempty"`
 }
 
 // Action is one next step: what to do, the seconds it would save on the
@@ -36,10 +43,13 @@ const MaxActions = 5
 // Of computes the advice for one record.
 func Of(r *record.Record, baseline *record.Record) Advice {
 	var a Advice
-	a.Misses = Misses(r)
+	a.Misses = MissesWith(r, baseline)
 	a.Persist = PersistList(r)
 	a.Reads = Reads(r, baseline)
 	a.NoCache = NoCache(r)
+	a.Late = AfterReady(r)
+	a.Recurring = Recurring(r)
+	a.SlowFS = SlowFS(r)
 	a.Next = nextSteps(a)
 	return a
 }
@@ -68,10 +78,52 @@ func nextSteps(a Advice) []Action {
 			out = append(out, *n.Action)
 		}
 	}
+	if a.Late != nil && a.Late.Action != nil {
+		out = append(out, *a.Late.Action)
+	}
+	for _, s := range a.SlowFS {
+		if s.Action != nil {
+			out = append(out, *s.Action)
+		}
+	}
 	slices.SortStableFunc(out, func(x, y Action) int { return cmp.Compare(y.SavesNS, x.SavesNS) })
 	if len(out) > MaxActions {
 		out = out[:MaxActions]
 	}
+	return out
+}
+
+// Trap is one finding the verdict may name: what happened, and the
+// seconds it cost this run.
+type Trap struct {
+	Kind     string `json:"kind"`
+	Sentence string `json:"sentence"`
+	CostNS   int64  `json:"cost_ns"`
+}
+
+// MaxVerdictTraps is how many findings the verdict names.
+const MaxVerdictTraps = 2
+
+// Traps are the findings of a, costliest first; the verdict names the
+// first MaxVerdictTraps.
+func Traps(a Advice) []Trap {
+	var out []Trap
+	if a.Late != nil {
+		out = append(out, Trap{Kind: "compiles_after_ready", Sentence: a.Late.Sentence, CostNS: a.Late.CompileNS})
+	}
+	for _, s := range a.SlowFS {
+		out = append(out, Trap{Kind: "slow_filesystem", Sentence: s.Sentence, CostNS: s.CostNS})
+	}
+	for _, rr := range a.Recurring {
+		out = append(out, Trap{Kind: "recurring_read", Sentence: rr.Sentence, CostNS: rr.FillNS})
+	}
+	for _, m := range a.Misses {
+		// A cache that was there but not used: its compiles are the cost.
+		if (m.Reason == MovedRoot || m.Reason == KeyChanged) && m.Action != nil {
+			out = append(out, Trap{Kind: "cache_not_used", Sentence: m.Sentence, CostNS: m.Action.SavesNS})
+		}
+	}
+	slices.SortStableFunc(out, func(x, y Trap) int { return cmp.Compare(y.CostNS, x.CostNS) })
 	return out
 }
 

@@ -28,19 +28,45 @@ type CacheMiss struct {
 	Reason    string `json:"reason"`
 	// Lookups, Misses, Stale: this run's counts; Present is what the
 	// root held that this run did not write (bytes).
-	Lookups  uint64 `json:"lookups"`
-	Misses   uint64 `json:"misses"`
-	Stale    uint64 `json:"stale,omitempty"`
-	Present  int64  `json:"present_bytes,omitempty"`
-	Sentence string `json:"sentence"`
+	Lookups uint64 `json:"lookups"`
+	Misses  uint64 `json:"misses"`
+	Stale   uint64 `json:"stale,omitempty"`
+	Present int64  `json:"present_bytes,omitempty"`
+	// Via is what made Root this run's root: a variable of the traced
+	// process, or "default" (HOME or XDG_CACHE_HOME).
+	Via string `json:"via,omitempty"`
+	// EntriesAt are other roots of the same cache that hold entries: the
+	// registry's defaults under the user's HOME and XDG directories
+	// (readable by the command's user when the run ended), and roots an
+	// earlier record (the baseline) wrote entries in.
+	EntriesAt []EntriesAt `json:"entries_at,omitempty"`
+	// KeyIncludes says what the framework's key includes, for a key
+	// that changed (which part changed is not known).
+	KeyIncludes string `json:"key_includes,omitempty"`
+	Sentence    string `json:"sentence"`
 	// Action is the next step this supports, when one does.
 	Action *Action `json:"-"`
+}
+
+// EntriesAt is another root of a cache that holds entries.
+type EntriesAt struct {
+	Path  string `json:"path"`
+	Files int64  `json:"files,omitempty"`
+	Bytes int64  `json:"bytes,omitempty"`
+	// From says how it is known: "default location" (seen at the end of
+	// this run) or "baseline record" (an earlier run wrote there).
+	From string `json:"from"`
 }
 
 // Misses explains, for each cache whose lookups all missed, whether it
 // held entries that no longer matched (a changed key) or was empty.
 // Caches with hits are left out: they worked.
-func Misses(r *record.Record) []CacheMiss {
+func Misses(r *record.Record) []CacheMiss { return MissesWith(r, nil) }
+
+// MissesWith is Misses with an earlier record: a root where it wrote
+// entries of the same cache, other than this run's, counts as a root
+// that holds them.
+func MissesWith(r *record.Record, baseline *record.Record) []CacheMiss {
 	if r.JIT == nil {
 		return nil
 	}
@@ -49,17 +75,18 @@ func Misses(r *record.Record) []CacheMiss {
 		if c.Misses == 0 || c.Hits > 0 || !compiles(c) {
 			continue
 		}
-		m := CacheMiss{Cache: c.Name, Framework: c.Framework, Root: c.Root, Lookups: c.Lookups, Misses: c.Misses, Stale: c.EntriesStale}
+		m := CacheMiss{Cache: c.Name, Framework: c.Framework, Root: c.Root, Lookups: c.Lookups, Misses: c.Misses, Stale: c.EntriesStale, Via: c.Via}
 		if c.SizeBytes > int64(c.BytesWritten) {
 			m.Present = c.SizeBytes - int64(c.BytesWritten)
 		}
+		m.EntriesAt = entriesAt(c, baseline)
 		switch {
-		case len(c.OtherRoots) > 0:
+		case len(m.EntriesAt) > 0 && c.EntriesStale == 0 && m.Present == 0:
 			m.Reason = MovedRoot
-			o := c.OtherRoots[0]
-			m.Sentence = fmt.Sprintf("%s cache: this run looked in %s (%s) and its %d lookups missed, while %s holds %d files (%s): "+
+			o := m.EntriesAt[0]
+			m.Sentence = fmt.Sprintf("%s cache: a different root: this run looked in %s (%s made it) and its %d lookups missed, while %s holds %s (%s): "+
 				"HOME, XDG_CACHE_HOME or a variable moved the cache — not a cold cache", name(c), c.Root, viaWords(c.Via), c.Lookups,
-				o.Path, o.Files, bytesWords(o.SizeBytes))
+				o.Path, holds(o), o.From)
 			if a, ok := keepAt(c, o.Path); ok && c.CompileNS > 0 && ShellName(a.Var) && PlainText(a.Value) {
 				m.Action = &Action{
 					Action:   fmt.Sprintf("point the %s cache back at its entries: export %s=%s", name(c), a.Var, shellQuote(a.Value)),
@@ -73,11 +100,13 @@ func Misses(r *record.Record) []CacheMiss {
 			if c.EntriesStale == 0 {
 				held = fmt.Sprintf("holds %s this run did not write", bytesWords(m.Present))
 			}
-			m.Sentence = fmt.Sprintf("%s cache %s %s; the %d lookups of this run matched none: its key changed — %s",
-				name(c), c.Root, held, c.Lookups, keyHint(c.Framework))
+			m.KeyIncludes = keyOf(c)
+			m.Sentence = fmt.Sprintf("%s cache: the same root, every lookup missed: %s %s; the %d lookups of this run matched none: its key changed — "+
+				"%s's key includes %s; one of them differs from the run that wrote the entries",
+				name(c), c.Root, held, c.Lookups, name(c), m.KeyIncludes)
 			if c.CompileNS > 0 {
 				m.Action = &Action{
-					Action:   fmt.Sprintf("keep the %s cache key stable between runs (%s)", name(c), keyHint(c.Framework)),
+					Action:   fmt.Sprintf("keep the %s cache key stable between runs (it includes %s)", name(c), m.KeyIncludes),
 					SavesNS:  c.CompileNS,
 					Evidence: m.Sentence,
 				}
@@ -89,6 +118,50 @@ func Misses(r *record.Record) []CacheMiss {
 		out = append(out, m)
 	}
 	return out
+}
+
+// entriesAt lists the other roots of c that hold entries: the default
+// locations the trace found (c.OtherRoots), then the roots where the
+// baseline wrote entries of the same cache.
+func entriesAt(c record.Cache, baseline *record.Record) []EntriesAt {
+	var out []EntriesAt
+	seen := map[string]bool{c.Root: true}
+	for _, o := range c.OtherRoots {
+		if !seen[o.Path] {
+			seen[o.Path] = true
+			out = append(out, EntriesAt{Path: o.Path, Files: o.Files, Bytes: o.SizeBytes, From: "default location"})
+		}
+	}
+	if baseline == nil || baseline.JIT == nil {
+		return out
+	}
+	for _, b := range baseline.JIT.Caches {
+		if b.Name != c.Name || b.EntriesWritten == 0 || seen[b.Root] {
+			continue
+		}
+		seen[b.Root] = true
+		out = append(out, EntriesAt{Path: b.Root, Files: int64(b.EntriesWritten), Bytes: int64(b.BytesWritten), From: "baseline record"})
+	}
+	return out
+}
+
+// holds says what another root holds: files at the end of this run, or
+// entries the baseline wrote.
+func holds(o EntriesAt) string {
+	unit := "files"
+	if o.From == "baseline record" {
+		unit = "entries written"
+	}
+	return fmt.Sprintf("%d %s, %s", o.Files, unit, bytesWords(o.Bytes))
+}
+
+// keyOf is what c's framework puts in its key: the registry's words the
+// record carries, else (older records) the built-in hint.
+func keyOf(c record.Cache) string {
+	if c.KeyIncludes != "" {
+		return c.KeyIncludes
+	}
+	return keyHint(c.Framework)
 }
 
 // compiles says whether a cache's misses are compiles (not downloads):

@@ -32,6 +32,7 @@ type attachOptions struct {
 	cgroup      string
 	duration    time.Duration
 	splitIdle   time.Duration
+	ready       string
 	interval    time.Duration
 	checkpoints checkpointOptions
 	metrics     metricsOptions
@@ -47,6 +48,7 @@ func parseAttachFlags(args []string, stderr io.Writer) (attachOptions, error) {
 	fs.StringVar(&o.cgroup, "cgroup", "", "attach to the processes of cgroup `DIR` (v1 or v2) and those placed in it later")
 	fs.DurationVar(&o.duration, "duration", 0, "detach after `D` (default: at Ctrl-C or when the processes exit)")
 	fs.DurationVar(&o.splitIdle, "split-idle", 0, "without marks, cut the run into segments at idle stretches of at least `D`")
+	fs.StringVar(&o.ready, "ready", "", "the program is ready at the first mark labelled `LABEL` (default: the first mark); compiles after it are called out")
 	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "timeline sampling period")
 	o.traceOutputOptions.addFlags(fs)
 	o.sensorOptions.addFlags(fs)
@@ -225,6 +227,7 @@ func reachCgroup(a actor.Actor, dir string) (string, error) {
 }
 
 func writeAttachOutputs(ctx context.Context, a actor.Actor, o attachOptions, jsonFD *os.File, stdout, stderr io.Writer, rec *record.Record) int {
+	markReady(rec, o.ready, o.splitIdle.Nanoseconds())
 	splitIdleMarks(rec, o.splitIdle.Nanoseconds())
 	res := attribution.Analyze(rec)
 	segs := attribution.Options{}.AnalyzeSegments(rec, attribution.Segments(rec, attribution.SegmentOptions{}))

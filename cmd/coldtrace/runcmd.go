@@ -35,6 +35,8 @@ type runOptions struct {
 	command     []string
 	// splitIdle cuts an unmarked run at idle stretches (--split-idle).
 	splitIdle time.Duration
+	// ready names the mark at which the program was ready (--ready).
+	ready string
 	// changed holds the flags given on the command line, by name: an
 	// output flag given an empty path is an error, not "no output".
 	changed map[string]bool
@@ -54,6 +56,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	o.cold.addFlags(fs)
 	o.metrics.addFlags(fs)
 	fs.DurationVar(&o.splitIdle, "split-idle", 0, "without marks, cut the run into segments at idle stretches of at least `D`")
+	fs.StringVar(&o.ready, "ready", "", "the program is ready at the first mark labelled `LABEL` (default: the first mark); compiles after it are called out")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: sudo coldtrace [run] [flags] -- COMMAND [ARGS...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -171,6 +174,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 		beforeOutputs()
 	}
 
+	markReady(rec, o.ready, o.splitIdle.Nanoseconds())
 	splitIdleMarks(rec, o.splitIdle.Nanoseconds())
 	res := attribution.Analyze(rec)
 	failed := false
@@ -234,7 +238,7 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	segs := fs.Bool("segments", false, "print one row per segment (marks, or --split-idle cuts)")
 	splitIdle := fs.Duration("split-idle", 0, "with --segments on a record without marks: cut at idle stretches of at least `D`")
 	persist := fs.Bool("persist", false, "print the shell export lines that keep the caches this run wrote (valid sh)")
-	baselinePath := fs.String("baseline", "", "sequential read rates per device from `RECORD` when this run has none")
+	baselinePath := fs.String("baseline", "", "sequential read rates per device from `RECORD` when this run has none, and the cache roots it wrote entries in")
 	var exports reportExports
 	exports.addFlags(fs)
 	fs.Usage = func() {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/coldtrace/coldtrace/attribution/advice"
 	"github.com/coldtrace/coldtrace/attribution/compare"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/words"
@@ -140,6 +141,7 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 	for _, ch := range d.CacheChanges {
 		fmt.Fprintf(&b, "    why: %s\n", esc(ch.Sentence))
 	}
+	writeLate(&b, d, esc)
 	if len(d.Compilers) > 0 {
 		b.WriteString("\n  compilers (A → B)\n")
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -211,4 +213,16 @@ func vramLine(g compare.GPU) string {
 	}
 	return fmt.Sprintf("    GPU %d VRAM: A %s, B %s\n", g.Index,
 		side(g.AAllocatedBytes, g.AVRAMStartBytes, g.AVRAMEndBytes), side(g.BAllocatedBytes, g.BVRAMStartBytes, g.BVRAMEndBytes))
+}
+
+// writeLate says, for each run, the compiles after its ready point.
+func writeLate(b *strings.Builder, d *compare.Diff, esc func(string) string) {
+	for _, l := range []struct {
+		run  string
+		late *advice.LateCompiles
+	}{{"A", d.LateA}, {"B", d.LateB}} {
+		if l.late != nil {
+			fmt.Fprintf(b, "    compiles after ready in %s: %s\n", l.run, esc(l.late.Sentence))
+		}
+	}
 }

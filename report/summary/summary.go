@@ -96,6 +96,14 @@ type Summary struct {
 	Reads       []advice.FileRead       `json:"reads"`
 	NoCache     []advice.NoCacheCompile `json:"no_cache"`
 	Advice      []advice.Action         `json:"advice"`
+	// CompilesAfterReady are the compiles that started after the program
+	// was ready (advice.AfterReady).
+	CompilesAfterReady *advice.LateCompiles `json:"compiles_after_ready,omitempty"`
+	// RecurringReads are files read again on every run (advice.Recurring).
+	RecurringReads []advice.RecurringRead `json:"recurring_reads,omitempty"`
+	// SlowFSReads are files on network or FUSE filesystems filled by
+	// many small requests (advice.SlowFS).
+	SlowFSReads []advice.SlowFSRead `json:"slow_fs_reads,omitempty"`
 }
 
 // Download is one network fetch (the summary's "downloads[]").
@@ -313,6 +321,9 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.Reads = append([]advice.FileRead{}, a.Reads...)
 	s.NoCache = append([]advice.NoCacheCompile{}, a.NoCache...)
 	s.Advice = append([]advice.Action{}, a.Next...)
+	s.CompilesAfterReady = a.Late
+	s.RecurringReads = a.Recurring
+	s.SlowFSReads = a.SlowFS
 	return s
 }
 

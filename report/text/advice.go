@@ -55,6 +55,21 @@ func writeAdvice(b *strings.Builder, a advice.Advice) {
 	for _, n := range a.NoCache {
 		fmt.Fprintf(b, "\n  %s\n", format.Escape(n.Sentence))
 	}
+	if len(a.SlowFS) > 0 {
+		b.WriteString("\n  slow filesystems\n")
+		for _, s := range a.SlowFS {
+			fmt.Fprintf(b, "    %s\n", format.Escape(s.Sentence))
+		}
+	}
+	if len(a.Recurring) > 0 {
+		b.WriteString("\n  read on every run\n")
+		for _, r := range a.Recurring {
+			fmt.Fprintf(b, "    %s\n", format.Escape(r.Sentence))
+		}
+	}
+	if a.Late != nil {
+		fmt.Fprintf(b, "\n  compiles after ready\n    %s\n", format.Escape(a.Late.Sentence))
+	}
 }
 
 // writeNext ends the report with the ranked next steps.
@@ -65,5 +80,15 @@ func writeNext(b *strings.Builder, a advice.Advice) {
 	b.WriteString("\n  next steps\n")
 	for i, s := range a.Next {
 		fmt.Fprintf(b, "    %d. %s (saves ~%s)\n       evidence: %s\n", i+1, format.Escape(s.Action), format.Duration(s.SavesNS), format.Escape(s.Evidence))
+	}
+}
+
+// writeTraps names, under the verdict, the costliest findings.
+func writeTraps(b *strings.Builder, a advice.Advice) {
+	for i, t := range advice.Traps(a) {
+		if i == advice.MaxVerdictTraps {
+			break
+		}
+		fmt.Fprintf(b, "  finding: %s\n", format.Escape(t.Sentence))
 	}
 }

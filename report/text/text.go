@@ -68,7 +68,9 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 		fmt.Fprintf(&b, "  %s\n", format.Escape(s))
 	}
 
+	adv := advice.Of(r, opt.Baseline)
 	writeBreakdown(&b, r, res)
+	writeTraps(&b, adv)
 
 	writeGPU(&b, r)
 
@@ -111,7 +113,6 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 		}
 	}
 
-	adv := advice.Of(r, opt.Baseline)
 	writeAdvice(&b, adv)
 
 	writeProcesses(&b, r)

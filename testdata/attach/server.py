@@ -2,11 +2,13 @@
 
 On its first request it reads DATA (cold in the test) and compiles one
 Numba cache=True function; later requests do neither. GET /burst spins
-the CPU for 300 ms. Prints "ready PORT" once listening.
+the CPU for 300 ms; GET /cc compiles a tiny C file with cc. Prints "ready PORT" once listening.
 """
 import http.server
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 import numba
@@ -30,6 +32,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             end = time.time() + 0.3
             while time.time() < end:
                 pass
+        elif self.path == "/cc":
+            with tempfile.TemporaryDirectory() as d:
+                subprocess.run(["cc", "-c", "-x", "c", "-o", os.path.join(d, "k.o"), "-"],
+                               input=b"int k(int x) { return x * 3 + 1; }\n", check=True)
         elif self.path == "/fork":
             child = os.fork()
             if child == 0:

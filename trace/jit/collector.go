@@ -786,7 +786,7 @@ func (c *Collector) cacheRecord(r *rootState, compileNS int64, fs FS) record.Cac
 	rc := record.Cache{Name: s.Name, Root: r.root.Path, Lookups: r.lookups, Hits: r.hits, Misses: r.misses,
 		EntriesWritten: r.written, CompileNS: compileNS, Framework: s.Framework, Via: r.root.Via, LimitBytes: r.limit,
 		EntriesStale: r.stale, MissedKeys: r.keys.missed.sorted(), WrittenKeys: r.keys.written.sorted(),
-		StaleKeys: r.keys.stale.sorted(), HitKeys: r.keys.hit.sorted(), KeysCapped: r.keys.capped(), MovedBy: movedBy(*s)}
+		StaleKeys: r.keys.stale.sorted(), HitKeys: r.keys.hit.sorted(), KeysCapped: r.keys.capped(), MovedBy: movedBy(*s), KeyIncludes: s.Key}
 	if !s.Compiles {
 		rc.CompileNS = 0
 	}

@@ -40,6 +40,9 @@ type Spec struct {
 	Ignore []string
 	// Hit is the hit signature, in words.
 	Hit string
+	// Key says what the framework puts in an entry's key, so that a
+	// root whose entries no lookup matched can say what may differ.
+	Key string
 	// Switches are environment settings that disable or bypass the cache.
 	Switches []Switch
 	// Limit names the variable holding the cache's size limit in bytes.
@@ -89,6 +92,7 @@ var hubTrue = []string{"1", "ON", "YES", "TRUE", "on", "yes", "true", "On", "Yes
 var Registry = []Spec{
 	{
 		Name: "cuda", Framework: "CUDA driver JIT (ComputeCache)", Compiles: true,
+		Key:      "the PTX, the GPU architecture and the driver version",
 		Paths:    []string{"$CUDA_CACHE_PATH", "~/.nv/ComputeCache"},
 		Ignore:   []string{"index"}, // layout unverified (closed source)
 		Hit:      "an existing entry opened for reading (layout unverified)",
@@ -99,6 +103,7 @@ var Registry = []Spec{
 	},
 	{
 		Name: "triton", Framework: "Triton", Compiles: true,
+		Key:        "the kernel source, the Triton version, the GPU target and the compile options",
 		Paths:      []string{"$TRITON_CACHE_DIR", "$TRITON_HOME/.triton/cache", "~/.triton/cache"},
 		Also:       []string{"$TORCHINDUCTOR_CACHE_DIR/triton", "{tmp}/torchinductor_{user}/triton"},
 		EntryDepth: 1,
@@ -111,6 +116,7 @@ var Registry = []Spec{
 	},
 	{
 		Name: "inductor", Framework: "PyTorch Inductor", Compiles: true,
+		Key:      "the graph, the torch version, the GPU and the Inductor config",
 		Paths:    []string{"$TORCHINDUCTOR_CACHE_DIR", "{tmp}/torchinductor_{user}"},
 		Temp:     []string{".*.tmp", "*.tmp"},
 		Ignore:   []string{"locks", "*.lock"},
@@ -131,6 +137,7 @@ var Registry = []Spec{
 	},
 	{
 		Name: "torch_extensions", Framework: "torch.utils.cpp_extension", Compiles: true,
+		Key:                     "the extension's name, sources and build flags",
 		Paths:                   []string{"$TORCH_EXTENSIONS_DIR", "$XDG_CACHE_HOME/torch_extensions", "~/.cache/torch_extensions"},
 		EntryDepth:              2,
 		Ignore:                  []string{"lock", "build.ninja", ".ninja_log", ".ninja_deps"},
@@ -198,6 +205,7 @@ var Registry = []Spec{
 	},
 	{
 		Name: "jax", Framework: "JAX", Compiles: true,
+		Key:      "the computation, the jax and jaxlib versions, the device and the compile options",
 		Paths:    []string{"$JAX_COMPILATION_CACHE_DIR"},
 		Entries:  []string{"*-cache"},
 		Ignore:   []string{"*-atime"},
@@ -207,6 +215,7 @@ var Registry = []Spec{
 	},
 	{
 		Name: "cupy", Framework: "CuPy", Compiles: true,
+		Key:      "the kernel source, the CuPy and CUDA versions and the GPU architecture",
 		Paths:    []string{"$CUPY_CACHE_DIR", "~/.cupy/kernel_cache"},
 		Temp:     []string{"tmp*"},
 		Hit:      "<md5>_2.cubin opened for reading",
@@ -216,6 +225,7 @@ var Registry = []Spec{
 	},
 	{
 		Name: "numba", Framework: "Numba", Compiles: true,
+		Key:      "the source file's path, modification time and size, the function's signature, the Numba version and the CPU",
 		Paths:    []string{"$NUMBA_CACHE_DIR", "**/__pycache__"},
 		Also:     []string{"$XDG_CACHE_HOME/numba", "~/.cache/numba"},
 		Entries:  []string{"*.nbi", "*.nbc"},
@@ -226,6 +236,7 @@ var Registry = []Spec{
 	},
 	{
 		Name: "pocl", Framework: "PoCL (OpenCL on CPU)", Compiles: true,
+		Key:        "the program source, the build options and the device",
 		Paths:      []string{"$POCL_CACHE_DIR", "$XDG_CACHE_HOME/pocl/kcache", "~/.cache/pocl/kcache", "/tmp/pocl/kcache"},
 		EntryDepth: 2,
 		Temp:       []string{"tempfile*"},
@@ -280,6 +291,7 @@ var Registry = []Spec{
 	},
 	{
 		Name: "python", Framework: "Python bytecode", Compiles: true,
+		Key:               "the source file's modification time and size (or its hash) and the Python version",
 		Paths:             []string{"$PYTHONPYCACHEPREFIX", "**/__pycache__"},
 		Entries:           []string{"*.pyc"},
 		Temp:              []string{"*.pyc.*"},

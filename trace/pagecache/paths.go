@@ -62,6 +62,16 @@ func parseMountInfoLine(line string) (mount, bool) {
 	return mount{dev: kernelDev(m.Major, m.Minor), root: m.Root, mountPoint: m.MountPoint, fsType: m.FSType}, true
 }
 
+// fsType is the type of the filesystem of dev, "" when no mount shows it.
+func (mt mountTable) fsType(dev uint32) string {
+	for _, m := range mt[dev] {
+		if m.fsType != "" {
+			return m.fsType
+		}
+	}
+	return ""
+}
+
 // resolve turns a path inside the filesystem of dev into an absolute path,
 // preferring the mount that shows the most of the filesystem.
 func (mt mountTable) resolve(dev uint32, fsPath string) (string, bool) {

@@ -305,6 +305,7 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 			FillWaitNS: f.prev.fillWait, PagesReread: min(f.prev.reread, f.prev.missed), PagesShared: f.prev.shared,
 			DirectBytes: f.prev.directBytes, DirectWaitNS: min(f.prev.directWait, f.prev.io)}
 		rf.Path = s.pathOf(f)
+		rf.FS = s.mounts.fsType(f.key.Dev)
 		// A cut walk resolves to no mount; the processes' open files
 		// may still give the whole name.
 		rf.NameCut = s.cutPaths[f.key] && !strings.HasPrefix(rf.Path, "/")
