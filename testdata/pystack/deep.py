@@ -2,6 +2,7 @@
 # outermost line carries a marker.
 import subprocess
 import sys
+import time
 
 
 def nest(n, workdir):
@@ -11,6 +12,9 @@ def nest(n, workdir):
     nest(n - 1, workdir)
 
 
+# Time for coldtrace to locate the interpreter after its exec (see
+# spawn.py): the test is about the stack, not that race.
+time.sleep(0.3)
 with open(sys.argv[1] + "/k.c", "w") as f:
     f.write("int k;\n")
 nest(200, sys.argv[1])  # @outer
