@@ -2,6 +2,7 @@ package jit
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -35,6 +36,12 @@ type pathUsers struct {
 	checkedAt uint64 // CLOCK_MONOTONIC of the last liveness check
 	links     []link.Link
 	spans     []pathSpan
+	// closing: links being closed in the background. Closing a syscall
+	// tracepoint's perf event waits for the kernel (some 60 ms each, 36
+	// in all: 2.3 s), which in Poll held up marks and samples.
+	closing  sync.WaitGroup
+	closeMu  sync.Mutex
+	closeErr []string
 }
 
 // pathCheckEvery is how often Poll looks whether a process that keeps the
@@ -135,12 +142,38 @@ func (e *Sensor) detachSyscalls(why string) {
 }
 
 func (e *Sensor) closeSyscallLinks() {
-	for _, l := range e.path.links {
-		if err := l.Close(); err != nil {
-			e.warnings = append(e.warnings, fmt.Sprintf("jit: detach a path-syscall probe: %v", err))
-		}
+	u := &e.path
+	links := u.links
+	u.links = nil
+	if len(links) == 0 {
+		return
 	}
-	e.path.links = nil
+	u.closing.Add(1)
+	go func() {
+		defer u.closing.Done()
+		var wg sync.WaitGroup
+		for _, l := range links {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := l.Close(); err != nil {
+					u.closeMu.Lock()
+					u.closeErr = append(u.closeErr, fmt.Sprintf("jit: detach a path-syscall probe: %v", err))
+					u.closeMu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+	}()
+}
+
+// closeWarnings are the errors of the background closes so far.
+func (u *pathUsers) closeWarnings() []string {
+	u.closeMu.Lock()
+	defer u.closeMu.Unlock()
+	w := u.closeErr
+	u.closeErr = nil
+	return w
 }
 
 // checkPathUsers takes the path-syscall probes off once no process that

@@ -633,7 +633,7 @@ func (e *Sensor) Finish(rec *record.Record) error {
 		otherRoots(j.Caches, Registry, rec.User, rightsFS{fs: DefaultFS, a: e.opts.Actor})
 	}
 	rec.JIT = j
-	rec.Warnings = append(rec.Warnings, e.warnings...)
+	rec.Warnings = append(append(rec.Warnings, e.warnings...), e.path.closeWarnings()...)
 	if e.quiet != nil && e.quiet.err != nil {
 		rec.Warnings = append(rec.Warnings, e.quiet.err.Error())
 	}
@@ -684,6 +684,7 @@ func (e *Sensor) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.closeSyscallLinks()
+	e.path.closing.Wait() // before the programs go
 	for i := len(e.links) - 1; i >= 0; i-- {
 		keep(e.links[i].Close())
 	}

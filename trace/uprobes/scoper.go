@@ -181,35 +181,52 @@ func (s *Scoper) drain() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Library scans of known processes first: a JIT library is called
+	// soon after it is mapped, while the links of new processes queued
+	// before it (a registration takes tens of milliseconds under load)
+	// can wait. A scan never undoes what a queued Track or exit does.
+	rest := qs[:0]
 	for _, q := range qs {
-		switch {
-		case q.poll:
-			s.pollLocked()
-		case q.scan:
-			if p := s.procs[q.pid]; p != nil {
-				s.scan(q.pid, p)
+		if (q.scan || q.lib) && s.procs[q.pid] != nil {
+			s.apply(q)
+		} else {
+			rest = append(rest, q)
+		}
+	}
+	for _, q := range rest {
+		s.apply(q)
+	}
+}
+
+// apply does one queued piece of work, with s.mu held.
+func (s *Scoper) apply(q queued) {
+	switch {
+	case q.poll:
+		s.pollLocked()
+	case q.scan:
+		if p := s.procs[q.pid]; p != nil {
+			s.scan(q.pid, p)
+		}
+		if q.fresh { // the last of the quick scans
+			delete(s.quick, q.pid)
+		}
+	case q.lib:
+		s.trackLocked(q.pid, false)
+		if s.procs[q.pid] != nil && !s.quick[q.pid] {
+			if s.quick == nil {
+				s.quick = map[int32]bool{}
 			}
-			if q.fresh { // the last of the quick scans
-				delete(s.quick, q.pid)
+			s.quick[q.pid] = true
+			for i, d := range quickScans {
+				pid, last := q.pid, i == len(quickScans)-1
+				time.AfterFunc(d, func() { s.enqueue(queued{pid: pid, scan: true, fresh: last}) })
 			}
-		case q.lib:
-			s.trackLocked(q.pid, false)
-			if s.procs[q.pid] != nil && !s.quick[q.pid] {
-				if s.quick == nil {
-					s.quick = map[int32]bool{}
-				}
-				s.quick[q.pid] = true
-				for i, d := range quickScans {
-					pid, last := q.pid, i == len(quickScans)-1
-					time.AfterFunc(d, func() { s.enqueue(queued{pid: pid, scan: true, fresh: last}) })
-				}
-			}
-		case !q.exit:
-			s.trackLocked(q.pid, q.fresh)
-		default:
-			if p := s.procs[q.pid]; p != nil {
-				s.closeLinks(q.pid, p)
-			}
+		}
+	case !q.exit:
+		s.trackLocked(q.pid, q.fresh)
+	default:
+		if p := s.procs[q.pid]; p != nil {
+			s.closeLinks(q.pid, p)
 		}
 	}
 }
@@ -381,8 +398,12 @@ func (s *Scoper) scan(pid int32, p *proc) {
 		}
 		key = fileKey{st.Dev, st.Ino}
 		lf := s.addFileLocked(key, f, m.Path)
+		// The process that mapped it first: it is about to call it.
+		s.attachFile(pid, p, lf)
 		for other, op := range s.procs {
-			s.attachFile(other, op, lf)
+			if other != pid {
+				s.attachFile(other, op, lf)
+			}
 		}
 	}
 }
