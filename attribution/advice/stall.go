@@ -1,0 +1,183 @@
+package advice
+
+import (
+	"cmp"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// DownloadStall is a stretch of a download in which nothing arrived, or
+// in which it arrived at under stallSlowShare of its median rate: the
+// long tail of "99% and then KB/s". Its times are the run's, from the
+// download's polls: the stall starts at the last poll that saw data
+// before it and ends at the last poll that saw none, so each bound is
+// late or early by at most one polling interval.
+type DownloadStall struct {
+	// Download is what the download is known by: its destination's name,
+	// else its path, else "" (the body stayed in memory).
+	Download string `json:"download,omitempty"`
+	Host     string `json:"host"`
+	StartNS  int64  `json:"start_ns"`
+	LengthNS int64  `json:"length_ns"`
+	// Slow is set when data still trickled in (under stallSlowShare of
+	// the median rate) rather than none at all; BytesDuring is what did.
+	Slow        bool   `json:"slow,omitempty"`
+	BytesBefore uint64 `json:"bytes_before"`
+	BytesDuring uint64 `json:"bytes_during,omitempty"`
+	BytesAfter  uint64 `json:"bytes_after"`
+	// AfterShare is BytesAfter over the download's bytes.
+	AfterShare float64 `json:"after_share"`
+	Sentence   string  `json:"sentence"`
+	Action     *Action `json:"-"`
+}
+
+// The stall rule (docs/attribution.md): nothing received for
+// max(stallMinNS, stallGapFactor × the median gap between polls with
+// data), or a rate under stallSlowShare of the median (the rate its
+// median byte arrived at) for stallMinNS.
+const (
+	stallMinNS     = 5e9
+	stallGapFactor = 20
+	stallSlowShare = 0.05
+	maxStalls      = 10
+)
+
+// Stalls finds the stalls of r's downloads, longest first, ten at most.
+func Stalls(r *record.Record) []DownloadStall {
+	var out []DownloadStall
+	for _, d := range r.Downloads {
+		for _, s := range StallsOf(d.Samples, d.StartNS, r.IntervalNS) {
+			out = append(out, describeStall(d, s))
+		}
+	}
+	slices.SortStableFunc(out, func(a, b DownloadStall) int { return cmp.Compare(b.LengthNS, a.LengthNS) })
+	if len(out) > maxStalls {
+		out = out[:maxStalls]
+	}
+	return out
+}
+
+// Stall is one stretch a progress series stalled in: [StartNS,
+// StartNS+LengthNS), the bytes polled before, during and after it.
+type Stall struct {
+	StartNS, LengthNS     int64
+	Before, During, After uint64
+	Slow                  bool
+}
+
+// StallsOf applies the stall rule to a download's bytes per poll with
+// data (record.Download.Samples), in time order; startNS is its first
+// byte and intervalNS the polling period (0: unknown).
+func StallsOf(samples []record.DownloadSample, startNS, intervalNS int64) []Stall {
+	if len(samples) < 2 {
+		return nil
+	}
+	gaps := make([]int64, len(samples))
+	rates := make([]weighted, 0, len(samples))
+	prev := startNS
+	for i, s := range samples {
+		gaps[i] = s.EndNS - prev
+		prev = s.EndNS
+		if gaps[i] > 0 {
+			rates = append(rates, weighted{float64(s.Bytes) / float64(gaps[i]), s.Bytes})
+		}
+	}
+	limit := max(int64(stallMinNS), stallGapFactor*medianInt(gaps[1:]))
+	slowRate := stallSlowShare * byteMedian(rates)
+	var total uint64
+	for _, s := range samples {
+		total += s.Bytes
+	}
+	var out []Stall
+	var before uint64
+	for i := 0; i < len(samples); i++ {
+		if i > 0 && gaps[i] >= limit {
+			// The first byte after it came after the poll before this one.
+			start, end := samples[i-1].EndNS, samples[i].EndNS-max(intervalNS, 0)
+			out = append(out, Stall{StartNS: start, LengthNS: max(end-start, 0), Before: before, After: total - before})
+			before += samples[i].Bytes
+			continue
+		}
+		j, during := i, uint64(0)
+		for j < len(samples) && gaps[j] > 0 && float64(samples[j].Bytes)/float64(gaps[j]) < slowRate && (j == i || gaps[j] < limit) {
+			during += samples[j].Bytes
+			j++
+		}
+		if j > i && i > 0 && samples[j-1].EndNS-samples[i-1].EndNS >= stallMinNS {
+			start := samples[i-1].EndNS
+			out = append(out, Stall{StartNS: start, LengthNS: samples[j-1].EndNS - start, Before: before, During: during,
+				After: total - before - during, Slow: true})
+			before += during
+			i = j - 1
+			continue
+		}
+		before += samples[i].Bytes
+	}
+	return out
+}
+
+// describeStall says what s cost download d.
+func describeStall(d record.Download, s Stall) DownloadStall {
+	host := d.Host
+	if host == "" {
+		host = d.Peer
+	}
+	name := d.Name
+	if name == "" && d.Path != "" {
+		name = filepath.Base(d.Path)
+	}
+	ds := DownloadStall{Download: name, Host: host, StartNS: s.StartNS, LengthNS: s.LengthNS, Slow: s.Slow,
+		BytesBefore: s.Before, BytesDuring: s.During, BytesAfter: s.After}
+	if d.Bytes > 0 {
+		ds.AfterShare = float64(s.After) / float64(d.Bytes)
+	}
+	what := "download"
+	if name != "" {
+		what += " of " + name
+	}
+	how := "stalled"
+	if s.Slow {
+		how = fmt.Sprintf("slowed to under 5%% of its median rate (%s in all)", bytesWords(int64(s.During)))
+	}
+	ds.Sentence = fmt.Sprintf("%s from %s %s for %.1f s at +%.1f s after %s; %.0f%% of its bytes came after the stall",
+		what, host, how, float64(s.LengthNS)/1e9, float64(s.StartNS)/1e9, bytesWords(int64(s.Before)), 100*ds.AfterShare)
+	ds.Action = &Action{Action: fmt.Sprintf("%s from %s: set a read timeout so a stalled connection is retried (huggingface_hub: HF_HUB_DOWNLOAD_TIMEOUT), or fetch it ahead of the run", what, host),
+		SavesNS: s.LengthNS, Evidence: ds.Sentence}
+	return ds
+}
+
+func medianInt(v []int64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// weighted is a poll's rate and the bytes it saw.
+type weighted struct {
+	rate  float64
+	bytes uint64
+}
+
+// byteMedian is the rate at which the median byte arrived: a trickle
+// of many polls with little data does not pull it down.
+func byteMedian(v []weighted) float64 {
+	s := slices.Clone(v)
+	slices.SortFunc(s, func(a, b weighted) int { return cmp.Compare(a.rate, b.rate) })
+	var total, seen uint64
+	for _, w := range s {
+		total += w.bytes
+	}
+	for _, w := range s {
+		seen += w.bytes
+		if 2*seen >= total {
+			return w.rate
+		}
+	}
+	return 0
+}
