@@ -12,9 +12,10 @@ import (
 // DownloadStall is a stretch of a download in which nothing arrived, or
 // in which it arrived at under stallSlowShare of its median rate: the
 // long tail of "99% and then KB/s". Its times are the run's, from the
-// download's polls: the stall starts at the last poll that saw data
-// before it and ends at the last poll that saw none, so each bound is
-// late or early by at most one polling interval.
+// download's polls: a silence runs from half an interval before the
+// last poll that saw data to half an interval before the next poll that
+// did, each bound within half a polling interval of the true one; a
+// trickle runs from the last poll at full rate to its last slow poll.
 type DownloadStall struct {
 	// Download is what the download is known by: its destination's name,
 	// else its path, else "" (the body stayed in memory).
@@ -95,9 +96,14 @@ func StallsOf(samples []record.DownloadSample, startNS, intervalNS int64) []Stal
 	var before uint64
 	for i := 0; i < len(samples); i++ {
 		if i > 0 && gaps[i] >= limit {
-			// The first byte after it came after the poll before this one.
-			start, end := samples[i-1].EndNS, samples[i].EndNS-max(intervalNS, 0)
-			out = append(out, Stall{StartNS: start, LengthNS: max(end-start, 0), Before: before, After: total - before})
+			// Its last byte before came within the interval before the
+			// poll that saw it, its first byte after within the interval
+			// before this poll: both bounds are taken at the middle.
+			start := samples[i-1].EndNS - max(intervalNS, 0)/2
+			if i > 1 {
+				start = max(start, samples[i-2].EndNS)
+			}
+			out = append(out, Stall{StartNS: start, LengthNS: samples[i].EndNS - max(intervalNS, 0)/2 - start, Before: before, After: total - before})
 			before += samples[i].Bytes
 			continue
 		}

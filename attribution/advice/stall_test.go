@@ -27,7 +27,7 @@ func TestStallsOfFindsSilenceLongerThanFiveSeconds(t *testing.T) {
 		t.Fatalf("stalls = %+v, want one", got)
 	}
 	g := got[0]
-	if g.StartNS != 2000*ms || g.LengthNS != 6000*ms || g.Before != 20<<20 || g.After != 10<<20 || g.Slow {
+	if g.StartNS != 1950*ms || g.LengthNS != 6100*ms || g.Before != 20<<20 || g.After != 10<<20 || g.Slow {
 		t.Errorf("stall = %+v, want 6 s at 2 s, 20 MiB before, 10 MiB after", g)
 	}
 }
@@ -53,8 +53,8 @@ func TestStallsOfScalesWithTheMedianGap(t *testing.T) {
 	}
 	// A 10.5 s gap is 21 of them.
 	s[len(s)-1].EndNS = 15500 * ms
-	if got := StallsOf(s, 0, 100*ms); len(got) != 1 || got[0].LengthNS != 10400*ms {
-		t.Errorf("stalls = %+v, want one of 10.4 s", got)
+	if got := StallsOf(s, 0, 100*ms); len(got) != 1 || got[0].LengthNS != 10500*ms || got[0].StartNS != 4950*ms {
+		t.Errorf("stalls = %+v, want one of 10.5 s at 4.95 s", got)
 	}
 }
 
@@ -83,15 +83,15 @@ func TestStallsOfIgnoresAShortTrickle(t *testing.T) {
 
 func TestStallsNameTheDownloadAndRankAsATrap(t *testing.T) {
 	s := steady(0, 12, 1<<20)
-	s = append(s, record.DownloadSample{EndNS: 1200*ms + 8100*ms, Bytes: 1 << 20})
-	s = append(s, steady(9300*ms, 7, 1<<20)...)
+	s = append(s, record.DownloadSample{EndNS: 1200*ms + 8000*ms, Bytes: 1 << 20})
+	s = append(s, steady(9200*ms, 7, 1<<20)...)
 	r := &record.Record{IntervalNS: 100 * ms, Downloads: []record.Download{{Name: "model.bin", Host: "hub.example", Peer: "10.0.0.1:443",
 		Bytes: 20 << 20, StartNS: 0, EndNS: 10000 * ms, Samples: s}}}
 	a := Of(r, nil)
 	if len(a.Stalls) != 1 {
 		t.Fatalf("stalls = %+v", a.Stalls)
 	}
-	want := "download of model.bin from hub.example stalled for 8.0 s at +1.2 s after 12.0 MiB; 40% of its bytes came after the stall"
+	want := "download of model.bin from hub.example stalled for 8.0 s at +1.1 s after 12.0 MiB; 40% of its bytes came after the stall"
 	if a.Stalls[0].Sentence != want {
 		t.Errorf("sentence = %q, want %q", a.Stalls[0].Sentence, want)
 	}
