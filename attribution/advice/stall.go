@@ -20,16 +20,21 @@ type DownloadStall struct {
 	// Download is what the download is known by: its destination's name,
 	// else its path, else "" (the body stayed in memory).
 	Download string `json:"download,omitempty"`
-	Host     string `json:"host"`
-	StartNS  int64  `json:"start_ns"`
-	LengthNS int64  `json:"length_ns"`
+	// Connection is the stalled connection's place in the download's
+	// connections, from 1, when it stalled while the others went on; 0
+	// when the whole download stalled.
+	Connection int    `json:"connection,omitempty"`
+	Host       string `json:"host"`
+	StartNS    int64  `json:"start_ns"`
+	LengthNS   int64  `json:"length_ns"`
 	// Slow is set when data still trickled in (under stallSlowShare of
 	// the median rate) rather than none at all; BytesDuring is what did.
 	Slow        bool   `json:"slow,omitempty"`
 	BytesBefore uint64 `json:"bytes_before"`
 	BytesDuring uint64 `json:"bytes_during,omitempty"`
 	BytesAfter  uint64 `json:"bytes_after"`
-	// AfterShare is BytesAfter over the download's bytes.
+	// AfterShare is BytesAfter over the download's bytes (the
+	// connection's, for a connection's stall).
 	AfterShare float64 `json:"after_share"`
 	Sentence   string  `json:"sentence"`
 	Action     *Action `json:"-"`
@@ -44,14 +49,39 @@ const (
 	stallGapFactor = 20
 	stallSlowShare = 0.05
 	maxStalls      = 10
+	// stallConnBytes is the least one connection of several receives
+	// for its own stalls to be looked for.
+	stallConnBytes = 1 << 20
 )
+
+// overlaps says whether s overlaps one of the download's own stalls:
+// those say it already.
+func overlaps(s Stall, whole []Stall) bool {
+	for _, w := range whole {
+		if s.StartNS < w.StartNS+w.LengthNS && w.StartNS < s.StartNS+s.LengthNS {
+			return true
+		}
+	}
+	return false
+}
 
 // Stalls finds the stalls of r's downloads, longest first, ten at most.
 func Stalls(r *record.Record) []DownloadStall {
 	var out []DownloadStall
 	for _, d := range r.Downloads {
-		for _, s := range StallsOf(d.Samples, d.StartNS, r.IntervalNS) {
-			out = append(out, describeStall(d, s))
+		whole := StallsOf(d.Samples, d.StartNS, r.IntervalNS)
+		for _, s := range whole {
+			out = append(out, describeStall(d, s, 0))
+		}
+		for i, c := range d.Connections {
+			if c.Bytes < stallConnBytes {
+				continue
+			}
+			for _, s := range StallsOf(c.Samples, c.StartNS, r.IntervalNS) {
+				if !overlaps(s, whole) {
+					out = append(out, describeStall(d, s, i+1))
+				}
+			}
 		}
 	}
 	slices.SortStableFunc(out, func(a, b DownloadStall) int { return cmp.Compare(b.LengthNS, a.LengthNS) })
@@ -126,21 +156,28 @@ func StallsOf(samples []record.DownloadSample, startNS, intervalNS int64) []Stal
 }
 
 // describeStall says what s cost download d.
-func describeStall(d record.Download, s Stall) DownloadStall {
-	host := d.Host
+func describeStall(d record.Download, s Stall, conn int) DownloadStall {
+	host, total := d.Host, d.Bytes
 	if host == "" {
 		host = d.Peer
+	}
+	if conn > 0 {
+		c := d.Connections[conn-1]
+		host, total = cmp.Or(c.Host, c.Peer), c.Bytes
 	}
 	name := d.Name
 	if name == "" && d.Path != "" {
 		name = filepath.Base(d.Path)
 	}
-	ds := DownloadStall{Download: name, Host: host, StartNS: s.StartNS, LengthNS: s.LengthNS, Slow: s.Slow,
+	ds := DownloadStall{Download: name, Connection: conn, Host: host, StartNS: s.StartNS, LengthNS: s.LengthNS, Slow: s.Slow,
 		BytesBefore: s.Before, BytesDuring: s.During, BytesAfter: s.After}
-	if d.Bytes > 0 {
-		ds.AfterShare = float64(s.After) / float64(d.Bytes)
+	if total > 0 {
+		ds.AfterShare = float64(s.After) / float64(total)
 	}
 	what := "download"
+	if conn > 0 {
+		what = fmt.Sprintf("connection %d of %d of the download", conn, len(d.Connections))
+	}
 	if name != "" {
 		what += " of " + name
 	}

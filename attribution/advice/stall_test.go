@@ -103,3 +103,31 @@ func TestStallsNameTheDownloadAndRankAsATrap(t *testing.T) {
 		t.Errorf("next = %+v", a.Next)
 	}
 }
+
+func TestStallsFindAConnectionStalledWhileAnotherWentOn(t *testing.T) {
+	a := steady(0, 100, 1<<20) // 10 s of data
+	b := append(steady(0, 10, 1<<20), record.DownloadSample{EndNS: 8000 * ms, Bytes: 1 << 20})
+	var all []record.DownloadSample
+	for i := range a {
+		all = append(all, a[i])
+		if i < 10 {
+			all[i].Bytes += b[i].Bytes
+		}
+		if a[i].EndNS == 8000*ms {
+			all[i].Bytes += 1 << 20
+		}
+	}
+	r := &record.Record{IntervalNS: 100 * ms, Downloads: []record.Download{{Name: "model.bin", Host: "hub.example", Bytes: 111 << 20, EndNS: 10000 * ms, Samples: all,
+		Connections: []record.DownloadConnection{{Peer: "10.0.0.1:443", Bytes: 100 << 20, Samples: a}, {Peer: "10.0.0.2:443", Host: "cdn.example", Bytes: 11 << 20, Samples: b}}}}}
+	got := Stalls(r)
+	if len(got) != 1 {
+		t.Fatalf("stalls = %+v, want one", got)
+	}
+	g := got[0]
+	if g.Connection != 2 || g.Host != "cdn.example" || g.StartNS != 950*ms || g.LengthNS != 7000*ms || g.BytesBefore != 10<<20 || g.BytesAfter != 1<<20 {
+		t.Errorf("stall = %+v", g)
+	}
+	if !strings.HasPrefix(g.Sentence, "connection 2 of 2 of the download of model.bin from cdn.example stalled for 7.0 s") {
+		t.Errorf("sentence = %q", g.Sentence)
+	}
+}
