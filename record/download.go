@@ -97,6 +97,32 @@ type DownloadConnection struct {
 	Bytes     uint64 `json:"bytes"`
 	Receives  uint64 `json:"receives"`
 	BytesSent uint64 `json:"bytes_sent"`
+	// Samples are the connection's bytes per poll with data, as
+	// Download.Samples, kept only when the download had more than one
+	// connection (with one they are the download's); at most
+	// MaxConnectionSamples, adjacent polls summed when there were more.
+	Samples []DownloadSample `json:"samples,omitempty"`
+}
+
+// MaxConnectionSamples bounds DownloadConnection.Samples.
+const MaxConnectionSamples = 2048
+
+// CoarsenSamples sums adjacent pairs of s until at most max remain, each
+// pair under its later end; s is reused.
+func CoarsenSamples(s []DownloadSample, max int) []DownloadSample {
+	for max > 0 && len(s) > max {
+		n := 0
+		for i := 0; i < len(s); i += 2 {
+			if i+1 < len(s) {
+				s[n] = DownloadSample{EndNS: s[i+1].EndNS, Bytes: s[i].Bytes + s[i+1].Bytes}
+			} else {
+				s[n] = s[i]
+			}
+			n++
+		}
+		s = s[:n]
+	}
+	return s
 }
 
 // DownloadSample is what a download received in (previous EndNS, EndNS];

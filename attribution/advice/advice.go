@@ -26,7 +26,10 @@ type Advice struct {
 	// SlowFS are files on network or FUSE filesystems filled by many
 	// small requests.
 	SlowFS []SlowFSRead `json:"slow_fs_reads,omitempty"`
-	Next   []Action     `json:"advice,omitempty"`
+	// Stalls are the stretches in which a download received nothing, or
+	// next to nothing.
+	Stalls []DownloadStall `json:"download_stalls,omitempty"`
+	Next   []Action        `json:"advice,omitempty"`
 }
 
 // Action is one next step: what to do, the seconds it would save on the
@@ -50,6 +53,7 @@ func Of(r *record.Record, baseline *record.Record) Advice {
 	a.Late = AfterReady(r)
 	a.Recurring = Recurring(r)
 	a.SlowFS = SlowFS(r)
+	a.Stalls = Stalls(r)
 	a.Next = nextSteps(a)
 	return a
 }
@@ -86,6 +90,11 @@ func nextSteps(a Advice) []Action {
 			out = append(out, *s.Action)
 		}
 	}
+	for _, s := range a.Stalls {
+		if s.Action != nil {
+			out = append(out, *s.Action)
+		}
+	}
 	slices.SortStableFunc(out, func(x, y Action) int { return cmp.Compare(y.SavesNS, x.SavesNS) })
 	if len(out) > MaxActions {
 		out = out[:MaxActions]
@@ -113,6 +122,9 @@ func Traps(a Advice) []Trap {
 	}
 	for _, s := range a.SlowFS {
 		out = append(out, Trap{Kind: "slow_filesystem", Sentence: s.Sentence, CostNS: s.CostNS})
+	}
+	for _, s := range a.Stalls {
+		out = append(out, Trap{Kind: "download_stall", Sentence: s.Sentence, CostNS: s.LengthNS})
 	}
 	for _, rr := range a.Recurring {
 		out = append(out, Trap{Kind: "recurring_read", Sentence: rr.Sentence, CostNS: rr.FillNS})

@@ -32,7 +32,10 @@ type Diff struct {
 	CacheChanges []advice.CacheChange `json:"cache_changes"`
 	// LateA and LateB are each run's compiles after ready.
 	LateA *advice.LateCompiles `json:"compiles_after_ready_a,omitempty"`
-	LateB *advice.LateCompiles `json:"compiles_after_ready_b,omitempty"`
+	// StallsA and StallsB are each run's download stalls.
+	StallsA []advice.DownloadStall `json:"download_stalls_a,omitempty"`
+	StallsB []advice.DownloadStall `json:"download_stalls_b,omitempty"`
+	LateB   *advice.LateCompiles   `json:"compiles_after_ready_b,omitempty"`
 	// Warnings say why the two runs may not be comparable: other hosts,
 	// other commands, lost events.
 	Warnings []string `json:"warnings,omitempty"`
@@ -208,6 +211,7 @@ func New(a, b *record.Record, ra, rb *attribution.Result) *Diff {
 	d.Caches = caches(a, b)
 	d.CacheChanges = append([]advice.CacheChange{}, advice.Compare(a, b)...)
 	d.LateA, d.LateB = advice.AfterReady(a), advice.AfterReady(b)
+	d.StallsA, d.StallsB = advice.Stalls(a), advice.Stalls(b)
 	d.Compilers = compilers(ra, rb)
 	d.GPUs = gpus(ra, rb)
 	gpuVRAM(d.GPUs, a, b)

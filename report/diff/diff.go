@@ -225,4 +225,12 @@ func writeLate(b *strings.Builder, d *compare.Diff, esc func(string) string) {
 			fmt.Fprintf(b, "    compiles after ready in %s: %s\n", l.run, esc(l.late.Sentence))
 		}
 	}
+	for _, l := range []struct {
+		run    string
+		stalls []advice.DownloadStall
+	}{{"A", d.StallsA}, {"B", d.StallsB}} {
+		for _, s := range l.stalls {
+			fmt.Fprintf(b, "    download stall in %s: %s\n", l.run, esc(s.Sentence))
+		}
+	}
 }

@@ -104,6 +104,9 @@ type Summary struct {
 	// SlowFSReads are files on network or FUSE filesystems filled by
 	// many small requests (advice.SlowFS).
 	SlowFSReads []advice.SlowFSRead `json:"slow_fs_reads,omitempty"`
+	// DownloadStalls are the stretches in which a download received
+	// nothing, or next to nothing (advice.Stalls).
+	DownloadStalls []advice.DownloadStall `json:"download_stalls,omitempty"`
 }
 
 // Download is one network fetch (the summary's "downloads[]").
@@ -324,6 +327,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.CompilesAfterReady = a.Late
 	s.RecurringReads = a.Recurring
 	s.SlowFSReads = a.SlowFS
+	s.DownloadStalls = a.Stalls
 	return s
 }
 

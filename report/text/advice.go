@@ -61,6 +61,12 @@ func writeAdvice(b *strings.Builder, a advice.Advice) {
 			fmt.Fprintf(b, "    %s\n", format.Escape(s.Sentence))
 		}
 	}
+	if len(a.Stalls) > 0 {
+		b.WriteString("\n  downloads that stalled\n")
+		for _, s := range a.Stalls {
+			fmt.Fprintf(b, "    %s\n", format.Escape(s.Sentence))
+		}
+	}
 	if len(a.Recurring) > 0 {
 		b.WriteString("\n  read on every run\n")
 		for _, r := range a.Recurring {

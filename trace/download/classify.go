@@ -203,10 +203,17 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 	var linked []Write
 	tids := map[int32]bool{}
 	for _, c := range g {
-		d.Connections = append(d.Connections, record.DownloadConnection{Peer: c.Peer.String(), Host: c.Host, PID: c.PID, TID: c.RxTID,
+		cs := samples(c, env.Progress[ConnKey{c.Sk, c.ID}], env.StartMono)
+		dc := record.DownloadConnection{Peer: c.Peer.String(), Host: c.Host, PID: c.PID, TID: c.RxTID,
 			ConnectNS: rel(c.ID, env.StartMono), StartNS: rel(c.FirstTS, env.StartMono), EndNS: rel(c.LastTS, env.StartMono),
-			Bytes: c.Bytes, Receives: c.Receives, BytesSent: c.Sent})
-		d.Samples = mergeSamples(d.Samples, samples(c, env.Progress[ConnKey{c.Sk, c.ID}], env.StartMono))
+			Bytes: c.Bytes, Receives: c.Receives, BytesSent: c.Sent}
+		if len(g) > 1 {
+			// One connection among several can stall while the others
+			// carry on: keep its own progress.
+			dc.Samples = record.CoarsenSamples(slices.Clone(cs), record.MaxConnectionSamples)
+		}
+		d.Connections = append(d.Connections, dc)
+		d.Samples = mergeSamples(d.Samples, cs)
 		for _, w := range byConn[ConnKey{c.Sk, c.ID}] {
 			if w.FirstTS <= c.LastTS+writeSlack && w.LastTS >= c.FirstTS {
 				linked = append(linked, w)
