@@ -142,6 +142,12 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 		fmt.Fprintf(&b, "    why: %s\n", esc(ch.Sentence))
 	}
 	writeLate(&b, d, esc)
+	if len(d.CacheCandidates) > 0 {
+		b.WriteString("\n  caches the registry does not know (A filled, B read back)\n")
+		for _, c := range d.CacheCandidates {
+			fmt.Fprintf(&b, "    %s\n", esc(c.Sentence))
+		}
+	}
 	if len(d.Compilers) > 0 {
 		b.WriteString("\n  compilers (A → B)\n")
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)

@@ -104,6 +104,9 @@ type Summary struct {
 	// SlowFSReads are files on network or FUSE filesystems filled by
 	// many small requests (advice.SlowFS).
 	SlowFSReads []advice.SlowFSRead `json:"slow_fs_reads,omitempty"`
+	// CacheCandidates are directories this run filled that may be
+	// caches the registry does not know (advice.MayBeCaches).
+	CacheCandidates []advice.CacheCandidate `json:"cache_candidates,omitempty"`
 }
 
 // Download is one network fetch (the summary's "downloads[]").
@@ -324,6 +327,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.CompilesAfterReady = a.Late
 	s.RecurringReads = a.Recurring
 	s.SlowFSReads = a.SlowFS
+	s.CacheCandidates = a.Candidates
 	return s
 }
 
