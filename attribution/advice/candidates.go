@@ -175,11 +175,15 @@ func commonDir(g []createdFile) string {
 }
 
 func candidateSentence(c CacheCandidate) string {
-	if c.Reused {
-		return fmt.Sprintf("%s may be a cache the registry does not know: run A created %s in %d files there and run B read them without rewriting; keep it between runs (or add it with --cache-dir NAME=%s)",
-			shellQuote(c.Dir), bytesWords(c.CreatedBytes), c.Files, shellQuote(c.Dir))
+	files := fmt.Sprintf("%d files", c.Files)
+	if c.Files == 1 {
+		files = "1 file"
 	}
-	return fmt.Sprintf("%s may be a cache: this run created %s in %d files there", shellQuote(c.Dir), bytesWords(c.CreatedBytes), c.Files)
+	if c.Reused {
+		return fmt.Sprintf("%s may be a cache the registry does not know: run A created %s in %s there and run B read them without rewriting; keep it between runs (or add it with --cache-dir NAME=%s)",
+			shellQuote(c.Dir), bytesWords(c.CreatedBytes), files, shellQuote(c.Dir))
+	}
+	return fmt.Sprintf("%s may be a cache: this run created %s in %s there", shellQuote(c.Dir), bytesWords(c.CreatedBytes), files)
 }
 
 // Action is the candidate as a next step: no saving is claimed, since

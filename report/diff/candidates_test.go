@@ -26,7 +26,7 @@ func TestDiffNamesDirectoriesBReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := text.String()
-	if !strings.Contains(out, "caches the registry does not know") || !strings.Contains(out, "created 2.0 MiB in 1 files") {
+	if !strings.Contains(out, "caches the registry does not know") || !strings.Contains(out, "created 2.0 MiB in 1 file there") {
 		t.Errorf("text lacks the candidate section:\n%s", out)
 	}
 	if strings.Contains(out, "\x1b") {
