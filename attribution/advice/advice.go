@@ -29,12 +29,18 @@ type Advice struct {
 	// Stalls are the stretches in which a download received nothing, or
 	// next to nothing.
 	Stalls []DownloadStall `json:"download_stalls,omitempty"`
-	Next   []Action        `json:"advice,omitempty"`
+	// Candidates are directories under the user's home this run filled
+	// that no known cache accounts for: they may be caches.
+	Candidates []CacheCandidate `json:"cache_candidates,omitempty"`
+	Next       []Action         `json:"advice,omitempty"`
 }
 
 // Action is one next step: what to do, the seconds it would save on the
 // next cold run, and the evidence from this run.
 type Action struct {
+	// Kind types a finding that is not a saving of its own
+	// ("cache_candidate"); empty for the others.
+	Kind     string `json:"kind,omitempty"`
 	Action   string `json:"action"`
 	SavesNS  int64  `json:"saves_ns"`
 	Evidence string `json:"evidence"`
@@ -54,6 +60,7 @@ func Of(r *record.Record, baseline *record.Record) Advice {
 	a.Recurring = Recurring(r)
 	a.SlowFS = SlowFS(r)
 	a.Stalls = Stalls(r)
+	a.Candidates = MayBeCaches(r)
 	a.Next = nextSteps(a)
 	return a
 }
@@ -94,6 +101,9 @@ func nextSteps(a Advice) []Action {
 		if s.Action != nil {
 			out = append(out, *s.Action)
 		}
+	}
+	for _, c := range a.Candidates {
+		out = append(out, c.Action())
 	}
 	slices.SortStableFunc(out, func(x, y Action) int { return cmp.Compare(y.SavesNS, x.SavesNS) })
 	if len(out) > MaxActions {

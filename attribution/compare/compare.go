@@ -30,6 +30,9 @@ type Diff struct {
 	// CacheChanges say, for each cache B missed in, whether A's entries
 	// were there to use: a moved root or a changed key.
 	CacheChanges []advice.CacheChange `json:"cache_changes"`
+	// CacheCandidates are directories A filled that B read back without
+	// rewriting and that no known cache accounts for.
+	CacheCandidates []advice.CacheCandidate `json:"cache_candidates,omitempty"`
 	// LateA and LateB are each run's compiles after ready.
 	LateA *advice.LateCompiles `json:"compiles_after_ready_a,omitempty"`
 	// StallsA and StallsB are each run's download stalls.
@@ -210,6 +213,7 @@ func New(a, b *record.Record, ra, rb *attribution.Result) *Diff {
 	d.Files = files(a, b, ra, rb)
 	d.Caches = caches(a, b)
 	d.CacheChanges = append([]advice.CacheChange{}, advice.Compare(a, b)...)
+	d.CacheCandidates = advice.CacheCandidates(a, b)
 	d.LateA, d.LateB = advice.AfterReady(a), advice.AfterReady(b)
 	d.StallsA, d.StallsB = advice.Stalls(a), advice.Stalls(b)
 	d.Compilers = compilers(ra, rb)

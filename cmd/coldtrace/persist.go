@@ -35,6 +35,9 @@ func writePersist(w io.Writer, rec *record.Record) error {
 		}
 		lines = append(lines, line)
 	}
+	for _, c := range advice.MayBeCaches(rec) {
+		lines = append(lines, "# "+format.Escape(c.Sentence))
+	}
 	for _, p := range list {
 		if p.Skipped != "" {
 			lines = append(lines, fmt.Sprintf("# skipped: %s: %s", format.Escape(p.Env), p.Skipped))

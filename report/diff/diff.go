@@ -142,6 +142,7 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 		fmt.Fprintf(&b, "    why: %s\n", esc(ch.Sentence))
 	}
 	writeLate(&b, d, esc)
+	writeCandidates(&b, d, esc)
 	if len(d.Compilers) > 0 {
 		b.WriteString("\n  compilers (A → B)\n")
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -232,5 +233,17 @@ func writeLate(b *strings.Builder, d *compare.Diff, esc func(string) string) {
 		for _, s := range l.stalls {
 			fmt.Fprintf(b, "    download stall in %s: %s\n", l.run, esc(s.Sentence))
 		}
+	}
+}
+
+// writeCandidates names the directories A filled and B read back that no
+// known cache accounts for.
+func writeCandidates(b *strings.Builder, d *compare.Diff, esc func(string) string) {
+	if len(d.CacheCandidates) == 0 {
+		return
+	}
+	b.WriteString("\n  caches the registry does not know (A filled, B read back)\n")
+	for _, c := range d.CacheCandidates {
+		fmt.Fprintf(b, "    %s\n", esc(c.Sentence))
 	}
 }

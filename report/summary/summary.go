@@ -107,6 +107,9 @@ type Summary struct {
 	// DownloadStalls are the stretches in which a download received
 	// nothing, or next to nothing (advice.Stalls).
 	DownloadStalls []advice.DownloadStall `json:"download_stalls,omitempty"`
+	// CacheCandidates are directories this run filled that may be
+	// caches the registry does not know (advice.MayBeCaches).
+	CacheCandidates []advice.CacheCandidate `json:"cache_candidates,omitempty"`
 }
 
 // Download is one network fetch (the summary's "downloads[]").
@@ -328,6 +331,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.RecurringReads = a.Recurring
 	s.SlowFSReads = a.SlowFS
 	s.DownloadStalls = a.Stalls
+	s.CacheCandidates = a.Candidates
 	return s
 }
 

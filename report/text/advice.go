@@ -46,6 +46,12 @@ func writeAdvice(b *strings.Builder, a advice.Advice) {
 			fmt.Fprintf(b, "    %s\n", line)
 		}
 	}
+	if len(a.Candidates) > 0 {
+		b.WriteString("\n  may be caches (directories this run filled that no known cache accounts for)\n")
+		for _, c := range a.Candidates {
+			fmt.Fprintf(b, "    %s\n", format.Escape(c.Sentence))
+		}
+	}
 	if len(a.Reads) > 0 {
 		b.WriteString("\n  how files were read\n")
 		for _, f := range a.Reads {

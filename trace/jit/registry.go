@@ -174,6 +174,24 @@ var Registry = []Spec{
 		Source:                  "torch/hub.py (get_dir, _get_torch_home, download_url_to_file, load_state_dict_from_url)",
 	},
 	{
+		// tensorflow_hub: atomic_download writes the lock
+		// <sha1(handle)>.lock, extracts into <sha1>.<uuid>.tmp and
+		// renames it to <sha1>/; <sha1>.descriptor.txt records who
+		// downloaded it.
+		Name: "tfhub", Framework: "TensorFlow Hub (weights)",
+		Key:        "the model handle (its URL)",
+		Paths:      []string{"$TFHUB_CACHE_DIR", "{tmp}/tfhub_modules"},
+		EntryDepth: 1,
+		Temp:       []string{"*.tmp"},
+		Ignore:     []string{"*.lock", "*.descriptor.txt"},
+		Hit:        "<sha1(handle)>/ listed (not empty), saved_model.pb and variables/ read",
+		Switches: []Switch{{Env: "TFHUB_MODEL_LOAD_FORMAT", Values: []string{"UNCOMPRESSED"},
+			Effect: "the cache is bypassed: every load reads the model from its remote storage"}},
+		Packages:                []string{"tensorflow_hub"},
+		SeenWithoutPathSyscalls: true,
+		Source:                  "tensorflow_hub/resolver.py (tfhub_cache_dir, atomic_download, _temp_download_dir, _lock_filename)",
+	},
+	{
 		Name: "vllm", Framework: "vLLM", Compiles: true,
 		Paths:      []string{"$VLLM_CACHE_ROOT", "$XDG_CACHE_HOME/vllm", "~/.cache/vllm"},
 		EntryDepth: 2,
