@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/coldtrace/coldtrace/internal/procmaps"
 )
 
 // Interp is a located interpreter: its layout and the run-time addresses
@@ -41,24 +43,24 @@ const (
 // Locate finds the interpreter of process pid, reading its ELF files
 // through /proc/PID/map_files.
 func Locate(pid int) (*Interp, error) {
-	maps, err := readMaps(pid)
+	maps, err := procmaps.Read(pid)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read maps of %d: %w", pid, err)
 	}
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
 		return nil, fmt.Errorf("locate python in %d: %w", pid, err)
 	}
-	var exeMap, libMap *mapping
+	var exeMap, libMap *procmaps.Mapping
 	for i := range maps {
 		m := &maps[i]
-		if m.offset != 0 {
+		if m.Offset != 0 {
 			continue
 		}
-		if m.path == exe && exeMap == nil {
+		if m.Path == exe && exeMap == nil {
 			exeMap = m
 		}
-		if b := filepath.Base(m.path); strings.HasPrefix(b, "libpython3.") && strings.Contains(b, ".so") && libMap == nil {
+		if b := filepath.Base(m.Path); strings.HasPrefix(b, "libpython3.") && strings.Contains(b, ".so") && libMap == nil {
 			libMap = m
 		}
 	}
@@ -79,7 +81,7 @@ func Locate(pid int) (*Interp, error) {
 }
 
 // needsLibpython reports whether the executable links libpython.
-func needsLibpython(pid int, m mapping) bool {
+func needsLibpython(pid int, m procmaps.Mapping) bool {
 	f, closeF, err := openELF(pid, m)
 	if err != nil {
 		return false
@@ -97,27 +99,29 @@ func needsLibpython(pid int, m mapping) bool {
 	return false
 }
 
-func openELF(pid int, m mapping) (*elf.File, func(), error) {
-	fh, err := os.Open(m.mapFile(pid))
+func openELF(pid int, m procmaps.Mapping) (*elf.File, func(), error) {
+	// Through the process's own mapping, device and inode checked: never
+	// the path it names.
+	fh, err := procmaps.Open(pid, m)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open %s: %w", m.path, err)
+		return nil, nil, fmt.Errorf("open %s: %w", m.Path, err)
 	}
 	st, err := fh.Stat()
 	if err != nil || st.Size() > maxELFSize {
 		fh.Close()
-		return nil, nil, fmt.Errorf("open %s: unreadable or over %d bytes", m.path, int64(maxELFSize))
+		return nil, nil, fmt.Errorf("open %s: unreadable or over %d bytes", m.Path, int64(maxELFSize))
 	}
 	f, err := elf.NewFile(fh)
 	if err != nil {
 		fh.Close()
-		return nil, nil, fmt.Errorf("parse %s: %w", m.path, err)
+		return nil, nil, fmt.Errorf("parse %s: %w", m.Path, err)
 	}
 	return f, func() { fh.Close() }, nil
 }
 
 // locateIn finds _PyRuntime, PyCode_Type and Py_Version in the ELF file
 // mapped at m (offset 0), and reads the layout.
-func locateIn(pid int, m mapping) (*Interp, error) {
+func locateIn(pid int, m procmaps.Mapping) (*Interp, error) {
 	f, closeF, err := openELF(pid, m)
 	if err != nil {
 		return nil, err
@@ -125,7 +129,7 @@ func locateIn(pid int, m mapping) (*Interp, error) {
 	defer closeF()
 	syms, err := exportedSymbols(f, "_PyRuntime", "PyCode_Type", "Py_Version")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.path, err)
+		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
 	rt, ok1 := syms["_PyRuntime"]
 	ct, ok2 := syms["PyCode_Type"]
@@ -139,7 +143,7 @@ func locateIn(pid int, m mapping) (*Interp, error) {
 	bias := loadBias(f, m)
 	ver, err := readFileU64(f, pv.Value)
 	if err != nil {
-		return nil, fmt.Errorf("%s: read Py_Version: %w", m.path, err)
+		return nil, fmt.Errorf("%s: read Py_Version: %w", m.Path, err)
 	}
 	head := make([]byte, debugOffsets313.size)
 	if n, _ := readFileAt(f, rt.Value, head); n < len(head) {
@@ -192,13 +196,13 @@ func exportedSymbols(f *elf.File, names ...string) (map[string]elf.Symbol, error
 // loadBias is what the loader added to the file's addresses: 0 for a
 // fixed-address executable, else the mapping's start less the first
 // loadable segment's page-aligned address.
-func loadBias(f *elf.File, m mapping) uint64 {
+func loadBias(f *elf.File, m procmaps.Mapping) uint64 {
 	if f.Type == elf.ET_EXEC {
 		return 0
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
-			return m.start - (p.Vaddr &^ 0xfff)
+			return m.Start - (p.Vaddr &^ 0xfff)
 		}
 	}
 	return 0
