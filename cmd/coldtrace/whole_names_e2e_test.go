@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -206,6 +207,11 @@ func TestWholeNamesRoundTrip(t *testing.T) {
 	checkResident(t, "evicting", paths, false)
 	rec := filepath.Join(t.TempDir(), "names.ctrace")
 	sumCat := filepath.Join(t.TempDir(), "cat.json")
+	// cat itself must be cached, so that the record's only misses are the
+	// test's files: DAMON pages out an idle binary within minutes.
+	if b, err := exec.Command("cat", "/usr/bin/cat", "/usr/bin/true").Output(); err != nil || len(b) == 0 {
+		t.Fatalf("warm cat: %v", err)
+	}
 	code, _, stderr := coldtrace(t, nil, append([]string{"run", "-q", "-o", rec, "--json", sumCat, "--", "cat"}, paths...)...)
 	if code != 0 {
 		t.Fatalf("coldtrace run: exit %d\n%s", code, stderr)
