@@ -19,3 +19,20 @@ func TestFUSEReadsAreNotColdAndStayInTheWarmEstimate(t *testing.T) {
 		t.Errorf("ext4: cold %v, recurring %d", local.Cold, local.RecurringNS)
 	}
 }
+
+// TestCauseMarksFilesNoneOfWhosePagesMissed: the verdict's disk cause says
+// when its files only waited on pages already being read in, and not when
+// any of them missed.
+func TestCauseMarksFilesNoneOfWhosePagesMissed(t *testing.T) {
+	row := &Row{Category: DiskRead, NS: 50, Files: []FileEvidence{
+		{ID: 1, Path: "/usr/bin/dd", NS: 38},
+		{ID: 2, Path: "/lib/libc.so.6", NS: 12},
+	}}
+	if c := cause(row); !c.NoneMissed || c.Names[0] != "/usr/bin/dd" || c.OtherFiles != 1 {
+		t.Errorf("waits only: %+v", c)
+	}
+	row.Files[1].PagesMissed = 3
+	if c := cause(row); c.NoneMissed {
+		t.Errorf("a file missed, yet none_missed: %+v", c)
+	}
+}

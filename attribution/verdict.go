@@ -69,6 +69,11 @@ type Cause struct {
 	// Unidentified is set when disk time came from files no delta named
 	// and no named file cost time.
 	Unidentified bool `json:"unidentified,omitempty"`
+	// NoneMissed is set when no named file had a page of its own read
+	// from disk: their time was waits on pages already being read in (by
+	// readahead, or by another process), so they are not called "not in
+	// page cache".
+	NoneMissed bool `json:"none_missed,omitempty"`
 	// Download is the costliest download's evidence (download): what,
 	// from where, how fast, into which cache, and whether a warm rerun
 	// downloads it again.
@@ -161,9 +166,11 @@ func cause(row *Row) Cause {
 			}
 			if len(c.Names) == 0 {
 				c.Names = []string{f.Path}
+				c.NoneMissed = true
 			} else {
 				c.OtherFiles++
 			}
+			c.NoneMissed = c.NoneMissed && f.PagesMissed == 0
 		}
 		c.Unidentified = len(c.Names) == 0 && unknown
 	case JITCompile:

@@ -96,6 +96,9 @@ func detail(c attribution.Cause) string {
 			return ""
 		}
 		top := format.Path(c.Names[0], format.PathWidth)
+		if c.NoneMissed {
+			return waitedOnly(top, c.OtherFiles)
+		}
 		switch c.OtherFiles {
 		case 0:
 			return " (" + top + " not in page cache)"
@@ -116,6 +119,19 @@ func detail(c attribution.Cause) string {
 		}
 	}
 	return ""
+}
+
+// waitedOnly names files none of whose pages the run read itself: it
+// waited for pages already on their way in, so the files were not simply
+// "not in page cache".
+func waitedOnly(top string, others int) string {
+	switch others {
+	case 0:
+		return " (waiting for " + top + " already being read in)"
+	case 1:
+		return " (waiting for " + top + " and 1 other file already being read in)"
+	}
+	return fmt.Sprintf(" (waiting for %s and %d other files already being read in)", top, others)
 }
 
 // Download says what a download was and whether a warm rerun repeats it:

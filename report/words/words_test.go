@@ -114,3 +114,15 @@ func TestDownloadWords(t *testing.T) {
 		t.Errorf("verdict:\n%q, want\n%q", got, want)
 	}
 }
+
+// TestFilesWithNoMissAreNotCalledUncached: a file whose disk time was
+// only waits on pages already being read in is not "not in page cache".
+func TestFilesWithNoMissAreNotCalledUncached(t *testing.T) {
+	v := attribution.Verdict{Kind: attribution.VerdictWarm, AvoidableNS: 38e3, AvoidableShare: 0.001,
+		Causes: []attribution.Cause{{Category: attribution.CPU, NS: 9e6, Pct: 90}},
+		Mostly: &attribution.Cause{Category: attribution.DiskRead, NS: 38e3, Names: []string{"/usr/bin/dd"}, NoneMissed: true}}
+	got := Verdict(v)
+	if strings.Contains(got, "not in page cache") || !strings.Contains(got, "waiting for /usr/bin/dd already being read in") {
+		t.Errorf("verdict %q", got)
+	}
+}
