@@ -234,6 +234,24 @@ func writeLate(b *strings.Builder, d *compare.Diff, esc func(string) string) {
 			fmt.Fprintf(b, "    download stall in %s: %s\n", l.run, esc(s.Sentence))
 		}
 	}
+	writeNetWaits(b, d, esc)
+}
+
+// writeNetWaits says, for each run, the connections that received
+// nothing while it waited and the slow name lookups.
+func writeNetWaits(b *strings.Builder, d *compare.Diff, esc func(string) string) {
+	for _, l := range []struct {
+		run    string
+		silent []advice.SilentWait
+		dns    []advice.SlowLookup
+	}{{"A", d.SilentA, d.SlowDNSA}, {"B", d.SilentB, d.SlowDNSB}} {
+		for _, s := range l.silent {
+			fmt.Fprintf(b, "    network wait in %s: %s\n", l.run, esc(s.Sentence))
+		}
+		for _, s := range l.dns {
+			fmt.Fprintf(b, "    slow name lookup in %s: %s\n", l.run, esc(s.Sentence))
+		}
+	}
 }
 
 // writeCandidates names the directories A filled and B read back that no

@@ -107,6 +107,12 @@ type Summary struct {
 	// DownloadStalls are the stretches in which a download received
 	// nothing, or next to nothing (advice.Stalls).
 	DownloadStalls []advice.DownloadStall `json:"download_stalls,omitempty"`
+	// SilentConnections are the connections that received nothing for
+	// 10 s or more while their process waited (advice.SilentWaits).
+	SilentConnections []advice.SilentWait `json:"silent_connections,omitempty"`
+	// SlowDNS are the downloads whose host name took a second or more to
+	// resolve (advice.SlowLookups).
+	SlowDNS []advice.SlowLookup `json:"slow_dns,omitempty"`
 	// CacheCandidates are directories this run filled that may be
 	// caches the registry does not know (advice.MayBeCaches).
 	CacheCandidates []advice.CacheCandidate `json:"cache_candidates,omitempty"`
@@ -331,6 +337,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.RecurringReads = a.Recurring
 	s.SlowFSReads = a.SlowFS
 	s.DownloadStalls = a.Stalls
+	s.SilentConnections, s.SlowDNS = a.Silent, a.SlowDNS
 	s.CacheCandidates = a.Candidates
 	return s
 }
