@@ -35,6 +35,8 @@ type Advice struct {
 	// SlowDNS are the downloads whose host name took a second or more to
 	// resolve.
 	SlowDNS []SlowLookup `json:"slow_dns,omitempty"`
+	// Broken are the caches that did not keep what this run compiled.
+	Broken []BrokenCache `json:"broken_caches,omitempty"`
 	// Candidates are directories under the user's home this run filled
 	// that no known cache accounts for: they may be caches.
 	Candidates []CacheCandidate `json:"cache_candidates,omitempty"`
@@ -68,6 +70,7 @@ func Of(r *record.Record, baseline *record.Record) Advice {
 	a.Stalls = Stalls(r)
 	a.Silent = SilentWaits(r)
 	a.SlowDNS = SlowLookups(r)
+	a.Broken = BrokenCaches(r)
 	a.Candidates = MayBeCaches(r)
 	a.Next = nextSteps(a)
 	return a
@@ -116,6 +119,9 @@ func nextSteps(a Advice) []Action {
 	for _, s := range a.SlowDNS {
 		out = append(out, *s.Action)
 	}
+	for _, b := range a.Broken {
+		out = append(out, *b.Action)
+	}
 	for _, c := range a.Candidates {
 		out = append(out, c.Action())
 	}
@@ -155,6 +161,10 @@ func Traps(a Advice) []Trap {
 	}
 	for _, s := range a.SlowDNS {
 		out = append(out, Trap{Kind: "slow_dns", Sentence: s.Sentence, CostNS: s.LengthNS})
+	}
+	for _, b := range a.Broken {
+		// It costs the next run: the compiles it does again.
+		out = append(out, Trap{Kind: "broken_cache", Sentence: b.Sentence, CostNS: b.CompileNS})
 	}
 	for _, rr := range a.Recurring {
 		out = append(out, Trap{Kind: "recurring_read", Sentence: rr.Sentence, CostNS: rr.FillNS})

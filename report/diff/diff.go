@@ -237,14 +237,19 @@ func writeLate(b *strings.Builder, d *compare.Diff, esc func(string) string) {
 	writeNetWaits(b, d, esc)
 }
 
-// writeNetWaits says, for each run, the connections that received
-// nothing while it waited and the slow name lookups.
+// writeNetWaits says, for each run, the caches that did not keep their
+// entries, the connections that received nothing while it waited and the
+// slow name lookups.
 func writeNetWaits(b *strings.Builder, d *compare.Diff, esc func(string) string) {
 	for _, l := range []struct {
 		run    string
 		silent []advice.SilentWait
 		dns    []advice.SlowLookup
-	}{{"A", d.SilentA, d.SlowDNSA}, {"B", d.SilentB, d.SlowDNSB}} {
+		broken []advice.BrokenCache
+	}{{"A", d.SilentA, d.SlowDNSA, d.BrokenA}, {"B", d.SilentB, d.SlowDNSB, d.BrokenB}} {
+		for _, c := range l.broken {
+			fmt.Fprintf(b, "    cache not kept in %s: %s\n", l.run, esc(c.Sentence))
+		}
 		for _, s := range l.silent {
 			fmt.Fprintf(b, "    network wait in %s: %s\n", l.run, esc(s.Sentence))
 		}
