@@ -37,17 +37,32 @@ func NotKeptPIDs(r *record.Record) map[int32]bool {
 	return out
 }
 
-// notKeptNS is the jit_compile time of the NotKeptPIDs, at most the
-// row's.
+// GoneInferred says whether cache c is taken not to have kept its
+// entries though no failed call was seen (the path syscalls were not
+// traced for it): most of the entries it wrote this run were gone at
+// the end.
+func GoneInferred(c record.Cache) bool {
+	return len(c.Failures) == 0 && c.EntriesGone > 0 && 2*c.EntriesGone >= c.EntriesWritten
+}
+
+// notKeptNS is the jit_compile time a rerun pays again because its
+// entries were not kept, at most the row's: that of the NotKeptPIDs, and
+// of the in-process compiles of each cache GoneInferred, prorated by the
+// entries gone.
 func (a *analyzer) notKeptNS(jit *Row) int64 {
-	pids := NotKeptPIDs(a.r)
-	if jit == nil || len(pids) == 0 {
+	if jit == nil || a.r.JIT == nil {
 		return 0
 	}
+	pids := NotKeptPIDs(a.r)
 	var ns float64
 	for i, pid := range a.jitProcs.keys {
 		if pids[pid] {
 			ns += a.jitProcs.vals[i]
+		}
+	}
+	for _, c := range a.r.JIT.Caches {
+		if GoneInferred(c) {
+			ns += a.jitSrc.get(srcKey{"in_process", c.Name}) * float64(c.EntriesGone) / float64(max(c.EntriesWritten, 1))
 		}
 	}
 	return min(int64(ns), jit.NS)

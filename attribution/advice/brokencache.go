@@ -54,7 +54,7 @@ func BrokenCaches(r *record.Record) []BrokenCache {
 			b.CompileNS = compile
 			b.Sentence = fmt.Sprintf("the %s failed %s: entries were compiled but not kept; a rerun compiles again%s — %s",
 				who, failureWords(c.Failures), costWords(b.CompileNS), brokenFix)
-		case c.EntriesGone > 0 && 2*c.EntriesGone >= c.EntriesWritten:
+		case attribution.GoneInferred(c):
 			b.Inferred = true
 			b.CompileNS = int64(float64(c.CompileNS) * float64(c.EntriesGone) / float64(max(c.EntriesWritten, 1)))
 			b.Sentence = fmt.Sprintf("the %s: %d of the %d entries written this run were gone at the end (inferred: the failing call was not traced); a rerun compiles them again%s — %s",

@@ -132,3 +132,70 @@ func TestBrokenSharedCacheIsReported(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokenBytecodeCacheIsInferred: Python's bytecode cache is told
+// from page-cache records, without the path syscalls, so a failed rename
+// of a .pyc into place is not seen. With PYTHONPYCACHEPREFIX on a FUSE
+// mount whose renames fail, every .pyc written is gone at the end:
+// coldtrace infers that the cache did not keep its entries, says it is
+// inferred, and keeps those compiles in the warm estimate; with renames
+// that succeed, no finding.
+func TestBrokenBytecodeCacheIsInferred(t *testing.T) {
+	requireTracing(t)
+	for _, fail := range []bool{true, false} {
+		name := "renames fail"
+		if !fail {
+			name = "renames succeed"
+		}
+		t.Run(name, func(t *testing.T) {
+			var opts []string
+			if fail {
+				opts = append(opts, "--fail-rename=EBUSY")
+			}
+			prefix := filepath.Join(writableFUSE(t, opts...), "pyc")
+			out := filepath.Join(t.TempDir(), "run.rec")
+			code, _, stderr := coldtrace(t, []string{"PYTHONPYCACHEPREFIX=" + prefix, "PYTHONDONTWRITEBYTECODE="}, "-o", out, "--",
+				"/usr/bin/python3", "-c", "import json, csv, decimal, fractions, statistics, email.parser")
+			if code != 0 {
+				t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
+			}
+			rec := readRecord(t, out)
+			res := attribution.Analyze(rec)
+			broken := advice.BrokenCaches(rec)
+			if !fail {
+				if len(broken) != 0 || res.NotKeptNS != 0 {
+					t.Errorf("a cache that kept its entries is reported: %+v (not kept %d ns)", broken, res.NotKeptNS)
+				}
+				written := false
+				for _, c := range rec.JIT.Caches {
+					if c.Name == "python" && c.Root == prefix {
+						written = c.EntriesWritten >= 10 && c.EntriesGone == 0
+						t.Logf("the bytecode cache wrote %d entries, %d gone", c.EntriesWritten, c.EntriesGone)
+					}
+				}
+				if !written {
+					t.Errorf("the bytecode cache at %s did not write at least 10 entries, all kept", prefix)
+				}
+				return
+			}
+			if len(broken) != 1 || broken[0].Cache != "python" || !broken[0].Inferred {
+				t.Fatalf("broken caches = %+v, want the python cache, inferred", broken)
+			}
+			b := broken[0]
+			t.Logf("%s; warm estimate %v of %v wall, %v of compiles not kept", b.Sentence,
+				time.Duration(res.WarmEstimateNS), time.Duration(rec.WallNS), time.Duration(res.NotKeptNS))
+			if b.EntriesWritten < 10 || b.EntriesGone != b.EntriesWritten {
+				t.Errorf("%d of %d entries gone, want all of at least 10", b.EntriesGone, b.EntriesWritten)
+			}
+			if !strings.Contains(b.Sentence, "inferred") {
+				t.Errorf("the finding does not say it is inferred: %q", b.Sentence)
+			}
+			if !strings.Contains(stderr, "finding: "+b.Sentence) {
+				t.Errorf("the verdict does not name the cache %q:\n%s", b.Sentence, stderr)
+			}
+			if res.NotKeptNS == 0 || res.WarmEstimateNS < res.NotKeptNS {
+				t.Errorf("not kept %d ns, warm estimate %d ns: the estimate counts on compiles that were not kept", res.NotKeptNS, res.WarmEstimateNS)
+			}
+		})
+	}
+}
