@@ -38,9 +38,11 @@ class Slow(Operations):
         return [".", ".."] + os.listdir(self._p(path))
 
     def open(self, path, flags):
-        if flags & (os.O_WRONLY | os.O_RDWR) and not self.rw:
+        if self.rw:
+            return self._os(os.open, self._p(path), flags & ~os.O_CREAT)
+        if flags & (os.O_WRONLY | os.O_RDWR):
             raise FuseOSError(errno.EROFS)
-        return self._os(os.open, self._p(path), flags & ~os.O_CREAT)
+        return os.open(self._p(path), os.O_RDONLY)
 
     def _os(self, f, *args):
         """Runs f, passing its error on to the caller through FUSE."""
