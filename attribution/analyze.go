@@ -50,6 +50,11 @@ type Result struct {
 	// every run (Recurring: FUSE). The warm estimate keeps it, and it is
 	// no part of the verdict's avoidable time.
 	RecurringNS int64 `json:"recurring_ns,omitempty"`
+	// NotKeptNS is the jit_compile time of processes whose cache entries
+	// were not kept (NotKeptPIDs: a rename, unlink or open under a cache
+	// root failed): a rerun compiles it again, so the warm estimate keeps
+	// it, and it is no part of the verdict's avoidable time.
+	NotKeptNS int64 `json:"not_kept_ns,omitempty"`
 	// UnobservedNS is wall time no sample covered (after the last sample,
 	// or all of a run without samples); it is counted as other_wait unless
 	// a wall-clock signal (GPU, download) covers it.
@@ -220,7 +225,8 @@ func (a *analyzer) run() *Result {
 	res.Breakdown = a.breakdown()
 	res.RereadNS = rereadNS(a.r, res.Row(DiskRead))
 	res.RecurringNS = min(res.Row(DiskRead).NS, recurringDiskNS(res.Row(DiskRead))+fuseRecurringNS(a.r, res.Row(DiskRead)))
-	res.WarmEstimateNS = min(a.wall, res.WarmEstimateNS+res.RereadNS+res.RecurringNS)
+	res.NotKeptNS = a.notKeptNS(res.Row(JITCompile))
+	res.WarmEstimateNS = min(a.wall, res.WarmEstimateNS+res.RereadNS+res.RecurringNS+res.NotKeptNS)
 	res.Phases = phases(a.slices, a.minPhase())
 	res.Verdict = verdict(res, coldBy(a.r, res))
 	res.Verdict.Memory = memoryCause(a.r, res)

@@ -98,6 +98,9 @@ func verdict(res *Result, cb ColdBy) (v Verdict) {
 			if row.Category == DiskRead {
 				v.AvoidableNS -= min(res.RecurringNS, row.NS)
 			}
+			if row.Category == JITCompile {
+				v.AvoidableNS -= min(res.NotKeptNS, row.NS)
+			}
 			cold = append(cold, row)
 		} else {
 			warm = append(warm, row)

@@ -75,6 +75,47 @@ type Download struct {
 	// Candidates are the files written while the download ran, when none
 	// of them was its destination (DestNotSeen), largest first.
 	Candidates []DownloadFile `json:"candidates,omitempty"`
+	// Lookup is the getaddrinfo call that named Host, when the probes
+	// saw it: how long the name took to resolve before the connect.
+	Lookup *Lookup `json:"lookup,omitempty"`
+}
+
+// Lookup is one getaddrinfo call by a traced thread, in run time (its
+// start may be negative for an attached process).
+type Lookup struct {
+	Host     string `json:"host"`
+	StartNS  int64  `json:"start_ns"`
+	LengthNS int64  `json:"length_ns"`
+}
+
+// SilentMinNS is how long a connection waits with nothing received to
+// be a SilentConnection: twice the 5 s floor of a download's stall, and
+// past the 5 s a resolver or TLS handshake retry takes.
+const SilentMinNS = 10e9
+
+// SilentConnection is a TCP connection the traced process opened that
+// received nothing for at least SilentMinNS after it was established,
+// while the thread that opened it spent most of that time in a plain
+// wait (off CPU, neither in I/O nor the run queue).
+type SilentConnection struct {
+	Peer string `json:"peer"`
+	Host string `json:"host,omitempty"`
+	PID  int32  `json:"pid"`
+	TID  int32  `json:"tid"`
+	// StartNS is when the connection was established (the silence's
+	// start) and LengthNS how long until its first byte, its close, or
+	// the end of the run.
+	StartNS  int64 `json:"start_ns"`
+	LengthNS int64 `json:"length_ns"`
+	// Received says something arrived after the silence (Bytes in all);
+	// Closed that the connection was closed by the end of the run.
+	Received bool   `json:"received,omitempty"`
+	Bytes    uint64 `json:"bytes,omitempty"`
+	Closed   bool   `json:"closed,omitempty"`
+	// WaitNS is the opening thread's off-CPU wait (neither I/O nor run
+	// queue) within the silence.
+	WaitNS int64   `json:"wait_ns"`
+	Lookup *Lookup `json:"lookup,omitempty"`
 }
 
 // The destinations of a download (Download.Destination).

@@ -117,6 +117,31 @@ type Cache struct {
 	// KeyIncludes says what the framework puts in an entry's key (from
 	// the registry), for a cache whose lookups matched no entry it held.
 	KeyIncludes string `json:"key_includes,omitempty"`
+	// Failures are the calls under Root that failed in a way a lookup
+	// does not (a rename or unlink, an open for anything but ENOENT), by
+	// call and errno, most first: seen only while the path syscalls were
+	// traced. A cache on NFS or shared between processes fails them
+	// (EBUSY, ENOENT, ESTALE) and its framework compiles again.
+	Failures []CacheFailure `json:"failures,omitempty"`
+	// EntriesGone counts entries written this run (EntriesWritten) whose
+	// file no longer existed at the end: removed, or never renamed into
+	// place (a Python .pyc whose rename failed is counted written from
+	// its temporary file).
+	EntriesGone uint64 `json:"entries_gone,omitempty"`
+}
+
+// CacheFailure is one kind of failed call under a cache's root.
+type CacheFailure struct {
+	// Op is "rename", "unlink" or "open"; Errno its error ("EBUSY").
+	Op    string `json:"op"`
+	Errno string `json:"errno"`
+	Count uint64 `json:"count"`
+	// Path is the first failed call's path (a rename's new name), and
+	// FirstNS when it failed.
+	Path    string `json:"path"`
+	FirstNS int64  `json:"first_ns"`
+	// PIDs are the processes whose calls failed (at most 64), sorted.
+	PIDs []int32 `json:"pids"`
 }
 
 // OtherRoot is a location of a cache the run did not use, and what it

@@ -83,6 +83,9 @@ type Record struct {
 	JIT       *JIT       `json:"jit,omitempty"`
 	GPU       *GPU       `json:"gpu,omitempty"`
 	Downloads []Download `json:"downloads,omitempty"`
+	// Silent are the connections that received nothing for SilentMinNS
+	// while their process waited.
+	Silent []SilentConnection `json:"silent_connections,omitempty"`
 	// Machine is what the machine let the run use and what else ran on
 	// it (trace/machine).
 	Machine *Machine `json:"machine,omitempty"`

@@ -29,6 +29,14 @@ type Advice struct {
 	// Stalls are the stretches in which a download received nothing, or
 	// next to nothing.
 	Stalls []DownloadStall `json:"download_stalls,omitempty"`
+	// Silent are the connections that received nothing for 10 s or more
+	// while their process waited.
+	Silent []SilentWait `json:"silent_connections,omitempty"`
+	// SlowDNS are the downloads whose host name took a second or more to
+	// resolve.
+	SlowDNS []SlowLookup `json:"slow_dns,omitempty"`
+	// Broken are the caches that did not keep what this run compiled.
+	Broken []BrokenCache `json:"broken_caches,omitempty"`
 	// Candidates are directories under the user's home this run filled
 	// that no known cache accounts for: they may be caches.
 	Candidates []CacheCandidate `json:"cache_candidates,omitempty"`
@@ -60,6 +68,9 @@ func Of(r *record.Record, baseline *record.Record) Advice {
 	a.Recurring = Recurring(r)
 	a.SlowFS = SlowFS(r)
 	a.Stalls = Stalls(r)
+	a.Silent = SilentWaits(r)
+	a.SlowDNS = SlowLookups(r)
+	a.Broken = BrokenCaches(r)
 	a.Candidates = MayBeCaches(r)
 	a.Next = nextSteps(a)
 	return a
@@ -102,6 +113,15 @@ func nextSteps(a Advice) []Action {
 			out = append(out, *s.Action)
 		}
 	}
+	for _, s := range a.Silent {
+		out = append(out, *s.Action)
+	}
+	for _, s := range a.SlowDNS {
+		out = append(out, *s.Action)
+	}
+	for _, b := range a.Broken {
+		out = append(out, *b.Action)
+	}
 	for _, c := range a.Candidates {
 		out = append(out, c.Action())
 	}
@@ -135,6 +155,16 @@ func Traps(a Advice) []Trap {
 	}
 	for _, s := range a.Stalls {
 		out = append(out, Trap{Kind: "download_stall", Sentence: s.Sentence, CostNS: s.LengthNS})
+	}
+	for _, s := range a.Silent {
+		out = append(out, Trap{Kind: "silent_connection", Sentence: s.Sentence, CostNS: s.LengthNS})
+	}
+	for _, s := range a.SlowDNS {
+		out = append(out, Trap{Kind: "slow_dns", Sentence: s.Sentence, CostNS: s.LengthNS})
+	}
+	for _, b := range a.Broken {
+		// It costs the next run: the compiles it does again.
+		out = append(out, Trap{Kind: "broken_cache", Sentence: b.Sentence, CostNS: b.CompileNS})
 	}
 	for _, rr := range a.Recurring {
 		out = append(out, Trap{Kind: "recurring_read", Sentence: rr.Sentence, CostNS: rr.FillNS})

@@ -38,7 +38,17 @@ type Diff struct {
 	// StallsA and StallsB are each run's download stalls.
 	StallsA []advice.DownloadStall `json:"download_stalls_a,omitempty"`
 	StallsB []advice.DownloadStall `json:"download_stalls_b,omitempty"`
-	LateB   *advice.LateCompiles   `json:"compiles_after_ready_b,omitempty"`
+	// SilentA, SilentB, SlowDNSA and SlowDNSB are each run's silent
+	// connections and slow name lookups.
+	SilentA  []advice.SilentWait `json:"silent_connections_a,omitempty"`
+	SilentB  []advice.SilentWait `json:"silent_connections_b,omitempty"`
+	SlowDNSA []advice.SlowLookup `json:"slow_dns_a,omitempty"`
+	SlowDNSB []advice.SlowLookup `json:"slow_dns_b,omitempty"`
+	// BrokenA and BrokenB are each run's caches that did not keep what it
+	// compiled.
+	BrokenA []advice.BrokenCache `json:"broken_caches_a,omitempty"`
+	BrokenB []advice.BrokenCache `json:"broken_caches_b,omitempty"`
+	LateB   *advice.LateCompiles `json:"compiles_after_ready_b,omitempty"`
 	// Warnings say why the two runs may not be comparable: other hosts,
 	// other commands, lost events.
 	Warnings []string `json:"warnings,omitempty"`
@@ -216,6 +226,9 @@ func New(a, b *record.Record, ra, rb *attribution.Result) *Diff {
 	d.CacheCandidates = advice.CacheCandidates(a, b)
 	d.LateA, d.LateB = advice.AfterReady(a), advice.AfterReady(b)
 	d.StallsA, d.StallsB = advice.Stalls(a), advice.Stalls(b)
+	d.SilentA, d.SilentB = advice.SilentWaits(a), advice.SilentWaits(b)
+	d.SlowDNSA, d.SlowDNSB = advice.SlowLookups(a), advice.SlowLookups(b)
+	d.BrokenA, d.BrokenB = advice.BrokenCaches(a), advice.BrokenCaches(b)
 	d.Compilers = compilers(ra, rb)
 	d.GPUs = gpus(ra, rb)
 	gpuVRAM(d.GPUs, a, b)

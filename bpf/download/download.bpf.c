@@ -62,8 +62,17 @@ struct conn {
 	__u64 sent;       /* bytes sent (TCP's count, at the latest receive): a download's requests are tiny */
 	__u32 rx_threads; /* times the receiving thread changed */
 	__u32 closed;     /* reported at close (ring buffer) */
+	__u64 end_ts;     /* closed (0: still open) */
+	/* The getaddrinfo call that named the peer: its entry and return. */
+	__u64 gai_start;
+	__u64 gai_end;
 	char host[HOST_LEN]; /* the name the peer was looked up by, or "" */
 };
+
+/* A connection that received nothing this long after it was established
+ * is reported at close even with no byte: "waiting on HOST, nothing
+ * received" (user space applies the same floor). */
+#define SILENT_NS (10ull * 1000 * 1000 * 1000)
 
 /* The latest connection a thread received on, by thread slot (the
  * core's): what the page-cache hook links a written file to. */
@@ -152,6 +161,7 @@ struct {
 struct gai_call {
 	__u64 node; /* const char *, the name */
 	__u64 res;  /* struct addrinfo **, the answer */
+	__u64 ts;   /* entry */
 };
 
 struct {
@@ -164,6 +174,8 @@ struct {
 /* A process's latest lookup: the name, empty when it was an address
  * given as text, and the addresses (IPv4 in the first 4 bytes). */
 struct lookup {
+	__u64 start_ts; /* the call's entry and return: a slow resolver */
+	__u64 end_ts;
 	char name[HOST_LEN];
 	__u32 n;
 	__u16 family[MAX_ADDRS];
@@ -219,7 +231,7 @@ int BPF_KPROBE(on_getaddrinfo, const char *node, const char *service, const void
 	if (!node || !current_state())
 		return 0;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct gai_call c = {.node = (__u64)node, .res = (__u64)res};
+	struct gai_call c = {.node = (__u64)node, .res = (__u64)res, .ts = bpf_ktime_get_ns()};
 	bpf_map_update_elem(&gai_calls, &tid, &c, BPF_ANY);
 	return 0;
 }
@@ -241,6 +253,8 @@ int BPF_KRETPROBE(on_gai_return, int ret)
 	if (!l)
 		return 0;
 	__builtin_memset(l, 0, sizeof(*l));
+	l->start_ts = call.ts;
+	l->end_ts = bpf_ktime_get_ns();
 	if (bpf_probe_read_user_str(l->name, sizeof(l->name), (void *)call.node) <= 1 || numeric_host(l->name))
 		l->name[0] = 0;
 	__u64 ai = 0;
@@ -285,15 +299,19 @@ static __always_inline void name_peer(struct conn *c)
 		__u64 *a = (__u64 *)l->addr[i], *b = (__u64 *)c->daddr;
 		if (a[0] == b[0] && a[1] == b[1]) {
 			__builtin_memcpy(c->host, l->name, HOST_LEN);
+			c->gai_start = l->start_ts;
+			c->gai_end = l->end_ts;
 			return;
 		}
 	}
 }
 
-/* Report a connection that is going away, unless it never received. */
+/* Report a connection that is going away, unless it never received
+ * (and was not left waiting for SILENT_NS). */
 static __always_inline void report_closed(struct conn *c)
 {
-	if (!c->bytes)
+	c->end_ts = bpf_ktime_get_ns();
+	if (!c->bytes && (!c->established_ts || c->end_ts - c->established_ts < SILENT_NS))
 		return;
 	c->closed = 1;
 	/* One event per connection: wake the reader only when it is filling. */

@@ -31,6 +31,9 @@ type DownloadConn struct {
 	Sent          uint64
 	RxThreads     uint32
 	Closed        uint32
+	EndTs         uint64
+	GaiStart      uint64
+	GaiEnd        uint64
 	Host          [64]int8
 }
 
@@ -47,14 +50,18 @@ type DownloadGaiCall struct {
 	_    structs.HostLayout
 	Node uint64
 	Res  uint64
+	Ts   uint64
 }
 
 type DownloadLookup struct {
-	_      structs.HostLayout
-	Name   [64]int8
-	N      uint32
-	Family [8]uint16
-	Addr   [8][16]uint8
+	_       structs.HostLayout
+	StartTs uint64
+	EndTs   uint64
+	Name    [64]int8
+	N       uint32
+	Family  [8]uint16
+	Addr    [8][16]uint8
+	_       [4]byte
 }
 
 type DownloadRxSlot struct {

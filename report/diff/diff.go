@@ -234,6 +234,29 @@ func writeLate(b *strings.Builder, d *compare.Diff, esc func(string) string) {
 			fmt.Fprintf(b, "    download stall in %s: %s\n", l.run, esc(s.Sentence))
 		}
 	}
+	writeNetWaits(b, d, esc)
+}
+
+// writeNetWaits says, for each run, the caches that did not keep their
+// entries, the connections that received nothing while it waited and the
+// slow name lookups.
+func writeNetWaits(b *strings.Builder, d *compare.Diff, esc func(string) string) {
+	for _, l := range []struct {
+		run    string
+		silent []advice.SilentWait
+		dns    []advice.SlowLookup
+		broken []advice.BrokenCache
+	}{{"A", d.SilentA, d.SlowDNSA, d.BrokenA}, {"B", d.SilentB, d.SlowDNSB, d.BrokenB}} {
+		for _, c := range l.broken {
+			fmt.Fprintf(b, "    cache not kept in %s: %s\n", l.run, esc(c.Sentence))
+		}
+		for _, s := range l.silent {
+			fmt.Fprintf(b, "    network wait in %s: %s\n", l.run, esc(s.Sentence))
+		}
+		for _, s := range l.dns {
+			fmt.Fprintf(b, "    slow name lookup in %s: %s\n", l.run, esc(s.Sentence))
+		}
+	}
 }
 
 // writeCandidates names the directories A filled and B read back that no

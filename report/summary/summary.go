@@ -66,7 +66,10 @@ type Summary struct {
 	WarmEstimateNS int64  `json:"warm_estimate_ns"`
 	// RecurringNS is the disk time a rerun pays again whatever the page
 	// cache holds (attribution.Result's): direct I/O, I/O outside it.
-	RecurringNS     int64                    `json:"recurring_ns,omitempty"`
+	RecurringNS int64 `json:"recurring_ns,omitempty"`
+	// NotKeptNS is the compile time a rerun pays again because its cache
+	// entries were not kept (attribution.Result's).
+	NotKeptNS       int64                    `json:"not_kept_ns,omitempty"`
 	Attribution     *Attribution             `json:"attribution"`
 	Caches          []record.Cache           `json:"caches"`
 	Compilers       []record.Compiler        `json:"compilers"`
@@ -107,6 +110,15 @@ type Summary struct {
 	// DownloadStalls are the stretches in which a download received
 	// nothing, or next to nothing (advice.Stalls).
 	DownloadStalls []advice.DownloadStall `json:"download_stalls,omitempty"`
+	// SilentConnections are the connections that received nothing for
+	// 10 s or more while their process waited (advice.SilentWaits).
+	SilentConnections []advice.SilentWait `json:"silent_connections,omitempty"`
+	// SlowDNS are the downloads whose host name took a second or more to
+	// resolve (advice.SlowLookups).
+	SlowDNS []advice.SlowLookup `json:"slow_dns,omitempty"`
+	// BrokenCaches are the caches that did not keep what the run compiled
+	// (advice.BrokenCaches).
+	BrokenCaches []advice.BrokenCache `json:"broken_caches,omitempty"`
 	// CacheCandidates are directories this run filled that may be
 	// caches the registry does not know (advice.MayBeCaches).
 	CacheCandidates []advice.CacheCandidate `json:"cache_candidates,omitempty"`
@@ -289,6 +301,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.Label = res.Verdict.Label
 	s.Phases, s.Cold, s.WarmEstimateNS = res.Phases, res.Cold, res.WarmEstimateNS
 	s.RecurringNS = res.RecurringNS
+	s.NotKeptNS = res.NotKeptNS
 	s.Attribution = &Attribution{Result: res, Verdict: s.Verdict, Notes: words.Notes(res.Notes), VerdictData: res.Verdict}
 	s.Caches, s.Compilers = []record.Cache{}, []record.Compiler{}
 	if r.JIT != nil {
@@ -331,6 +344,8 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	s.RecurringReads = a.Recurring
 	s.SlowFSReads = a.SlowFS
 	s.DownloadStalls = a.Stalls
+	s.SilentConnections, s.SlowDNS = a.Silent, a.SlowDNS
+	s.BrokenCaches = a.Broken
 	s.CacheCandidates = a.Candidates
 	return s
 }

@@ -73,6 +73,21 @@ func writeAdvice(b *strings.Builder, a advice.Advice) {
 			fmt.Fprintf(b, "    %s\n", format.Escape(s.Sentence))
 		}
 	}
+	if len(a.Broken) > 0 {
+		b.WriteString("\n  caches that did not keep their entries\n")
+		for _, c := range a.Broken {
+			fmt.Fprintf(b, "    %s\n", format.Escape(c.Sentence))
+		}
+	}
+	if len(a.Silent)+len(a.SlowDNS) > 0 {
+		b.WriteString("\n  network waits\n")
+		for _, s := range a.Silent {
+			fmt.Fprintf(b, "    %s\n", format.Escape(s.Sentence))
+		}
+		for _, s := range a.SlowDNS {
+			fmt.Fprintf(b, "    %s\n", format.Escape(s.Sentence))
+		}
+	}
 	if len(a.Recurring) > 0 {
 		b.WriteString("\n  read on every run\n")
 		for _, r := range a.Recurring {

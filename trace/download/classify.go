@@ -54,6 +54,12 @@ type Conn struct {
 	Bytes    uint64
 	Receives uint64
 	Sent     uint64 // bytes sent
+	// EstablishedTS is when the handshake completed (0: never seen),
+	// EndTS when it closed (0: still open at the end).
+	EstablishedTS, EndTS uint64
+	// GaiStart and GaiEnd bound the getaddrinfo call that named Host
+	// (0: none seen).
+	GaiStart, GaiEnd uint64
 }
 
 // IsDownload applies the shared definition.
@@ -199,6 +205,7 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 		ConnectNS: rel(t.ID, env.StartMono),
 		Receives:  t.Receives,
 		BytesSent: t.Sent,
+		Lookup:    lookupOf(t, env.StartMono),
 	}
 	var linked []Write
 	tids := map[int32]bool{}
@@ -323,10 +330,16 @@ func rel(ts, start uint64) int64 {
 // prorated by how much of its span lies inside. Samples are in time
 // order; the first spans interval.
 func threadTime(samples []record.Sample, interval int64, tid int32, start, end int64) (onCPU, wait int64) {
+	return threadSum(samples, interval, tid, start, end, func(t record.ThreadDelta) int64 { return t.CPUNS }),
+		threadSum(samples, interval, tid, start, end, func(t record.ThreadDelta) int64 { return t.OtherWaitNS })
+}
+
+// threadSum sums f of tid's samples within (start, end], as threadTime.
+func threadSum(samples []record.Sample, interval int64, tid int32, start, end int64, f func(record.ThreadDelta) int64) int64 {
 	if interval <= 0 || end <= start {
-		return 0, 0
+		return 0
 	}
-	var cpu, other float64
+	var sum float64
 	for i, s := range samples {
 		// A sample spans from the one before it: one interval, or several
 		// polls in a long run's coarsened timeline.
@@ -341,12 +354,11 @@ func threadTime(samples []record.Sample, interval int64, tid int32, start, end i
 		frac := float64(hi-lo) / float64(s.EndNS-from)
 		for _, t := range s.Threads {
 			if t.TID == tid {
-				cpu += frac * float64(t.CPUNS)
-				other += frac * float64(t.OtherWaitNS)
+				sum += frac * float64(f(t))
 			}
 		}
 	}
-	return int64(cpu), int64(other)
+	return int64(sum)
 }
 
 // samples turns a connection's polled progress into bytes per interval,

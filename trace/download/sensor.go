@@ -274,7 +274,8 @@ func (s *Sensor) read() {
 		// opens a connection per small request would otherwise fill
 		// memory over a long run. Parts (below a download alone) stop
 		// being kept past maxClosedParts: whole downloads always are.
-		if conn.IsDownload() || (conn.Bytes >= minPartBytes && conn.downloadShaped() && len(s.closed) < maxClosedParts) {
+		if conn.IsDownload() || (conn.Bytes >= minPartBytes && conn.downloadShaped() && len(s.closed) < maxClosedParts) ||
+			(conn.silentFor(0) >= record.SilentMinNS && len(s.closed) < maxClosedParts) {
 			s.closed = append(s.closed, conn)
 		} else if s.polling {
 			s.dropped = append(s.dropped, ConnKey{conn.Sk, conn.ID})
@@ -451,6 +452,8 @@ func (s *Sensor) Finish(rec *record.Record) error {
 			d.Cache = cacheOf(d.Path, rec.JIT.Caches)
 		}
 	}
+	rec.Silent = Silent(conns, Env{StartMono: s.startMono, Samples: rec.Samples, IntervalNS: rec.IntervalNS},
+		s.startMono+uint64(max(rec.WallNS, 0)))
 	if err := s.lost(rec); err != nil {
 		return err
 	}
@@ -600,5 +603,7 @@ func decodeConn(c *bpfdl.DownloadConn) Conn {
 		Peer:    netip.AddrPortFrom(addr, c.Dport),
 		FirstTS: c.FirstTs, LastTS: c.LastTs,
 		Bytes: c.Bytes, Receives: c.Recvs, Sent: c.Sent,
+		EstablishedTS: c.EstablishedTs, EndTS: c.EndTs,
+		GaiStart: c.GaiStart, GaiEnd: c.GaiEnd,
 	}
 }

@@ -1,11 +1,16 @@
 package jit
 
 import (
+	"cmp"
+	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/record"
 )
 
 // Op is a file operation seen by the probes.
@@ -146,6 +151,7 @@ type episode struct {
 	start    stamp
 	end      stamp
 	filled   bool
+	lost     bool   // ended by a rename into the entry that failed: compiled, not kept
 	inproc   uint64 // on-CPU time of the starting thread, nested episodes excluded
 	compSpan []span // compiler subtrees assigned to it
 }
@@ -183,6 +189,22 @@ type rootState struct {
 	// downloaded: a process that places this weights cache downloaded
 	// something (see DownloadSeen).
 	downloaded bool
+	// failures are the calls under the root that failed in a way no
+	// lookup does: what was compiled was not kept (see failure).
+	failures map[failKey]*failAgg
+}
+
+type failKey struct {
+	op    string
+	errno int
+}
+
+// failAgg is one kind of failed call under a root.
+type failAgg struct {
+	count uint64
+	first stamp
+	path  string
+	pids  map[int32]bool
 }
 
 func newRootState(r Root) *rootState {
@@ -190,7 +212,7 @@ func newRootState(r Root) *rootState {
 }
 
 func (r *rootState) active() bool {
-	return r.lookups+r.hits+r.misses+r.written > 0
+	return r.lookups+r.hits+r.misses+r.written > 0 || len(r.failures) > 0
 }
 
 // activeBy reports whether pid looked anything up in the cache.
@@ -244,6 +266,9 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		}
 		c := r.root.Spec.classify(rel)
 		write := ev.Flags&oAccMode != 0
+		if openBroke(ev, write) && c.kind != kindIgnored {
+			r.failure("open", ev.Errno, ev.Path, st)
+		}
 		switch c.kind {
 		case kindTemp:
 			if ev.Errno == 0 && ev.Flags&oCreat != 0 {
@@ -294,8 +319,13 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		case c.kind == kindEntry && c.self && ev.Errno == errEEXIST:
 			r.look(ev.PID, c.key)
 		}
+	case OpUnlink:
+		if r, rel := cs.roots.match(ev.Path); r != nil && ev.Errno != 0 && r.root.Spec.classify(rel).kind != kindIgnored {
+			r.failure("unlink", ev.Errno, ev.Path, st)
+		}
 	case OpRename:
 		if ev.Errno != 0 {
+			cs.failedRename(ev, st)
 			return
 		}
 		birth, hadBirth := cs.births[ev.Path]
@@ -461,3 +491,94 @@ func SyscallOp(nr int32) (Op, bool) {
 }
 
 func matchGlob(g string) (bool, error) { return path.Match(g, "") }
+
+// openBroke says whether a failed open under a root is the cache
+// breaking rather than a lookup: a lookup fails with ENOENT, a creation
+// racing another process's with EEXIST; anything else (EACCES, EROFS,
+// ESTALE, EBUSY), or a file that cannot be created (ENOENT with O_CREAT:
+// its directory went away), means an entry cannot be read or written.
+func openBroke(ev *FileEvent, write bool) bool {
+	switch ev.Errno {
+	case 0, errEEXIST:
+		return false
+	case errENOENT:
+		return write && ev.Flags&oCreat != 0
+	}
+	return true
+}
+
+// failedRename records a rename under a root that failed: into an entry
+// (the compiled entry is not kept), or of a temp name.
+func (cs *cacheState) failedRename(ev *FileEvent, st stamp) {
+	for _, p := range []string{ev.NewPath, ev.Path} {
+		r, rel := cs.roots.match(p)
+		if r == nil {
+			continue
+		}
+		c := r.root.Spec.classify(rel)
+		if c.kind == kindIgnored {
+			continue
+		}
+		r.failure("rename", ev.Errno, ev.NewPath, st)
+		if c.kind == kindEntry && p == ev.NewPath {
+			cs.notKept(r, c.key, st)
+		}
+		return
+	}
+}
+
+// maxFailPIDs bounds the processes kept per kind of failure.
+const maxFailPIDs = 64
+
+// failure counts one failed call of op under r.
+func (r *rootState) failure(op string, errno int, p string, st stamp) {
+	if r.failures == nil {
+		r.failures = map[failKey]*failAgg{}
+	}
+	k := failKey{op, errno}
+	f := r.failures[k]
+	if f == nil {
+		f = &failAgg{first: st, path: p, pids: map[int32]bool{}}
+		r.failures[k] = f
+	}
+	f.count++
+	if len(f.pids) < maxFailPIDs {
+		f.pids[st.pid] = true
+	}
+}
+
+// failureRecords are r's failed calls for the record, most first; rel
+// turns a CLOCK_MONOTONIC time into the run's.
+func (r *rootState) failureRecords(rel func(uint64) int64) []record.CacheFailure {
+	var out []record.CacheFailure
+	for k, f := range r.failures {
+		name := unix.ErrnoName(unix.Errno(k.errno))
+		if name == "" {
+			name = fmt.Sprintf("errno %d", k.errno)
+		}
+		pids := make([]int32, 0, len(f.pids))
+		for pid := range f.pids {
+			pids = append(pids, pid)
+		}
+		slices.Sort(pids)
+		out = append(out, record.CacheFailure{Op: k.op, Errno: name, Count: f.count, Path: f.path, FirstNS: rel(f.first.ts), PIDs: pids})
+	}
+	slices.SortFunc(out, func(a, b record.CacheFailure) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Op, b.Op), cmp.Compare(a.Errno, b.Errno))
+	})
+	return out
+}
+
+// notKept ends the open miss of an entry whose rename into place failed:
+// its compile happened (and is charged to the cache) but nothing was
+// kept, so the miss stays a miss and no entry counts as written.
+func (cs *cacheState) notKept(r *rootState, key string, st stamp) {
+	e := r.entry(key)
+	ep := e.open
+	if ep == nil {
+		return
+	}
+	ep.end, ep.lost = st, true
+	r.episodes = append(r.episodes, ep)
+	e.open = nil
+}

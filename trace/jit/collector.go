@@ -591,6 +591,10 @@ func (c *Collector) noteUse(pid int32, p string) {
 func (c *Collector) keep(ev *FileEvent) bool {
 	switch ev.Op {
 	case OpOpen, OpLookup, OpMkdir, OpRename:
+	case OpUnlink:
+		if ev.Errno == 0 {
+			return false // a temp file cleaned up: no rule needs it
+		}
 	default:
 		return false
 	}
@@ -668,7 +672,7 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 			continue
 		}
 		for _, ep := range r.episodes {
-			if ep.filled && ep.end.ts > ep.start.ts {
+			if (ep.filled || ep.lost) && ep.end.ts > ep.start.ts {
 				eps = append(eps, ep)
 			}
 		}
@@ -717,7 +721,9 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 		if !r.active() && len(sws) == 0 && r.root.Via != "--cache-dir" && !r.downloadedInto(in.FS) {
 			continue
 		}
-		jit.Caches = append(jit.Caches, c.cacheRecord(r, compile[r], in.FS))
+		rc := c.cacheRecord(r, compile[r], in.FS)
+		rc.Failures = r.failureRecords(rel)
+		jit.Caches = append(jit.Caches, rc)
 	}
 	sort.SliceStable(jit.Caches, func(i, j int) bool {
 		a, b := jit.Caches[i], jit.Caches[j]
@@ -797,8 +803,12 @@ func (c *Collector) cacheRecord(r *rootState, compileNS int64, fs FS) record.Cac
 		}
 		sort.Strings(paths)
 		for _, p := range paths {
-			if n, ok := fs.Size(p); ok && n > 0 {
+			n, ok := fs.Size(p)
+			if ok && n > 0 {
 				rc.BytesWritten += uint64(n)
+			}
+			if !ok {
+				rc.EntriesGone++
 			}
 		}
 		if r.root.Anywhere == "" {

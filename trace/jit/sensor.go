@@ -40,6 +40,9 @@ var jitSyscalls = []struct {
 	{"access", 1}, {"faccessat", 3}, {"faccessat2", 4},
 	{"mkdir", 2}, {"mkdirat", 3}, {"rename", 2}, {"renameat", 4}, {"renameat2", 5},
 	{"chdir", 1}, {"fchdir", 1},
+	// Only their failures are kept: a cache whose renames or unlinks fail
+	// (NFS, a cache shared between processes) keeps nothing it compiles.
+	{"unlink", 1}, {"unlinkat", 3},
 }
 
 // builtinUprobes are probed whenever a traced process opens their library.
