@@ -61,7 +61,7 @@ type classified struct {
 }
 
 // classify places a path, given relative to the root, in s's layout.
-func (s *Spec) classify(rel string) classified {
+func classify(s *Spec, rel string) classified {
 	n := 1
 	for rest := rel; ; {
 		c, more, found := strings.Cut(rest, "/")
@@ -242,7 +242,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		c := r.root.Spec.classify(rel)
+		c := classify(r.root.Spec, rel)
 		write := ev.Flags&oAccMode != 0
 		switch c.kind {
 		case kindTemp:
@@ -277,7 +277,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		if c := r.root.Spec.classify(rel); c.kind == kindEntry {
+		if c := classify(r.root.Spec, rel); c.kind == kindEntry {
 			cs.failed(r, c.key, st, false)
 		}
 	case OpMkdir:
@@ -285,7 +285,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		c := r.root.Spec.classify(rel)
+		c := classify(r.root.Spec, rel)
 		switch {
 		case c.kind == kindTemp && ev.Errno == 0:
 			cs.births[ev.Path] = st
@@ -304,7 +304,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		c := r.root.Spec.classify(rel)
+		c := classify(r.root.Spec, rel)
 		switch c.kind {
 		case kindTemp:
 			if !hadBirth {

@@ -267,7 +267,7 @@ func (c *Collector) proc(pid int32) *proc {
 func (c *Collector) resolve(pid int32, p *proc) {
 	for _, r := range Resolve(c.specs, p.env, c.identity(p)) {
 		st := c.addRoot(r)
-		for _, sw := range switchesSet(r.Spec, p.env) {
+		for _, sw := range r.Spec.SwitchesOn(p.env) {
 			if st.switchPIDs == nil {
 				st.switchPIDs = map[string]map[int32]bool{}
 			}
@@ -277,7 +277,7 @@ func (c *Collector) resolve(pid int32, p *proc) {
 			}
 			st.switchPIDs[sw.Env][pid] = true
 		}
-		if l := limitOf(r.Spec, p.env); l > 0 {
+		if l := r.Spec.LimitIn(p.env); l > 0 {
 			st.limit = l
 		}
 	}
