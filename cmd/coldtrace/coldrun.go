@@ -12,10 +12,10 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/kcache"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
 	"github.com/coldtrace/coldtrace/trace"
-	"github.com/coldtrace/coldtrace/trace/jit"
 )
 
 // coldOptions are run's flags for a run made cold on purpose: --cold
@@ -153,7 +153,7 @@ func (c *coldOptions) evictFiles(made *record.MadeCold, stderr io.Writer) error 
 // temporary directory with one empty directory per cache, and sets the
 // command's environment to use them.
 func (r *coldRun) createCaches(classes []kcache.Class, environ []string) error {
-	env := jit.ParseEnviron([]byte(strings.Join(environ, "\x00")))
+	env := registry.ParseEnviron([]byte(strings.Join(environ, "\x00")))
 	var plan kcache.ColdPlan
 	err := r.owner.Do(func() error {
 		root, err := os.MkdirTemp(coldBase(), "coldtrace-cold-")
@@ -161,7 +161,7 @@ func (r *coldRun) createCaches(classes []kcache.Class, environ []string) error {
 			return fmt.Errorf("fresh caches for --cold: %w", err)
 		}
 		r.root = root
-		plan = kcache.Plan(jit.Registry, env, classes, root)
+		plan = kcache.Plan(registry.Registry, env, classes, root)
 		return plan.Create(int(r.owner.UID), int(r.owner.GID))
 	})
 	if err != nil {

@@ -10,9 +10,9 @@ import (
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
-	"github.com/coldtrace/coldtrace/trace/jit"
 )
 
 // exitPartial is the exit code of status, evict and prefetch when some
@@ -25,8 +25,8 @@ const exitPartial = 1
 // through actor; env and id resolve the registry's cache roots.
 type actingUser struct {
 	actor actor.Actor
-	env   jit.Env
-	id    jit.Identity
+	env   registry.Env
+	id    registry.Identity
 }
 
 // invokingUser is the user coldtrace acts for: under sudo, doas or
@@ -39,7 +39,7 @@ func invokingUser() (actingUser, error) {
 		return actingUser{}, err
 	}
 	cwd, _ := os.Getwd()
-	env := jit.Env{}
+	env := registry.Env{}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			if _, dup := env[k]; !dup {
@@ -51,7 +51,7 @@ func invokingUser() (actingUser, error) {
 		// sudo resets HOME and USER to root's: the caches are the user's.
 		env["HOME"], env["USER"], env["LOGNAME"] = a.Home, a.Name, a.Name
 	}
-	return actingUser{actor: a, env: env, id: jit.Identity{UID: a.UID, User: a.Name, Home: a.Home, Cwd: cwd}}, nil
+	return actingUser{actor: a, env: env, id: registry.Identity{UID: a.UID, User: a.Name, Home: a.Home, Cwd: cwd}}, nil
 }
 
 // recordInput is what --from RECORD contributes: the files the run read

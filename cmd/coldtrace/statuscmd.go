@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/coldtrace/coldtrace/internal/kcache"
+	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
-	"github.com/coldtrace/coldtrace/trace/jit"
 )
 
 // StatusSchema names the JSON of `coldtrace status --json`.
@@ -135,7 +135,7 @@ func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) 
 		}
 	}
 
-	roots := jit.Resolve(jit.Registry, who.env, who.id)
+	roots := registry.Resolve(registry.Registry, who.env, who.id)
 	if in != nil && in.rec.JIT != nil {
 		for _, c := range in.rec.JIT.Caches {
 			if !filepath.IsAbs(c.Root) {
@@ -145,8 +145,8 @@ func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) 
 				continue // a --cold run's fresh cache: removed, and no run after it uses it
 			}
 			rep.byName[c.Name] = append(rep.byName[c.Name], c.Root)
-			spec := jit.UserSpec(c.Name, c.Root)
-			roots = append(roots, jit.Root{Spec: &spec, Path: c.Root, Via: "record"})
+			spec := registry.UserSpec(c.Name, c.Root)
+			roots = append(roots, registry.Root{Spec: &spec, Path: c.Root, Via: "record"})
 		}
 	}
 	rules, err := residency.LoadTmpfiles(residency.DefaultTmpfilesDirs)

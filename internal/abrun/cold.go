@@ -9,8 +9,8 @@ import (
 
 	"github.com/coldtrace/coldtrace/internal/kcache"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/residency"
-	"github.com/coldtrace/coldtrace/trace/jit"
 )
 
 // FilesRead are the regular files rec read through the page cache, by
@@ -67,13 +67,13 @@ func (r *Runner) MakeCold(files []string) (*Cold, error) {
 		c.Cleanup()
 		return nil, fmt.Errorf("cold cache directories: %w", err)
 	}
-	env := jit.Env{}
+	env := registry.Env{}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v
 		}
 	}
-	plan := kcache.Plan(jit.Registry, env, []kcache.Class{kcache.JIT}, dir)
+	plan := kcache.Plan(registry.Registry, env, []kcache.Class{kcache.JIT}, dir)
 	u := r.opts.Actor.Command
 	if err := plan.Create(int(u.UID), int(u.GID)); err != nil {
 		c.Cleanup()

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // Op is a file operation seen by the probes.
@@ -61,7 +63,7 @@ type classified struct {
 }
 
 // classify places a path, given relative to the root, in s's layout.
-func classify(s *Spec, rel string) classified {
+func classify(s *registry.Spec, rel string) classified {
 	n := 1
 	for rest := rel; ; {
 		c, more, found := strings.Cut(rest, "/")
@@ -165,7 +167,7 @@ type pidKey struct {
 
 // rootState is the evidence gathered for one root.
 type rootState struct {
-	root       Root
+	root       registry.Root
 	lookups    uint64
 	hits       uint64
 	misses     uint64
@@ -176,7 +178,7 @@ type rootState struct {
 	entries    map[string]*entry
 	fills      map[string]bool // paths written as (parts of) entries
 	episodes   []*episode
-	switches   []Switch
+	switches   []registry.Switch
 	switchPIDs map[string]map[int32]bool // switch → processes whose environment had it
 	limit      int64
 	activePIDs map[int32]bool // built by activeBy once the events are in
@@ -185,7 +187,7 @@ type rootState struct {
 	downloaded bool
 }
 
-func newRootState(r Root) *rootState {
+func newRootState(r registry.Root) *rootState {
 	return &rootState{root: r, looked: map[pidKey]bool{}, entries: map[string]*entry{}, fills: map[string]bool{}}
 }
 

@@ -3,6 +3,8 @@ package jit
 import (
 	"slices"
 	"testing"
+
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // FrameworkVar finds the variables that place or switch a framework's
@@ -14,11 +16,11 @@ func TestFrameworkVar(t *testing.T) {
 		"TRITON_CACHE_DIR=\x00CUDA_CACHE_DISABLE=1": "CUDA_CACHE_DISABLE",
 		"TORCHINDUCTOR_FORCE_DISABLE_CACHES=1":      "TORCHINDUCTOR_FORCE_DISABLE_CACHES",
 	} {
-		if got := FrameworkVar(ParseEnviron([]byte(env))); got != want {
+		if got := FrameworkVar(registry.ParseEnviron([]byte(env))); got != want {
 			t.Errorf("%q: %q, want %q", env, got, want)
 		}
 	}
-	vars := frameworkVars(Registry)
+	vars := frameworkVars(registry.Registry)
 	for i, v := range vars {
 		if genericVars[v] || slices.Contains(vars[i+1:], v) {
 			t.Errorf("frameworkVars has %q generic or twice: %q", v, vars)

@@ -3,6 +3,8 @@ package jit
 import (
 	"sort"
 	"strings"
+
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // rootSet finds the cache a path belongs to: the longest matching root;
@@ -18,7 +20,7 @@ func newRootSet() *rootSet { return &rootSet{byKey: map[string]*rootState{}} }
 
 // add registers r and returns its state; a root already known (same
 // cache, same path) is returned as is.
-func (rs *rootSet) add(r Root) (*rootState, bool) {
+func (rs *rootSet) add(r registry.Root) (*rootState, bool) {
 	key := r.Spec.Name + "\x00" + r.Path
 	if st, ok := rs.byKey[key]; ok {
 		return st, false

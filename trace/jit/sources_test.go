@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 const sourcesDocPath = "../../docs/sources.md"
@@ -14,7 +16,7 @@ func TestSourcesDocCoversEveryCache(t *testing.T) {
 		t.Fatalf("read sources.md: %v", err)
 	}
 	doc := string(raw)
-	for _, s := range Registry {
+	for _, s := range registry.Registry {
 		if !strings.Contains(doc, "| `"+s.Name+"` |") {
 			t.Errorf("docs/sources.md has no table row for cache %s", s.Name)
 		}

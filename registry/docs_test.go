@@ -1,4 +1,4 @@
-package jit
+package registry
 
 import (
 	"flag"
@@ -11,8 +11,8 @@ import (
 var updateRegistryDoc = flag.Bool("update-registry-doc", false, "rewrite docs/cache-registry.md's table from Registry")
 
 const (
-	registryDocPath  = "../../docs/cache-registry.md"
-	registryDocBegin = "<!-- registry:begin: generated from trace/jit/registry.go; go test ./trace/jit -run TestCacheRegistryDocMatchesRegistry -update-registry-doc -->"
+	registryDocPath  = "../docs/cache-registry.md"
+	registryDocBegin = "<!-- registry:begin: generated from registry/registry.go; go test ./registry -run TestCacheRegistryDocMatchesRegistry -update-registry-doc -->"
 	registryDocEnd   = "<!-- registry:end -->"
 )
 

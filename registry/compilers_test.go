@@ -1,4 +1,4 @@
-package compilers
+package registry
 
 import "testing"
 

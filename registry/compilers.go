@@ -1,7 +1,7 @@
 // Package compilers knows which programs are compilers: the tracer files
 // their processes as compile work and the attribution engine counts their
 // time as jit_compile, so both must agree on the names.
-package compilers
+package registry
 
 import "strings"
 
