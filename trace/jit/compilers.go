@@ -35,14 +35,14 @@ func unionLen(spans []span) int64 {
 // with the attribution engine) or, for interpreter-run compile workers, by
 // argument.
 type Matcher struct {
-	names registry.Matcher
+	names registry.CompilerNames
 	args  []registry.ArgCompiler
 }
 
-// NewMatcher matches registry.Default and extra by name and args by
+// NewMatcher matches registry.Compilers and extra by name and args by
 // argument (DefaultArgCompilers when nil).
 func NewMatcher(extra []string, args []registry.ArgCompiler) *Matcher {
-	m := &Matcher{names: registry.New(extra), args: args}
+	m := &Matcher{names: registry.NewCompilerNames(extra), args: args}
 	if args == nil {
 		m.args = registry.DefaultArgCompilers
 	}
