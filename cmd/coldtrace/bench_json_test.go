@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/internal/abrun"
+	"github.com/coldtrace/coldtrace/trace/abrun"
 )
 
 // TestBenchJSONSaysVerdictUnderBothNames: v2 puts the one-line answer

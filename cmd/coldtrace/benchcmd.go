@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/coldtrace/coldtrace/attribution/abtest"
-	"github.com/coldtrace/coldtrace/internal/abrun"
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/report/bench"
 	"github.com/coldtrace/coldtrace/report/format"
+	"github.com/coldtrace/coldtrace/trace/abrun"
 )
 
 type benchOptions struct {

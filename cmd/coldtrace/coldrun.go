@@ -10,11 +10,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
-	"github.com/coldtrace/coldtrace/internal/kcache"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
+	"github.com/coldtrace/coldtrace/residency/kcache"
 	"github.com/coldtrace/coldtrace/trace"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/internal/kcache"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/residency/kcache"
 )
 
 func TestColdFlags(t *testing.T) {

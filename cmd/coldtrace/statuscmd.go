@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coldtrace/coldtrace/internal/kcache"
 	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
+	"github.com/coldtrace/coldtrace/residency/kcache"
 )
 
 // StatusSchema names the JSON of `coldtrace status --json`.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/internal/kcache"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/residency"
+	"github.com/coldtrace/coldtrace/residency/kcache"
 )
 
 func TestPredict(t *testing.T) {

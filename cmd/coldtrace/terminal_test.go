@@ -7,9 +7,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/coldtrace/coldtrace/internal/kcache"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/residency"
+	"github.com/coldtrace/coldtrace/residency/kcache"
 )
 
 func TestLinefEscapesArgumentsNotLayout(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/coldtrace/coldtrace/attribution/abtest"
-	"github.com/coldtrace/coldtrace/internal/abrun"
+	"github.com/coldtrace/coldtrace/trace/abrun"
 )
 
 const ms = int64(1e6)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/attribution/abtest"
-	"github.com/coldtrace/coldtrace/internal/abrun"
 	"github.com/coldtrace/coldtrace/report/format"
+	"github.com/coldtrace/coldtrace/trace/abrun"
 )
 
 // short are the category column heads, in attribution.Categories order.

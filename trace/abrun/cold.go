@@ -7,10 +7,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/coldtrace/coldtrace/internal/kcache"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/residency"
+	"github.com/coldtrace/coldtrace/residency/kcache"
 )
 
 // FilesRead are the regular files rec read through the page cache, by
@@ -43,7 +43,7 @@ type Cold struct {
 }
 
 // MakeCold evicts files with the actor's rights and plans fresh JIT cache
-// directories (internal/kcache, as `run --cold` does) for the command.
+// directories (residency/kcache, as `run --cold` does) for the command.
 // Remove the directories with Cleanup after the run.
 func (r *Runner) MakeCold(files []string) (*Cold, error) {
 	c := &Cold{}
