@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/trace/abrun"
+	"github.com/coldtrace/coldtrace/attribution/abtest"
 )
 
 // TestBenchJSONSaysVerdictUnderBothNames: v2 puts the one-line answer
 // under "verdict" and keeps v1's "verdict_text" beside it for a release.
 func TestBenchJSONSaysVerdictUnderBothNames(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeBenchJSON(&b, &abrun.Report{}); err != nil {
+	if err := writeBenchJSON(&b, &abtest.Report{}); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {

@@ -97,16 +97,16 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 
 // plan builds the bench plan, reading --a-file/--b-file with the acting
 // user's rights.
-func (o benchOptions) plan(a actor.Actor) (abrun.Plan, error) {
-	p := abrun.Plan{Pairs: o.pairs, Warmup: o.warmup, Shuffle: o.order == "shuffle", Seed: o.seed,
+func (o benchOptions) plan(a actor.Actor) (abtest.Plan, error) {
+	p := abtest.Plan{Pairs: o.pairs, Warmup: o.warmup, Shuffle: o.order == "shuffle", Seed: o.seed,
 		KeepGoing: o.keepGoing, SameOutput: o.sameOut, BusyCPU: o.busyCPU, BusyIO: o.busyIOMiB * (1 << 20)}
 	if p.Shuffle && p.Seed == 0 {
 		p.Seed = uint64(time.Now().UnixNano())
 	}
 	var err error
 	if o.coldWarm {
-		p.A = abrun.Side{Argv: o.command, Cold: true}
-		p.B = abrun.Side{Argv: o.command}
+		p.A = abtest.Command{Argv: o.command, Cold: true}
+		p.B = abtest.Command{Argv: o.command}
 	} else {
 		if p.A.Argv, err = commandOf("A", o.a, o.aFile, a); err != nil {
 			return p, err
@@ -212,7 +212,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		fmt.Fprintf(stderr, "\r\033[K%s", line)
 	}
-	shown := func(rr abrun.RunReport) {
+	shown := func(rr abtest.RunReport) {
 		if !o.showOut {
 			return
 		}
@@ -283,11 +283,11 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 // benchJSON is the --json document.
 type benchJSON struct {
-	Schema string        `json:"schema"`
-	A      abrun.Side    `json:"a"`
-	B      abrun.Side    `json:"b"`
-	Order  string        `json:"order"`
-	Report *abrun.Report `json:"bench"`
+	Schema string         `json:"schema"`
+	A      abtest.Command `json:"a"`
+	B      abtest.Command `json:"b"`
+	Order  string         `json:"order"`
+	Report *abtest.Report `json:"bench"`
 	// Verdict is the summary's verdict in words, the one-line answer
 	// every document has under "verdict".
 	Verdict string `json:"verdict"`
@@ -299,7 +299,7 @@ type benchJSON struct {
 // benchSchema names `coldtrace bench --json`; v2 added "verdict".
 const benchSchema = "coldtrace.bench/v2"
 
-func writeBenchJSON(w io.Writer, rep *abrun.Report) error {
+func writeBenchJSON(w io.Writer, rep *abtest.Report) error {
 	order := "alternate"
 	if rep.Plan.Shuffle {
 		order = "shuffle"

@@ -4,85 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"regexp"
 	"time"
 
 	"github.com/coldtrace/coldtrace/attribution/abtest"
 )
-
-// Side is one of the two commands.
-type Side struct {
-	Argv []string `json:"argv"`
-	// Prepare runs before each of this side's runs (after the common one).
-	Prepare []string `json:"prepare,omitempty"`
-	// Cold: before each run, evict the files every earlier run read and
-	// point JIT caches at fresh directories.
-	Cold bool `json:"cold,omitempty"`
-}
-
-// Plan is a whole bench.
-type Plan struct {
-	A, B    Side
-	Pairs   int
-	Warmup  int
-	Shuffle bool
-	Seed    uint64
-	// Prepare runs before every run, warm-ups included.
-	Prepare    []string
-	KeepGoing  bool
-	SameOutput bool
-	Expect     *regexp.Regexp
-	// BusyCPU (CPUs) and BusyIO (bytes/s) are the interference
-	// thresholds: a run whose other processes used more, on average, is
-	// flagged.
-	BusyCPU float64
-	BusyIO  float64
-}
-
-// Order is the run order of the counted runs: A B A B … A (every B
-// between two As), or with shuffle the same runs in a random order that
-// still starts and ends with an A.
-func (p Plan) Order() []abtest.Side {
-	var out []abtest.Side
-	for i := 0; i < p.Pairs; i++ {
-		out = append(out, abtest.A, abtest.B)
-	}
-	out = append(out, abtest.A)
-	if p.Shuffle && len(out) > 2 {
-		r := rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15))
-		mid := out[1 : len(out)-1]
-		r.Shuffle(len(mid), func(i, j int) { mid[i], mid[j] = mid[j], mid[i] })
-	}
-	return out
-}
-
-// RunReport is one run of the bench, warm-ups included.
-type RunReport struct {
-	// N counts every run from 1; Index counts the counted runs from 1
-	// (0 for a warm-up).
-	N          int           `json:"n"`
-	Index      int           `json:"index,omitempty"`
-	Side       abtest.Side   `json:"side"`
-	Warmup     bool          `json:"warmup,omitempty"`
-	Status     abtest.Status `json:"status,omitempty"`
-	Interfered bool          `json:"interfered,omitempty"`
-	Cold       *Cold         `json:"cold,omitempty"`
-	ExpectMiss bool          `json:"expect_missed,omitempty"`
-	*Result
-}
-
-// Report is a finished (or stopped) bench.
-type Report struct {
-	Plan    Plan           `json:"-"`
-	Runs    []RunReport    `json:"runs"`
-	Summary abtest.Summary `json:"summary"`
-	// OutputsDiffer is set when the counted runs' stdout hashes differ.
-	OutputsDiffer bool `json:"outputs_differ"`
-	// Stopped says why the bench ended early; empty when it ran through.
-	Stopped string `json:"stopped,omitempty"`
-}
 
 // Progress is told before each run: run i of n, the time left by the
 // mean run so far (0 before the first).
@@ -95,12 +21,12 @@ var ErrStopped = errors.New("bench stopped")
 // Bench runs the plan. It returns the report so far with an error
 // wrapping ErrStopped when a guard rail stopped it, or another error
 // when tracing failed.
-func Bench(ctx context.Context, r *Runner, p Plan, progress Progress, shown func(RunReport)) (*Report, error) {
+func Bench(ctx context.Context, r *Runner, p abtest.Plan, progress Progress, shown func(abtest.RunReport)) (*abtest.Report, error) {
 	if progress == nil {
 		progress = func(int, int, abtest.Side, bool, time.Duration) {}
 	}
 	if shown == nil {
-		shown = func(RunReport) {}
+		shown = func(abtest.RunReport) {}
 	}
 	order := p.Order()
 	warm := p.Warmup
@@ -126,7 +52,7 @@ func Bench(ctx context.Context, r *Runner, p Plan, progress Progress, shown func
 		steps = append(steps, step{s, false})
 	}
 
-	rep := &Report{Plan: p}
+	rep := &abtest.Report{Plan: p}
 	// The shim is coldtrace's own executable: never evict it.
 	self, _ := os.Executable()
 	var filesRead []string
@@ -157,18 +83,19 @@ func Bench(ctx context.Context, r *Runner, p Plan, progress Progress, shown func
 				return rep, err
 			}
 		}
-		rr := RunReport{N: n + 1, Side: st.side, Warmup: st.warmup}
+		rr := abtest.RunReport{N: n + 1, Side: st.side, Warmup: st.warmup}
 		var env []string
+		var cold *Cold
 		if side.Cold {
 			c, err := r.MakeCold(filesRead)
 			if err != nil {
 				return rep, err
 			}
-			rr.Cold, env = c, c.Env
+			cold, rr.Cold, env = c, &c.Cold, c.Env
 		}
 		before := r.Signals()
 		res, err := r.Run(ctx, side.Argv, env)
-		rr.Cold.Cleanup()
+		cold.Cleanup()
 		if err != nil && r.Signals() > before {
 			rep.Stopped = fmt.Sprintf("interrupted (run %d: %v)", n+1, err)
 			break
@@ -208,7 +135,7 @@ func Bench(ctx context.Context, r *Runner, p Plan, progress Progress, shown func
 			break
 		}
 	}
-	rep.judge()
+	rep.Judge()
 	if rep.Stopped == "" && p.SameOutput && rep.OutputsDiffer {
 		rep.Stopped = "the runs' outputs differ (--same-output)"
 	}
@@ -228,40 +155,13 @@ func (r *Runner) pendingSignal() os.Signal {
 	}
 }
 
-func gpuBusy(in Interference) bool {
+func gpuBusy(in abtest.Interference) bool {
 	for _, g := range in.GPUOthers {
 		if g.CPUs > 0.05 {
 			return true
 		}
 	}
 	return false
-}
-
-// judge runs the statistics over the counted runs and records each run's
-// status.
-func (rep *Report) judge() {
-	var runs []abtest.Run
-	var idx []int
-	hashes := map[string]bool{}
-	for i, rr := range rep.Runs {
-		if rr.Warmup {
-			continue
-		}
-		runs = append(runs, abtest.Run{
-			Side: rr.Side, WallNS: rr.WallNS, SysNS: rr.SysNS, Split: rr.Split,
-			Failed: rr.ExitCode != 0, Interfered: rr.Interfered,
-		})
-		idx = append(idx, i)
-		if rr.ExitCode == 0 {
-			hashes[rr.StdoutSHA256] = true
-		}
-	}
-	rep.Summary = abtest.Analyze(runs, abtest.Options{})
-	for k, i := range idx {
-		rep.Runs[i].Status = rep.Summary.Status[k]
-	}
-	// The seed's check: both sides must print the same thing.
-	rep.OutputsDiffer = len(hashes) > 1
 }
 
 func or(s, fallback string) string {

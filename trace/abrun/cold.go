@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/coldtrace/coldtrace/attribution/abtest"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/residency"
@@ -29,16 +30,9 @@ func FilesRead(rec *record.Record) []string {
 	return out
 }
 
-// Cold is what one cold run was given.
+// Cold is one cold run's report and the fresh directories to remove.
 type Cold struct {
-	// EvictedBytes is what went from the page cache; Kept counts pages
-	// that could not go (mapped by a running process, say).
-	EvictedBytes int64    `json:"evicted_bytes"`
-	Files        int      `json:"files"`
-	KeptPages    uint64   `json:"kept_pages,omitempty"`
-	Problems     []string `json:"problems,omitempty"`
-	// Env points the JIT caches at fresh, empty directories.
-	Env []string `json:"env,omitempty"`
+	abtest.Cold
 	dir string
 }
 
