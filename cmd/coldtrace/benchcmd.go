@@ -45,7 +45,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 	fs.StringVar(&o.b, "b", "", "command B")
 	fs.StringVar(&o.aFile, "a-file", "", "read command A from `FILE`, one argument per line")
 	fs.StringVar(&o.bFile, "b-file", "", "read command B from `FILE`, one argument per line")
-	fs.BoolVar(&o.coldWarm, "cold-warm", false, "A and B are the command after --: A cold (the files earlier runs read evicted, JIT caches empty), B warm")
+	fs.BoolVar(&o.coldWarm, "cold-warm", false, "A and B are the command after --: A cold as with run --cold (the files earlier runs read from disk evicted, JIT caches empty), B warm")
 	fs.StringVar(&o.order, "order", "alternate", "run order: alternate (A B A B … A) or shuffle")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of --order shuffle (0: from the clock)")
 	fs.IntVar(&o.warmup, "warmup", 0, "runs before the bench, not counted")
@@ -247,7 +247,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintf(stderr, "A: %s\nB: %s\n", format.EscapeAll(plan.A.Argv), format.EscapeAll(plan.B.Argv))
 	if plan.A.Cold {
-		fmt.Fprintln(stderr, "(A cold: the files earlier runs read evicted, JIT caches pointed at empty directories; B warm)")
+		fmt.Fprintln(stderr, "(A cold: the files earlier runs read from disk evicted, JIT caches pointed at empty directories; B warm)")
 	}
 	if werr := bench.Table(stderr, rep); werr != nil {
 		return fail(stderr, exitFailure, werr)

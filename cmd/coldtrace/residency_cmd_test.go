@@ -18,6 +18,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/residency/coldrun"
 )
 
 const mib = 1 << 20
@@ -683,7 +684,7 @@ func TestRecordFileOrder(t *testing.T) {
 		},
 	}
 	var got []string
-	for _, f := range filesReadFromDisk(r) {
+	for _, f := range coldrun.FilesFromDisk(r) {
 		got = append(got, f.Path)
 	}
 	if strings.Join(got, " ") != "/first /second /never-in-samples" {

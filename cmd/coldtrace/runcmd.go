@@ -137,9 +137,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	defer cold.cleanup(stderr)
+	defer cold.Cleanup(stderr)
 
-	ml, env := runMarks(a, cold.environ(), stderr)
+	ml, env := runMarks(a, cold.Environ(), stderr)
 	if ml != nil {
 		defer ml.Close()
 	}
@@ -167,8 +167,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if rec.StartError != "" {
 		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", format.Escape(rec.StartError))
 	}
-	cold.cleanup(stderr) // before the outputs, so the record says whether the caches stayed
-	rec.MadeCold = cold.record()
+	cold.Cleanup(stderr) // before the outputs, so the record says whether the caches stayed
+	rec.MadeCold = cold.Record()
 	rec.Labels = o.metrics.labels
 	if beforeOutputs != nil {
 		beforeOutputs()

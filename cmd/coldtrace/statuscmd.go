@@ -12,6 +12,7 @@ import (
 	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
+	"github.com/coldtrace/coldtrace/residency/coldrun"
 	"github.com/coldtrace/coldtrace/residency/kcache"
 )
 
@@ -141,7 +142,7 @@ func buildStatus(who actingUser, from string, paths []string, stderr io.Writer) 
 			if !filepath.IsAbs(c.Root) {
 				continue // an in-tree cache ("**/__pycache__"): no one root to look at
 			}
-			if madeColdDir(in.rec.MadeCold, c.Root) {
+			if coldrun.InFreshCaches(in.rec.MadeCold, c.Root) {
 				continue // a --cold run's fresh cache: removed, and no run after it uses it
 			}
 			rep.byName[c.Name] = append(rep.byName[c.Name], c.Root)

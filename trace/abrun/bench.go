@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coldtrace/coldtrace/attribution/abtest"
+	"github.com/coldtrace/coldtrace/residency/coldrun"
 )
 
 // Progress is told before each run: run i of n, the time left by the
@@ -85,17 +86,17 @@ func Bench(ctx context.Context, r *Runner, p abtest.Plan, progress Progress, sho
 		}
 		rr := abtest.RunReport{N: n + 1, Side: st.side, Warmup: st.warmup}
 		var env []string
-		var cold *Cold
+		var cold *coldrun.Run
 		if side.Cold {
-			c, err := r.MakeCold(filesRead)
+			c, report, err := r.makeCold(filesRead)
 			if err != nil {
 				return rep, err
 			}
-			cold, rr.Cold, env = c, &c.Cold, c.Env
+			cold, rr.Cold, env = c, report, report.Env
 		}
 		before := r.Signals()
 		res, err := r.Run(ctx, side.Argv, env)
-		cold.Cleanup()
+		r.cleanup(cold)
 		if err != nil && r.Signals() > before {
 			rep.Stopped = fmt.Sprintf("interrupted (run %d: %v)", n+1, err)
 			break
@@ -104,7 +105,7 @@ func Bench(ctx context.Context, r *Runner, p abtest.Plan, progress Progress, sho
 			return rep, err
 		}
 		rr.Result = res
-		for _, f := range FilesRead(res.Record) {
+		for _, f := range filesFromDisk(res.Record) {
 			if !seen[f] && f != self {
 				seen[f] = true
 				filesRead = append(filesRead, f)

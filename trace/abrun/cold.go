@@ -1,86 +1,54 @@
 package abrun
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/coldtrace/coldtrace/attribution/abtest"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/registry"
-	"github.com/coldtrace/coldtrace/residency"
+	"github.com/coldtrace/coldtrace/residency/coldrun"
 	"github.com/coldtrace/coldtrace/residency/kcache"
 )
 
-// FilesRead are the regular files rec read through the page cache, by
-// path: what a cold run must find evicted.
-func FilesRead(rec *record.Record) []string {
+// filesFromDisk are the paths of the files rec read from disk: what a
+// later cold run evicts (coldrun.FilesFromDisk, the rule of `run --cold
+// --from`). Files without a usable path are left out.
+func filesFromDisk(rec *record.Record) []string {
 	var out []string
-	for _, f := range rec.Files {
-		if f.Path == "" || !filepath.IsAbs(f.Path) || f.PagesAccessed == 0 {
-			continue
+	for _, f := range coldrun.FilesFromDisk(rec) {
+		if f.Path != "" && !f.NameCut {
+			out = append(out, f.Path)
 		}
-		if strings.HasPrefix(f.Path, "/proc/") || strings.HasPrefix(f.Path, "/sys/") || strings.HasPrefix(f.Path, "/dev/") {
-			continue
-		}
-		out = append(out, f.Path)
 	}
 	return out
 }
 
-// Cold is one cold run's report and the fresh directories to remove.
-type Cold struct {
-	abtest.Cold
-	dir string
-}
-
-// MakeCold evicts files with the actor's rights and plans fresh JIT cache
-// directories (residency/kcache, as `run --cold` does) for the command.
-// Remove the directories with Cleanup after the run.
-func (r *Runner) MakeCold(files []string) (*Cold, error) {
-	c := &Cold{}
-	if len(files) > 0 {
-		ev, probs := residency.Evict(r.opts.Actor, files)
-		for _, e := range ev {
-			c.EvictedBytes += e.DroppedBytes
-			c.KeptPages += e.KeptPages
-		}
-		c.Files = len(ev)
-		for _, p := range probs {
-			c.Problems = append(c.Problems, p.Error())
-		}
-	}
-	dir, err := os.MkdirTemp("", "coldtrace-bench-cold-")
+// makeCold makes one run cold the way `run --cold` does
+// (residency/coldrun): files evicted with the actor's rights, the JIT
+// caches pointed at fresh directories that the command's user creates
+// under /var/tmp. The caller removes them with cleanup after the run.
+func (r *Runner) makeCold(files []string) (*coldrun.Run, *abtest.Cold, error) {
+	c, err := coldrun.Make(coldrun.Options{
+		Classes: kcache.DefaultClasses,
+		Files:   files,
+		Evictor: r.opts.Actor,
+		Owner:   r.opts.Actor.CommandActor(),
+		Environ: os.Environ(),
+	})
 	if err != nil {
-		return nil, fmt.Errorf("cold cache directories: %w", err)
+		return nil, nil, err
 	}
-	c.dir = dir
-	if err := os.Chmod(dir, 0o755); err != nil {
-		c.Cleanup()
-		return nil, fmt.Errorf("cold cache directories: %w", err)
-	}
-	env := registry.Env{}
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	plan := kcache.Plan(registry.Registry, env, []kcache.Class{kcache.JIT}, dir)
-	u := r.opts.Actor.Command
-	if err := plan.Create(int(u.UID), int(u.GID)); err != nil {
-		c.Cleanup()
-		return nil, err
-	}
-	c.Env = plan.Environ()
-	sort.Strings(c.Env)
-	return c, nil
+	return c, &abtest.Cold{
+		EvictedBytes: c.Made.EvictedBytes, Files: c.Made.EvictedFiles, KeptPages: c.KeptPages,
+		Problems: c.Made.EvictProblems, Env: c.Overrides(),
+	}, nil
 }
 
-// Cleanup removes the fresh cache directories.
-func (c *Cold) Cleanup() {
-	if c != nil && c.dir != "" {
-		_ = os.RemoveAll(c.dir)
+// cleanup removes a cold run's fresh caches; a failure to is said.
+func (r *Runner) cleanup(c *coldrun.Run) {
+	var b strings.Builder
+	c.Cleanup(&b)
+	if msg := strings.TrimSpace(strings.TrimPrefix(b.String(), "coldtrace: ")); msg != "" {
+		r.opts.Notify(msg)
 	}
 }

@@ -2,9 +2,10 @@
 // prepare command, then one command under trace.Run in this process, its
 // output captured and hashed, its system time from the kernel's
 // accounting of reaped children, the peak RSS of its process tree, and
-// what other processes did meanwhile. Making a side cold (evicting the
-// files the previous runs read, pointing JIT caches at fresh directories)
-// is here too. The judgement is attribution/abtest's.
+// what other processes did meanwhile. A side is made cold as `run --cold`
+// makes a run cold (residency/coldrun), from the files the previous runs
+// read from disk. The judgement and the report's types are
+// attribution/abtest's.
 package abrun
 
 import (
