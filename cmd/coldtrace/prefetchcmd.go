@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/report/format"
+	"github.com/coldtrace/coldtrace/report/status"
 	"github.com/coldtrace/coldtrace/residency"
 )
 
@@ -181,7 +182,7 @@ func writePrefetchPlan(w io.Writer, plan residency.Plan, rate float64, fit error
 		}
 	}
 	if etaNS > 0 {
-		fmt.Fprintf(&b, "  about %s at the disk rate of the recorded run (%.0f MB/s)\n", roughDuration(etaNS), rate/1e6)
+		fmt.Fprintf(&b, "  about %s at the disk rate of the recorded run (%.0f MB/s)\n", status.RoughDuration(etaNS), rate/1e6)
 	}
 	if fit != nil {
 		linef(&b, "  would refuse: %v (--force reads anyway)", fit)

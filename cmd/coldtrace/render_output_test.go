@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/coldtrace/coldtrace/report/status"
 )
 
 // TestRenderCommandsWriteTheirDocumentToO: status, evict and prefetch
@@ -24,7 +26,7 @@ func TestRenderCommandsWriteTheirDocumentToO(t *testing.T) {
 		args   []string
 		schema string
 	}{
-		{"status", statusCommand, []string{"--json", data}, StatusSchema},
+		{"status", statusCommand, []string{"--json", data}, status.Schema},
 		{"evict", evictCommand, []string{"--json", data}, "coldtrace.evict/v1"},
 		{"prefetch-plan", prefetchCommand, []string{"--dry-run", "--json", data}, prefetchPlanSchema},
 		{"prefetch", prefetchCommand, []string{"--force", "--json", data}, prefetchSchema},

@@ -18,6 +18,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/status"
 	"github.com/coldtrace/coldtrace/residency/coldrun"
 )
 
@@ -149,7 +150,7 @@ func runStatusJSON(t *testing.T, args ...string) statusJSON {
 		t.Fatalf("status %v: exit %d: %s", args, code, errb.String())
 	}
 	var doc statusJSON
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Schema != StatusSchema {
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Schema != status.Schema {
 		t.Fatalf("status --json: %v\n%s", err, out.String())
 	}
 	schematest.Validate(t, docStatus.Name, out.Bytes())

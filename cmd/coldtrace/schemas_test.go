@@ -8,13 +8,14 @@ import (
 	"github.com/coldtrace/coldtrace/report/diff"
 	reportmerge "github.com/coldtrace/coldtrace/report/merge"
 	"github.com/coldtrace/coldtrace/report/segments"
+	"github.com/coldtrace/coldtrace/report/status"
 	"github.com/coldtrace/coldtrace/report/summary"
 )
 
 // The JSON documents whose types live in this package, each with its own
 // schema id (prefetch's run and its --dry-run plan apart).
 var (
-	docStatus       = schematest.Document{Name: "status", ID: StatusSchema, Type: statusReport{}}
+	docStatus       = schematest.Document{Name: "status", ID: status.Schema, Type: status.Report{}}
 	docBench        = schematest.Document{Name: "bench", ID: benchSchema, Type: benchJSON{}}
 	docEvict        = schematest.Document{Name: "evict", ID: "coldtrace.evict/v1", Type: evictJSON{}}
 	docPrefetch     = schematest.Document{Name: "prefetch", ID: "coldtrace.prefetch/v1", Type: prefetchJSON{}}

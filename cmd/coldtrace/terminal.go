@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/coldtrace/coldtrace/report/format"
 )
@@ -26,13 +25,7 @@ func errorText(err error) string {
 	return format.Escape(err.Error())
 }
 
-// shortFilePath keeps the end of a long path, where its name is: n
-// characters in all, cut at a character boundary so no partial UTF-8
-// sequence is left.
-func shortFilePath(p string, n int) string {
-	if utf8.RuneCountInString(p) <= n {
-		return p
-	}
-	r := []rune(p)
-	return "…" + string(r[len(r)-max(n-1, 0):])
+// plural writes "1 file", "2 files", "1,204 files".
+func plural(n int, one string) string {
+	return format.Count(uint64(max(n, 0))) + " " + format.Plural(uint64(max(n, 0)), one, one+"s")
 }
