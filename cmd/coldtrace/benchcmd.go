@@ -259,7 +259,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		path  string
 		write func(io.Writer) error
 	}{
-		{o.jsonPath, func(w io.Writer) error { return writeBenchJSON(w, rep) }},
+		{o.jsonPath, func(w io.Writer) error { return encodeJSON(w, bench.NewDocument(rep)) }},
 		{o.mdPath, func(w io.Writer) error { return bench.Markdown(w, rep) }},
 		{o.plotPath, func(w io.Writer) error { return bench.SVG(w, rep) }},
 	}
@@ -279,32 +279,4 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	return code
-}
-
-// benchJSON is the --json document.
-type benchJSON struct {
-	Schema string         `json:"schema"`
-	A      abtest.Command `json:"a"`
-	B      abtest.Command `json:"b"`
-	Order  string         `json:"order"`
-	Report *abtest.Report `json:"bench"`
-	// Verdict is the summary's verdict in words, the one-line answer
-	// every document has under "verdict".
-	Verdict string `json:"verdict"`
-	// VerdictText is Verdict under its v1 name, written for one more
-	// release (deprecated).
-	VerdictText string `json:"verdict_text"`
-}
-
-// benchSchema names `coldtrace bench --json`; v2 added "verdict".
-const benchSchema = "coldtrace.bench/v2"
-
-func writeBenchJSON(w io.Writer, rep *abtest.Report) error {
-	order := "alternate"
-	if rep.Plan.Shuffle {
-		order = "shuffle"
-	}
-	verdict := bench.Verdict(rep.Summary)
-	return encodeJSON(w, benchJSON{Schema: benchSchema, A: rep.Plan.A, B: rep.Plan.B, Order: order,
-		Report: rep, Verdict: verdict, VerdictText: verdict})
 }

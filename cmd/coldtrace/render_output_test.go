@@ -28,8 +28,8 @@ func TestRenderCommandsWriteTheirDocumentToO(t *testing.T) {
 	}{
 		{"status", statusCommand, []string{"--json", data}, status.Schema},
 		{"evict", evictCommand, []string{"--json", data}, "coldtrace.evict/v1"},
-		{"prefetch-plan", prefetchCommand, []string{"--dry-run", "--json", data}, prefetchPlanSchema},
-		{"prefetch", prefetchCommand, []string{"--force", "--json", data}, prefetchSchema},
+		{"prefetch-plan", prefetchCommand, []string{"--dry-run", "--json", data}, status.PrefetchPlanSchema},
+		{"prefetch", prefetchCommand, []string{"--force", "--json", data}, status.PrefetchSchema},
 	} {
 		out := filepath.Join(dir, c.name+".json")
 		var stdout, stderr bytes.Buffer

@@ -1,7 +1,8 @@
-// Package status renders `coldtrace status`: how much of a run's files is
-// in the page cache now, the invoking user's kernel caches, and the
-// prediction of residency/outlook in words, as text or as the JSON
-// document Report.
+// Package status renders what coldtrace says about the machine as it is
+// now: `coldtrace status` (how much of a run's files is in the page cache,
+// the invoking user's kernel caches, and the prediction of
+// residency/outlook in words), and what `evict` dropped and `prefetch`
+// read or would read; each as text and as its named JSON document.
 package status
 
 import (
