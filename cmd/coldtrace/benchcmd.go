@@ -175,16 +175,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	var outs []outfile.Output
-	for _, x := range []outfile.Output{{Flag: "--json", Path: o.jsonPath}, {Flag: "--markdown", Path: o.mdPath}, {Flag: "--plot", Path: o.plotPath}} {
-		if x.Path != "" {
-			outs = append(outs, x)
-		}
-	}
-	if o.plotPath == outfile.Stdout {
-		return fail(stderr, exitUsage, fmt.Errorf("%w: --plot needs a file path", errUsage))
-	}
-	if err := outfile.Check(a, outs...); err != nil {
+	if err := o.checkOutputs(a); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
 
@@ -198,32 +189,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Notify: func(msg string) { fmt.Fprintf(stderr, "\rcoldtrace: %s\n", format.Escape(msg)) },
 	})
 	defer runner.Close()
-	progress := func(i, n int, side abtest.Side, warmup bool, eta time.Duration) {
-		if !tty {
-			return
-		}
-		what := string(side)
-		if warmup {
-			what += ", warm-up"
-		}
-		line := fmt.Sprintf("coldtrace bench: run %d of %d (%s)", i, n, what)
-		if eta > 0 {
-			line += ", ETA " + eta.Round(time.Second).String()
-		}
-		fmt.Fprintf(stderr, "\r\033[K%s", line)
-	}
-	shown := func(rr abtest.RunReport) {
-		if !o.showOut {
-			return
-		}
-		if tty {
-			fmt.Fprint(stderr, "\r\033[K")
-		}
-		fmt.Fprintf(stderr, "--- run %d (%s) output ---\n", rr.N, rr.Side)
-		stdout.Write(rr.Stdout)
-		stderr.Write(rr.Stderr)
-	}
-	rep, err := abrun.Bench(ctx, runner, plan, progress, shown)
+	rep, err := abrun.Bench(ctx, runner, plan, benchProgress(tty, stderr), o.shownOutput(tty, stdout, stderr))
 	if tty {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
@@ -245,6 +211,61 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			code = exitFailure
 		}
 	}
+	return o.writeResults(a, rep, code, stdout, stderr)
+}
+
+// checkOutputs fails now, not after the bench, on an output that cannot
+// be written.
+func (o benchOptions) checkOutputs(a actor.Actor) error {
+	var outs []outfile.Output
+	for _, x := range []outfile.Output{{Flag: "--json", Path: o.jsonPath}, {Flag: "--markdown", Path: o.mdPath}, {Flag: "--plot", Path: o.plotPath}} {
+		if x.Path != "" {
+			outs = append(outs, x)
+		}
+	}
+	if o.plotPath == outfile.Stdout {
+		return fmt.Errorf("%w: --plot needs a file path", errUsage)
+	}
+	return outfile.Check(a, outs...)
+}
+
+// benchProgress is the live line on a terminal: nothing elsewhere.
+func benchProgress(tty bool, stderr io.Writer) abrun.Progress {
+	return func(i, n int, side abtest.Side, warmup bool, eta time.Duration) {
+		if !tty {
+			return
+		}
+		what := string(side)
+		if warmup {
+			what += ", warm-up"
+		}
+		line := fmt.Sprintf("coldtrace bench: run %d of %d (%s)", i, n, what)
+		if eta > 0 {
+			line += ", ETA " + eta.Round(time.Second).String()
+		}
+		fmt.Fprintf(stderr, "\r\033[K%s", line)
+	}
+}
+
+// shownOutput passes each run's output on with --show-output.
+func (o benchOptions) shownOutput(tty bool, stdout, stderr io.Writer) func(abtest.RunReport) {
+	return func(rr abtest.RunReport) {
+		if !o.showOut {
+			return
+		}
+		if tty {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
+		fmt.Fprintf(stderr, "--- run %d (%s) output ---\n", rr.N, rr.Side)
+		stdout.Write(rr.Stdout)
+		stderr.Write(rr.Stderr)
+	}
+}
+
+// writeResults prints the table and the verdict and writes the files
+// asked for; it returns code, or exitFailure when one failed.
+func (o benchOptions) writeResults(a actor.Actor, rep *abtest.Report, code int, stdout, stderr io.Writer) int {
+	plan := rep.Plan
 	fmt.Fprintf(stderr, "A: %s\nB: %s\n", format.EscapeAll(plan.A.Argv), format.EscapeAll(plan.B.Argv))
 	if plan.A.Cold {
 		fmt.Fprintln(stderr, "(A cold: the files earlier runs read from disk evicted, JIT caches pointed at empty directories; B warm)")

@@ -38,12 +38,8 @@ func evictCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	done, probs := residency.Evict(who.actor, paths)
 	printProblems(stderr, probs)
-	err = doc.write(who.actor, stdout, func(w io.Writer) error {
-		if *asJSON {
-			return encodeJSON(w, status.NewEvictDocument(done))
-		}
-		return status.WriteEvictText(w, done)
-	})
+	err = doc.writeDocument(who.actor, stdout, *asJSON, status.NewEvictDocument(done),
+		func(w io.Writer) error { return status.WriteEvictText(w, done) })
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}

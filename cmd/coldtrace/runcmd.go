@@ -12,6 +12,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/checkpoint"
 	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
@@ -126,7 +127,25 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if err := o.metrics.check(a); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
+	rec, err := traceRun(ctx, o, a, ckpt, launched, stderr)
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	if beforeOutputs != nil {
+		beforeOutputs()
+	}
+	failed := writeRunOutputs(ctx, o, a, jsonFD, stdout, stderr, rec)
+	finishCheckpoints(ckpt, failed, stderr)
+	if failed && rec.ExitCode == 0 {
+		return exitFailure
+	}
+	return rec.ExitCode
+}
 
+// traceRun makes the run cold when asked, traces the command with its
+// marks and checkpoints, and returns the record with what --cold did and
+// the labels.
+func traceRun(ctx context.Context, o runOptions, a actor.Actor, ckpt *checkpoint.Writer, launched time.Time, stderr io.Writer) (*record.Record, error) {
 	// Signals are cmd's from here on: during the run they go to the
 	// command (trace.Options.Signals); once it has exited they are caught
 	// and dropped, so writing the outputs is not interrupted, nor the
@@ -135,7 +154,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 
 	cold, err := o.cold.prepare(a, stderr)
 	if err != nil {
-		return fail(stderr, exitFailure, err)
+		return nil, err
 	}
 	defer cold.Cleanup(stderr)
 
@@ -162,7 +181,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	o.sensorOptions.apply(&opts, os.Getenv, stderr)
 	rec, err := trace.Run(ctx, opts)
 	if err != nil {
-		return fail(stderr, exitFailure, err)
+		return nil, err
 	}
 	if rec.StartError != "" {
 		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", format.Escape(rec.StartError))
@@ -170,50 +189,34 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	cold.Cleanup(stderr) // before the outputs, so the record says whether the caches stayed
 	rec.MadeCold = cold.Record()
 	rec.Labels = o.metrics.labels
-	if beforeOutputs != nil {
-		beforeOutputs()
-	}
+	return rec, nil
+}
 
+// writeRunOutputs analyses the record and writes every output asked
+// for; failed says one could not be written (its line is on stderr).
+func writeRunOutputs(ctx context.Context, o runOptions, a actor.Actor, jsonFD *os.File, stdout, stderr io.Writer, rec *record.Record) (failed bool) {
 	markReady(rec, o.ready, o.splitIdle.Nanoseconds())
 	splitIdleMarks(rec, o.splitIdle.Nanoseconds())
 	res := attribution.Analyze(rec)
-	failed := false
-	if o.changed["output"] {
-		err := writeStdoutOr(a, o.recordPath, stdout, func(w io.Writer) error { return record.Encode(w, rec) })
+	report := func(err error, what string) {
 		if err != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+			fmt.Fprintf(stderr, "coldtrace: error: %s%v\n", what, err)
 			failed = true
 		}
 	}
-	if err := o.exports.write(a, stdout, rec, res); err != nil {
-		fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
-		failed = true
+	if o.changed["output"] {
+		report(writeStdoutOr(a, o.recordPath, stdout, func(w io.Writer) error { return record.Encode(w, rec) }), "")
 	}
-	if err := o.metrics.write(ctx, stderr, rec, res); err != nil {
-		fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
-		failed = true
-	}
+	report(o.exports.write(a, stdout, rec, res), "")
+	report(o.metrics.write(ctx, stderr, rec, res), "")
 	if o.changed["json"] || jsonFD != nil {
-		if err := writeJSON(a, o.jsonPath, jsonFD, stdout, rec, res); err != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
-			failed = true
-		}
+		report(writeJSON(a, o.jsonPath, jsonFD, stdout, rec, res), "")
 	}
 	if !o.quiet {
-		if err := text.Write(stderr, rec, res, text.Options{TopFiles: o.topFiles}); err != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: write the summary: %v\n", err)
-			failed = true
-		}
-		if err := writeRunSegments(stderr, rec, o.splitIdle.Nanoseconds()); err != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: write the segments: %v\n", err)
-			failed = true
-		}
+		report(text.Write(stderr, rec, res, text.Options{TopFiles: o.topFiles}), "write the summary: ")
+		report(writeRunSegments(stderr, rec, o.splitIdle.Nanoseconds()), "write the segments: ")
 	}
-	finishCheckpoints(ckpt, failed, stderr)
-	if failed && rec.ExitCode == 0 {
-		return exitFailure
-	}
-	return rec.ExitCode
+	return failed
 }
 
 // writeJSON writes the JSON summary to fd (--json-fd) when it is set,

@@ -38,12 +38,8 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	err = doc.write(who.actor, stdout, func(w io.Writer) error {
-		if *asJSON {
-			return encodeJSON(w, rep)
-		}
-		return status.WriteText(w, rep, *top)
-	})
+	err = doc.writeDocument(who.actor, stdout, *asJSON, rep,
+		func(w io.Writer) error { return status.WriteText(w, rep, *top) })
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
