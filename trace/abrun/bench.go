@@ -29,37 +29,12 @@ func Bench(ctx context.Context, r *Runner, p abtest.Plan, progress Progress, sho
 	if shown == nil {
 		shown = func(abtest.RunReport) {}
 	}
-	order := p.Order()
-	warm := p.Warmup
-	if (p.A.Cold || p.B.Cold) && warm == 0 {
-		// A cold run evicts what earlier runs read: one run must show it.
-		warm = 1
-	}
-	type step struct {
-		side   abtest.Side
-		warmup bool
-	}
-	var steps []step
-	for i := 0; i < warm; i++ {
-		// Warm-ups alternate B, A, …, ending next to the first counted A
-		// with a B, so a cold A still finds the files read.
-		side := abtest.B
-		if (warm-i)%2 == 0 {
-			side = abtest.A
-		}
-		steps = append(steps, step{side, true})
-	}
-	for _, s := range order {
-		steps = append(steps, step{s, false})
-	}
-
+	steps := stepsOf(p)
 	rep := &abtest.Report{Plan: p}
+	b := bench{r: r, p: p, seen: map[string]bool{}}
 	// The shim is coldtrace's own executable: never evict it.
-	self, _ := os.Executable()
-	var filesRead []string
-	seen := map[string]bool{}
+	b.self, _ = os.Executable()
 	began := time.Now()
-	counted := 0
 	for n, st := range steps {
 		var eta time.Duration
 		if n > 0 {
@@ -72,67 +47,15 @@ func Bench(ctx context.Context, r *Runner, p abtest.Plan, progress Progress, sho
 			break
 		}
 		progress(n+1, len(steps), st.side, st.warmup, eta)
-		side := p.A
-		if st.side == abtest.B {
-			side = p.B
-		}
-		for _, prep := range [][]string{p.Prepare, side.Prepare} {
-			if len(prep) == 0 {
-				continue
-			}
-			if _, err := r.Prepare(ctx, prep); err != nil {
-				return rep, err
-			}
-		}
-		rr := abtest.RunReport{N: n + 1, Side: st.side, Warmup: st.warmup}
-		var env []string
-		var cold *coldrun.Run
-		if side.Cold {
-			c, report, err := r.makeCold(filesRead)
-			if err != nil {
-				return rep, err
-			}
-			cold, rr.Cold, env = c, report, report.Env
-		}
-		before := r.Signals()
-		res, err := r.Run(ctx, side.Argv, env)
-		r.cleanup(cold)
-		if err != nil && r.Signals() > before {
-			rep.Stopped = fmt.Sprintf("interrupted (run %d: %v)", n+1, err)
-			break
-		}
+		rr, stopped, err := b.run(ctx, n, st)
 		if err != nil {
 			return rep, err
 		}
-		rr.Result = res
-		for _, f := range filesFromDisk(res.Record) {
-			if !seen[f] && f != self {
-				seen[f] = true
-				filesRead = append(filesRead, f)
-			}
+		if rr != nil {
+			rep.Runs = append(rep.Runs, *rr)
+			shown(*rr)
 		}
-		rr.Interfered = res.Interference.CPUMean >= p.BusyCPU || (p.BusyIO > 0 && res.Interference.IORate >= p.BusyIO) ||
-			gpuBusy(res.Interference)
-		if !st.warmup {
-			counted++
-			rr.Index = counted
-		}
-		if p.Expect != nil && !res.Matches(p.Expect) {
-			rr.ExpectMiss = true
-		}
-		rep.Runs = append(rep.Runs, rr)
-		shown(rr)
-		switch {
-		case res.Record.Interrupted || res.Record.Signal == "SIGINT" || res.Record.Signal == "SIGTERM":
-			// On a terminal the command has the foreground and takes
-			// Ctrl-C itself: that ends the bench, --keep-going or not.
-			rep.Stopped = fmt.Sprintf("interrupted (run %d ended by %s)", n+1, or(res.Record.Signal, "a signal"))
-		case res.ExitCode != 0 && !p.KeepGoing:
-			rep.Stopped = fmt.Sprintf("run %d (%s) exited %d (--keep-going goes on)", n+1, st.side, res.ExitCode)
-		case rr.ExpectMiss:
-			rep.Stopped = fmt.Sprintf("run %d (%s): neither stdout nor stderr matches --expect %q", n+1, st.side, p.Expect.String())
-		}
-		if rep.Stopped != "" {
+		if rep.Stopped = stopped; stopped != "" {
 			break
 		}
 	}
@@ -144,6 +67,113 @@ func Bench(ctx context.Context, r *Runner, p abtest.Plan, progress Progress, sho
 		return rep, fmt.Errorf("%w: %s", ErrStopped, rep.Stopped)
 	}
 	return rep, nil
+}
+
+// step is one run of a bench: its side, and whether it is a warm-up.
+type step struct {
+	side   abtest.Side
+	warmup bool
+}
+
+// stepsOf is the plan's warm-ups, then its counted runs.
+func stepsOf(p abtest.Plan) []step {
+	warm := p.Warmup
+	if (p.A.Cold || p.B.Cold) && warm == 0 {
+		// A cold run evicts what earlier runs read: one run must show it.
+		warm = 1
+	}
+	var steps []step
+	for i := 0; i < warm; i++ {
+		// Warm-ups alternate B, A, …, ending next to the first counted A
+		// with a B, so a cold A still finds the files read.
+		side := abtest.B
+		if (warm-i)%2 == 0 {
+			side = abtest.A
+		}
+		steps = append(steps, step{side, true})
+	}
+	for _, s := range p.Order() {
+		steps = append(steps, step{s, false})
+	}
+	return steps
+}
+
+// bench is one bench under way: the files earlier runs read from disk,
+// for the cold runs to evict, and the counted runs so far.
+type bench struct {
+	r         *Runner
+	p         abtest.Plan
+	self      string
+	filesRead []string
+	seen      map[string]bool
+	counted   int
+}
+
+// run prepares and runs step n. stopped says why the bench ends after
+// it ("" to go on); the report is nil when a signal ended the run
+// before it finished.
+func (b *bench) run(ctx context.Context, n int, st step) (rr *abtest.RunReport, stopped string, err error) {
+	side := b.p.A
+	if st.side == abtest.B {
+		side = b.p.B
+	}
+	for _, prep := range [][]string{b.p.Prepare, side.Prepare} {
+		if len(prep) == 0 {
+			continue
+		}
+		if _, err := b.r.Prepare(ctx, prep); err != nil {
+			return nil, "", err
+		}
+	}
+	rr = &abtest.RunReport{N: n + 1, Side: st.side, Warmup: st.warmup}
+	var env []string
+	var cold *coldrun.Run
+	if side.Cold {
+		c, report, err := b.r.makeCold(b.filesRead)
+		if err != nil {
+			return nil, "", err
+		}
+		cold, rr.Cold, env = c, report, report.Env
+	}
+	before := b.r.Signals()
+	res, err := b.r.Run(ctx, side.Argv, env)
+	b.r.cleanup(cold)
+	if err != nil && b.r.Signals() > before {
+		return nil, fmt.Sprintf("interrupted (run %d: %v)", n+1, err), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	rr.Result = res
+	for _, f := range filesFromDisk(res.Record) {
+		if !b.seen[f] && f != b.self {
+			b.seen[f] = true
+			b.filesRead = append(b.filesRead, f)
+		}
+	}
+	rr.Interfered = res.Interference.CPUMean >= b.p.BusyCPU || (b.p.BusyIO > 0 && res.Interference.IORate >= b.p.BusyIO) ||
+		gpuBusy(res.Interference)
+	if !st.warmup {
+		b.counted++
+		rr.Index = b.counted
+	}
+	rr.ExpectMiss = b.p.Expect != nil && !res.Matches(b.p.Expect)
+	return rr, b.stopAfter(n, st, rr), nil
+}
+
+// stopAfter says why the bench stops after run n, or "".
+func (b *bench) stopAfter(n int, st step, rr *abtest.RunReport) string {
+	switch rec := rr.Record; {
+	case rec.Interrupted || rec.Signal == "SIGINT" || rec.Signal == "SIGTERM":
+		// On a terminal the command has the foreground and takes
+		// Ctrl-C itself: that ends the bench, --keep-going or not.
+		return fmt.Sprintf("interrupted (run %d ended by %s)", n+1, or(rec.Signal, "a signal"))
+	case rr.ExitCode != 0 && !b.p.KeepGoing:
+		return fmt.Sprintf("run %d (%s) exited %d (--keep-going goes on)", n+1, st.side, rr.ExitCode)
+	case rr.ExpectMiss:
+		return fmt.Sprintf("run %d (%s): neither stdout nor stderr matches --expect %q", n+1, st.side, b.p.Expect.String())
+	}
+	return ""
 }
 
 // pendingSignal takes a signal that arrived while no run was going on.
