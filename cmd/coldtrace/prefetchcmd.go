@@ -35,10 +35,7 @@ func prefetchCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	var rate float64
-	if in != nil {
-		rate = in.diskRate
-	}
+	rate := in.rate()
 	plan, probs := residency.PlanPrefetch(who.actor, paths)
 	printProblems(stderr, probs)
 	partial := 0

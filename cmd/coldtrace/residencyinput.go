@@ -87,6 +87,14 @@ func readRecordInput(who actingUser, path string, stderr io.Writer) (*recordInpu
 	return in, nil
 }
 
+// rate is the disk rate the recorded run saw; 0 without a record.
+func (in *recordInput) rate() float64 {
+	if in == nil {
+		return 0
+	}
+	return in.diskRate
+}
+
 // targetPaths are the paths status, evict and prefetch work on: the
 // files the record at from read from disk, in the order the run first
 // read them (none when from is ""), then paths. in is nil without a
