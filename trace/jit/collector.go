@@ -648,21 +648,53 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 		}
 		return int64(ts - in.StartMono)
 	}
+	cs := c.replay(in.FS)
+	tree := newProcTree(in.Processes, in.WallNS)
+	comps, windows, runs := compilerRuns(tree, c.matcher)
+	compile, inproc := compileTimes(cs, tree, runs, rel)
+	windows = append(windows, inproc...)
+
+	jit := &record.JIT{Compilers: comps, Caches: c.caches(cs, compile, in.FS)}
+	var uwindows []record.JITWindow
+	jit.Uprobes, uwindows = c.uprobeRecords(in.Probes, rel)
+	windows = append(windows, uwindows...)
+	sort.SliceStable(windows, func(i, j int) bool {
+		if windows[i].StartNS != windows[j].StartNS {
+			return windows[i].StartNS < windows[j].StartNS
+		}
+		return windows[i].PID < windows[j].PID
+	})
+	jit.Windows = windows
+
+	warnings := append([]string(nil), c.warnings...)
+	if c.dropped > 0 {
+		warnings = append(warnings, fmt.Sprintf("jit: %d cache events beyond the first %d were dropped; cache counts are lower bounds", c.dropped, c.cfg.MaxEvents))
+	}
+	if len(jit.Caches) == 0 && len(jit.Compilers) == 0 && len(jit.Windows) == 0 && len(jit.Uprobes) == 0 {
+		return nil, warnings
+	}
+	return jit, warnings
+}
+
+// replay applies the path events in time order to the roots' states.
+func (c *Collector) replay(fsys FS) *cacheState {
 	sort.SliceStable(c.events, func(i, j int) bool { return c.events[i].TS < c.events[j].TS })
 	cs := &cacheState{roots: c.roots, births: map[string]stamp{}}
-	if in.FS != nil {
-		cs.exists = func(p string) bool { _, ok := in.FS.Size(p); return ok }
+	if fsys != nil {
+		cs.exists = func(p string) bool { _, ok := fsys.Size(p); return ok }
 	}
 	for i := range c.events {
 		cs.apply(&c.events[i])
 	}
 	cs.finish()
+	return cs
+}
 
-	tree := newProcTree(in.Processes, in.WallNS)
-	comps, windows, runs := compilerRuns(tree, c.matcher)
-
-	// In-process compile time of each filled miss, less that of the
-	// misses nested in it on the same thread.
+// compileTimes are the compile time of each root (in-process compile
+// time of each filled miss, less that of the misses nested in it on the
+// same thread, plus the compiler runs it started) and the in-process
+// compile windows.
+func compileTimes(cs *cacheState, tree *procTree, runs []compilerRun, rel func(uint64) int64) (map[*rootState]int64, []record.JITWindow) {
 	var eps []*episode
 	for _, r := range cs.sortedRoots() {
 		if !r.root.Spec.Compiles {
@@ -699,9 +731,14 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 		inproc = append(inproc, record.JITWindow{PID: ep.start.pid, StartNS: rel(ep.start.ts), EndNS: rel(ep.end.ts),
 			Kind: "in_process", Source: ep.root.root.Spec.Name, CPUNS: int64(ep.inproc)})
 	}
-	windows = append(windows, mergeWindows(inproc, 1e6)...)
+	return compile, mergeWindows(inproc, 1e6)
+}
 
-	jit := &record.JIT{Compilers: comps}
+// caches are the record's caches: the roots with activity, a switch a
+// process that used the framework had, a --cache-dir, or a download;
+// the costliest first.
+func (c *Collector) caches(cs *cacheState, compile map[*rootState]int64, fsys FS) []record.Cache {
+	var out []record.Cache
 	for _, r := range cs.sortedRoots() {
 		// A switch counts when a process that had it used the framework
 		// (or the cache saw activity from it anyway).
@@ -715,13 +752,13 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 			}
 		}
 		r.switches = sws
-		if !r.active() && len(sws) == 0 && r.root.Via != "--cache-dir" && !r.downloadedInto(in.FS) {
+		if !r.active() && len(sws) == 0 && r.root.Via != "--cache-dir" && !r.downloadedInto(fsys) {
 			continue
 		}
-		jit.Caches = append(jit.Caches, c.cacheRecord(r, compile[r], in.FS))
+		out = append(out, c.cacheRecord(r, compile[r], fsys))
 	}
-	sort.SliceStable(jit.Caches, func(i, j int) bool {
-		a, b := jit.Caches[i], jit.Caches[j]
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
 		if a.CompileNS != b.CompileNS {
 			return a.CompileNS > b.CompileNS
 		}
@@ -736,16 +773,23 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 		}
 		return a.Root < b.Root
 	})
+	return out
+}
 
+// uprobeRecords are the compile uprobes, those attached first, and the
+// windows of their calls.
+func (c *Collector) uprobeRecords(probes []ProbeState, rel func(uint64) int64) ([]record.JITUprobe, []record.JITWindow) {
+	var ups []record.JITUprobe
+	var windows []record.JITWindow
 	names := map[string]bool{}
-	for _, p := range in.Probes {
+	for _, p := range probes {
 		names[p.Name] = true
 		u := c.uprobes[p.Name]
 		up := record.JITUprobe{Name: p.Name, Path: p.Path, Error: p.Error, Scope: p.Scope}
 		if u != nil {
 			up.Calls, up.TotalNS, up.CPUNS = u.calls, u.total, u.cpu
 		}
-		jit.Uprobes = append(jit.Uprobes, up)
+		ups = append(ups, up)
 	}
 	var unames []string
 	for n := range c.uprobes {
@@ -755,7 +799,7 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 	for _, n := range unames {
 		u := c.uprobes[n]
 		if !names[n] {
-			jit.Uprobes = append(jit.Uprobes, record.JITUprobe{Name: n, Calls: u.calls, TotalNS: u.total, CPUNS: u.cpu})
+			ups = append(ups, record.JITUprobe{Name: n, Calls: u.calls, TotalNS: u.total, CPUNS: u.cpu})
 		}
 		ws := make([]record.JITWindow, len(u.windows))
 		for i, w := range u.windows {
@@ -764,22 +808,7 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 		}
 		windows = append(windows, mergeWindows(ws, 1e5)...)
 	}
-	sort.SliceStable(windows, func(i, j int) bool {
-		if windows[i].StartNS != windows[j].StartNS {
-			return windows[i].StartNS < windows[j].StartNS
-		}
-		return windows[i].PID < windows[j].PID
-	})
-	jit.Windows = windows
-
-	warnings := append([]string(nil), c.warnings...)
-	if c.dropped > 0 {
-		warnings = append(warnings, fmt.Sprintf("jit: %d cache events beyond the first %d were dropped; cache counts are lower bounds", c.dropped, c.cfg.MaxEvents))
-	}
-	if len(jit.Caches) == 0 && len(jit.Compilers) == 0 && len(jit.Windows) == 0 && len(jit.Uprobes) == 0 {
-		return nil, warnings
-	}
-	return jit, warnings
+	return ups, windows
 }
 
 func (c *Collector) cacheRecord(r *rootState, compileNS int64, fs FS) record.Cache {
