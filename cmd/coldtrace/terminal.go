@@ -24,8 +24,3 @@ func linef(b *strings.Builder, layout string, args ...any) {
 func errorText(err error) string {
 	return format.Escape(err.Error())
 }
-
-// plural writes "1 file", "2 files", "1,204 files".
-func plural(n int, one string) string {
-	return format.Count(uint64(max(n, 0))) + " " + format.Plural(uint64(max(n, 0)), one, one+"s")
-}

@@ -234,7 +234,7 @@ func (c *checker) slice(ev map[string]json.RawMessage, h header) error {
 		st = append(st, open{end: math.MaxInt64, name: h.name})
 	case "E":
 		if len(st) == 0 || st[len(st)-1].end != math.MaxInt64 {
-			return fmt.Errorf("E without a matching B on track %d/%d", h.pid, h.tid)
+			return fmt.Errorf("ph \"E\" without a matching B on track %d/%d", h.pid, h.tid)
 		}
 		st = st[:len(st)-1]
 	}

@@ -461,5 +461,3 @@ func SyscallOp(nr int32) (Op, bool) {
 	}
 	return 0, false
 }
-
-func matchGlob(g string) (bool, error) { return path.Match(g, "") }
