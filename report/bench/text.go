@@ -109,13 +109,13 @@ func Summary(w io.Writer, rep *abtest.Report) error {
 	if len(s.Pairs) > 0 {
 		fmt.Fprintf(&b, "B − A: median %s (%+.1f%%), range %s … %s over %d pair%s\n",
 			format.SignedDuration(s.MedianNS), s.MedianPct, format.SignedDuration(s.MinNS), format.SignedDuration(s.MaxNS),
-			len(s.Pairs), plural(len(s.Pairs)))
+			len(s.Pairs), format.Plural(uint64(len(s.Pairs)), "", "s"))
 	}
 	if n := setApart(rep, abtest.Slow); n > 0 {
-		fmt.Fprintf(&b, "%d run%s in the slow mode (system time over twice the least of its side) set apart\n", n, plural(n))
+		fmt.Fprintf(&b, "%d run%s in the slow mode (system time over twice the least of its side) set apart\n", n, format.Plural(uint64(n), "", "s"))
 	}
 	if n := setApart(rep, abtest.Outlier); n > 0 {
-		fmt.Fprintf(&b, "%d outlier run%s set apart\n", n, plural(n))
+		fmt.Fprintf(&b, "%d outlier run%s set apart\n", n, format.Plural(uint64(n), "", "s"))
 	}
 	if rep.OutputsDiffer {
 		b.WriteString("outputs: the runs' stdout differ\n")
@@ -159,13 +159,6 @@ func setApart(rep *abtest.Report, st abtest.Status) int {
 	return n
 }
 
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
 // Verdict words the judgement: "B is 12.1s faster (±0.4s): 11.3s less
 // disk reads, 0.8s less JIT compile".
 func Verdict(s abtest.Summary) string {
@@ -179,7 +172,7 @@ func Verdict(s abtest.Summary) string {
 		}
 		fmt.Fprintf(&b, "too few pairs to tell: B − A median %s (range %s … %s) over %d pair%s",
 			format.SignedDuration(s.MedianNS), format.SignedDuration(s.MinNS), format.SignedDuration(s.MaxNS),
-			v.Pairs, plural(v.Pairs))
+			v.Pairs, format.Plural(uint64(v.Pairs), "", "s"))
 		ind := v.Independent
 		if ind == 0 { // a verdict written before brackets were counted
 			ind = v.Pairs

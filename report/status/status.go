@@ -120,12 +120,7 @@ func RoughDuration(ns int64) string {
 }
 
 // counted is "1 entry", "1,180 entries".
-func counted(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return format.Count(uint64(max(n, 0))) + " " + many
-}
+func counted(n int64, one, many string) string { return format.Counted(uint64(max(n, 0)), one, many) }
 
 // WriteText writes the report for the terminal, at most top files.
 func WriteText(w io.Writer, rep *Report, top int) error {

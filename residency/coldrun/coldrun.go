@@ -172,24 +172,19 @@ func (r *Run) Describe() string {
 	m := r.Made
 	var parts []string
 	if m.EvictedFiles > 0 || len(m.EvictProblems) > 0 {
-		s := fmt.Sprintf("%s evicted (%s dropped from the page cache", counted(m.EvictedFiles, "file"), format.Bytes(uint64(m.EvictedBytes)))
+		s := fmt.Sprintf("%s evicted (%s dropped from the page cache", format.Counted(uint64(m.EvictedFiles), "file", "files"), format.Bytes(uint64(m.EvictedBytes)))
 		if m.KeptBytes > 0 {
 			s += ", " + format.Bytes(uint64(m.KeptBytes)) + " kept: in use"
 		}
 		parts = append(parts, s+")")
 	}
 	if len(m.CacheDirs) > 0 {
-		parts = append(parts, fmt.Sprintf("%s pointed at empty directories under %s", counted(len(m.CacheDirs), "cache"), r.root))
+		parts = append(parts, fmt.Sprintf("%s pointed at empty directories under %s", format.Counted(uint64(len(m.CacheDirs)), "cache", "caches"), r.root))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "nothing to make cold")
 	}
 	return "cold run (" + strings.Join(m.Classes, ",") + "): " + strings.Join(parts, "; ")
-}
-
-// counted is "1 file", "1,204 files".
-func counted(n int, one string) string {
-	return format.Count(uint64(max(n, 0))) + " " + format.Plural(uint64(max(n, 0)), one, one+"s")
 }
 
 // Cleanup removes the fresh caches with the command's user's rights,

@@ -1,5 +1,5 @@
 // Package kcache looks at the kernel, JIT and model caches of the
-// registry (trace/jit) as they are on disk now, for one user's
+// registry (package registry) as they are on disk now, for one user's
 // environment: where each is, whether it survives, how many entries it
 // holds, which switches turn it off; and it plans fresh, empty
 // replacements for them, for a run made cold on purpose.
