@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/compilers"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden results in testdata/golden")
@@ -253,7 +253,7 @@ func TestLargestRemainder(t *testing.T) {
 }
 
 func TestCompilerNames(t *testing.T) {
-	m := compilers.New([]string{"my-jit"})
+	m := registry.NewCompilerNames([]string{"my-jit"})
 	for name, want := range map[string]bool{
 		"ptxas": true, "cc1plus": true, "gcc-13": true, "clang++-18": true,
 		"x86_64-linux-gnu-g++": true, "x86_64-linux-gnu-gcc-13": true, "my-jit": true,

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/coldtrace/coldtrace/compilers"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 type span struct{ start, end int64 }
@@ -40,7 +40,7 @@ func findCompilers(r *record.Record, extra []string) map[int32]string {
 			names = append(names, c.Name)
 		}
 	}
-	m := compilers.New(names)
+	m := registry.NewCompilerNames(names)
 	byPID := make(map[int32]*record.Process, len(r.Processes))
 	for i := range r.Processes {
 		p := &r.Processes[i]

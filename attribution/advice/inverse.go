@@ -2,7 +2,7 @@ package advice
 
 import (
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // keepAt returns the variable and value that make cache c's framework
@@ -11,13 +11,13 @@ import (
 // $TORCH_HOME/hub. It reports false for a cache named by --cache-dir
 // (the program was told its root some other way), one the registry does
 // not know, and a root no variable of its framework can produce.
-func keepAt(c record.Cache, root string) (jit.Assignment, bool) {
+func keepAt(c record.Cache, root string) (registry.Assignment, bool) {
 	if c.MovedBy == "" || c.Via == "--cache-dir" {
-		return jit.Assignment{}, false
+		return registry.Assignment{}, false
 	}
-	s, ok := jit.Lookup(c.Name)
+	s, ok := registry.Lookup(c.Name)
 	if !ok {
-		return jit.Assignment{}, false
+		return registry.Assignment{}, false
 	}
 	return s.ExportFor(root)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/attribution/advice"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // RuleOneStory: the sections of one report tell one story. A download
@@ -95,7 +95,7 @@ func (c *checker) exportFindsRoot(p advice.Persist) {
 	if p.Export == "" || !p.Survives() {
 		return
 	}
-	s, ok := jit.Lookup(p.Cache)
+	s, ok := registry.Lookup(p.Cache)
 	if !ok {
 		return
 	}
@@ -108,7 +108,7 @@ func (c *checker) exportFindsRoot(p advice.Persist) {
 	if !ok {
 		return // a quoting this check does not read
 	}
-	for _, root := range jit.Resolve([]jit.Spec{s}, jit.Env{p.Env: v}, jit.Identity{}) {
+	for _, root := range registry.Resolve([]registry.Spec{s}, registry.Env{p.Env: v}, registry.Identity{}) {
 		if root.Path == path.Clean(p.Root) {
 			return
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // The tests here follow coldtrace's persist advice as a user would: run a
@@ -278,7 +278,7 @@ func TestAdviceFollowedNpmHub(t *testing.T) {
 		t.Skipf("the npm package @huggingface/hub is not installed for node (npm install -g @huggingface/hub; tests install nothing): %d bytes of node errors", len(out))
 	}
 	root := filepath.Join(t.TempDir(), "hf", "hub")
-	s, _ := jit.Lookup("huggingface")
+	s, _ := registry.Lookup("huggingface")
 	a, ok := s.ExportFor(root)
 	if !ok {
 		t.Fatalf("no export for a huggingface cache at %s", root)

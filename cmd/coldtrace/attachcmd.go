@@ -14,10 +14,10 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/actor"
-	"github.com/coldtrace/coldtrace/internal/checkpoint"
 	"github.com/coldtrace/coldtrace/internal/marks"
 	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/checkpoint"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/segments"
 	"github.com/coldtrace/coldtrace/report/text"

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/coldtrace/coldtrace/attribution/abtest"
-	"github.com/coldtrace/coldtrace/internal/abrun"
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/report/bench"
 	"github.com/coldtrace/coldtrace/report/format"
+	"github.com/coldtrace/coldtrace/trace/abrun"
 )
 
 type benchOptions struct {
@@ -45,7 +45,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 	fs.StringVar(&o.b, "b", "", "command B")
 	fs.StringVar(&o.aFile, "a-file", "", "read command A from `FILE`, one argument per line")
 	fs.StringVar(&o.bFile, "b-file", "", "read command B from `FILE`, one argument per line")
-	fs.BoolVar(&o.coldWarm, "cold-warm", false, "A and B are the command after --: A cold (the files earlier runs read evicted, JIT caches empty), B warm")
+	fs.BoolVar(&o.coldWarm, "cold-warm", false, "A and B are the command after --: A cold as with run --cold (the files earlier runs read from disk evicted, JIT caches empty), B warm")
 	fs.StringVar(&o.order, "order", "alternate", "run order: alternate (A B A B … A) or shuffle")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of --order shuffle (0: from the clock)")
 	fs.IntVar(&o.warmup, "warmup", 0, "runs before the bench, not counted")
@@ -97,16 +97,16 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, error) {
 
 // plan builds the bench plan, reading --a-file/--b-file with the acting
 // user's rights.
-func (o benchOptions) plan(a actor.Actor) (abrun.Plan, error) {
-	p := abrun.Plan{Pairs: o.pairs, Warmup: o.warmup, Shuffle: o.order == "shuffle", Seed: o.seed,
+func (o benchOptions) plan(a actor.Actor) (abtest.Plan, error) {
+	p := abtest.Plan{Pairs: o.pairs, Warmup: o.warmup, Shuffle: o.order == "shuffle", Seed: o.seed,
 		KeepGoing: o.keepGoing, SameOutput: o.sameOut, BusyCPU: o.busyCPU, BusyIO: o.busyIOMiB * (1 << 20)}
 	if p.Shuffle && p.Seed == 0 {
 		p.Seed = uint64(time.Now().UnixNano())
 	}
 	var err error
 	if o.coldWarm {
-		p.A = abrun.Side{Argv: o.command, Cold: true}
-		p.B = abrun.Side{Argv: o.command}
+		p.A = abtest.Command{Argv: o.command, Cold: true}
+		p.B = abtest.Command{Argv: o.command}
 	} else {
 		if p.A.Argv, err = commandOf("A", o.a, o.aFile, a); err != nil {
 			return p, err
@@ -175,16 +175,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	var outs []outfile.Output
-	for _, x := range []outfile.Output{{Flag: "--json", Path: o.jsonPath}, {Flag: "--markdown", Path: o.mdPath}, {Flag: "--plot", Path: o.plotPath}} {
-		if x.Path != "" {
-			outs = append(outs, x)
-		}
-	}
-	if o.plotPath == outfile.Stdout {
-		return fail(stderr, exitUsage, fmt.Errorf("%w: --plot needs a file path", errUsage))
-	}
-	if err := outfile.Check(a, outs...); err != nil {
+	if err := o.checkOutputs(a); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
 
@@ -198,32 +189,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Notify: func(msg string) { fmt.Fprintf(stderr, "\rcoldtrace: %s\n", format.Escape(msg)) },
 	})
 	defer runner.Close()
-	progress := func(i, n int, side abtest.Side, warmup bool, eta time.Duration) {
-		if !tty {
-			return
-		}
-		what := string(side)
-		if warmup {
-			what += ", warm-up"
-		}
-		line := fmt.Sprintf("coldtrace bench: run %d of %d (%s)", i, n, what)
-		if eta > 0 {
-			line += ", ETA " + eta.Round(time.Second).String()
-		}
-		fmt.Fprintf(stderr, "\r\033[K%s", line)
-	}
-	shown := func(rr abrun.RunReport) {
-		if !o.showOut {
-			return
-		}
-		if tty {
-			fmt.Fprint(stderr, "\r\033[K")
-		}
-		fmt.Fprintf(stderr, "--- run %d (%s) output ---\n", rr.N, rr.Side)
-		stdout.Write(rr.Stdout)
-		stderr.Write(rr.Stderr)
-	}
-	rep, err := abrun.Bench(ctx, runner, plan, progress, shown)
+	rep, err := abrun.Bench(ctx, runner, plan, benchProgress(tty, stderr), o.shownOutput(tty, stdout, stderr))
 	if tty {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
@@ -245,9 +211,64 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			code = exitFailure
 		}
 	}
+	return o.writeResults(a, rep, code, stdout, stderr)
+}
+
+// checkOutputs fails now, not after the bench, on an output that cannot
+// be written.
+func (o benchOptions) checkOutputs(a actor.Actor) error {
+	var outs []outfile.Output
+	for _, x := range []outfile.Output{{Flag: "--json", Path: o.jsonPath}, {Flag: "--markdown", Path: o.mdPath}, {Flag: "--plot", Path: o.plotPath}} {
+		if x.Path != "" {
+			outs = append(outs, x)
+		}
+	}
+	if o.plotPath == outfile.Stdout {
+		return fmt.Errorf("%w: --plot needs a file path", errUsage)
+	}
+	return outfile.Check(a, outs...)
+}
+
+// benchProgress is the live line on a terminal: nothing elsewhere.
+func benchProgress(tty bool, stderr io.Writer) abrun.Progress {
+	return func(i, n int, side abtest.Side, warmup bool, eta time.Duration) {
+		if !tty {
+			return
+		}
+		what := string(side)
+		if warmup {
+			what += ", warm-up"
+		}
+		line := fmt.Sprintf("coldtrace bench: run %d of %d (%s)", i, n, what)
+		if eta > 0 {
+			line += ", ETA " + eta.Round(time.Second).String()
+		}
+		fmt.Fprintf(stderr, "\r\033[K%s", line)
+	}
+}
+
+// shownOutput passes each run's output on with --show-output.
+func (o benchOptions) shownOutput(tty bool, stdout, stderr io.Writer) func(abtest.RunReport) {
+	return func(rr abtest.RunReport) {
+		if !o.showOut {
+			return
+		}
+		if tty {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
+		fmt.Fprintf(stderr, "--- run %d (%s) output ---\n", rr.N, rr.Side)
+		stdout.Write(rr.Stdout)
+		stderr.Write(rr.Stderr)
+	}
+}
+
+// writeResults prints the table and the verdict and writes the files
+// asked for; it returns code, or exitFailure when one failed.
+func (o benchOptions) writeResults(a actor.Actor, rep *abtest.Report, code int, stdout, stderr io.Writer) int {
+	plan := rep.Plan
 	fmt.Fprintf(stderr, "A: %s\nB: %s\n", format.EscapeAll(plan.A.Argv), format.EscapeAll(plan.B.Argv))
 	if plan.A.Cold {
-		fmt.Fprintln(stderr, "(A cold: the files earlier runs read evicted, JIT caches pointed at empty directories; B warm)")
+		fmt.Fprintln(stderr, "(A cold: the files earlier runs read from disk evicted, JIT caches pointed at empty directories; B warm)")
 	}
 	if werr := bench.Table(stderr, rep); werr != nil {
 		return fail(stderr, exitFailure, werr)
@@ -259,7 +280,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		path  string
 		write func(io.Writer) error
 	}{
-		{o.jsonPath, func(w io.Writer) error { return writeBenchJSON(w, rep) }},
+		{o.jsonPath, func(w io.Writer) error { return encodeJSON(w, bench.NewDocument(rep)) }},
 		{o.mdPath, func(w io.Writer) error { return bench.Markdown(w, rep) }},
 		{o.plotPath, func(w io.Writer) error { return bench.SVG(w, rep) }},
 	}
@@ -279,32 +300,4 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	return code
-}
-
-// benchJSON is the --json document.
-type benchJSON struct {
-	Schema string        `json:"schema"`
-	A      abrun.Side    `json:"a"`
-	B      abrun.Side    `json:"b"`
-	Order  string        `json:"order"`
-	Report *abrun.Report `json:"bench"`
-	// Verdict is the summary's verdict in words, the one-line answer
-	// every document has under "verdict".
-	Verdict string `json:"verdict"`
-	// VerdictText is Verdict under its v1 name, written for one more
-	// release (deprecated).
-	VerdictText string `json:"verdict_text"`
-}
-
-// benchSchema names `coldtrace bench --json`; v2 added "verdict".
-const benchSchema = "coldtrace.bench/v2"
-
-func writeBenchJSON(w io.Writer, rep *abrun.Report) error {
-	order := "alternate"
-	if rep.Plan.Shuffle {
-		order = "shuffle"
-	}
-	verdict := bench.Verdict(rep.Summary)
-	return encodeJSON(w, benchJSON{Schema: benchSchema, A: rep.Plan.A, B: rep.Plan.B, Order: order,
-		Report: rep, Verdict: verdict, VerdictText: verdict})
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
-	"github.com/coldtrace/coldtrace/internal/checkpoint"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/checkpoint"
 	"github.com/coldtrace/coldtrace/report/format"
 )
 

@@ -17,6 +17,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/internal/testuser"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/residency/coldrun"
 )
 
 // coldSummary is the part of the JSON summary the --cold tests read.
@@ -256,7 +257,7 @@ func TestRunColdDemo(t *testing.T) {
 	// status --from the cold record looks at the user's cache, not at
 	// the fresh one the cold run used (removed, and used by no later run).
 	for _, c := range runStatusJSON(t, "--from", out("cold.ctrace")).Caches {
-		if madeColdDir(rec.MadeCold, c.Root) {
+		if coldrun.InFreshCaches(rec.MadeCold, c.Root) {
 			t.Errorf("status --from a --cold record surveys its fresh cache %s", c.Root)
 		}
 	}

@@ -10,12 +10,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
-	"github.com/coldtrace/coldtrace/internal/kcache"
-	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
-	"github.com/coldtrace/coldtrace/residency"
+	"github.com/coldtrace/coldtrace/residency/coldrun"
+	"github.com/coldtrace/coldtrace/residency/kcache"
 	"github.com/coldtrace/coldtrace/trace"
-	"github.com/coldtrace/coldtrace/trace/jit"
 )
 
 // coldOptions are run's flags for a run made cold on purpose: --cold
@@ -76,22 +74,12 @@ func (c *coldOptions) has(class kcache.Class) bool {
 	return false
 }
 
-// coldRun is what --cold did before the command started, and the fresh
-// cache directories to remove after it.
-type coldRun struct {
-	made  *record.MadeCold
-	env   []string
-	root  string
-	owner actor.Actor // the command's user: creates and removes root
-	keep  bool
-}
-
-// prepare makes the run cold: it evicts the files with the invoking
-// user's rights, then creates the fresh cache directories with the
-// command's user's rights (they are that user's, so nothing of root's is
-// left for the command to find) and plans the command's environment.
-// Nothing is done when --cold was not given: the result is nil.
-func (c *coldOptions) prepare(a actor.Actor, stderr io.Writer) (*coldRun, error) {
+// prepare makes the run cold (residency/coldrun): it evicts the files
+// with the invoking user's rights, then creates the fresh cache
+// directories with the command's user's rights and plans the command's
+// environment. Nothing is done when --cold was not given: the result is
+// nil.
+func (c *coldOptions) prepare(a actor.Actor, stderr io.Writer) (*coldrun.Run, error) {
 	if c.value == "" {
 		return nil, nil
 	}
@@ -99,168 +87,26 @@ func (c *coldOptions) prepare(a actor.Actor, stderr io.Writer) (*coldRun, error)
 	if err := trace.Preflight(); err != nil {
 		return nil, err
 	}
-	r := &coldRun{made: &record.MadeCold{}, owner: a.CommandActor(), keep: c.keep}
-	for _, cl := range c.classes {
-		r.made.Classes = append(r.made.Classes, string(cl))
-	}
+	o := coldrun.Options{Classes: c.classes, Owner: a.CommandActor(), Environ: os.Environ(), Keep: c.keep}
 	if c.has(kcache.PageCache) {
-		if err := c.evictFiles(r.made, stderr); err != nil {
-			return nil, err
-		}
-	}
-	if len(c.classes) > 1 || !c.has(kcache.PageCache) {
-		if err := r.createCaches(c.classes, os.Environ()); err != nil {
-			return nil, err
-		}
-	}
-	fmt.Fprintf(stderr, "coldtrace: %s\n", format.Escape(r.describe()))
-	return r, nil
-}
-
-// evictFiles drops the files of --from and --evict from the page cache.
-// A path that cannot be evicted is one line; the others still go.
-func (c *coldOptions) evictFiles(made *record.MadeCold, stderr io.Writer) error {
-	who, err := invokingUser()
-	if err != nil {
-		return err
-	}
-	paths, _, err := targetPaths(who, c.from, c.evict, stderr)
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		fmt.Fprintf(stderr, "coldtrace: warning: --cold=%s names no files to evict (--from RECORD or --evict PATH): the page cache is left as it is\n", format.Escape(c.value))
-		return nil
-	}
-	done, probs := residency.Evict(who.actor, paths)
-	printProblems(stderr, probs)
-	page := int64(os.Getpagesize())
-	for _, e := range done {
-		made.EvictedFiles++
-		made.EvictedBytes += e.DroppedBytes
-		made.KeptBytes += min(int64(e.KeptPages)*page, e.Size)
-		if !e.Known {
-			made.UnverifiedFiles++
-		}
-	}
-	for _, p := range probs {
-		made.EvictProblems = append(made.EvictProblems, p.Error())
-	}
-	return nil
-}
-
-// createCaches makes a fresh root under the machine's disk-backed
-// temporary directory with one empty directory per cache, and sets the
-// command's environment to use them.
-func (r *coldRun) createCaches(classes []kcache.Class, environ []string) error {
-	env := jit.ParseEnviron([]byte(strings.Join(environ, "\x00")))
-	var plan kcache.ColdPlan
-	err := r.owner.Do(func() error {
-		root, err := os.MkdirTemp(coldBase(), "coldtrace-cold-")
+		who, err := invokingUser()
 		if err != nil {
-			return fmt.Errorf("fresh caches for --cold: %w", err)
+			return nil, err
 		}
-		r.root = root
-		plan = kcache.Plan(jit.Registry, env, classes, root)
-		return plan.Create(int(r.owner.UID), int(r.owner.GID))
-	})
+		paths, _, err := targetPaths(who, c.from, c.evict, stderr)
+		if err != nil {
+			return nil, err
+		}
+		if len(paths) == 0 {
+			fmt.Fprintf(stderr, "coldtrace: warning: --cold=%s names no files to evict (--from RECORD or --evict PATH): the page cache is left as it is\n", format.Escape(c.value))
+		}
+		o.Files, o.Evictor = paths, who.actor
+	}
+	r, err := coldrun.Make(o)
 	if err != nil {
-		if r.root != "" {
-			r.remove(io.Discard)
-		}
-		return err
+		return nil, err
 	}
-	for _, o := range plan.Overrides {
-		r.made.CacheDirs = append(r.made.CacheDirs, record.ColdCacheDir{Cache: o.Cache, Env: o.Env, Dir: o.Dir})
-	}
-	for _, u := range plan.Untouched {
-		r.made.Untouched = append(r.made.Untouched, record.ColdUntouched{Cache: u.Cache, Reason: u.Reason})
-	}
-	r.env = plan.Apply(environ)
-	r.made.KeptDirs = r.keep
-	return nil
-}
-
-// coldBase is where fresh caches go: /var/tmp, which is on disk on most
-// systems (a downloads cache can be gigabytes: /tmp may be memory), else
-// the temporary directory.
-func coldBase() string {
-	if fi, err := os.Stat("/var/tmp"); err == nil && fi.IsDir() {
-		return "/var/tmp"
-	}
-	return os.TempDir()
-}
-
-func (r *coldRun) describe() string {
-	m := r.made
-	var parts []string
-	if m.EvictedFiles > 0 || len(m.EvictProblems) > 0 {
-		s := fmt.Sprintf("%s evicted (%s dropped from the page cache", plural(m.EvictedFiles, "file"), format.Bytes(uint64(m.EvictedBytes)))
-		if m.KeptBytes > 0 {
-			s += ", " + format.Bytes(uint64(m.KeptBytes)) + " kept: in use"
-		}
-		parts = append(parts, s+")")
-	}
-	if len(m.CacheDirs) > 0 {
-		parts = append(parts, fmt.Sprintf("%s pointed at empty directories under %s", plural(len(m.CacheDirs), "cache"), r.root))
-	}
-	if len(parts) == 0 {
-		parts = append(parts, "nothing to make cold")
-	}
-	return "cold run (" + strings.Join(m.Classes, ",") + "): " + strings.Join(parts, "; ")
-}
-
-// environ is the command's environment; nil (coldtrace's own) when the
-// run was not made cold.
-func (r *coldRun) environ() []string {
-	if r == nil {
-		return nil
-	}
-	return r.env
-}
-
-// record is the record's part: nil when the run was not made cold.
-func (r *coldRun) record() *record.MadeCold {
-	if r == nil {
-		return nil
-	}
-	return r.made
-}
-
-// cleanup removes the fresh caches, with the command's user's rights,
-// unless --keep-cold-caches. It runs once: later calls do nothing.
-func (r *coldRun) cleanup(stderr io.Writer) {
-	if r == nil || r.root == "" {
-		return
-	}
-	if r.keep {
-		fmt.Fprintf(stderr, "coldtrace: the cold run's caches are kept in %s\n", format.Escape(r.root))
-		r.root = ""
-		return
-	}
-	r.remove(stderr)
-}
-
-// remove deletes the fresh root; where that fails, the record says the
-// directories stayed.
-func (r *coldRun) remove(stderr io.Writer) {
-	if err := r.owner.Do(func() error { return os.RemoveAll(r.root) }); err != nil {
-		fmt.Fprintf(stderr, "coldtrace: warning: the cold run's caches stay in %s: %s\n", format.Escape(r.root), errorText(err))
-		r.made.KeptDirs = true
-	}
-	r.root = ""
-}
-
-// madeColdDir reports whether root is one of the fresh caches --cold gave
-// a recorded run, or a path inside one.
-func madeColdDir(m *record.MadeCold, root string) bool {
-	if m == nil {
-		return false
-	}
-	for _, d := range m.CacheDirs {
-		if root == d.Dir || strings.HasPrefix(root, d.Dir+"/") {
-			return true
-		}
-	}
-	return false
+	printProblems(stderr, r.Problems)
+	fmt.Fprintf(stderr, "coldtrace: %s\n", format.Escape(r.Describe()))
+	return r, nil
 }

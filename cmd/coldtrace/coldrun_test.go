@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/internal/kcache"
-	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/residency/kcache"
 )
 
 func TestColdFlags(t *testing.T) {
@@ -56,29 +55,4 @@ func classNames(cs []kcache.Class) []string {
 		out = append(out, string(c))
 	}
 	return out
-}
-
-func TestMadeColdDir(t *testing.T) {
-	m := &record.MadeCold{CacheDirs: []record.ColdCacheDir{{Cache: "triton", Env: "TRITON_CACHE_DIR", Dir: "/var/tmp/coldtrace-cold-1/triton"}}}
-	for path, want := range map[string]bool{
-		"/var/tmp/coldtrace-cold-1/triton":        true,
-		"/var/tmp/coldtrace-cold-1/triton/K/k.so": true,
-		"/var/tmp/coldtrace-cold-1/triton2/k.so":  false,
-		"/home/u/.triton/cache/K/k.so":            false,
-	} {
-		if got := madeColdDir(m, path); got != want {
-			t.Errorf("madeColdDir(%s) = %v", path, got)
-		}
-	}
-	if madeColdDir(nil, "/x") {
-		t.Error("a record not made cold has fresh caches")
-	}
-	r := &record.Record{MadeCold: m, Files: []record.File{
-		{ID: 0, Path: "/var/tmp/coldtrace-cold-1/triton/K/k.so", PagesMissed: 3},
-		{ID: 1, Path: "/data/model.bin", PagesMissed: 9},
-		{ID: 2, Path: "[filesystem metadata of 254:0, mounted on /]", PagesMissed: 2},
-	}}
-	if got := filesReadFromDisk(r); len(got) != 1 || got[0].Path != "/data/model.bin" {
-		t.Errorf("files read from disk %+v: want the model only (no fresh cache, no metadata row)", got)
-	}
 }

@@ -179,3 +179,14 @@ func (d documentOutput) write(a actor.Actor, stdout io.Writer, render func(io.Wr
 	}
 	return outfile.Write(a, d.path, render)
 }
+
+// writeDocument writes document as JSON with --json (asJSON), else its
+// text, to stdout or the -o file.
+func (d documentOutput) writeDocument(a actor.Actor, stdout io.Writer, asJSON bool, document any, text func(io.Writer) error) error {
+	return d.write(a, stdout, func(w io.Writer) error {
+		if asJSON {
+			return encodeJSON(w, document)
+		}
+		return text(w)
+	})
+}

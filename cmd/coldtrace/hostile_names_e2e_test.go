@@ -25,6 +25,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/internal/testuser"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/status"
 )
 
 // hostileNames are file names another user can plant: escape sequences,
@@ -369,7 +370,7 @@ func statusCachesFailAlike(t *testing.T, u testuser.User, exists, absent string)
 	texts := map[string]string{}
 	for _, root := range []string{filepath.Join(exists, "triton"), filepath.Join(absent, "triton"), visible} {
 		r := runCT(t, ctOptions{env: append(env, "TRITON_CACHE_DIR="+root)}, "status", "--json")
-		var rep statusReport
+		var rep status.Report
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("status --json: %v: %s %s", err, r.stdout, r.stderr)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/outfile"
-	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // runOutputs are the outputs a run was asked for, by flag, in the order
@@ -156,7 +156,7 @@ func warnMissingInputs(a actor.Actor, cacheDirs, uprobes []string, warn func(str
 		}
 	}
 	for _, v := range cacheDirs {
-		if _, dir, ok := jit.ParseCacheDir(v, cwd); ok {
+		if _, dir, ok := registry.ParseCacheDir(v, cwd); ok {
 			look("--cache-dir "+v, dir)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/coldtrace/coldtrace/report/status"
 )
 
 // TestRenderCommandsWriteTheirDocumentToO: status, evict and prefetch
@@ -24,10 +26,10 @@ func TestRenderCommandsWriteTheirDocumentToO(t *testing.T) {
 		args   []string
 		schema string
 	}{
-		{"status", statusCommand, []string{"--json", data}, StatusSchema},
+		{"status", statusCommand, []string{"--json", data}, status.Schema},
 		{"evict", evictCommand, []string{"--json", data}, "coldtrace.evict/v1"},
-		{"prefetch-plan", prefetchCommand, []string{"--dry-run", "--json", data}, prefetchPlanSchema},
-		{"prefetch", prefetchCommand, []string{"--force", "--json", data}, prefetchSchema},
+		{"prefetch-plan", prefetchCommand, []string{"--dry-run", "--json", data}, status.PrefetchPlanSchema},
+		{"prefetch", prefetchCommand, []string{"--force", "--json", data}, status.PrefetchSchema},
 	} {
 		out := filepath.Join(dir, c.name+".json")
 		var stdout, stderr bytes.Buffer

@@ -18,6 +18,8 @@ import (
 	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/status"
+	"github.com/coldtrace/coldtrace/residency/coldrun"
 )
 
 const mib = 1 << 20
@@ -148,7 +150,7 @@ func runStatusJSON(t *testing.T, args ...string) statusJSON {
 		t.Fatalf("status %v: exit %d: %s", args, code, errb.String())
 	}
 	var doc statusJSON
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Schema != StatusSchema {
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Schema != status.Schema {
 		t.Fatalf("status --json: %v\n%s", err, out.String())
 	}
 	schematest.Validate(t, docStatus.Name, out.Bytes())
@@ -683,7 +685,7 @@ func TestRecordFileOrder(t *testing.T) {
 		},
 	}
 	var got []string
-	for _, f := range filesReadFromDisk(r) {
+	for _, f := range coldrun.FilesFromDisk(r) {
 		got = append(got, f.Path)
 	}
 	if strings.Join(got, " ") != "/first /second /never-in-samples" {

@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/residency"
-	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/residency/coldrun"
 )
 
 // exitPartial is the exit code of status, evict and prefetch when some
@@ -25,8 +25,8 @@ const exitPartial = 1
 // through actor; env and id resolve the registry's cache roots.
 type actingUser struct {
 	actor actor.Actor
-	env   jit.Env
-	id    jit.Identity
+	env   registry.Env
+	id    registry.Identity
 }
 
 // invokingUser is the user coldtrace acts for: under sudo, doas or
@@ -39,7 +39,7 @@ func invokingUser() (actingUser, error) {
 		return actingUser{}, err
 	}
 	cwd, _ := os.Getwd()
-	env := jit.Env{}
+	env := registry.Env{}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			if _, dup := env[k]; !dup {
@@ -51,7 +51,7 @@ func invokingUser() (actingUser, error) {
 		// sudo resets HOME and USER to root's: the caches are the user's.
 		env["HOME"], env["USER"], env["LOGNAME"] = a.Home, a.Name, a.Name
 	}
-	return actingUser{actor: a, env: env, id: jit.Identity{UID: a.UID, User: a.Name, Home: a.Home, Cwd: cwd}}, nil
+	return actingUser{actor: a, env: env, id: registry.Identity{UID: a.UID, User: a.Name, Home: a.Home, Cwd: cwd}}, nil
 }
 
 // recordInput is what --from RECORD contributes: the files the run read
@@ -72,7 +72,7 @@ func readRecordInput(who actingUser, path string, stderr io.Writer) (*recordInpu
 	if err != nil {
 		return nil, err
 	}
-	in := &recordInput{path: path, rec: r, files: filesReadFromDisk(r)}
+	in := &recordInput{path: path, rec: r, files: coldrun.FilesFromDisk(r)}
 	if host, err := os.Hostname(); err == nil && r.Host.Hostname != "" && r.Host.Hostname != host {
 		fmt.Fprintf(stderr, "coldtrace: warning: %s was recorded on %s, not on this host (%s): its paths are looked up here\n",
 			format.Escape(path), format.Escape(r.Host.Hostname), format.Escape(host))
@@ -87,6 +87,14 @@ func readRecordInput(who actingUser, path string, stderr io.Writer) (*recordInpu
 	return in, nil
 }
 
+// rate is the disk rate the recorded run saw; 0 without a record.
+func (in *recordInput) rate() float64 {
+	if in == nil {
+		return 0
+	}
+	return in.diskRate
+}
+
 // targetPaths are the paths status, evict and prefetch work on: the
 // files the record at from read from disk, in the order the run first
 // read them (none when from is ""), then paths. in is nil without a
@@ -99,39 +107,6 @@ func targetPaths(who actingUser, from string, paths []string, stderr io.Writer) 
 		all = in.paths(stderr)
 	}
 	return append(all, paths...), in, nil
-}
-
-// filesReadFromDisk are the record's files with pages missed, in the
-// order the run first touched them (the first sample that shows them;
-// files no sample shows come last, by id).
-func filesReadFromDisk(r *record.Record) []record.File {
-	first := map[int]int64{}
-	for _, s := range r.Samples {
-		for _, d := range s.Files {
-			if _, ok := first[d.File]; !ok && (d.PagesAccessed > 0 || d.PagesMissed > 0) {
-				first[d.File] = s.EndNS
-			}
-		}
-	}
-	var out []record.File
-	for _, f := range r.Files {
-		// Rows that are no file ("[filesystem metadata of 254:0 …]",
-		// small files together) have nothing to evict or read, and files
-		// in a --cold run's fresh caches went with them.
-		// A cut name stays in, for paths to say it cannot be used.
-		if (f.PagesMissed > 0 || f.BytesFromDisk > 0) && (f.NameCut || !strings.HasPrefix(f.Path, "[")) && !madeColdDir(r.MadeCold, f.Path) {
-			out = append(out, f)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		ti, oki := first[out[i].ID]
-		tj, okj := first[out[j].ID]
-		if oki != okj {
-			return oki
-		}
-		return ti < tj
-	})
-	return out
 }
 
 // paths lists the record's files by path; files recorded without one

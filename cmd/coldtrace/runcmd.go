@@ -14,6 +14,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/outfile"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/checkpoint"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/summary"
 	"github.com/coldtrace/coldtrace/report/text"
@@ -126,7 +127,25 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if err := o.metrics.check(a); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
+	rec, err := traceRun(ctx, o, a, ckpt, launched, stderr)
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	if beforeOutputs != nil {
+		beforeOutputs()
+	}
+	failed := writeRunOutputs(ctx, o, a, jsonFD, stdout, stderr, rec)
+	finishCheckpoints(ckpt, failed, stderr)
+	if failed && rec.ExitCode == 0 {
+		return exitFailure
+	}
+	return rec.ExitCode
+}
 
+// traceRun makes the run cold when asked, traces the command with its
+// marks and checkpoints, and returns the record with what --cold did and
+// the labels.
+func traceRun(ctx context.Context, o runOptions, a actor.Actor, ckpt *checkpoint.Writer, launched time.Time, stderr io.Writer) (*record.Record, error) {
 	// Signals are cmd's from here on: during the run they go to the
 	// command (trace.Options.Signals); once it has exited they are caught
 	// and dropped, so writing the outputs is not interrupted, nor the
@@ -135,11 +154,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 
 	cold, err := o.cold.prepare(a, stderr)
 	if err != nil {
-		return fail(stderr, exitFailure, err)
+		return nil, err
 	}
-	defer cold.cleanup(stderr)
+	defer cold.Cleanup(stderr)
 
-	ml, env := runMarks(a, cold.environ(), stderr)
+	ml, env := runMarks(a, cold.Environ(), stderr)
 	if ml != nil {
 		defer ml.Close()
 	}
@@ -162,58 +181,42 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	o.sensorOptions.apply(&opts, os.Getenv, stderr)
 	rec, err := trace.Run(ctx, opts)
 	if err != nil {
-		return fail(stderr, exitFailure, err)
+		return nil, err
 	}
 	if rec.StartError != "" {
 		fmt.Fprintf(stderr, "coldtrace: cannot run %s\n", format.Escape(rec.StartError))
 	}
-	cold.cleanup(stderr) // before the outputs, so the record says whether the caches stayed
-	rec.MadeCold = cold.record()
+	cold.Cleanup(stderr) // before the outputs, so the record says whether the caches stayed
+	rec.MadeCold = cold.Record()
 	rec.Labels = o.metrics.labels
-	if beforeOutputs != nil {
-		beforeOutputs()
-	}
+	return rec, nil
+}
 
+// writeRunOutputs analyses the record and writes every output asked
+// for; failed says one could not be written (its line is on stderr).
+func writeRunOutputs(ctx context.Context, o runOptions, a actor.Actor, jsonFD *os.File, stdout, stderr io.Writer, rec *record.Record) (failed bool) {
 	markReady(rec, o.ready, o.splitIdle.Nanoseconds())
 	splitIdleMarks(rec, o.splitIdle.Nanoseconds())
 	res := attribution.Analyze(rec)
-	failed := false
-	if o.changed["output"] {
-		err := writeStdoutOr(a, o.recordPath, stdout, func(w io.Writer) error { return record.Encode(w, rec) })
+	report := func(err error, what string) {
 		if err != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
+			fmt.Fprintf(stderr, "coldtrace: error: %s%v\n", what, err)
 			failed = true
 		}
 	}
-	if err := o.exports.write(a, stdout, rec, res); err != nil {
-		fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
-		failed = true
+	if o.changed["output"] {
+		report(writeStdoutOr(a, o.recordPath, stdout, func(w io.Writer) error { return record.Encode(w, rec) }), "")
 	}
-	if err := o.metrics.write(ctx, stderr, rec, res); err != nil {
-		fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
-		failed = true
-	}
+	report(o.exports.write(a, stdout, rec, res), "")
+	report(o.metrics.write(ctx, stderr, rec, res), "")
 	if o.changed["json"] || jsonFD != nil {
-		if err := writeJSON(a, o.jsonPath, jsonFD, stdout, rec, res); err != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: %v\n", err)
-			failed = true
-		}
+		report(writeJSON(a, o.jsonPath, jsonFD, stdout, rec, res), "")
 	}
 	if !o.quiet {
-		if err := text.Write(stderr, rec, res, text.Options{TopFiles: o.topFiles}); err != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: write the summary: %v\n", err)
-			failed = true
-		}
-		if err := writeRunSegments(stderr, rec, o.splitIdle.Nanoseconds()); err != nil {
-			fmt.Fprintf(stderr, "coldtrace: error: write the segments: %v\n", err)
-			failed = true
-		}
+		report(text.Write(stderr, rec, res, text.Options{TopFiles: o.topFiles}), "write the summary: ")
+		report(writeRunSegments(stderr, rec, o.splitIdle.Nanoseconds()), "write the segments: ")
 	}
-	finishCheckpoints(ckpt, failed, stderr)
-	if failed && rec.ExitCode == 0 {
-		return exitFailure
-	}
-	return rec.ExitCode
+	return failed
 }
 
 // writeJSON writes the JSON summary to fd (--json-fd) when it is set,
@@ -228,33 +231,56 @@ func writeJSON(a actor.Actor, path string, fd *os.File, stdout io.Writer, rec *r
 	return writeStdoutOr(a, path, stdout, func(w io.Writer) error { return summary.Write(w, rec, res) })
 }
 
-func reportCommand(args []string, stdout, stderr io.Writer) int {
+// reportOptions are report's flags and its record.
+type reportOptions struct {
+	asJSON       bool
+	top          int
+	format       string
+	out          string
+	segs         bool
+	splitIdle    time.Duration
+	persist      bool
+	baselinePath string
+	exports      reportExports
+	record       string
+}
+
+func parseReportFlags(args []string, stderr io.Writer) (reportOptions, error) {
+	var o reportOptions
 	fs := pflag.NewFlagSet("coldtrace report", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the JSON summary instead of text")
-	top := fs.Int("top", defaultTop, "files listed in the text summary")
-	format := fs.String("format", "text", "output `FORMAT`: text, json, pprof or perfetto (all but text deprecated: use --json, --pprof PATH, --timeline PATH)")
-	out := fs.StringP("output", "o", "", "write to `PATH` instead of stdout")
-	segs := fs.Bool("segments", false, "print one row per segment (marks, or --split-idle cuts)")
-	splitIdle := fs.Duration("split-idle", 0, "with --segments on a record without marks: cut at idle stretches of at least `D`")
-	persist := fs.Bool("persist", false, "print the shell export lines that keep the caches this run wrote (valid sh)")
-	baselinePath := fs.String("baseline", "", "sequential read rates per device from `RECORD` when this run has none, and the cache roots it wrote entries in")
-	var exports reportExports
-	exports.addFlags(fs)
+	fs.BoolVar(&o.asJSON, "json", false, "print the JSON summary instead of text")
+	fs.IntVar(&o.top, "top", defaultTop, "files listed in the text summary")
+	fs.StringVar(&o.format, "format", "text", "output `FORMAT`: text, json, pprof or perfetto (all but text deprecated: use --json, --pprof PATH, --timeline PATH)")
+	fs.StringVarP(&o.out, "output", "o", "", "write to `PATH` instead of stdout")
+	fs.BoolVar(&o.segs, "segments", false, "print one row per segment (marks, or --split-idle cuts)")
+	fs.DurationVar(&o.splitIdle, "split-idle", 0, "with --segments on a record without marks: cut at idle stretches of at least `D`")
+	fs.BoolVar(&o.persist, "persist", false, "print the shell export lines that keep the caches this run wrote (valid sh)")
+	fs.StringVar(&o.baselinePath, "baseline", "", "sequential read rates per device from `RECORD` when this run has none, and the cache roots it wrote entries in")
+	o.exports.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: coldtrace report [flags] RECORD\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return fail(stderr, exitUsage, err)
+		return o, err
 	}
 	if fs.NArg() != 1 {
-		return fail(stderr, exitUsage, fmt.Errorf("report takes one record file, got %d arguments", fs.NArg()))
+		return o, fmt.Errorf("report takes one record file, got %d arguments", fs.NArg())
 	}
-	f, err := reportFormat(*format, *asJSON)
+	o.record = fs.Arg(0)
+	return o, nil
+}
+
+func reportCommand(args []string, stdout, stderr io.Writer) int {
+	o, err := parseReportFlags(args, stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return fail(stderr, exitUsage, err)
+	}
+	f, err := reportFormat(o.format, o.asJSON)
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
@@ -262,44 +288,44 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	if err := exports.prepare(a, f, *out, stdout, stderr); err != nil {
+	if err := o.exports.prepare(a, f, o.out, stdout, stderr); err != nil {
 		return fail(stderr, exitUsage, err)
 	}
-	rec, err := readRecordAs(a, fs.Arg(0))
+	rec, err := readRecordAs(a, o.record)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
 	}
-	if done, err := exports.writeFirst(a, stdout, rec); err != nil || done {
+	if done, err := o.exports.writeFirst(a, stdout, rec); err != nil || done {
 		if err != nil {
 			return fail(stderr, exitFailure, err)
 		}
 		return 0 // stdout carried the export
 	}
-	if *segs {
-		path := *out
-		if path == "" {
-			path = outfile.Stdout
-		}
-		err := writeStdoutOr(a, path, stdout, func(w io.Writer) error { return writeSegments(w, rec, *splitIdle, f == "json") })
-		if err != nil {
-			return fail(stderr, exitFailure, err)
-		}
-		return 0
-	}
-	if *persist {
-		if err := writeReport(a, *out, "persist", stdout, rec, nil, 0); err != nil {
-			return fail(stderr, exitFailure, err)
-		}
-		return 0
-	}
-	var baseline *record.Record
-	if *baselinePath != "" {
-		if baseline, err = readRecordAs(a, *baselinePath); err != nil {
-			return fail(stderr, exitFailure, fmt.Errorf("--baseline: %w", err))
-		}
-	}
-	if err := writeReportBaseline(a, *out, f, stdout, rec, baseline, *top); err != nil {
+	if err := o.write(a, f, stdout, rec); err != nil {
 		return fail(stderr, exitFailure, err)
 	}
 	return 0
+}
+
+// write renders rec in format f: its segments, its persist lines or
+// its report (against --baseline when given).
+func (o reportOptions) write(a actor.Actor, f string, stdout io.Writer, rec *record.Record) error {
+	switch {
+	case o.segs:
+		path := o.out
+		if path == "" {
+			path = outfile.Stdout
+		}
+		return writeStdoutOr(a, path, stdout, func(w io.Writer) error { return writeSegments(w, rec, o.splitIdle, f == "json") })
+	case o.persist:
+		return writeReport(a, o.out, "persist", stdout, rec, nil, 0)
+	}
+	var baseline *record.Record
+	if o.baselinePath != "" {
+		var err error
+		if baseline, err = readRecordAs(a, o.baselinePath); err != nil {
+			return fmt.Errorf("--baseline: %w", err)
+		}
+	}
+	return writeReportBaseline(a, o.out, f, stdout, rec, baseline, o.top)
 }

@@ -5,20 +5,22 @@ import (
 
 	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/report/bench"
 	"github.com/coldtrace/coldtrace/report/diff"
 	reportmerge "github.com/coldtrace/coldtrace/report/merge"
 	"github.com/coldtrace/coldtrace/report/segments"
+	"github.com/coldtrace/coldtrace/report/status"
 	"github.com/coldtrace/coldtrace/report/summary"
 )
 
 // The JSON documents whose types live in this package, each with its own
 // schema id (prefetch's run and its --dry-run plan apart).
 var (
-	docStatus       = schematest.Document{Name: "status", ID: StatusSchema, Type: statusReport{}}
-	docBench        = schematest.Document{Name: "bench", ID: benchSchema, Type: benchJSON{}}
-	docEvict        = schematest.Document{Name: "evict", ID: "coldtrace.evict/v1", Type: evictJSON{}}
-	docPrefetch     = schematest.Document{Name: "prefetch", ID: "coldtrace.prefetch/v1", Type: prefetchJSON{}}
-	docPrefetchPlan = schematest.Document{Name: "prefetch-plan", ID: prefetchPlanSchema, Type: prefetchPlanJSON{}}
+	docStatus       = schematest.Document{Name: "status", ID: status.Schema, Type: status.Report{}}
+	docBench        = schematest.Document{Name: "bench", ID: bench.Schema, Type: bench.Document{}}
+	docEvict        = schematest.Document{Name: "evict", ID: status.EvictSchema, Type: status.EvictDocument{}}
+	docPrefetch     = schematest.Document{Name: "prefetch", ID: status.PrefetchSchema, Type: status.PrefetchDocument{}}
+	docPrefetchPlan = schematest.Document{Name: "prefetch-plan", ID: status.PrefetchPlanSchema, Type: status.PrefetchPlanDocument{}}
 )
 
 // Documents whose types live in other packages, for validation here by

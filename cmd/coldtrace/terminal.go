@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/coldtrace/coldtrace/report/format"
 )
@@ -24,15 +23,4 @@ func linef(b *strings.Builder, layout string, args ...any) {
 // errorText is err's message, escaped for the terminal.
 func errorText(err error) string {
 	return format.Escape(err.Error())
-}
-
-// shortFilePath keeps the end of a long path, where its name is: n
-// characters in all, cut at a character boundary so no partial UTF-8
-// sequence is left.
-func shortFilePath(p string, n int) string {
-	if utf8.RuneCountInString(p) <= n {
-		return p
-	}
-	r := []rune(p)
-	return "…" + string(r[len(r)-max(n-1, 0):])
 }

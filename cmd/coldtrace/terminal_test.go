@@ -5,11 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
-	"github.com/coldtrace/coldtrace/internal/kcache"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/residency"
 )
 
 func TestLinefEscapesArgumentsNotLayout(t *testing.T) {
@@ -21,19 +18,6 @@ func TestLinefEscapesArgumentsNotLayout(t *testing.T) {
 	}
 	if got := errorText(errors.New("open /t/\x1b]0;t\x07: no such file")); got != `open /t/\x1b]0;t\x07: no such file` {
 		t.Errorf("errorText = %q", got)
-	}
-}
-
-func TestShortFilePathKeepsWholeCharacters(t *testing.T) {
-	p := "/d/" + strings.Repeat("é", 40) + "/naïve-😀.bin"
-	for n := 2; n < 50; n++ {
-		got := shortFilePath(p, n)
-		if !utf8.ValidString(got) || utf8.RuneCountInString(got) != n || !strings.HasPrefix(got, "…") {
-			t.Fatalf("shortFilePath(%d) = %q: want %d whole characters starting with …", n, got, n)
-		}
-	}
-	if got := shortFilePath("/short", 20); got != "/short" {
-		t.Errorf("a short path was cut: %q", got)
 	}
 }
 
@@ -60,26 +44,5 @@ func TestWritePersistEscapesAndSkips(t *testing.T) {
 		"export CUPY_CACHE_DIR='/c/b'\n"
 	if b.String() != want {
 		t.Errorf("report --persist:\n%s\nwant:\n%s", b.String(), want)
-	}
-}
-
-func TestCacheRowSaysNotReadable(t *testing.T) {
-	var b strings.Builder
-	writeCacheTable(&b, &statusReport{User: statusUser{UID: 7, Home: "/h\x1b[1m"}, Caches: []kcache.Cache{
-		{Name: "triton", Root: "/r/triton", Via: "default", NotReadable: true, Error: "statfs /r/triton: permission denied"},
-		{Name: "numba", Root: "/h/numba", Via: "default"},
-		{Name: "cuda\x1b[2J", Root: "/h/cuda\n", Via: "record", FS: &residency.FSFacts{FS: "ext4", Missing: true, Survival: residency.Persistent}},
-	}})
-	want := "  kernel caches (uid 7, HOME=/h\\x1b[1m)\n" +
-		"    triton           /r/triton (via default)\n" +
-		"      not readable by this user (statfs /r/triton: permission denied)\n" +
-		"    cuda\\x1b[2J         /h/cuda\\n (via record)\n" +
-		"      missing; would be on ext4: persistent\n" +
-		"    not present: numba\n"
-	if b.String() != want {
-		t.Errorf("cache table:\n%s\nwant:\n%s", b.String(), want)
-	}
-	if got := cacheOutlook(kcache.Cache{Framework: "Triton", NotReadable: true}); got != "Triton cache: not readable by this user" {
-		t.Errorf("outlook of a cache the user cannot read: %q", got)
 	}
 }

@@ -23,166 +23,222 @@ import (
 // back and complete events nest properly (none partially overlaps
 // another); each counter's timestamps never go back.
 func Validate(data []byte) error {
+	evs, err := events(data)
+	if err != nil {
+		return err
+	}
+	c := checker{lastTS: map[track]int64{}, stacks: map[track][]open{}, counterTS: map[string]int64{}}
+	for i, ev := range evs {
+		if err := c.event(ev); err != nil {
+			return fmt.Errorf("timeline: event %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// events reads the document's events: an object's traceEvents, or a
+// bare array.
+func events(data []byte) ([]map[string]json.RawMessage, error) {
 	var evs []map[string]json.RawMessage
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		if err := json.Unmarshal(trimmed, &evs); err != nil {
-			return fmt.Errorf("timeline: %w", err)
+			return nil, fmt.Errorf("timeline: %w", err)
 		}
-	} else {
-		var doc struct {
-			TraceEvents     []map[string]json.RawMessage `json:"traceEvents"`
-			DisplayTimeUnit string                       `json:"displayTimeUnit"`
-		}
-		if err := json.Unmarshal(trimmed, &doc); err != nil {
-			return fmt.Errorf("timeline: %w", err)
-		}
-		if doc.TraceEvents == nil {
-			return errors.New("timeline: no traceEvents array")
-		}
-		if u := doc.DisplayTimeUnit; u != "" && u != "ms" && u != "ns" {
-			return fmt.Errorf("timeline: displayTimeUnit %q is neither ms nor ns", u)
-		}
-		evs = doc.TraceEvents
+		return evs, nil
 	}
-	type track struct{ pid, tid int64 }
-	type open struct {
-		end  int64
-		name string
+	var doc struct {
+		TraceEvents     []map[string]json.RawMessage `json:"traceEvents"`
+		DisplayTimeUnit string                       `json:"displayTimeUnit"`
 	}
-	lastTS := map[track]int64{}
-	stacks := map[track][]open{}
-	counterTS := map[string]int64{}
-	for i, ev := range evs {
-		fail := func(format string, a ...any) error {
-			return fmt.Errorf("timeline: event %d: %s", i, fmt.Sprintf(format, a...))
+	if err := json.Unmarshal(trimmed, &doc); err != nil {
+		return nil, fmt.Errorf("timeline: %w", err)
+	}
+	if doc.TraceEvents == nil {
+		return nil, errors.New("timeline: no traceEvents array")
+	}
+	if u := doc.DisplayTimeUnit; u != "" && u != "ms" && u != "ns" {
+		return nil, fmt.Errorf("timeline: displayTimeUnit %q is neither ms nor ns", u)
+	}
+	return doc.TraceEvents, nil
+}
+
+type track struct{ pid, tid int64 }
+
+type open struct {
+	end  int64
+	name string
+}
+
+// checker holds what the order checks need across events: each thread
+// track's last timestamp and open slices, each counter's last timestamp.
+type checker struct {
+	lastTS    map[track]int64
+	stacks    map[track][]open
+	counterTS map[string]int64
+}
+
+// header is what every event has: its phase, name, process, time and
+// thread.
+type header struct {
+	ph, name string
+	pid, tid int64
+	ts       int64
+}
+
+func need(ev map[string]json.RawMessage, ph string, fields ...string) error {
+	for _, f := range fields {
+		if _, ok := ev[f]; !ok {
+			return fmt.Errorf("ph %q without %q", ph, f)
 		}
-		ph, err := str(ev, "ph")
+	}
+	return nil
+}
+
+// event checks one event against its phase's fields and the events
+// before it.
+func (c *checker) event(ev map[string]json.RawMessage) error {
+	h, err := headerOf(ev)
+	if err != nil {
+		return err
+	}
+	switch h.ph {
+	case "M":
+		return metadata(ev, h.name)
+	case "C":
+		return c.counter(ev, h)
+	case "i", "I":
+		if s, err := str(ev, "s"); err == nil && s != "g" && s != "p" && s != "t" {
+			return fmt.Errorf("instant scope %q", s)
+		}
+	}
+	return c.slice(ev, h)
+}
+
+// headerOf reads and checks the fields every event of its phase needs.
+func headerOf(ev map[string]json.RawMessage) (header, error) {
+	var h header
+	ph, err := str(ev, "ph")
+	if err != nil {
+		return h, err
+	}
+	h.ph = ph
+	switch ph {
+	case "X", "B", "E", "i", "I", "C":
+		err = need(ev, ph, "ts", "pid")
+	case "M":
+		err = need(ev, ph, "pid", "args")
+	default:
+		err = fmt.Errorf("unexpected phase %q", ph)
+	}
+	if err != nil {
+		return h, err
+	}
+	name, nameErr := str(ev, "name")
+	if ph != "E" && (nameErr != nil || name == "") {
+		return h, fmt.Errorf("ph %q needs a non-empty name", ph)
+	}
+	h.name = name
+	if h.pid, err = integer(ev, "pid"); err != nil {
+		return h, err
+	}
+	if ph != "M" {
+		if h.ts, err = nanos(ev, "ts"); err != nil {
+			return h, err
+		}
+	}
+	if ph == "X" || ph == "B" || ph == "E" || ph == "i" || ph == "I" || (ph == "M" && strings.HasPrefix(name, "thread_")) {
+		if err := need(ev, ph, "tid"); err != nil {
+			return h, err
+		}
+		if h.tid, err = integer(ev, "tid"); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// metadata checks a metadata event's args.
+func metadata(ev map[string]json.RawMessage, name string) error {
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(ev["args"], &args); err != nil {
+		return fmt.Errorf("metadata args: %v", err)
+	}
+	switch name {
+	case "process_name", "thread_name", "process_labels":
+		if _, err := str(args, "name"); err != nil && name != "process_labels" {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+	case "process_sort_index", "thread_sort_index":
+		if _, err := integer(args, "sort_index"); err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+	default:
+		return fmt.Errorf("unknown metadata event %q", name)
+	}
+	return nil
+}
+
+// counter checks a counter's values and that its time never goes back.
+func (c *checker) counter(ev map[string]json.RawMessage, h header) error {
+	var args map[string]json.RawMessage
+	if err := need(ev, h.ph, "args"); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(ev["args"], &args); err != nil || len(args) == 0 {
+		return fmt.Errorf("counter %q needs an args object with values", h.name)
+	}
+	for k, v := range args {
+		if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+			return fmt.Errorf("counter %q: arg %q is not a number: %s", h.name, k, v)
+		}
+	}
+	ck := fmt.Sprintf("%d/%s", h.pid, h.name)
+	if last, ok := c.counterTS[ck]; ok && h.ts < last {
+		return fmt.Errorf("counter %q goes back in time (%d ns after %d ns)", h.name, h.ts, last)
+	}
+	c.counterTS[ck] = h.ts
+	return nil
+}
+
+// slice checks a thread track's event: time never goes back, complete
+// events nest, every E closes a B.
+func (c *checker) slice(ev map[string]json.RawMessage, h header) error {
+	tr := track{h.pid, h.tid}
+	if last, ok := c.lastTS[tr]; ok && h.ts < last {
+		return fmt.Errorf("track %d/%d goes back in time (%d ns after %d ns)", h.pid, h.tid, h.ts, last)
+	}
+	c.lastTS[tr] = h.ts
+	st := c.stacks[tr]
+	for len(st) > 0 && st[len(st)-1].end <= h.ts && h.ph != "E" {
+		st = st[:len(st)-1]
+	}
+	switch h.ph {
+	case "X":
+		if err := need(ev, h.ph, "dur"); err != nil {
+			return err
+		}
+		dur, err := nanos(ev, "dur")
 		if err != nil {
-			return fail("%v", err)
+			return err
 		}
-		need := func(fields ...string) error {
-			for _, f := range fields {
-				if _, ok := ev[f]; !ok {
-					return fail("ph %q without %q", ph, f)
-				}
-			}
-			return nil
+		if dur < 0 {
+			return errors.New("negative dur")
 		}
-		switch ph {
-		case "X", "B", "E", "i", "I", "C":
-			if err := need("ts", "pid"); err != nil {
-				return err
-			}
-		case "M":
-			if err := need("pid", "args"); err != nil {
-				return err
-			}
-		default:
-			return fail("unexpected phase %q", ph)
+		if n := len(st); n > 0 && h.ts+dur > st[n-1].end {
+			return fmt.Errorf("%q [%d, %d] overlaps %q (ends %d) on track %d/%d without nesting",
+				h.name, h.ts, h.ts+dur, st[n-1].name, st[n-1].end, h.pid, h.tid)
 		}
-		name, nameErr := str(ev, "name")
-		if ph != "E" && (nameErr != nil || name == "") {
-			return fail("ph %q needs a non-empty name", ph)
+		st = append(st, open{end: h.ts + dur, name: h.name})
+	case "B":
+		st = append(st, open{end: math.MaxInt64, name: h.name})
+	case "E":
+		if len(st) == 0 || st[len(st)-1].end != math.MaxInt64 {
+			return fmt.Errorf("ph \"E\" without a matching B on track %d/%d", h.pid, h.tid)
 		}
-		pid, err := integer(ev, "pid")
-		if err != nil {
-			return fail("%v", err)
-		}
-		var ts int64
-		if ph != "M" {
-			if ts, err = nanos(ev, "ts"); err != nil {
-				return fail("%v", err)
-			}
-		}
-		var tid int64
-		if ph == "X" || ph == "B" || ph == "E" || ph == "i" || ph == "I" || (ph == "M" && strings.HasPrefix(name, "thread_")) {
-			if err := need("tid"); err != nil {
-				return err
-			}
-			if tid, err = integer(ev, "tid"); err != nil {
-				return fail("%v", err)
-			}
-		}
-		tr := track{pid, tid}
-		switch ph {
-		case "M":
-			var args map[string]json.RawMessage
-			if err := json.Unmarshal(ev["args"], &args); err != nil {
-				return fail("metadata args: %v", err)
-			}
-			switch name {
-			case "process_name", "thread_name", "process_labels":
-				if _, err := str(args, "name"); err != nil && name != "process_labels" {
-					return fail("%s: %v", name, err)
-				}
-			case "process_sort_index", "thread_sort_index":
-				if _, err := integer(args, "sort_index"); err != nil {
-					return fail("%s: %v", name, err)
-				}
-			default:
-				return fail("unknown metadata event %q", name)
-			}
-			continue
-		case "C":
-			var args map[string]json.RawMessage
-			if err := need("args"); err != nil {
-				return err
-			}
-			if err := json.Unmarshal(ev["args"], &args); err != nil || len(args) == 0 {
-				return fail("counter %q needs an args object with values", name)
-			}
-			for k, v := range args {
-				if _, err := strconv.ParseFloat(string(v), 64); err != nil {
-					return fail("counter %q: arg %q is not a number: %s", name, k, v)
-				}
-			}
-			ck := fmt.Sprintf("%d/%s", pid, name)
-			if last, ok := counterTS[ck]; ok && ts < last {
-				return fail("counter %q goes back in time (%d ns after %d ns)", name, ts, last)
-			}
-			counterTS[ck] = ts
-			continue
-		case "i", "I":
-			if s, err := str(ev, "s"); err == nil && s != "g" && s != "p" && s != "t" {
-				return fail("instant scope %q", s)
-			}
-		}
-		if last, ok := lastTS[tr]; ok && ts < last {
-			return fail("track %d/%d goes back in time (%d ns after %d ns)", pid, tid, ts, last)
-		}
-		lastTS[tr] = ts
-		st := stacks[tr]
-		for len(st) > 0 && st[len(st)-1].end <= ts && ph != "E" {
-			st = st[:len(st)-1]
-		}
-		switch ph {
-		case "X":
-			if err := need("dur"); err != nil {
-				return err
-			}
-			dur, err := nanos(ev, "dur")
-			if err != nil {
-				return fail("%v", err)
-			}
-			if dur < 0 {
-				return fail("negative dur")
-			}
-			if n := len(st); n > 0 && ts+dur > st[n-1].end {
-				return fail("%q [%d, %d] overlaps %q (ends %d) on track %d/%d without nesting",
-					name, ts, ts+dur, st[n-1].name, st[n-1].end, pid, tid)
-			}
-			st = append(st, open{end: ts + dur, name: name})
-		case "B":
-			st = append(st, open{end: math.MaxInt64, name: name})
-		case "E":
-			if len(st) == 0 || st[len(st)-1].end != math.MaxInt64 {
-				return fail("E without a matching B on track %d/%d", pid, tid)
-			}
-			st = st[:len(st)-1]
-		}
-		stacks[tr] = st
+		st = st[:len(st)-1]
 	}
+	c.stacks[tr] = st
 	return nil
 }
 

@@ -13,17 +13,16 @@ import (
 	"time"
 
 	"github.com/coldtrace/coldtrace/attribution/abtest"
-	"github.com/coldtrace/coldtrace/internal/abrun"
 )
 
 const ms = int64(1e6)
 
 // fixture is a cold/warm bench: a warm-up, then A B A B A with the As
 // mostly disk reads and one B busy.
-func fixture() *abrun.Report {
-	rep := &abrun.Report{Plan: abrun.Plan{
-		A: abrun.Side{Argv: []string{"cat", "/data/<model>.bin"}, Cold: true},
-		B: abrun.Side{Argv: []string{"cat", "/data/<model>.bin"}},
+func fixture() *abtest.Report {
+	rep := &abtest.Report{Plan: abtest.Plan{
+		A: abtest.Command{Argv: []string{"cat", "/data/<model>.bin"}, Cold: true},
+		B: abtest.Command{Argv: []string{"cat", "/data/<model>.bin"}},
 	}}
 	walls := []int64{30, 200, 32, 210, 31, 205}
 	for i, w := range walls {
@@ -31,13 +30,13 @@ func fixture() *abrun.Report {
 		if i%2 == 1 {
 			side = abtest.A
 		}
-		res := &abrun.Result{WallNS: w * ms, SysNS: 10 * ms, StdoutSHA256: "ab12cd34ef"}
+		res := &abtest.Result{WallNS: w * ms, SysNS: 10 * ms, StdoutSHA256: "ab12cd34ef"}
 		res.Split[4] = 25 * ms
 		res.Split[0] = w*ms - res.Split[4]
-		rr := abrun.RunReport{N: i + 1, Index: i, Side: side, Warmup: i == 0, Result: res}
+		rr := abtest.RunReport{N: i + 1, Index: i, Side: side, Warmup: i == 0, Result: res}
 		if i == 4 {
 			rr.Interfered = true
-			res.Interference = abrun.Interference{CPUMean: 0.9, Top: []abrun.Busy{{PID: 77, Comm: "hog\x1b[31m", CPUs: 0.9}}}
+			res.Interference = abtest.Interference{CPUMean: 0.9, Top: []abtest.Busy{{PID: 77, Comm: "hog\x1b[31m", CPUs: 0.9}}}
 		}
 		rep.Runs = append(rep.Runs, rr)
 	}
@@ -100,7 +99,7 @@ func TestTextAndVerdict(t *testing.T) {
 	}
 }
 
-func writeSVG(t *testing.T, rep *abrun.Report) []byte {
+func writeSVG(t *testing.T, rep *abtest.Report) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := SVG(&b, rep); err != nil {

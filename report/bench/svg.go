@@ -7,7 +7,6 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/attribution/abtest"
-	"github.com/coldtrace/coldtrace/internal/abrun"
 	"github.com/coldtrace/coldtrace/report/format"
 )
 
@@ -21,7 +20,7 @@ var sideColour = map[abtest.Side]string{abtest.A: "#1f4e9c", abtest.B: "#e67e00"
 // stacked by category; A and B have their own outline and mark; the A
 // runs' tops are joined by a dashed line, so drift shows as its slope;
 // warm-ups are faded and runs set apart are hatched out.
-func SVG(w io.Writer, rep *abrun.Report) error {
+func SVG(w io.Writer, rep *abtest.Report) error {
 	const (
 		left, right, top, bottom = 70, 20, 40, 70
 		barW, gap, plotH         = 28, 12, 260
@@ -99,14 +98,14 @@ func SVG(w io.Writer, rep *abrun.Report) error {
 	return err
 }
 
-func driftWords(rep *abrun.Report) string {
+func driftWords(rep *abtest.Report) string {
 	if !rep.Summary.HasDrift {
 		return "unknown"
 	}
 	return fmt.Sprintf("%+.1f%% first vs last A, %+.1f%% along the As", rep.Summary.FirstLastPct, rep.Summary.DriftPct)
 }
 
-func runTitle(rr abrun.RunReport) string {
+func runTitle(rr abtest.RunReport) string {
 	t := fmt.Sprintf("run %d (%s): %s", rr.N, rr.Side, format.Duration(rr.WallNS))
 	for c, v := range rr.Split {
 		if v > 0 {

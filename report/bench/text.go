@@ -10,7 +10,6 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/attribution/abtest"
-	"github.com/coldtrace/coldtrace/internal/abrun"
 	"github.com/coldtrace/coldtrace/report/format"
 )
 
@@ -19,7 +18,7 @@ var short = [...]string{"disk", "jit", "gpu", "dl", "cpu", "other"}
 
 // Flags words a run's marks: warm-up, slow mode, outlier, failed, busy
 // (interference), cold, expect-miss.
-func Flags(rr abrun.RunReport) string {
+func Flags(rr abtest.RunReport) string {
 	var f []string
 	if rr.Warmup {
 		f = append(f, "warm-up")
@@ -45,7 +44,7 @@ func Flags(rr abrun.RunReport) string {
 }
 
 // Table writes one row per run.
-func Table(w io.Writer, rep *abrun.Report) error {
+func Table(w io.Writer, rep *abtest.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	vram := hasVRAM(rep)
 	head := "#\tside\twall\t" + strings.Join(short[:], "\t") + "\tsys\tpeak RSS\t"
@@ -61,7 +60,7 @@ func Table(w io.Writer, rep *abrun.Report) error {
 
 // hasVRAM says whether any run had GPU memory: the VRAM column is shown
 // only then.
-func hasVRAM(rep *abrun.Report) bool {
+func hasVRAM(rep *abtest.Report) bool {
 	for _, rr := range rep.Runs {
 		if rr.Result != nil && rr.VRAMPeakBytes > 0 {
 			return true
@@ -71,7 +70,7 @@ func hasVRAM(rep *abrun.Report) bool {
 }
 
 // Row is one run's table row, tab-separated; vram adds its VRAM peak.
-func Row(rr abrun.RunReport, vram bool) string {
+func Row(rr abtest.RunReport, vram bool) string {
 	cells := []string{fmt.Sprint(rr.N), string(rr.Side), format.Duration(rr.WallNS)}
 	for _, v := range rr.Split {
 		cells = append(cells, format.Duration(v))
@@ -94,7 +93,7 @@ func Row(rr abrun.RunReport, vram bool) string {
 }
 
 // Summary writes the drift, the bracketed difference and the verdict.
-func Summary(w io.Writer, rep *abrun.Report) error {
+func Summary(w io.Writer, rep *abtest.Report) error {
 	s := rep.Summary
 	var b strings.Builder
 	if s.HasDrift {
@@ -110,13 +109,13 @@ func Summary(w io.Writer, rep *abrun.Report) error {
 	if len(s.Pairs) > 0 {
 		fmt.Fprintf(&b, "B − A: median %s (%+.1f%%), range %s … %s over %d pair%s\n",
 			format.SignedDuration(s.MedianNS), s.MedianPct, format.SignedDuration(s.MinNS), format.SignedDuration(s.MaxNS),
-			len(s.Pairs), plural(len(s.Pairs)))
+			len(s.Pairs), format.Plural(uint64(len(s.Pairs)), "", "s"))
 	}
 	if n := setApart(rep, abtest.Slow); n > 0 {
-		fmt.Fprintf(&b, "%d run%s in the slow mode (system time over twice the least of its side) set apart\n", n, plural(n))
+		fmt.Fprintf(&b, "%d run%s in the slow mode (system time over twice the least of its side) set apart\n", n, format.Plural(uint64(n), "", "s"))
 	}
 	if n := setApart(rep, abtest.Outlier); n > 0 {
-		fmt.Fprintf(&b, "%d outlier run%s set apart\n", n, plural(n))
+		fmt.Fprintf(&b, "%d outlier run%s set apart\n", n, format.Plural(uint64(n), "", "s"))
 	}
 	if rep.OutputsDiffer {
 		b.WriteString("outputs: the runs' stdout differ\n")
@@ -133,7 +132,7 @@ func Summary(w io.Writer, rep *abrun.Report) error {
 
 // CountedNumbers maps the statistics' run indexes (counted runs, from 0)
 // to the runs' numbers in the table (every run, from 1).
-func CountedNumbers(rep *abrun.Report) []int {
+func CountedNumbers(rep *abtest.Report) []int {
 	var out []int
 	for _, rr := range rep.Runs {
 		if !rr.Warmup {
@@ -150,7 +149,7 @@ func busyMark(b bool) string {
 	return ""
 }
 
-func setApart(rep *abrun.Report, st abtest.Status) int {
+func setApart(rep *abtest.Report, st abtest.Status) int {
 	n := 0
 	for _, rr := range rep.Runs {
 		if rr.Status == st {
@@ -158,13 +157,6 @@ func setApart(rep *abrun.Report, st abtest.Status) int {
 		}
 	}
 	return n
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // Verdict words the judgement: "B is 12.1s faster (±0.4s): 11.3s less
@@ -180,7 +172,7 @@ func Verdict(s abtest.Summary) string {
 		}
 		fmt.Fprintf(&b, "too few pairs to tell: B − A median %s (range %s … %s) over %d pair%s",
 			format.SignedDuration(s.MedianNS), format.SignedDuration(s.MinNS), format.SignedDuration(s.MaxNS),
-			v.Pairs, plural(v.Pairs))
+			v.Pairs, format.Plural(uint64(v.Pairs), "", "s"))
 		ind := v.Independent
 		if ind == 0 { // a verdict written before brackets were counted
 			ind = v.Pairs
@@ -252,7 +244,7 @@ func abs(v int64) int64 {
 }
 
 // Markdown writes the runs and the verdict as a Markdown table.
-func Markdown(w io.Writer, rep *abrun.Report) error {
+func Markdown(w io.Writer, rep *abtest.Report) error {
 	var b strings.Builder
 	vram := hasVRAM(rep)
 	head, align := "| # | side | wall | "+strings.Join(labels(), " | ")+" | sys | peak RSS | ", "|---|---|---:|"+strings.Repeat("---:|", len(short))+"---:|---:|"

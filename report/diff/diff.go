@@ -64,6 +64,32 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 	esc := format.Escape
 	var b strings.Builder
 	b.WriteString("coldtrace diff\n")
+	writeRuns(&b, d)
+	writeBreakdown(&b, d)
+	writeFiles(&b, d, opt.TopFiles)
+	writeCaches(&b, d)
+	for _, ch := range d.CacheChanges {
+		fmt.Fprintf(&b, "    why: %s\n", esc(ch.Sentence))
+	}
+	writeLate(&b, d, esc)
+	writeCandidates(&b, d, esc)
+	writeCompilers(&b, d)
+	writeGPUs(&b, d)
+	writeDownloads(&b, d)
+
+	fmt.Fprintf(&b, "\n  verdict: %s\n", esc(words.Comparison(d.Verdict)))
+	for _, warn := range d.Warnings {
+		fmt.Fprintf(&b, "  warning: %s\n", esc(warn))
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write diff: %w", err)
+	}
+	return nil
+}
+
+// writeRuns says what each run was: command, wall time, exit, state, host and start, how it was made cold.
+func writeRuns(b *strings.Builder, d *compare.Diff) {
+	esc := format.Escape
 	for _, s := range []struct {
 		name string
 		r    compare.Run
@@ -73,7 +99,7 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 			// A run analysed before verdicts had labels.
 			state = map[bool]string{true: "cold", false: "warm"}[s.r.Cold]
 		}
-		fmt.Fprintf(&b, "  %s: %s — %s wall, exit %d, %s", s.name, cmp.Or(format.EscapeAll(s.r.Command), "?"),
+		fmt.Fprintf(b, "  %s: %s — %s wall, exit %d, %s", s.name, cmp.Or(format.EscapeAll(s.r.Command), "?"),
 			format.Duration(s.r.WallNS), s.r.ExitCode, state)
 		if s.r.Host != "" || !s.r.Start.IsZero() {
 			var where []string
@@ -83,24 +109,31 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 			if !s.r.Start.IsZero() {
 				where = append(where, s.r.Start.Local().Format("2006-01-02 15:04:05"))
 			}
-			fmt.Fprintf(&b, " (%s)", strings.Join(where, ", "))
+			fmt.Fprintf(b, " (%s)", strings.Join(where, ", "))
 		}
 		b.WriteString("\n")
 		if how := words.MadeCold(s.r.MadeCold); how != "" {
-			fmt.Fprintf(&b, "     %s\n", esc(how))
+			fmt.Fprintf(b, "     %s\n", esc(how))
 		}
 	}
+}
 
+// writeBreakdown is the six categories and the wall time, A, B and B−A.
+func writeBreakdown(b *strings.Builder, d *compare.Diff) {
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "  %-13s %10s %10s %10s\n", "", "A", "B", "B−A")
+	fmt.Fprintf(b, "  %-13s %10s %10s %10s\n", "", "A", "B", "B−A")
 	for _, c := range d.Breakdown {
-		fmt.Fprintf(&b, "  %-13s %10s %10s %10s\n", c.Category.Label(), format.Duration(c.ANS),
+		fmt.Fprintf(b, "  %-13s %10s %10s %10s\n", c.Category.Label(), format.Duration(c.ANS),
 			format.Duration(c.BNS), format.SignedDuration(c.DeltaNS))
 	}
-	fmt.Fprintf(&b, "  %-13s %10s %10s %10s\n", "wall", format.Duration(d.A.WallNS),
+	fmt.Fprintf(b, "  %-13s %10s %10s %10s\n", "wall", format.Duration(d.A.WallNS),
 		format.Duration(d.B.WallNS), format.SignedDuration(d.DeltaNS))
-	var tw *tabwriter.Writer
+}
 
+// writeFiles lists the files either run missed or read from disk, top
+// at most.
+func writeFiles(b *strings.Builder, d *compare.Diff, top int) {
+	esc := format.Escape
 	var files []compare.File
 	for _, f := range d.Files {
 		if f.APagesMissed+f.BPagesMissed > 0 || f.ADiskNS+f.BDiskNS > 0 {
@@ -109,10 +142,10 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 	}
 	if len(files) > 0 {
 		b.WriteString("\n  files (A → B)\n")
-		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "    path\tpages missed\tfrom disk\tdisk time\t\n")
 		for i, f := range files {
-			if i == opt.TopFiles {
+			if i == top {
 				fmt.Fprintf(tw, "    … %d more files (see --json)\t\t\t\t\n", len(files)-i)
 				break
 			}
@@ -122,9 +155,14 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 		}
 		tw.Flush()
 	}
+}
+
+// writeCaches compares the caches of both runs.
+func writeCaches(b *strings.Builder, d *compare.Diff) {
+	esc := format.Escape
 	if len(d.Caches) > 0 {
 		b.WriteString("\n  caches (A → B)\n")
-		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "    cache\tmisses\thits\tentries written\tcompile time\t\n")
 		for _, c := range d.Caches {
 			note := ""
@@ -138,14 +176,14 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 		}
 		tw.Flush()
 	}
-	for _, ch := range d.CacheChanges {
-		fmt.Fprintf(&b, "    why: %s\n", esc(ch.Sentence))
-	}
-	writeLate(&b, d, esc)
-	writeCandidates(&b, d, esc)
+}
+
+// writeCompilers compares the compilers of both runs.
+func writeCompilers(b *strings.Builder, d *compare.Diff) {
+	esc := format.Escape
 	if len(d.Compilers) > 0 {
 		b.WriteString("\n  compilers (A → B)\n")
-		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "    compiler\truns\tCPU\tcompile time\t\n")
 		for _, c := range d.Compilers {
 			name := esc(c.Name)
@@ -158,9 +196,14 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 		}
 		tw.Flush()
 	}
+}
+
+// writeGPUs compares the GPUs and their VRAM.
+func writeGPUs(b *strings.Builder, d *compare.Diff) {
+	esc := format.Escape
 	if len(d.GPUs) > 0 {
 		b.WriteString("\n  GPUs (A → B)\n")
-		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "    GPU\tmean util\tVRAM peak\tGPU compute\t\n")
 		for _, g := range d.GPUs {
 			name := fmt.Sprintf("%d", g.Index)
@@ -178,24 +221,20 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 			}
 		}
 	}
+}
+
+// writeDownloads compares the downloads.
+func writeDownloads(b *strings.Builder, d *compare.Diff) {
+	esc := format.Escape
 	if len(d.Downloads) > 0 {
 		b.WriteString("\n  downloads (A → B)\n")
-		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 		for _, x := range d.Downloads {
 			fmt.Fprintf(tw, "    %s\t%s → %s\t%s → %s\t\n", esc(format.Path(cmp.Or(x.Name, x.Path), format.PathWidth)),
 				format.Bytes(x.ABytes), format.Bytes(x.BBytes), format.Duration(x.ANS), format.Duration(x.BNS))
 		}
 		tw.Flush()
 	}
-
-	fmt.Fprintf(&b, "\n  verdict: %s\n", esc(words.Comparison(d.Verdict)))
-	for _, warn := range d.Warnings {
-		fmt.Fprintf(&b, "  warning: %s\n", esc(warn))
-	}
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return fmt.Errorf("write diff: %w", err)
-	}
-	return nil
 }
 
 // vramLine says what each side did with GPU g's VRAM: "GPU 0 VRAM: A

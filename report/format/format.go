@@ -117,6 +117,11 @@ func Plural(n uint64, one, many string) string {
 	return many
 }
 
+// Counted renders n things: "1 file", "1,204 files".
+func Counted(n uint64, one, many string) string {
+	return Count(n) + " " + Plural(n, one, many)
+}
+
 // PathWidth is the width Path shortens to in sentences (verdicts, notes).
 const PathWidth = 48
 

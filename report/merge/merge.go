@@ -111,7 +111,7 @@ func WriteText(w io.Writer, job *merge.Job) error {
 	if len(job.Ranks) > 0 {
 		cmd = format.EscapeAll(job.Ranks[job.Slowest].Command)
 	}
-	fmt.Fprintf(&b, "coldtrace merge: %d %s of %s\n\n%s\n\n", len(job.Ranks), plural(len(job.Ranks), "record", "records"), cmd, Sentence(job))
+	fmt.Fprintf(&b, "coldtrace merge: %d %s of %s\n\n%s\n\n", len(job.Ranks), format.Plural(uint64(len(job.Ranks)), "record", "records"), cmd, Sentence(job))
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"", "rank", "host", "wall"}
@@ -174,11 +174,4 @@ func causeWords(c merge.Cause) string {
 		return "downloaded: " + format.Path(c.Name, format.PathWidth)
 	}
 	return format.Escape(c.Name)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // Op is a file operation seen by the probes.
@@ -66,7 +67,7 @@ type classified struct {
 }
 
 // classify places a path, given relative to the root, in s's layout.
-func (s *Spec) classify(rel string) classified {
+func classify(s *registry.Spec, rel string) classified {
 	n := 1
 	for rest := rel; ; {
 		c, more, found := strings.Cut(rest, "/")
@@ -171,7 +172,7 @@ type pidKey struct {
 
 // rootState is the evidence gathered for one root.
 type rootState struct {
-	root       Root
+	root       registry.Root
 	lookups    uint64
 	hits       uint64
 	misses     uint64
@@ -182,7 +183,7 @@ type rootState struct {
 	entries    map[string]*entry
 	fills      map[string]bool // paths written as (parts of) entries
 	episodes   []*episode
-	switches   []Switch
+	switches   []registry.Switch
 	switchPIDs map[string]map[int32]bool // switch → processes whose environment had it
 	limit      int64
 	activePIDs map[int32]bool // built by activeBy once the events are in
@@ -207,7 +208,7 @@ type failAgg struct {
 	pids  map[int32]bool
 }
 
-func newRootState(r Root) *rootState {
+func newRootState(r registry.Root) *rootState {
 	return &rootState{root: r, looked: map[pidKey]bool{}, entries: map[string]*entry{}, fills: map[string]bool{}}
 }
 
@@ -264,7 +265,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		c := r.root.Spec.classify(rel)
+		c := classify(r.root.Spec, rel)
 		write := ev.Flags&oAccMode != 0
 		if openBroke(ev, write) && c.kind != kindIgnored {
 			r.failure("open", ev.Errno, ev.Path, st)
@@ -302,7 +303,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		if c := r.root.Spec.classify(rel); c.kind == kindEntry {
+		if c := classify(r.root.Spec, rel); c.kind == kindEntry {
 			cs.failed(r, c.key, st, false)
 		}
 	case OpMkdir:
@@ -310,7 +311,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		c := r.root.Spec.classify(rel)
+		c := classify(r.root.Spec, rel)
 		switch {
 		case c.kind == kindTemp && ev.Errno == 0:
 			cs.births[ev.Path] = st
@@ -320,7 +321,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 			r.look(ev.PID, c.key)
 		}
 	case OpUnlink:
-		if r, rel := cs.roots.match(ev.Path); r != nil && ev.Errno != 0 && r.root.Spec.classify(rel).kind != kindIgnored {
+		if r, rel := cs.roots.match(ev.Path); r != nil && ev.Errno != 0 && classify(r.root.Spec, rel).kind != kindIgnored {
 			r.failure("unlink", ev.Errno, ev.Path, st)
 		}
 	case OpRename:
@@ -334,7 +335,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		c := r.root.Spec.classify(rel)
+		c := classify(r.root.Spec, rel)
 		switch c.kind {
 		case kindTemp:
 			if !hadBirth {
@@ -490,8 +491,6 @@ func SyscallOp(nr int32) (Op, bool) {
 	return 0, false
 }
 
-func matchGlob(g string) (bool, error) { return path.Match(g, "") }
-
 // openBroke says whether a failed open under a root is the cache
 // breaking rather than a lookup: a lookup fails with ENOENT, a creation
 // racing another process's with EEXIST; anything else (EACCES, EROFS,
@@ -515,7 +514,7 @@ func (cs *cacheState) failedRename(ev *FileEvent, st stamp) {
 		if r == nil {
 			continue
 		}
-		c := r.root.Spec.classify(rel)
+		c := classify(r.root.Spec, rel)
 		if c.kind == kindIgnored {
 			continue
 		}

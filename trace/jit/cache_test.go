@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 type fakeProc struct {
@@ -381,7 +382,7 @@ func TestGlobMatch(t *testing.T) {
 	names := []string{"", "a", "tmp", "tmp.pid_1_2", "x.tmp.pid_3", ".1.2.tmp", "x.tmp", ".tmp", "locks", "a.lock",
 		"k_tmp_12", "k_tmp_x", "f.incomplete", "key-cache", "key-atime", "tmpabc", "m.nbi", "m.1.nbc",
 		"a.tmp.b", "tempfile42", "last_accessed", "x.pyc", "x.pyc.123", "x.engine", "libcuda.so.1", "python3.11"}
-	for _, s := range Registry {
+	for _, s := range registry.Registry {
 		for _, list := range [][]string{s.Entries, s.Temp, s.Ignore, s.Uses} {
 			for _, g := range list {
 				for _, n := range names {

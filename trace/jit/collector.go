@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // AtFDCWD is the dirfd meaning "relative to the cwd".
@@ -49,7 +50,7 @@ type Health struct {
 // Config sets up a Collector.
 type Config struct {
 	// Specs is the registry to resolve; nil means Registry.
-	Specs []Spec
+	Specs []registry.Spec
 	// CacheDirs are --cache-dir NAME=PATH values; relative paths are
 	// taken relative to Cwd.
 	CacheDirs []string
@@ -57,7 +58,7 @@ type Config struct {
 	// Compilers are compiler names beside the shared compiler list;
 	// ArgCompilers replace DefaultArgCompilers when not nil.
 	Compilers    []string
-	ArgCompilers []ArgCompiler
+	ArgCompilers []registry.ArgCompiler
 	Proc         ProcFS
 	// LookupUser gives a uid's passwd name and home, for ~ and {user}
 	// when the environment lacks HOME or USER.
@@ -85,7 +86,7 @@ type proc struct {
 	exe string // the file of its latest exec, as executed
 	cwd string
 	fds map[int32]string
-	env Env
+	env registry.Env
 	uid uint32
 	// envSum is a hash of the raw environment env was parsed from: an
 	// exec that keeps it (the usual case) needs no new parse or resolve.
@@ -105,7 +106,7 @@ var envSeed = maphash.MakeSeed()
 // Collector gathers the events of one run. It is driven by one goroutine.
 type Collector struct {
 	cfg      Config
-	specs    []Spec
+	specs    []registry.Spec
 	matcher  *Matcher
 	procs    map[int32]*proc
 	users    map[uint32][2]string
@@ -134,7 +135,7 @@ type Collector struct {
 	// exec with the same few environments thousands of times, and a
 	// burst of 1,500 compiles held 10 MiB of copies until they were
 	// pruned. Prune drops the ones no process holds.
-	envs map[uint64]Env
+	envs map[uint64]registry.Env
 	// fwVars are frameworkVars(Registry), parsed once: each exec asks
 	// (a fork/exec storm spent 8 µs an exec taking the paths apart).
 	fwVars []string
@@ -197,7 +198,7 @@ func (c *Collector) FixedRoots() []string {
 }
 
 // addRoot registers r and tells OnRoot of a new fixed root.
-func (c *Collector) addRoot(r Root) *rootState {
+func (c *Collector) addRoot(r registry.Root) *rootState {
 	st, added := c.roots.add(r)
 	if added && r.Anywhere == "" && c.OnRoot != nil {
 		c.OnRoot(r.Path)
@@ -209,27 +210,27 @@ func (c *Collector) addRoot(r Root) *rootState {
 func NewCollector(cfg Config) (*Collector, error) {
 	c := &Collector{cfg: cfg, specs: cfg.Specs, procs: map[int32]*proc{}, users: map[uint32][2]string{},
 		roots: newRootSet(), uprobes: map[string]*uprobeAcc{}, used: map[string]map[int32]bool{},
-		fwVars: frameworkVars(Registry)}
+		fwVars: frameworkVars(registry.Registry)}
 	if c.specs == nil {
-		c.specs = Registry
+		c.specs = registry.Registry
 	}
 	if c.cfg.MaxEvents <= 0 {
 		c.cfg.MaxEvents = 4 << 20
 	}
 	c.matcher = NewMatcher(cfg.Compilers, cfg.ArgCompilers)
 	for _, v := range cfg.CacheDirs {
-		name, dir, ok := ParseCacheDir(v, cfg.Cwd)
+		name, dir, ok := registry.ParseCacheDir(v, cfg.Cwd)
 		if !ok {
 			return nil, fmt.Errorf("--cache-dir %q: want NAME=PATH", v)
 		}
-		s := UserSpec(name, dir)
-		c.addRoot(Root{Spec: &s, Path: dir, Via: "--cache-dir"})
+		s := registry.UserSpec(name, dir)
+		c.addRoot(registry.Root{Spec: &s, Path: dir, Via: "--cache-dir"})
 	}
 	return c, nil
 }
 
-func (c *Collector) identity(p *proc) Identity {
-	id := Identity{UID: p.uid, Cwd: p.cwd}
+func (c *Collector) identity(p *proc) registry.Identity {
+	id := registry.Identity{UID: p.uid, Cwd: p.cwd}
 	if c.cfg.LookupUser != nil {
 		u, ok := c.users[p.uid]
 		if !ok {
@@ -256,7 +257,7 @@ func (c *Collector) proc(pid int32) *proc {
 			p.cwd = cwd
 		}
 		if b, err := c.cfg.Proc.Environ(pid); err == nil {
-			p.env = ParseEnviron(b)
+			p.env = registry.ParseEnviron(b)
 			c.resolve(pid, p)
 		}
 	}
@@ -265,9 +266,9 @@ func (c *Collector) proc(pid int32) *proc {
 
 // resolve adds the roots the environment of process pid gives.
 func (c *Collector) resolve(pid int32, p *proc) {
-	for _, r := range Resolve(c.specs, p.env, c.identity(p)) {
+	for _, r := range registry.Resolve(c.specs, p.env, c.identity(p)) {
 		st := c.addRoot(r)
-		for _, sw := range switchesSet(r.Spec, p.env) {
+		for _, sw := range r.Spec.SwitchesOn(p.env) {
 			if st.switchPIDs == nil {
 				st.switchPIDs = map[string]map[int32]bool{}
 			}
@@ -277,13 +278,13 @@ func (c *Collector) resolve(pid int32, p *proc) {
 			}
 			st.switchPIDs[sw.Env][pid] = true
 		}
-		if l := limitOf(r.Spec, p.env); l > 0 {
+		if l := r.Spec.LimitIn(p.env); l > 0 {
 			st.limit = l
 		}
 	}
 }
 
-func containsSwitch(list []Switch, env string) bool {
+func containsSwitch(list []registry.Switch, env string) bool {
 	for _, s := range list {
 		if s.Env == env {
 			return true
@@ -350,13 +351,13 @@ func (c *Collector) Exec(pid int32, uid uint32, filename string, env []byte) {
 
 // internEnv is the parsed environment of block env, whose hash is sum;
 // the map returned is shared and must not be written.
-func (c *Collector) internEnv(sum uint64, env []byte) Env {
+func (c *Collector) internEnv(sum uint64, env []byte) registry.Env {
 	if e, ok := c.envs[sum]; ok {
 		return e
 	}
-	e := ParseEnviron(env)
+	e := registry.ParseEnviron(env)
 	if c.envs == nil {
-		c.envs = map[uint64]Env{}
+		c.envs = map[uint64]registry.Env{}
 	}
 	c.envs[sum] = e
 	return e
@@ -448,8 +449,8 @@ func (c *Collector) File(r RawFile) (FileEvent, bool) {
 // the page-cache probes tell (PageCacheEvidence), nor those whose rules
 // other sources see (SeenWithoutPathSyscalls).
 func UsesFramework(base string) bool {
-	for i := range Registry {
-		if needsPathSyscalls(&Registry[i]) && matchAny(Registry[i].Uses, base) {
+	for i := range registry.Registry {
+		if needsPathSyscalls(&registry.Registry[i]) && matchAny(registry.Registry[i].Uses, base) {
 			return true
 		}
 	}
@@ -464,12 +465,12 @@ var genericVars = map[string]bool{"HOME": true, "XDG_CACHE_HOME": true, "TMPDIR"
 // FrameworkVar names a variable set (non-empty) in env that places or
 // switches the cache of a framework in the Registry whose lookups need the
 // path syscalls (TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR, CUDA_CACHE_DISABLE…), or "".
-func FrameworkVar(env Env) string {
-	return firstSet(env, frameworkVars(Registry))
+func FrameworkVar(env registry.Env) string {
+	return firstSet(env, frameworkVars(registry.Registry))
 }
 
 // frameworkVars are the variables FrameworkVar looks for, in its order.
-func frameworkVars(specs []Spec) []string {
+func frameworkVars(specs []registry.Spec) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(v string) {
@@ -506,7 +507,7 @@ func frameworkVars(specs []Spec) []string {
 }
 
 // firstSet is the first of vars set (non-empty) in env, or "".
-func firstSet(env Env, vars []string) string {
+func firstSet(env registry.Env, vars []string) string {
 	for _, v := range vars {
 		if env[v] != "" {
 			return v
@@ -548,11 +549,11 @@ func ImportedFramework(p string) string {
 	dir := path.Dir(p)
 	for dir != "/" && dir != "." {
 		base := path.Base(dir)
-		for i := range Registry {
-			if !needsPathSyscalls(&Registry[i]) {
+		for i := range registry.Registry {
+			if !needsPathSyscalls(&registry.Registry[i]) {
 				continue
 			}
-			for _, pkg := range Registry[i].Packages {
+			for _, pkg := range registry.Registry[i].Packages {
 				if base == pkg {
 					return pkg
 				}
@@ -651,21 +652,53 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 		}
 		return int64(ts - in.StartMono)
 	}
+	cs := c.replay(in.FS)
+	tree := newProcTree(in.Processes, in.WallNS)
+	comps, windows, runs := compilerRuns(tree, c.matcher)
+	compile, inproc := compileTimes(cs, tree, runs, rel)
+	windows = append(windows, inproc...)
+
+	jit := &record.JIT{Compilers: comps, Caches: c.caches(cs, compile, in.FS, rel)}
+	var uwindows []record.JITWindow
+	jit.Uprobes, uwindows = c.uprobeRecords(in.Probes, rel)
+	windows = append(windows, uwindows...)
+	sort.SliceStable(windows, func(i, j int) bool {
+		if windows[i].StartNS != windows[j].StartNS {
+			return windows[i].StartNS < windows[j].StartNS
+		}
+		return windows[i].PID < windows[j].PID
+	})
+	jit.Windows = windows
+
+	warnings := append([]string(nil), c.warnings...)
+	if c.dropped > 0 {
+		warnings = append(warnings, fmt.Sprintf("jit: %d cache events beyond the first %d were dropped; cache counts are lower bounds", c.dropped, c.cfg.MaxEvents))
+	}
+	if len(jit.Caches) == 0 && len(jit.Compilers) == 0 && len(jit.Windows) == 0 && len(jit.Uprobes) == 0 {
+		return nil, warnings
+	}
+	return jit, warnings
+}
+
+// replay applies the path events in time order to the roots' states.
+func (c *Collector) replay(fsys FS) *cacheState {
 	sort.SliceStable(c.events, func(i, j int) bool { return c.events[i].TS < c.events[j].TS })
 	cs := &cacheState{roots: c.roots, births: map[string]stamp{}}
-	if in.FS != nil {
-		cs.exists = func(p string) bool { _, ok := in.FS.Size(p); return ok }
+	if fsys != nil {
+		cs.exists = func(p string) bool { _, ok := fsys.Size(p); return ok }
 	}
 	for i := range c.events {
 		cs.apply(&c.events[i])
 	}
 	cs.finish()
+	return cs
+}
 
-	tree := newProcTree(in.Processes, in.WallNS)
-	comps, windows, runs := compilerRuns(tree, c.matcher)
-
-	// In-process compile time of each filled miss, less that of the
-	// misses nested in it on the same thread.
+// compileTimes are the compile time of each root (in-process compile
+// time of each filled miss, less that of the misses nested in it on the
+// same thread, plus the compiler runs it started) and the in-process
+// compile windows.
+func compileTimes(cs *cacheState, tree *procTree, runs []compilerRun, rel func(uint64) int64) (map[*rootState]int64, []record.JITWindow) {
 	var eps []*episode
 	for _, r := range cs.sortedRoots() {
 		if !r.root.Spec.Compiles {
@@ -702,13 +735,18 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 		inproc = append(inproc, record.JITWindow{PID: ep.start.pid, StartNS: rel(ep.start.ts), EndNS: rel(ep.end.ts),
 			Kind: "in_process", Source: ep.root.root.Spec.Name, CPUNS: int64(ep.inproc)})
 	}
-	windows = append(windows, mergeWindows(inproc, 1e6)...)
+	return compile, mergeWindows(inproc, 1e6)
+}
 
-	jit := &record.JIT{Compilers: comps}
+// caches are the record's caches: the roots with activity, a switch a
+// process that used the framework had, a --cache-dir, or a download;
+// the costliest first.
+func (c *Collector) caches(cs *cacheState, compile map[*rootState]int64, fsys FS, rel func(uint64) int64) []record.Cache {
+	var out []record.Cache
 	for _, r := range cs.sortedRoots() {
 		// A switch counts when a process that had it used the framework
 		// (or the cache saw activity from it anyway).
-		var sws []Switch
+		var sws []registry.Switch
 		for _, sw := range r.switches {
 			for pid := range r.switchPIDs[sw.Env] {
 				if c.used[r.root.Spec.Name][pid] || r.activeBy(pid) {
@@ -718,15 +756,15 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 			}
 		}
 		r.switches = sws
-		if !r.active() && len(sws) == 0 && r.root.Via != "--cache-dir" && !r.downloadedInto(in.FS) {
+		if !r.active() && len(sws) == 0 && r.root.Via != "--cache-dir" && !r.downloadedInto(fsys) {
 			continue
 		}
-		rc := c.cacheRecord(r, compile[r], in.FS)
+		rc := c.cacheRecord(r, compile[r], fsys)
 		rc.Failures = r.failureRecords(rel)
-		jit.Caches = append(jit.Caches, rc)
+		out = append(out, rc)
 	}
-	sort.SliceStable(jit.Caches, func(i, j int) bool {
-		a, b := jit.Caches[i], jit.Caches[j]
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
 		if a.CompileNS != b.CompileNS {
 			return a.CompileNS > b.CompileNS
 		}
@@ -741,16 +779,23 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 		}
 		return a.Root < b.Root
 	})
+	return out
+}
 
+// uprobeRecords are the compile uprobes, those attached first, and the
+// windows of their calls.
+func (c *Collector) uprobeRecords(probes []ProbeState, rel func(uint64) int64) ([]record.JITUprobe, []record.JITWindow) {
+	var ups []record.JITUprobe
+	var windows []record.JITWindow
 	names := map[string]bool{}
-	for _, p := range in.Probes {
+	for _, p := range probes {
 		names[p.Name] = true
 		u := c.uprobes[p.Name]
 		up := record.JITUprobe{Name: p.Name, Path: p.Path, Error: p.Error, Scope: p.Scope}
 		if u != nil {
 			up.Calls, up.TotalNS, up.CPUNS = u.calls, u.total, u.cpu
 		}
-		jit.Uprobes = append(jit.Uprobes, up)
+		ups = append(ups, up)
 	}
 	var unames []string
 	for n := range c.uprobes {
@@ -760,7 +805,7 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 	for _, n := range unames {
 		u := c.uprobes[n]
 		if !names[n] {
-			jit.Uprobes = append(jit.Uprobes, record.JITUprobe{Name: n, Calls: u.calls, TotalNS: u.total, CPUNS: u.cpu})
+			ups = append(ups, record.JITUprobe{Name: n, Calls: u.calls, TotalNS: u.total, CPUNS: u.cpu})
 		}
 		ws := make([]record.JITWindow, len(u.windows))
 		for i, w := range u.windows {
@@ -769,22 +814,7 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 		}
 		windows = append(windows, mergeWindows(ws, 1e5)...)
 	}
-	sort.SliceStable(windows, func(i, j int) bool {
-		if windows[i].StartNS != windows[j].StartNS {
-			return windows[i].StartNS < windows[j].StartNS
-		}
-		return windows[i].PID < windows[j].PID
-	})
-	jit.Windows = windows
-
-	warnings := append([]string(nil), c.warnings...)
-	if c.dropped > 0 {
-		warnings = append(warnings, fmt.Sprintf("jit: %d cache events beyond the first %d were dropped; cache counts are lower bounds", c.dropped, c.cfg.MaxEvents))
-	}
-	if len(jit.Caches) == 0 && len(jit.Compilers) == 0 && len(jit.Windows) == 0 && len(jit.Uprobes) == 0 {
-		return nil, warnings
-	}
-	return jit, warnings
+	return ups, windows
 }
 
 func (c *Collector) cacheRecord(r *rootState, compileNS int64, fs FS) record.Cache {

@@ -1,13 +1,12 @@
 package jit
 
 import (
-	"github.com/coldtrace/coldtrace/compilers"
-
 	"path"
 	"sort"
 	"strings"
 
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 type span struct{ start, end int64 }
@@ -36,16 +35,16 @@ func unionLen(spans []span) int64 {
 // with the attribution engine) or, for interpreter-run compile workers, by
 // argument.
 type Matcher struct {
-	names compilers.Matcher
-	args  []ArgCompiler
+	names registry.CompilerNames
+	args  []registry.ArgCompiler
 }
 
-// NewMatcher matches compilers.Default and extra by name and args by
+// NewMatcher matches registry.Compilers and extra by name and args by
 // argument (DefaultArgCompilers when nil).
-func NewMatcher(extra []string, args []ArgCompiler) *Matcher {
-	m := &Matcher{names: compilers.New(extra), args: args}
+func NewMatcher(extra []string, args []registry.ArgCompiler) *Matcher {
+	m := &Matcher{names: registry.NewCompilerNames(extra), args: args}
 	if args == nil {
-		m.args = DefaultArgCompilers
+		m.args = registry.DefaultArgCompilers
 	}
 	return m
 }

@@ -9,6 +9,7 @@
 // command used (resolved with each traced process's own environment),
 // their lookups, hits, misses and writes, the compiler subprocesses it ran
 // and the in-process compiles between a miss and its fill. The cache
-// registry is data: one Spec per framework (docs/cache-registry.md;
-// docs/sources.md says which probe sees which of its rules).
+// registry is data, in the package registry: one Spec per framework
+// (docs/cache-registry.md; docs/sources.md says which probe sees which of
+// its rules).
 package jit

@@ -1,5 +1,7 @@
 package jit
 
+import "github.com/coldtrace/coldtrace/registry"
+
 // A download brings no path-syscall probe in (docs/sources.md): the
 // network sensor sees it and the page-cache sensor the file it fills. On
 // tmpfs neither sees the file land in a weights cache, so the caches a
@@ -20,7 +22,7 @@ func (e *Sensor) DownloadSeen(pid int32) {
 // pid's environment places.
 func (c *Collector) downloading(pid int32) {
 	p := c.proc(pid)
-	for _, r := range Resolve(c.specs, p.env, c.identity(p)) {
+	for _, r := range registry.Resolve(c.specs, p.env, c.identity(p)) {
 		if !r.Spec.Compiles {
 			c.addRoot(r).downloaded = true
 		}

@@ -3,6 +3,8 @@ package jit
 import (
 	"sort"
 	"strings"
+
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // MaxKeys bounds the entry names kept per cache and kind in a record: a
@@ -60,7 +62,7 @@ func (k *entryKeys) capped() bool {
 
 // movedBy is the environment variable of the highest-precedence path of
 // s: the one a user sets to put the cache elsewhere.
-func movedBy(s Spec) string {
+func movedBy(s registry.Spec) string {
 	for _, p := range s.Paths {
 		if strings.HasPrefix(p, "$") {
 			v := p[1:]

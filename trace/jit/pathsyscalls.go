@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
@@ -247,6 +248,6 @@ func (c *Collector) forgetPaths() {
 // needsPathSyscalls says whether a framework's use brings the path-syscall
 // probes in: its cache rules include one only they see (a failed lookup,
 // an EEXIST mkdir, a rename deep in the tree).
-func needsPathSyscalls(s *Spec) bool {
+func needsPathSyscalls(s *registry.Spec) bool {
 	return !s.PageCacheEvidence && !s.SeenWithoutPathSyscalls
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // TestSourcesDocVerdictsMatchRegistry: docs/sources.md's verdict for
@@ -21,8 +23,8 @@ func TestSourcesDocVerdictsMatchRegistry(t *testing.T) {
 			rows[name] = l
 		}
 	}
-	for i := range Registry {
-		s := &Registry[i]
+	for i := range registry.Registry {
+		s := &registry.Registry[i]
 		row, ok := rows[s.Name]
 		if !ok {
 			t.Errorf("docs/sources.md gives no verdict for %s", s.Name)
@@ -74,7 +76,7 @@ func TestWeightsCachesNeedNoPathSyscalls(t *testing.T) {
 		"PYTHONPYCACHEPREFIX=/p":     "",
 		"NUMBA_CACHE_DIR=/n":         "NUMBA_CACHE_DIR",
 	} {
-		if got := FrameworkVar(ParseEnvList([]string{env})); got != want {
+		if got := FrameworkVar(registry.ParseEnvList([]string{env})); got != want {
 			t.Errorf("FrameworkVar(%s) = %q, want %q", env, got, want)
 		}
 	}

@@ -303,7 +303,7 @@ func (c *Collector) createdFile(ev FileEvent, dev uint32, ino uint64) {
 	}
 	ev.Flags = unix.O_WRONLY | oCreat
 	c.observe(ev)
-	if r.root.Spec.classify(rel).kind != kindTemp {
+	if classify(r.root.Spec, rel).kind != kindTemp {
 		return
 	}
 	if final := renamedTo(ev.Path, dev, ino); final != "" {

@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	bpfjit "github.com/coldtrace/coldtrace/bpf/jit"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // The kernel side of quiet opens (jit.bpf.c, quiet_open): successful
@@ -35,7 +36,7 @@ func componentHash(name string) uint64 {
 // directories of specs ("**/__pycache__", "**/ComfyUI/models"): a path
 // with one of them always reaches user space. ok is false when there are
 // more than the kernel side holds: then nothing may be dropped.
-func anywhereHashes(specs []Spec) (hs []uint64, ok bool) {
+func anywhereHashes(specs []registry.Spec) (hs []uint64, ok bool) {
 	seen := map[string]bool{}
 	for i := range specs {
 		for _, tmpl := range append(append([]string(nil), specs[i].Paths...), specs[i].Also...) {

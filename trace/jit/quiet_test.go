@@ -4,6 +4,8 @@ import (
 	"hash/fnv"
 	"strings"
 	"testing"
+
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // The kernel filter hashes path components with FNV-1a 64 (jit.bpf.c,
@@ -19,7 +21,7 @@ func TestComponentHashIsFNV1a(t *testing.T) {
 }
 
 func TestAnywhereHashesOfRegistry(t *testing.T) {
-	hs, ok := anywhereHashes(Registry)
+	hs, ok := anywhereHashes(registry.Registry)
 	if !ok {
 		t.Fatalf("the registry's in-tree names (%d) do not fit the kernel's %d: the filter would be off", len(hs), quietMaxAnywhere)
 	}
@@ -32,7 +34,7 @@ func TestAnywhereHashesOfRegistry(t *testing.T) {
 			t.Errorf("no hash for in-tree component %q", name)
 		}
 	}
-	many := []Spec{{Paths: []string{"**/a", "**/b/c", "**/d/e"}}}
+	many := []registry.Spec{{Paths: []string{"**/a", "**/b/c", "**/d/e"}}}
 	if _, ok := anywhereHashes(many); ok {
 		t.Error("five in-tree components fit in four slots")
 	}

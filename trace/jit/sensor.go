@@ -23,6 +23,7 @@ import (
 	bpfjit "github.com/coldtrace/coldtrace/bpf/jit"
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/trace/sensor"
 	"github.com/coldtrace/coldtrace/trace/uprobes"
 )
@@ -165,7 +166,7 @@ func (e *Sensor) start() error {
 	if err := e.scoper.Prepare(spec, "on_uprobe_entry", "on_uprobe_return"); err != nil {
 		return fmt.Errorf("load JIT probes: %w", err)
 	}
-	hashes, quiet := anywhereHashes(Registry)
+	hashes, quiet := anywhereHashes(registry.Registry)
 	if quiet {
 		var arr [quietMaxAnywhere]uint64
 		copy(arr[:], hashes)
@@ -291,7 +292,7 @@ func syscallsAtStart(o *Options) string {
 		// what probes the built-in libraries).
 		return "--jit-uprobe"
 	}
-	if v := FrameworkVar(ParseEnvList(append(envAssignments(o.Command), o.Env...))); v != "" {
+	if v := FrameworkVar(registry.ParseEnvList(append(envAssignments(o.Command), o.Env...))); v != "" {
 		return "the command's environment sets " + v
 	}
 	if len(o.Command) == 0 {
@@ -633,7 +634,7 @@ func (e *Sensor) Finish(rec *record.Record) error {
 	if j != nil {
 		e.pathSyscallsResult(j, rec.Start, rec.WallNS)
 		e.survival(j.Caches)
-		otherRoots(j.Caches, Registry, rec.User, rightsFS{fs: DefaultFS, a: e.opts.Actor})
+		otherRoots(j.Caches, registry.Registry, rec.User, rightsFS{fs: DefaultFS, a: e.opts.Actor})
 	}
 	rec.JIT = j
 	rec.Warnings = append(append(rec.Warnings, e.warnings...), e.path.closeWarnings()...)

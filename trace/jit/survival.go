@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/residency"
 )
 
@@ -43,14 +44,14 @@ func (e *Sensor) survival(caches []record.Cache) {
 // (the templates that need no variable, with the user's home): one that
 // holds files is where earlier runs kept their entries before HOME,
 // XDG_CACHE_HOME or a variable moved the cache.
-func otherRoots(caches []record.Cache, specs []Spec, u record.User, fs FS) {
-	id := Identity{UID: u.UID, User: u.Name, Home: u.Home}
+func otherRoots(caches []record.Cache, specs []registry.Spec, u record.User, fs FS) {
+	id := registry.Identity{UID: u.UID, User: u.Name, Home: u.Home}
 	for i := range caches {
 		c := &caches[i]
 		if c.Misses == 0 || c.Hits > 0 || c.EntriesStale > 0 || c.SizeBytes > int64(c.BytesWritten) {
 			continue
 		}
-		var s *Spec
+		var s *registry.Spec
 		for k := range specs {
 			if specs[k].Name == c.Name {
 				s = &specs[k]
@@ -64,7 +65,7 @@ func otherRoots(caches []record.Cache, specs []Spec, u record.User, fs FS) {
 			if strings.Contains(tmpl, "$") || strings.HasPrefix(tmpl, "**/") {
 				continue
 			}
-			p, _, ok := Expand(tmpl, Env{}, id)
+			p, _, ok := registry.Expand(tmpl, registry.Env{}, id)
 			if !ok || seen[p] {
 				continue
 			}

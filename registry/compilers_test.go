@@ -1,9 +1,9 @@
-package compilers
+package registry
 
 import "testing"
 
 func TestMatch(t *testing.T) {
-	m := New([]string{"mycc"})
+	m := NewCompilerNames([]string{"mycc"})
 	for name, want := range map[string]bool{
 		"gcc": true, "gcc-13": true, "clang++-18.1": true, "x86_64-linux-gnu-g++-13": true,
 		"x86_64-linux-gnu-ld": true, "ptxas": true, "mycc": true, "lto1": true,

@@ -1,18 +1,17 @@
-package main
+package bench
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/internal/abrun"
+	"github.com/coldtrace/coldtrace/attribution/abtest"
 )
 
 // TestBenchJSONSaysVerdictUnderBothNames: v2 puts the one-line answer
 // under "verdict" and keeps v1's "verdict_text" beside it for a release.
 func TestBenchJSONSaysVerdictUnderBothNames(t *testing.T) {
-	var b bytes.Buffer
-	if err := writeBenchJSON(&b, &abrun.Report{}); err != nil {
+	b, err := json.Marshal(NewDocument(&abtest.Report{}))
+	if err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -20,7 +19,7 @@ func TestBenchJSONSaysVerdictUnderBothNames(t *testing.T) {
 		Verdict     string `json:"verdict"`
 		VerdictText string `json:"verdict_text"`
 	}
-	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.Schema != "coldtrace.bench/v2" || doc.Verdict == "" || doc.Verdict != doc.VerdictText {

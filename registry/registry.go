@@ -1,4 +1,4 @@
-package jit
+package registry
 
 // Spec describes one framework's kernel, JIT or model cache.
 type Spec struct {

@@ -7,27 +7,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/coldtrace/coldtrace/attribution/abtest"
 )
 
 // userHZ is the unit of /proc's CPU times: USER_HZ, 100 on every Linux
 // ABI Go supports.
 const userHZ = 100
-
-// Interference is what processes outside the traced tree did during one
-// run, sampled every second (and at the run's start and end, so a short
-// run has one interval too).
-type Interference struct {
-	Samples int `json:"samples"`
-	// CPUMean is the CPUs used by other processes over the run (1.0: one
-	// CPU busy all the time); CPUPeak the highest of one interval.
-	CPUMean float64 `json:"cpu_mean"`
-	CPUPeak float64 `json:"cpu_peak"`
-	// IOBytes is block I/O other processes caused (their /proc/PID/io).
-	IOBytes   uint64  `json:"io_bytes"`
-	IORate    float64 `json:"io_bytes_per_sec"`
-	Top       []Busy  `json:"top,omitempty"`
-	GPUOthers []Busy  `json:"gpu_others,omitempty"`
-}
 
 // monitor samples one run: the traced tree's summed RSS every rssEvery,
 // and other processes' CPU and I/O every scanEvery.
@@ -121,7 +107,7 @@ func (m *monitor) rssLoop() {
 
 // finish stops sampling and takes the last scan, with traced (every pid
 // the record knows) left out.
-func (m *monitor) finish(traced []int) Interference {
+func (m *monitor) finish(traced []int) abtest.Interference {
 	close(m.stop)
 	m.done.Wait()
 	m.mu.Lock()
@@ -133,7 +119,7 @@ func (m *monitor) finish(traced []int) Interference {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	secs := m.prevAt.Sub(m.started).Seconds()
-	in := Interference{Samples: m.samples, CPUPeak: m.peakCPU, IOBytes: m.ioBytes}
+	in := abtest.Interference{Samples: m.samples, CPUPeak: m.peakCPU, IOBytes: m.ioBytes}
 	if secs > 0 {
 		in.CPUMean = float64(m.ticks) / userHZ / secs
 		in.IORate = float64(m.ioBytes) / secs

@@ -1,5 +1,5 @@
 // Package kcache looks at the kernel, JIT and model caches of the
-// registry (trace/jit) as they are on disk now, for one user's
+// registry (package registry) as they are on disk now, for one user's
 // environment: where each is, whether it survives, how many entries it
 // holds, which switches turn it off; and it plans fresh, empty
 // replacements for them, for a run made cold on purpose.
@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/residency"
-	"github.com/coldtrace/coldtrace/trace/jit"
 )
 
 // Cache is one registry cache as it is now.
@@ -63,9 +63,9 @@ type Options struct {
 	Tmpfiles residency.TmpfilesRules
 }
 
-// Survey describes roots (from jit.Resolve, plus any a record names) with
+// Survey describes roots (from registry.Resolve, plus any a record names) with
 // a's rights; a root listed twice is surveyed once.
-func Survey(a residency.Actor, roots []jit.Root, env jit.Env, opt Options) []Cache {
+func Survey(a residency.Actor, roots []registry.Root, env registry.Env, opt Options) []Cache {
 	if opt.MaxFiles <= 0 {
 		opt.MaxFiles = 200000
 	}
@@ -123,7 +123,7 @@ var errStop = errors.New("stop")
 
 // walkCache counts c's entries, files and bytes. It runs inside the
 // Actor.
-func walkCache(c *Cache, s *jit.Spec, opt Options) {
+func walkCache(c *Cache, s *registry.Spec, opt Options) {
 	deadline := time.Now().Add(opt.MaxTime)
 	root := filepath.Clean(c.Root)
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -168,7 +168,7 @@ func walkCache(c *Cache, s *jit.Spec, opt Options) {
 
 // skipped reports a temp file (a miss being filled) or a bookkeeping
 // file: neither is an entry.
-func skipped(s *jit.Spec, name string) bool {
+func skipped(s *registry.Spec, name string) bool {
 	return matchAny(s.Temp, name) || matchAny(s.Ignore, name)
 }
 

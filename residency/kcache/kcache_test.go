@@ -9,16 +9,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/internal/testenv"
+	"github.com/coldtrace/coldtrace/registry"
 	"github.com/coldtrace/coldtrace/residency"
-	"github.com/coldtrace/coldtrace/trace/jit"
 )
 
 func TestPlanPointsEveryCacheAtFreshDirs(t *testing.T) {
-	env := jit.Env{"HOME": "/home/u", "USER": "u", "TRITON_CACHE_DIR": "/data/triton", "HF_HOME": "/data/hf"}
-	id := jit.Identity{UID: 1000, User: "u", Home: "/home/u", Cwd: "/work"}
+	env := registry.Env{"HOME": "/home/u", "USER": "u", "TRITON_CACHE_DIR": "/data/triton", "HF_HOME": "/data/hf"}
+	id := registry.Identity{UID: 1000, User: "u", Home: "/home/u", Cwd: "/work"}
 	const tmp = "/tmp/coldtrace-cold-1"
 
-	p := Plan(jit.Registry, env, DefaultClasses, tmp)
+	p := Plan(registry.Registry, env, DefaultClasses, tmp)
 	got := map[string]string{}
 	for _, o := range p.Overrides {
 		got[o.Env] = o.Dir
@@ -52,7 +52,7 @@ func TestPlanPointsEveryCacheAtFreshDirs(t *testing.T) {
 	if strings.Count(string(joined), "TRITON_CACHE_DIR=") != 1 {
 		t.Errorf("TRITON_CACHE_DIR appears more than once: %q", environ)
 	}
-	for _, r := range jit.Resolve(jit.Registry, jit.ParseEnviron(joined), id) {
+	for _, r := range registry.Resolve(registry.Registry, registry.ParseEnviron(joined), id) {
 		if ClassOf(*r.Spec) != JIT || untouched[r.Spec.Name] != "" || r.Anywhere != "" || r.Via == "default" {
 			continue
 		}
@@ -63,7 +63,7 @@ func TestPlanPointsEveryCacheAtFreshDirs(t *testing.T) {
 
 	// Opt-in classes; JAX once the user turned its cache on.
 	env["JAX_COMPILATION_CACHE_DIR"] = "/data/jax"
-	p = Plan(jit.Registry, env, []Class{Pycache, Downloads, JIT}, tmp)
+	p = Plan(registry.Registry, env, []Class{Pycache, Downloads, JIT}, tmp)
 	got = map[string]string{}
 	for _, o := range p.Overrides {
 		got[o.Env] = o.Dir
@@ -80,7 +80,7 @@ func TestPlanPointsEveryCacheAtFreshDirs(t *testing.T) {
 			t.Errorf("the plan sets %s", v)
 		}
 	}
-	hfOnly := []jit.Spec{{Name: "hf_like", Paths: []string{"$HF_HOME/hub", "~/.cache/huggingface/hub"}}}
+	hfOnly := []registry.Spec{{Name: "hf_like", Paths: []string{"$HF_HOME/hub", "~/.cache/huggingface/hub"}}}
 	p = Plan(hfOnly, env, []Class{Downloads}, tmp)
 	if len(p.Untouched) != 1 || !strings.Contains(p.Untouched[0].Reason, "login token") {
 		t.Errorf("a cache only $HF_HOME moves: untouched %v", p.Untouched)
@@ -106,7 +106,7 @@ func TestParseClasses(t *testing.T) {
 
 func TestCreate(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "cold")
-	p := Plan(jit.Registry, jit.Env{"HOME": "/home/u"}, []Class{JIT}, root)
+	p := Plan(registry.Registry, registry.Env{"HOME": "/home/u"}, []Class{JIT}, root)
 	if err := p.Create(os.Getuid(), os.Getgid()); err != nil {
 		t.Fatal(err)
 	}
@@ -141,9 +141,9 @@ func survey(t *testing.T, base string) map[string]Cache {
 	mkfile(t, filepath.Join(numba, "mod.f-3.py312.nbi"), 10)
 	mkfile(t, filepath.Join(numba, "mod.f-3.py312.1.nbc"), 10)
 	mkfile(t, filepath.Join(numba, "mod.f-3.py312.nbi.tmp.123"), 10)
-	env := jit.Env{"HOME": filepath.Join(base, "home"), "TRITON_CACHE_DIR": triton, "NUMBA_CACHE_DIR": numba,
+	env := registry.Env{"HOME": filepath.Join(base, "home"), "TRITON_CACHE_DIR": triton, "NUMBA_CACHE_DIR": numba,
 		"TRITON_ALWAYS_COMPILE": "1", "HF_HUB_OFFLINE": "1"}
-	roots := jit.Resolve(jit.Registry, env, jit.Identity{Cwd: base})
+	roots := registry.Resolve(registry.Registry, env, registry.Identity{Cwd: base})
 	out := map[string]Cache{}
 	for _, c := range Survey(residency.Self{}, roots, env, Options{}) {
 		if _, dup := out[c.Name]; !dup { // the root Paths chose, not an Also root

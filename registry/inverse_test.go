@@ -1,4 +1,4 @@
-package jit
+package registry
 
 import (
 	"path"

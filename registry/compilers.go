@@ -1,26 +1,27 @@
-// Package compilers knows which programs are compilers: the tracer files
-// their processes as compile work and the attribution engine counts their
-// time as jit_compile, so both must agree on the names.
-package compilers
+package registry
+
+// Which programs are compilers: the tracer files their processes as
+// compile work and the attribution engine counts their time as
+// jit_compile, so both must agree on the names.
 
 import "strings"
 
-// Default are the compiler, assembler, linker and build-driver programs
+// Compilers are the compiler, assembler, linker and build-driver programs
 // whose processes (and descendants) are compile work.
-var Default = []string{
+var Compilers = []string{
 	"ptxas", "nvcc", "cicc", "cudafe++", "nvlink", "fatbinary",
 	"gcc", "g++", "cc", "c++", "cc1", "cc1plus", "cc1obj", "collect2", "lto1", "lto-wrapper", "as",
 	"ld", "ld.lld", "ld.gold", "ld.bfd", "ld.mold", "mold", "lld", "clang", "clang++",
 	"ninja", "rustc",
 }
 
-// Matcher says whether a program name is a compiler.
-type Matcher map[string]bool
+// CompilerNames says whether a program name is a compiler.
+type CompilerNames map[string]bool
 
-// New matches Default and extra.
-func New(extra []string) Matcher {
-	m := Matcher{}
-	for _, n := range Default {
+// NewCompilerNames matches Compilers and extra.
+func NewCompilerNames(extra []string) CompilerNames {
+	m := CompilerNames{}
+	for _, n := range Compilers {
 		m[n] = true
 	}
 	for _, n := range extra {
@@ -35,7 +36,7 @@ func New(extra []string) Matcher {
 // "clang++-18") and target-prefixed ones ("x86_64-linux-gnu-g++-13").
 // "as" and "ld" match with a prefix only when it looks like a target
 // triple (two dashes or more), so names like "my-ld" stay unmatched.
-func (m Matcher) Match(name string) bool {
+func (m CompilerNames) Match(name string) bool {
 	if name == "" {
 		return false
 	}

@@ -2,9 +2,10 @@
 // prepare command, then one command under trace.Run in this process, its
 // output captured and hashed, its system time from the kernel's
 // accounting of reaped children, the peak RSS of its process tree, and
-// what other processes did meanwhile. Making a side cold (evicting the
-// files the previous runs read, pointing JIT caches at fresh directories)
-// is here too. The judgement is attribution/abtest's.
+// what other processes did meanwhile. A side is made cold as `run --cold`
+// makes a run cold (residency/coldrun), from the files the previous runs
+// read from disk. The judgement and the report's types are
+// attribution/abtest's.
 package abrun
 
 import (
@@ -15,7 +16,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/attribution"
+	"github.com/coldtrace/coldtrace/attribution/abtest"
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace"
@@ -115,40 +116,11 @@ func (r *Runner) Close() {
 // Signals counts the signals received so far.
 func (r *Runner) Signals() int64 { return r.seen.Load() }
 
-// Result is one traced run.
-type Result struct {
-	Record   *record.Record      `json:"-"`
-	Analysis *attribution.Result `json:"-"`
-	WallNS   int64               `json:"wall_ns"`
-	UserNS   int64               `json:"user_ns"`
-	SysNS    int64               `json:"sys_ns"`
-	ExitCode int                 `json:"exit_code"`
-	// PeakRSSBytes is the largest sum of the tree's resident memory at
-	// one sample; 0 when the run ended before the first sample.
-	PeakRSSBytes uint64 `json:"peak_rss_bytes"`
-	// VRAMPeakBytes is the traced processes' GPU memory at its peak, when
-	// NVML reported it.
-	VRAMPeakBytes uint64            `json:"vram_peak_bytes,omitempty"`
-	StdoutSHA256  string            `json:"stdout_sha256"`
-	StdoutBytes   int64             `json:"stdout_bytes"`
-	Stdout        []byte            `json:"-"`
-	Stderr        []byte            `json:"-"`
-	Split         attribution.Split `json:"-"`
-	// Categories is Split by name, for JSON.
-	Categories   map[attribution.Category]int64 `json:"categories"`
-	Interference Interference                   `json:"interference"`
-}
-
-// Matches reports whether re matches the run's stdout or stderr.
-func (r *Result) Matches(re *regexp.Regexp) bool {
-	return re.Match(r.Stdout) || re.Match(r.Stderr)
-}
-
 // Run traces argv once. env, when not empty, is VAR=value settings for
 // the command alone: it runs under env(1), which execs it, so the traced
 // tree is the same. The error is about tracing; the command's failure is
 // in ExitCode.
-func (r *Runner) Run(ctx context.Context, argv, env []string) (*Result, error) {
+func (r *Runner) Run(ctx context.Context, argv, env []string) (*abtest.Result, error) {
 	stdout, err := scratch("stdout")
 	if err != nil {
 		return nil, err
@@ -199,7 +171,7 @@ func (r *Runner) Run(ctx context.Context, argv, env []string) (*Result, error) {
 	for _, p := range rec.Processes {
 		pids = append(pids, int(p.PID))
 	}
-	res := &Result{
+	res := &abtest.Result{
 		Record:       rec,
 		Analysis:     attribution.Analyze(rec),
 		WallNS:       rec.WallNS,
@@ -233,13 +205,13 @@ func (r *Runner) Run(ctx context.Context, argv, env []string) (*Result, error) {
 
 // gpuOthers lists the untraced GPU processes NVML saw during the run,
 // their mean SM utilisation as a fraction of the GPU in CPUs' place.
-func gpuOthers(g *record.GPU) []Busy {
+func gpuOthers(g *record.GPU) []abtest.Busy {
 	if g == nil {
 		return nil
 	}
-	var out []Busy
+	var out []abtest.Busy
 	for _, p := range g.Interference {
-		out = append(out, Busy{PID: int(p.PID), Comm: p.Name, CPUs: p.SMUtilMeanPct / 100})
+		out = append(out, abtest.Busy{PID: int(p.PID), Comm: p.Name, CPUs: p.SMUtilMeanPct / 100})
 	}
 	return out
 }

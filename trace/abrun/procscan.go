@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/coldtrace/coldtrace/attribution/abtest"
 )
 
 // pfKthread is PF_KTHREAD in /proc/PID/stat's flags field.
@@ -109,13 +111,6 @@ func treeOf(procs map[int]proc, roots map[int]bool) map[int]bool {
 	return out
 }
 
-// Busy is one process outside the traced tree that used the CPU.
-type Busy struct {
-	PID  int     `json:"pid"`
-	Comm string  `json:"comm"`
-	CPUs float64 `json:"cpus"` // mean CPUs used over the run
-}
-
 // others is the interference between two scans: CPU ticks and I/O bytes
 // of processes that are neither excluded nor kernel threads. A process
 // new since the earlier scan counts in full: it started in between.
@@ -146,10 +141,10 @@ func sub(a, b uint64) uint64 {
 }
 
 // topBusy lists the processes with the most ticks, busiest first.
-func topBusy(per map[int]uint64, comms map[int]string, seconds, hz float64, n int) []Busy {
-	var out []Busy
+func topBusy(per map[int]uint64, comms map[int]string, seconds, hz float64, n int) []abtest.Busy {
+	var out []abtest.Busy
 	for pid, t := range per {
-		out = append(out, Busy{PID: pid, Comm: comms[pid], CPUs: float64(t) / hz / seconds})
+		out = append(out, abtest.Busy{PID: pid, Comm: comms[pid], CPUs: float64(t) / hz / seconds})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].CPUs != out[j].CPUs {

@@ -1,10 +1,9 @@
-package jit
+package registry
 
 import (
 	"bytes"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -182,8 +181,8 @@ func userName(env Env, id Identity) string {
 	return id.User
 }
 
-// switchesSet returns the switches of s that env turns on, as "VAR=value".
-func switchesSet(s *Spec, env Env) []Switch {
+// SwitchesOn returns the switches of s that env turns on, as "VAR=value".
+func (s *Spec) SwitchesOn(env Env) []Switch {
 	var out []Switch
 	for _, sw := range s.Switches {
 		v, ok := env[sw.Env]
@@ -206,8 +205,8 @@ func containsStr(list []string, s string) bool {
 	return false
 }
 
-// limitOf reads s's size-limit variable from env, in bytes.
-func limitOf(s *Spec, env Env) int64 {
+// LimitIn reads s's size-limit variable from env, in bytes.
+func (s *Spec) LimitIn(env Env) int64 {
 	if s.Limit == "" {
 		return 0
 	}
@@ -230,109 +229,4 @@ func ParseCacheDir(v, cwd string) (name, dir string, ok bool) {
 		dir = filepath.Join(cwd, dir)
 	}
 	return name, filepath.Clean(dir), true
-}
-
-// rootSet finds the cache a path belongs to: the longest matching root;
-// among roots of equal length, the one whose entry or temp patterns fit
-// the file.
-type rootSet struct {
-	fixed    []*rootState // by Path length, longest first
-	anywhere []*rootState
-	byKey    map[string]*rootState
-}
-
-func newRootSet() *rootSet { return &rootSet{byKey: map[string]*rootState{}} }
-
-// add registers r and returns its state; a root already known (same
-// cache, same path) is returned as is.
-func (rs *rootSet) add(r Root) (*rootState, bool) {
-	key := r.Spec.Name + "\x00" + r.Path
-	if st, ok := rs.byKey[key]; ok {
-		return st, false
-	}
-	st := newRootState(r)
-	rs.byKey[key] = st
-	if r.Anywhere != "" {
-		rs.anywhere = append(rs.anywhere, st)
-	} else {
-		rs.fixed = append(rs.fixed, st)
-		sort.SliceStable(rs.fixed, func(i, j int) bool { return len(rs.fixed[i].root.Path) > len(rs.fixed[j].root.Path) })
-	}
-	return st, true
-}
-
-// match returns the cache p belongs to and p relative to its root; p
-// must be absolute and clean. Of the roots p is under, the longest wins,
-// unless p is nothing to it (not an entry, temp file or bookkeeping
-// file): then the next longest that knows p does (a .pyc under
-// PYTHONPYCACHEPREFIX is Python's even below a Numba __pycache__).
-func (rs *rootSet) match(p string) (*rootState, string) {
-	type cand struct {
-		st  *rootState
-		n   int
-		rel string
-	}
-	var buf [8]cand
-	cands := buf[:0]
-	for _, st := range rs.fixed {
-		if rel, ok := under(p, st.root.Path); ok && rel != "" {
-			cands = append(cands, cand{st, len(st.root.Path), rel})
-		}
-	}
-	for _, st := range rs.anywhere {
-		d := "/" + st.root.Anywhere + "/"
-		i := strings.LastIndex(p, d)
-		if i < 0 || i+len(d) >= len(p) {
-			continue
-		}
-		cands = append(cands, cand{st, i + len(d) - 1, p[i+len(d):]})
-	}
-	switch len(cands) {
-	case 0:
-		return nil, ""
-	case 1:
-		return cands[0].st, cands[0].rel
-	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].n > cands[j].n })
-	for _, c := range cands {
-		if c.st.root.Spec.classify(c.rel).kind != kindNone {
-			return c.st, c.rel
-		}
-	}
-	return cands[0].st, cands[0].rel
-}
-
-// any reports whether p is below some root; it allocates nothing.
-func (rs *rootSet) any(p string) bool {
-	for _, st := range rs.fixed {
-		if _, ok := under(p, st.root.Path); ok {
-			return true
-		}
-	}
-	for _, st := range rs.anywhere {
-		d := st.root.Anywhere
-		for i := strings.Index(p, d); i >= 0; {
-			j := i + len(d)
-			if i > 0 && p[i-1] == '/' && j < len(p) && p[j] == '/' {
-				return true
-			}
-			k := strings.Index(p[j:], d)
-			if k < 0 {
-				break
-			}
-			i = j + k
-		}
-	}
-	return false
-}
-
-// under reports whether p is strictly below dir, with the rest.
-func under(p, dir string) (string, bool) {
-	if dir == "/" {
-		return strings.TrimPrefix(p, "/"), p != "/"
-	}
-	if len(p) > len(dir) && strings.HasPrefix(p, dir) && p[len(dir)] == '/' {
-		return p[len(dir)+1:], true
-	}
-	return "", false
 }

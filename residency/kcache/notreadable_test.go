@@ -9,7 +9,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/internal/testuser"
-	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // A cache root the user cannot reach is "not readable", whether or not
@@ -43,13 +43,13 @@ func TestSurveyUnreachableRootIsNotReadable(t *testing.T) {
 	open := filepath.Join(base, "open")
 	mkfile(t, filepath.Join(open, "k.bin"), 100)
 	gone := filepath.Join(base, "gone")
-	var roots []jit.Root
+	var roots []registry.Root
 	for _, p := range []string{filepath.Join(private, "kept"), filepath.Join(private, "absent"), locked, open, gone} {
-		spec := jit.UserSpec("c"+filepath.Base(p), p)
-		roots = append(roots, jit.Root{Spec: &spec, Path: p, Via: "record"})
+		spec := registry.UserSpec("c"+filepath.Base(p), p)
+		roots = append(roots, registry.Root{Spec: &spec, Path: p, Via: "record"})
 	}
 	got := map[string]Cache{}
-	for _, c := range Survey(a, roots, jit.Env{}, Options{}) {
+	for _, c := range Survey(a, roots, registry.Env{}, Options{}) {
 		got[c.Root] = c
 	}
 	kept, absent := got[filepath.Join(private, "kept")], got[filepath.Join(private, "absent")]

@@ -1,7 +1,7 @@
-package jit
+package registry
 
 import (
-	"slices"
+	"path"
 	"testing"
 )
 
@@ -105,15 +105,15 @@ func TestParseCacheDir(t *testing.T) {
 
 func TestSwitches(t *testing.T) {
 	s, _ := Lookup("cuda")
-	got := switchesSet(&s, Env{"CUDA_CACHE_DISABLE": "1", "CUDA_FORCE_PTX_JIT": "0", "CUDA_CACHE_MAXSIZE": "1073741824"})
+	got := s.SwitchesOn(Env{"CUDA_CACHE_DISABLE": "1", "CUDA_FORCE_PTX_JIT": "0", "CUDA_CACHE_MAXSIZE": "1073741824"})
 	if len(got) != 1 || got[0].Env != "CUDA_CACHE_DISABLE=1" {
 		t.Errorf("switches %+v", got)
 	}
-	if l := limitOf(&s, Env{"CUDA_CACHE_MAXSIZE": "1073741824"}); l != 1<<30 {
+	if l := s.LimitIn(Env{"CUDA_CACHE_MAXSIZE": "1073741824"}); l != 1<<30 {
 		t.Errorf("limit %d", l)
 	}
 	p, _ := Lookup("python")
-	if got := switchesSet(&p, Env{"PYTHONDONTWRITEBYTECODE": "x"}); len(got) != 1 {
+	if got := p.SwitchesOn(Env{"PYTHONDONTWRITEBYTECODE": "x"}); len(got) != 1 {
 		t.Errorf("PYTHONDONTWRITEBYTECODE: %+v", got)
 	}
 }
@@ -128,46 +128,10 @@ func TestRegistryWellFormed(t *testing.T) {
 		seen[s.Name] = true
 		for _, list := range [][]string{s.Entries, s.Temp, s.Ignore, s.Uses} {
 			for _, g := range list {
-				if _, err := matchGlob(g); err != nil {
+				if _, err := path.Match(g, ""); err != nil {
 					t.Errorf("%s: bad glob %q: %v", s.Name, g, err)
 				}
 			}
 		}
-	}
-}
-
-// FrameworkVar finds the variables that place or switch a framework's
-// cache, never the generic ones a path is built from.
-func TestFrameworkVar(t *testing.T) {
-	for env, want := range map[string]string{
-		"HOME=/h\x00TMPDIR=/t\x00XDG_CACHE_HOME=/c": "",
-		"HOME=/h\x00TRITON_CACHE_DIR=/x":            "TRITON_CACHE_DIR",
-		"TRITON_CACHE_DIR=\x00CUDA_CACHE_DISABLE=1": "CUDA_CACHE_DISABLE",
-		"TORCHINDUCTOR_FORCE_DISABLE_CACHES=1":      "TORCHINDUCTOR_FORCE_DISABLE_CACHES",
-	} {
-		if got := FrameworkVar(ParseEnviron([]byte(env))); got != want {
-			t.Errorf("%q: %q, want %q", env, got, want)
-		}
-	}
-	vars := frameworkVars(Registry)
-	for i, v := range vars {
-		if genericVars[v] || slices.Contains(vars[i+1:], v) {
-			t.Errorf("frameworkVars has %q generic or twice: %q", v, vars)
-		}
-	}
-}
-
-// noteUse's memo by base name gives what the globs give.
-func TestNoteUseMemo(t *testing.T) {
-	c, err := NewCollector(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		c.noteUse(10, "/usr/lib/libtriton.so.3")
-		c.noteUse(11, "/bin/true")
-	}
-	if !c.used["triton"][10] || len(c.used) != 1 {
-		t.Errorf("used %v, want triton by pid 10 alone", c.used)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/registry"
 )
 
 // Class is a kind of cache `run --cold` can make cold.
@@ -50,7 +50,7 @@ func ParseClasses(v string) ([]Class, error) {
 }
 
 // ClassOf is the class of a registry cache.
-func ClassOf(s jit.Spec) Class {
+func ClassOf(s registry.Spec) Class {
 	switch {
 	case s.Name == "python":
 		return Pycache
@@ -86,7 +86,7 @@ type ColdPlan struct {
 // only exists when a variable is set (JAX) and is not set there is
 // already off, and stays untouched. The user's real caches are never
 // named: only variables are set, in the child's environment.
-func Plan(specs []jit.Spec, env jit.Env, classes []Class, tmpRoot string) ColdPlan {
+func Plan(specs []registry.Spec, env registry.Env, classes []Class, tmpRoot string) ColdPlan {
 	var p ColdPlan
 	for _, s := range specs {
 		if !slices.Contains(classes, ClassOf(s)) {
@@ -183,7 +183,7 @@ func leadingVar(tmpl string) (string, bool) {
 }
 
 // anySet reports whether some template's leading variable is set.
-func anySet(paths []string, env jit.Env) bool {
+func anySet(paths []string, env registry.Env) bool {
 	for _, tmpl := range paths {
 		if v, ok := leadingVar(tmpl); ok && env[v] != "" {
 			return true

@@ -105,7 +105,7 @@ func TestHogOutsideTreeFlagged(t *testing.T) {
 			hog = nil
 		}
 	}
-	p := Plan{A: Side{Argv: []string{"sleep", "1.2"}}, B: Side{Argv: []string{"sleep", "1.2"}}, Pairs: 2, BusyCPU: 0.25}
+	p := abtest.Plan{A: abtest.Command{Argv: []string{"sleep", "1.2"}}, B: abtest.Command{Argv: []string{"sleep", "1.2"}}, Pairs: 2, BusyCPU: 0.25}
 	rep, err := Bench(context.Background(), r, p, progress, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestHogOutsideTreeFlagged(t *testing.T) {
 func TestStopsOnFailureAndExpect(t *testing.T) {
 	testenv.RequireTracing(t)
 	r := newRunner(t)
-	p := Plan{A: Side{Argv: []string{"true"}}, B: Side{Argv: []string{"false"}}, Pairs: 2, BusyCPU: 1e9}
+	p := abtest.Plan{A: abtest.Command{Argv: []string{"true"}}, B: abtest.Command{Argv: []string{"false"}}, Pairs: 2, BusyCPU: 1e9}
 	rep, err := Bench(context.Background(), r, p, nil, nil)
 	if !errors.Is(err, ErrStopped) || len(rep.Runs) != 2 {
 		t.Fatalf("err %v after %d runs, want a stop at run 2", err, len(rep.Runs))
@@ -152,7 +152,7 @@ func TestStopsOnFailureAndExpect(t *testing.T) {
 	if err != nil || len(rep.Runs) != 5 || rep.Runs[1].Status != abtest.Failed || rep.Summary.Verdict.Kind != abtest.TooFew {
 		t.Fatalf("keep-going: err %v, %d runs, %+v", err, len(rep.Runs), rep.Summary.Verdict)
 	}
-	p = Plan{A: Side{Argv: []string{"echo", "mmproj off"}}, B: Side{Argv: []string{"echo", "mmproj on"}}, Pairs: 1,
+	p = abtest.Plan{A: abtest.Command{Argv: []string{"echo", "mmproj off"}}, B: abtest.Command{Argv: []string{"echo", "mmproj on"}}, Pairs: 1,
 		BusyCPU: 1e9, Expect: regexp.MustCompile("off")}
 	rep, err = Bench(context.Background(), r, p, nil, nil)
 	if !errors.Is(err, ErrStopped) || len(rep.Runs) != 2 || !rep.Runs[1].ExpectMiss {

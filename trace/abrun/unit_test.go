@@ -37,7 +37,7 @@ func TestSplitArgs(t *testing.T) {
 }
 
 func TestOrder(t *testing.T) {
-	p := Plan{Pairs: 3}
+	p := abtest.Plan{Pairs: 3}
 	if got := p.Order(); !reflect.DeepEqual(got, []abtest.Side{"A", "B", "A", "B", "A", "B", "A"}) {
 		t.Errorf("alternate: %v", got)
 	}
@@ -106,7 +106,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // NVML's untraced GPU processes flag a run once one used over 5% of SMs.
 func TestGPUInterference(t *testing.T) {
-	if gpuOthers(nil) != nil || gpuBusy(Interference{}) {
+	if gpuOthers(nil) != nil || gpuBusy(abtest.Interference{}) {
 		t.Error("no GPU: nothing to flag")
 	}
 	g := &record.GPU{Interference: []record.GPUInterference{
@@ -117,7 +117,7 @@ func TestGPUInterference(t *testing.T) {
 	if len(others) != 2 || others[0].PID != 9 || others[0].CPUs != 0.42 {
 		t.Fatalf("%+v", others)
 	}
-	if !gpuBusy(Interference{GPUOthers: others}) || gpuBusy(Interference{GPUOthers: others[1:]}) {
+	if !gpuBusy(abtest.Interference{GPUOthers: others}) || gpuBusy(abtest.Interference{GPUOthers: others[1:]}) {
 		t.Error("42% SM busy, 1% not")
 	}
 }
