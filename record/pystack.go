@@ -30,3 +30,33 @@ func (r *Record) StackOf(p *Process) *PyStack {
 	}
 	return &r.Stacks[p.Stack-1]
 }
+
+// StackCharge is the part of a subject's time (a file's, a download's)
+// charged to one Python stack: where the thread stood in its Python code
+// when it filled the file's pages or opened the connection.
+type StackCharge struct {
+	// Stack is 1 + the index in Record.Stacks.
+	Stack int `json:"stack"`
+	// NS is thread time: for a file, the fill CPU, I/O waits and fill
+	// waits of the kernel entries the stack started (MissCPUNS +
+	// IOWaitNS + FillWaitNS); for a download, its time.
+	NS         int64 `json:"ns"`
+	MissCPUNS  int64 `json:"miss_cpu_ns,omitempty"`
+	IOWaitNS   int64 `json:"io_wait_ns,omitempty"`
+	FillWaitNS int64 `json:"fill_wait_ns,omitempty"`
+	// Bytes: for a file, the bytes the stack's kernel entries read or
+	// mapped while filling; for a download, its bytes.
+	Bytes uint64 `json:"bytes"`
+	// BytesFromDisk: for a file, the bytes inserted into the page cache
+	// while the stack's fill was open, its readahead's included (which
+	// later reads may consume under another stack).
+	BytesFromDisk uint64 `json:"bytes_from_disk,omitempty"`
+}
+
+// StackAt is the stack a StackCharge (or a Process) names, nil when none.
+func (r *Record) StackAt(idx int) *PyStack {
+	if r == nil || idx <= 0 || idx > len(r.Stacks) {
+		return nil
+	}
+	return &r.Stacks[idx-1]
+}

@@ -222,6 +222,9 @@ type File struct {
 	// the run); empty when it kept its name or its final name could not
 	// be found.
 	FirstPath string `json:"first_path,omitempty"`
+	// Stacks split the file's fill time over the Python stacks that
+	// filled it, most time first; the rest of its time took no stack.
+	Stacks []StackCharge `json:"stacks,omitempty"`
 	// Order says how the misses came (read or fault, in which order);
 	// nil when the sensor kept none for this file.
 	Order *ReadOrder `json:"order,omitempty"`

@@ -134,8 +134,11 @@ func (s *session) load() error {
 		if !s.opts.NoStacks {
 			ps = s.loadStacks(sc.Shared().TaskStates, kernel)
 		}
-		if pc, pcErr = pagecache.Load(pagecache.Options{Shared: shared, Waiting: sc.Waiting,
-			FileSeen: fileSeen, BTF: kernel}); pcErr != nil {
+		pco := pagecache.Options{Shared: shared, Waiting: sc.Waiting, FileSeen: fileSeen, BTF: kernel}
+		if ps != nil {
+			pco.Stacks, pco.InternStack = ps.Replacements(), ps.Intern
+		}
+		if pc, pcErr = pagecache.Load(pco); pcErr != nil {
 			return
 		}
 		ev, pcErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
@@ -168,6 +171,11 @@ func (s *session) load() error {
 	if err == nil {
 		mach, err = machine.New(machine.Options{Traced: sc.Tracked().Has, LivePIDs: sc.LivePIDs})
 	}
+	// The stack sensor finishes before the sensors that name stacks
+	// (its Finish decodes the last ones; theirs intern them).
+	if ps != nil {
+		s.sensors = append(s.sensors, ps)
+	}
 	if pc != nil {
 		s.sensors = append(s.sensors, pc)
 	}
@@ -182,9 +190,6 @@ func (s *session) load() error {
 	}
 	if dl != nil {
 		s.sensors = append(s.sensors, dl)
-	}
-	if ps != nil {
-		s.sensors = append(s.sensors, ps)
 	}
 	// Last: polled after the sensors whose events told it of processes,
 	// closed first (all links together).

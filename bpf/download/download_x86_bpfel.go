@@ -89,6 +89,7 @@ type DownloadThread struct {
 	FillRunqNs uint64
 	FillMark   uint64
 	ExecNs     uint64
+	WaitStack  uint64
 }
 
 type DownloadTstate struct {
@@ -134,7 +135,14 @@ type DownloadTstate struct {
 		Pad uint32
 		Ino uint64
 	}
-	AsyncTs uint64
+	AsyncTs   uint64
+	FillStack uint64
+	PyTs      uint64
+	PyF0      uint64
+	PyI0      uint64
+	PyF1      uint64
+	PyI1      uint64
+	PyLast    uint64
 }
 
 type DownloadWriteKey struct {

@@ -44,6 +44,52 @@ struct {
 	__type(value, struct file_stats);
 } files SEC(".maps");
 
+/* The same charges per (file, Python stack): where the thread that
+ * filled (bpf/pagecache: open_fill) stood in its Python code. Only fills
+ * that took a stack have entries; the rest of a file's time is "no
+ * stack". Bounded: a charge that finds the table full is counted
+ * (LOST_STACKS) and stays in the file's own counters only. */
+#define MAX_FILE_STACKS 16384
+
+struct file_stack_key {
+	struct file_key file;
+	__u64 stack;
+};
+
+struct file_stack_stats {
+	__u64 miss_cpu_ns;
+	__u64 iowait_ns;
+	__u64 fill_wait_ns;
+	__u64 missed; /* pages inserted while the stack's fill was open (readahead's included) */
+	__u64 read;   /* pages its kernel entries read or mapped while their fill was open */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_FILE_STACKS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct file_stack_key);
+	__type(value, struct file_stack_stats);
+} file_stacks SEC(".maps");
+
+/* The (file, stack) entry, created when missing; NULL for no stack or a
+ * full table. */
+static __always_inline struct file_stack_stats *file_stack(struct file_key *f, __u64 stack)
+{
+	if (!stack || !f->ino)
+		return NULL;
+	struct file_stack_key k = {.file = *f, .stack = stack};
+	struct file_stack_stats *st = bpf_map_lookup_elem(&file_stacks, &k);
+	if (st)
+		return st;
+	struct file_stack_stats zero = {};
+	if (bpf_map_update_elem(&file_stacks, &k, &zero, BPF_NOEXIST) && !bpf_map_lookup_elem(&file_stacks, &k)) {
+		count_lost(LOST_STACKS);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&file_stacks, &k);
+}
+
 /* Which pages of the run's files the run inserted (read from disk) and
  * which of those were evicted since, 64 pages a block: an insertion of
  * an evicted page is a re-read. The page-cache object sets inserted bits
@@ -104,6 +150,9 @@ static __always_inline void charge_miss(struct tstate *s, struct thread *th, __u
 		struct file_stats *fs = bpf_map_lookup_elem(&files, &s->cur);
 		if (fs)
 			__sync_fetch_and_add(&fs->miss_cpu_ns, d);
+		struct file_stack_stats *st = file_stack(&s->cur, s->fill_stack);
+		if (st)
+			__sync_fetch_and_add(&st->miss_cpu_ns, d);
 	}
 }
 

@@ -58,6 +58,10 @@ type Sensor struct {
 	byHash  map[uint64]int    // stack id → index in stacks
 	forks   map[uint32]uint64 // child pid → stack id
 	unknown int               // frames decoded as "?"
+	// internRec and internIdx index the stacks of the record Intern
+	// last added to, by stackKey (1 + index).
+	internRec *record.Record
+	internIdx map[string]int
 	notes   []string
 	wg      sync.WaitGroup
 }

@@ -161,24 +161,11 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	used := map[int]int{} // index in s.stacks → index in rec.Stacks
 	for i := range rec.Processes {
 		p := &rec.Processes[i]
-		id, ok := s.forks[uint32(p.PID)]
-		if !ok {
-			continue
+		if id, ok := s.forks[uint32(p.PID)]; ok {
+			p.Stack = s.internLocked(rec, id)
 		}
-		idx, ok := s.byHash[id]
-		if !ok {
-			continue
-		}
-		out, ok := used[idx]
-		if !ok {
-			out = len(rec.Stacks)
-			rec.Stacks = append(rec.Stacks, s.stacks[idx])
-			used[idx] = out
-		}
-		p.Stack = out + 1
 	}
 	if _, _, dropped := s.counts(); dropped > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("python stacks: %d walks found the stack table full; their stacks are missing", dropped))
@@ -234,4 +221,37 @@ func (s *Sensor) ProcessStacks() map[int32]record.PyStack {
 		}
 	}
 	return out
+}
+
+// Intern is 1 + the index in rec.Stacks of the decoded stack of stack id
+// (a walk's hash), appended when rec does not hold it yet; 0 when the
+// stack was never decoded. Other sensors' parts of the record (files,
+// downloads) name their stacks with it, after Finish has drained the
+// walker's records.
+func (s *Sensor) Intern(rec *record.Record, id uint64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.internLocked(rec, id)
+}
+
+func (s *Sensor) internLocked(rec *record.Record, id uint64) int {
+	idx, ok := s.byHash[id]
+	if !ok {
+		return 0
+	}
+	key := stackKey(s.stacks[idx])
+	if s.internRec != rec || len(s.internIdx) != len(rec.Stacks) {
+		// Another record (a checkpoint's), or one changed since.
+		s.internRec = rec
+		s.internIdx = make(map[string]int, len(rec.Stacks))
+		for i, st := range rec.Stacks {
+			s.internIdx[stackKey(st)] = i + 1
+		}
+	}
+	if n, ok := s.internIdx[key]; ok {
+		return n
+	}
+	rec.Stacks = append(rec.Stacks, s.stacks[idx])
+	s.internIdx[key] = len(rec.Stacks)
+	return len(rec.Stacks)
 }
