@@ -62,8 +62,8 @@ type Sensor struct {
 	// last added to, by stackKey (1 + index).
 	internRec *record.Record
 	internIdx map[string]int
-	notes   []string
-	wg      sync.WaitGroup
+	notes     []string
+	wg        sync.WaitGroup
 }
 
 type exeID struct{ dev, ino uint64 }
