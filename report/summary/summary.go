@@ -192,6 +192,10 @@ type File struct {
 	PathB64     string `json:"path_b64,omitempty"`
 	HostPathB64 string `json:"host_path_b64,omitempty"`
 	NameCut     bool   `json:"name_cut,omitempty"`
+	// Stacks are the Python stacks that filled the file (Summary.Stacks),
+	// most time first: ns is each one's part of the file's time in the
+	// breakdown, thread_ns its thread time, bytes what it read.
+	Stacks []attribution.StackShare `json:"stacks,omitempty"`
 }
 
 // Process is one process's time.
@@ -268,8 +272,16 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self, MadeCold: r.MadeCold,
 		Files: []File{}, Processes: []Process{}}
 	s.Labels, s.Coarsened, s.Untraced = r.Labels, r.Coarsened, r.Untraced
+	fileStacks := map[int][]attribution.StackShare{}
+	for _, row := range res.Breakdown {
+		for _, fe := range row.Files {
+			if len(fe.Stacks) > 0 {
+				fileStacks[fe.ID] = fe.Stacks
+			}
+		}
+	}
 	for _, f := range FilesByCost(r.Files) {
-		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
+		s.Files = append(s.Files, File{Stacks: fileStacks[f.ID], Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
 			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: HitRatio(f),
 			BytesFromDisk: f.BytesFromDisk, IOWaitNS: f.IOWaitNS, MissCPUNS: f.MissCPUNS, HostPath: f.HostPath,
 			FillWaitNS: f.FillWaitNS, PagesReread: f.PagesReread, PagesShared: f.PagesShared, Evictors: f.Evictors, Inserters: f.Inserters,
