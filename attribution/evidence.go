@@ -64,9 +64,12 @@ type FileEvidence struct {
 // Bytes as the record charged them.
 type StackShare struct {
 	Stack    int    `json:"stack"` // 1 + index in the record's stacks
+	PID      int32  `json:"pid,omitempty"`
 	NS       int64  `json:"ns"`
 	ThreadNS int64  `json:"thread_ns"`
 	Bytes    uint64 `json:"bytes"`
+	// BytesFromDisk: inserted while its fill was open (record.StackCharge).
+	BytesFromDisk uint64 `json:"bytes_from_disk,omitempty"`
 }
 
 // stackShares splits ns over charges in proportion to their thread time
@@ -82,7 +85,7 @@ func stackShares(charges []record.StackCharge, ns, total int64) []StackShare {
 	total = max(total, sum)
 	out := make([]StackShare, 0, len(charges))
 	for _, c := range charges {
-		sh := StackShare{Stack: c.Stack, ThreadNS: c.NS, Bytes: c.Bytes}
+		sh := StackShare{Stack: c.Stack, PID: c.PID, ThreadNS: c.NS, Bytes: c.Bytes, BytesFromDisk: c.BytesFromDisk}
 		if total > 0 {
 			sh.NS = int64(math.Round(float64(ns) * float64(max(c.NS, 0)) / float64(total)))
 		}

@@ -37,6 +37,8 @@ func (r *Record) StackOf(p *Process) *PyStack {
 type StackCharge struct {
 	// Stack is 1 + the index in Record.Stacks.
 	Stack int `json:"stack"`
+	// PID is the process whose thread stood there.
+	PID int32 `json:"pid,omitempty"`
 	// NS is thread time: for a file, the fill CPU, I/O waits and fill
 	// waits of the kernel entries the stack started (MissCPUNS +
 	// IOWaitNS + FillWaitNS); for a download, its time.

@@ -136,7 +136,7 @@ func (s *session) load() error {
 		}
 		pco := pagecache.Options{Shared: shared, Waiting: sc.Waiting, FileSeen: fileSeen, BTF: kernel}
 		if ps != nil {
-			pco.Stacks, pco.InternStack = ps.Replacements(), ps.Intern
+			pco.Stacks, pco.InternStack, pco.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
 		}
 		if pc, pcErr = pagecache.Load(pco); pcErr != nil {
 			return

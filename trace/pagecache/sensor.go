@@ -93,6 +93,9 @@ type Options struct {
 	// (bpf/include/pywalk.h) in the record: 1 + its index in
 	// record.Stacks, 0 when unknown (pystack.Sensor.Intern).
 	InternStack func(*record.Record, uint64) int
+	// StackPID is the process a stack id was walked in
+	// (pystack.Sensor.PIDOf).
+	StackPID func(uint64) int32
 	// MountInfo is the mount table to resolve paths with
 	// (/proc/self/mountinfo when empty).
 	MountInfo string

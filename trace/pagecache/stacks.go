@@ -37,7 +37,11 @@ func (s *Sensor) fileStacks(rec *record.Record, pageSize int) error {
 		byFile[sensor.FileKey{Dev: f.Dev, Ino: f.Ino}] = i
 	}
 	// Several walks (hashes) may decode to one stack: summed per file.
-	merged := map[sensor.FileKey]map[int]*record.StackCharge{}
+	type site struct {
+		stack int
+		pid   int32
+	}
+	merged := map[sensor.FileKey]map[site]*record.StackCharge{}
 	for _, c := range all {
 		if _, ok := byFile[c.key]; !ok {
 			continue
@@ -46,15 +50,19 @@ func (s *Sensor) fileStacks(rec *record.Record, pageSize int) error {
 		if idx == 0 {
 			continue
 		}
+		var pid int32
+		if s.opts.StackPID != nil {
+			pid = s.opts.StackPID(c.stack)
+		}
 		m := merged[c.key]
 		if m == nil {
-			m = map[int]*record.StackCharge{}
+			m = map[site]*record.StackCharge{}
 			merged[c.key] = m
 		}
-		sc := m[idx]
+		sc := m[site{idx, pid}]
 		if sc == nil {
-			sc = &record.StackCharge{Stack: idx}
-			m[idx] = sc
+			sc = &record.StackCharge{Stack: idx, PID: pid}
+			m[site{idx, pid}] = sc
 		}
 		sc.MissCPUNS += int64(c.v.MissCpuNs)
 		sc.IOWaitNS += int64(c.v.IowaitNs)

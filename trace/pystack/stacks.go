@@ -42,6 +42,14 @@ func (s *Sensor) decodeStack(pid uint32, id uint64) {
 		s.byKey[key] = idx
 	}
 	s.byHash[id] = idx
+	s.hashPID[id] = pid
+}
+
+// PIDOf is the process stack id was walked in, 0 when unknown.
+func (s *Sensor) PIDOf(id uint64) int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int32(s.hashPID[id])
 }
 
 // procFor is pid's located interpreter: a forked child of a Python
