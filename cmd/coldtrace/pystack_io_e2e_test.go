@@ -1,0 +1,233 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/coldtrace/coldtrace/internal/testenv"
+	"github.com/coldtrace/coldtrace/record"
+)
+
+// readsChain is a stack's frames in the user's files named by suffixes
+// (reads.py, readers.py), innermost first, as "base:LINE qualname".
+func readsChain(st *record.PyStack) []string {
+	var out []string
+	if st == nil {
+		return nil
+	}
+	for _, f := range st.Frames {
+		if strings.HasSuffix(f.File, "/reads.py") || strings.HasSuffix(f.File, "/readers.py") {
+			out = append(out, fmt.Sprintf("%s:%d %s", filepath.Base(f.File), f.Line, f.Func))
+		}
+	}
+	return out
+}
+
+// fileByPath is the record's file at path.
+func fileByPath(t *testing.T, r *record.Record, path string) *record.File {
+	t.Helper()
+	for i := range r.Files {
+		if r.Files[i].Path == path {
+			return &r.Files[i]
+		}
+	}
+	t.Fatalf("no file %s in the record", path)
+	return nil
+}
+
+// chainOf is the stack charge of f whose user frames are want, or nil.
+func chainOf(r *record.Record, f *record.File, want []string) *record.StackCharge {
+	for i := range f.Stacks {
+		if strings.Join(readsChain(r.StackAt(f.Stacks[i].Stack)), " ← ") == strings.Join(want, " ← ") {
+			return &f.Stacks[i]
+		}
+	}
+	return nil
+}
+
+func describeStacks(r *record.Record, f *record.File) string {
+	var b strings.Builder
+	for _, sc := range f.Stacks {
+		fmt.Fprintf(&b, "\n  %d ns %d bytes: %q", sc.NS, sc.Bytes, readsChain(r.StackAt(sc.Stack)))
+	}
+	return b.String()
+}
+
+// TestDiskReadsCarryPythonLineInRecordTextAndPprof: under every
+// interpreter present, a function at a known line that reads an evicted
+// file, and one that faults an evicted mapping, are the stacks the file's
+// disk time is charged to: exact in the record, the JSON summary, the
+// text's "where in the code" and the pprof profile.
+func TestDiskReadsCarryPythonLineInRecordTextAndPprof(t *testing.T) {
+	testenv.RequireTracing(t)
+	script, err := filepath.Abs("../../testdata/pystack/reads.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := spawnLines(t, script)
+	for _, py := range pyInterpreters() {
+		t.Run(py.name, func(t *testing.T) {
+			if py.skip != "" {
+				t.Skip(py.skip)
+			}
+			read := []string{fmt.Sprintf("reads.py:%d read_range", mk["read_range"]),
+				fmt.Sprintf("reads.py:%d load_weights", mk["load_weights"]), fmt.Sprintf("reads.py:%d <module>", mk["module_read"])}
+			checkReadStack(t, py.path, script, "read", read)
+			mapped := []string{fmt.Sprintf("reads.py:%d map_weights", mk["map_weights"]), fmt.Sprintf("reads.py:%d <module>", mk["module_mmap"])}
+			checkReadStack(t, py.path, script, "mmap", mapped)
+		})
+	}
+}
+
+func checkReadStack(t *testing.T, python, script, how string, want []string) {
+	t.Helper()
+	data := evictableFile(t, 16<<20)
+	dir := t.TempDir()
+	rec, pp, sum := filepath.Join(dir, "rec.json"), filepath.Join(dir, "p.pb.gz"), filepath.Join(dir, "sum.json")
+	r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--pprof", pp, "--json", sum, "--", python, script, how, data)
+	if r.code != 0 {
+		t.Fatalf("%s: exit %d: %s", how, r.code, r.stderr)
+	}
+	got := readRecord(t, rec)
+	f := fileByPath(t, got, data)
+	if f.BytesFromDisk == 0 {
+		t.Fatalf("%s: %s was not read from disk (evicted before the run?)", how, data)
+	}
+	sc := chainOf(got, f, want)
+	if sc == nil {
+		t.Fatalf("%s: no stack %q among the file's stacks:%s", how, want, describeStacks(got, f))
+	}
+	total := f.IOWaitNS + f.MissCPUNS + f.FillWaitNS
+	if sc.NS*2 < total {
+		t.Errorf("%s: the stack carries %d ns of the file's %d ns:%s", how, sc.NS, total, describeStacks(got, f))
+	}
+	if f.Stacks[0].Stack != sc.Stack {
+		t.Errorf("%s: the file's first stack is not %q:%s", how, want, describeStacks(got, f))
+	}
+	checkSummaryFileStack(t, sum, data, want)
+
+	text := runCT(t, ctOptions{}, "report", rec)
+	site := want[0]
+	for _, w := range want[1:] {
+		site += " ← :" + strings.TrimPrefix(w, "reads.py:")
+	}
+	if !strings.Contains(text.stdout, "where in the code: disk reads\n  "+site+"  ") {
+		t.Errorf("%s: the report names no call site %q:\n%s", how, site, text.stdout)
+	}
+	checkPprofChain(t, pp, data, want)
+}
+
+// checkSummaryFileStack: the JSON summary's file lists its stacks,
+// the first being want, with its part of the file's time.
+func checkSummaryFileStack(t *testing.T, path, file string, want []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Files []struct {
+			Path   string `json:"path"`
+			Stacks []struct {
+				Stack    int    `json:"stack"`
+				NS       int64  `json:"ns"`
+				ThreadNS int64  `json:"thread_ns"`
+				Bytes    uint64 `json:"bytes"`
+			} `json:"stacks"`
+		} `json:"files"`
+		Stacks []record.PyStack `json:"stacks"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range s.Files {
+		if f.Path != file {
+			continue
+		}
+		if len(f.Stacks) == 0 || f.Stacks[0].Stack < 1 || f.Stacks[0].Stack > len(s.Stacks) {
+			t.Fatalf("summary: %s has stacks %+v of %d", file, f.Stacks, len(s.Stacks))
+		}
+		if got := readsChain(&s.Stacks[f.Stacks[0].Stack-1]); strings.Join(got, " ← ") != strings.Join(want, " ← ") {
+			t.Errorf("summary: %s's first stack %q, want %q", file, got, want)
+		}
+		if f.Stacks[0].ThreadNS <= 0 {
+			t.Errorf("summary: %s's first stack has no thread time: %+v", file, f.Stacks[0])
+		}
+		return
+	}
+	t.Errorf("summary: no file %s", file)
+}
+
+// checkPprofChain: a disk-read sample under file has want's frames
+// (outermost first, as module.qualname:line) under a python process, and
+// `go tool pprof -traces -lines` prints them with their source lines.
+func checkPprofChain(t *testing.T, path, file string, want []string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := profile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chain []string
+	for i := len(want) - 1; i >= 0; i-- {
+		var line int
+		var fn string
+		fmt.Sscanf(strings.TrimPrefix(want[i], "reads.py:"), "%d %s", &line, &fn)
+		chain = append(chain, fmt.Sprintf("reads.%s:%d", fn, line))
+	}
+	found := false
+	for _, s := range prof.Sample {
+		var rootFirst []string
+		for i := len(s.Location) - 1; i >= 0; i-- {
+			l := s.Location[i].Line[0]
+			if l.Function.Name == "" {
+				t.Errorf("pprof: a location without a function name")
+			}
+			if strings.HasPrefix(l.Function.Name, "reads.") {
+				rootFirst = append(rootFirst, fmt.Sprintf("%s:%d", l.Function.Name, l.Line))
+			} else {
+				rootFirst = append(rootFirst, l.Function.Name)
+			}
+		}
+		if len(rootFirst) < 3+len(chain) || rootFirst[0] != "disk reads" || rootFirst[1] != file ||
+			!strings.HasPrefix(rootFirst[2], "python") {
+			continue
+		}
+		var py []string
+		for _, n := range rootFirst[3:] {
+			if strings.HasPrefix(n, "reads.") {
+				py = append(py, n)
+			}
+		}
+		if strings.Join(py, ",") == strings.Join(chain, ",") && s.Value[0] > 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("pprof: no disk-read sample of %s with %q under a python process", file, chain)
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		return
+	}
+	out, err := exec.Command("go", "tool", "pprof", "-traces", "-lines", path).CombinedOutput()
+	if err != nil {
+		t.Logf("go tool pprof: %v", err)
+		return
+	}
+	leaf := chain[len(chain)-1]
+	name, line, _ := strings.Cut(leaf, ":")
+	if !strings.Contains(string(out), name+" ") || !strings.Contains(string(out), "reads.py:"+line) {
+		t.Errorf("go tool pprof -traces -lines shows no %s at reads.py:%s:\n%s", name, line, out)
+	}
+}
