@@ -231,3 +231,103 @@ func checkPprofChain(t *testing.T, path, file string, want []string) {
 		t.Errorf("go tool pprof -traces -lines shows no %s at reads.py:%s:\n%s", name, line, out)
 	}
 }
+
+// firstInterpreter is the first CPython present, or skips.
+func firstInterpreter(t *testing.T) pyInterpreter {
+	t.Helper()
+	var why []string
+	for _, py := range pyInterpreters() {
+		if py.skip == "" {
+			return py
+		}
+		why = append(why, py.skip)
+	}
+	t.Skip(strings.Join(why, "; "))
+	return pyInterpreter{}
+}
+
+// TestThreadsMissingEachOnItsOwnFileGetTheirOwnStacks: 64 Python
+// threads, each reading its own evicted file in its own function, charge
+// each file to the stack of its own function.
+func TestThreadsMissingEachOnItsOwnFileGetTheirOwnStacks(t *testing.T) {
+	testenv.RequireTracing(t)
+	py := firstInterpreter(t)
+	script, err := filepath.Abs("../../testdata/pystack/reads.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	files := make([]string, n)
+	for i := range files {
+		files[i] = evictableFile(t, 1<<20)
+	}
+	work, dir := t.TempDir(), t.TempDir()
+	rec := filepath.Join(dir, "rec.json")
+	r := runCT(t, ctOptions{}, append([]string{"run", "-q", "-o", rec, "--", py.path, script, "threads", work}, files...)...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	got := readRecord(t, rec)
+	lines := spawnLines(t, filepath.Join(work, "readers.py"))
+	wrong := 0
+	for i, path := range files {
+		f := fileByPath(t, got, path)
+		want := fmt.Sprintf("readers.py:%d reader_%d", lines[fmt.Sprintf("reader_%d", i)], i)
+		var chain []string
+		if len(f.Stacks) > 0 {
+			chain = readsChain(got.StackAt(f.Stacks[0].Stack))
+		}
+		if len(chain) == 0 || chain[0] != want {
+			wrong++
+			t.Errorf("file %d: first stack %q, want %q innermost:%s", i, chain, want, describeStacks(got, f))
+			continue
+		}
+		for _, sc := range f.Stacks[1:] {
+			if c := readsChain(got.StackAt(sc.Stack)); len(c) > 0 && c[0] != want && sc.NS > f.Stacks[0].NS/10 {
+				t.Errorf("file %d: also charged %d ns to another reader's stack %q", i, sc.NS, c)
+			}
+		}
+	}
+	t.Logf("%d of %d files charged to their reader's stack", n-wrong, n)
+}
+
+// TestTwoCallSitesSplitOneFileByBytes: one function reads the first
+// quarter of an evicted file, another the rest; each stack is charged
+// its share of the bytes, and both some of the time.
+func TestTwoCallSitesSplitOneFileByBytes(t *testing.T) {
+	testenv.RequireTracing(t)
+	py := firstInterpreter(t)
+	script, err := filepath.Abs("../../testdata/pystack/reads.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := spawnLines(t, script)
+	data := evictableFile(t, 32<<20)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.json")
+	r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--", py.path, script, "split", data)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	got := readRecord(t, rec)
+	f := fileByPath(t, got, data)
+	head := chainOf(got, f, []string{fmt.Sprintf("reads.py:%d read_range", mk["read_range"]),
+		fmt.Sprintf("reads.py:%d head_of", mk["head_of"]), fmt.Sprintf("reads.py:%d <module>", mk["module_head"])})
+	rest := chainOf(got, f, []string{fmt.Sprintf("reads.py:%d read_range", mk["read_range"]),
+		fmt.Sprintf("reads.py:%d rest_of", mk["rest_of"]), fmt.Sprintf("reads.py:%d <module>", mk["module_rest"])})
+	if head == nil || rest == nil {
+		t.Fatalf("the two call sites are not both among the file's stacks:%s", describeStacks(got, f))
+	}
+	share := float64(head.Bytes) / float64(head.Bytes+rest.Bytes)
+	t.Logf("head_of: %d bytes, %d ns; rest_of: %d bytes, %d ns; head's share of the bytes %.3f",
+		head.Bytes, head.NS, rest.Bytes, rest.NS, share)
+	if share < 0.17 || share > 0.33 {
+		t.Errorf("head_of carries %.0f%% of the bytes, want about 25%%:%s", share*100, describeStacks(got, f))
+	}
+	if head.NS <= 0 || rest.NS <= 0 {
+		t.Errorf("a call site without time: head %d ns, rest %d ns", head.NS, rest.NS)
+	}
+	if sum := head.Bytes + rest.Bytes; sum < uint64(f.SizeBytes)*9/10 {
+		t.Errorf("the two call sites carry %d of the file's %d bytes", sum, f.SizeBytes)
+	}
+}
