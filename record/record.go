@@ -382,4 +382,10 @@ type SelfCost struct {
 	// and its run by the kernel's own on-CPU clock of the thread, so
 	// thread times stay whole; only the wait's start is approximate.
 	SwitchInsUnseen uint64 `json:"switch_ins_unseen,omitempty"`
+	// Python stacks (trace/pystack): walks of a thread's frames, stacks
+	// taken again without a walk (its two innermost frames unchanged),
+	// and distinct stacks stored.
+	PyWalks     uint64 `json:"python_walks,omitempty"`
+	PyReuses    uint64 `json:"python_reuses,omitempty"`
+	PyNewStacks uint64 `json:"python_new_stacks,omitempty"`
 }

@@ -175,7 +175,9 @@ func (s *Sensor) Finish(rec *record.Record) error {
 			p.Stack = s.internLocked(rec, id)
 		}
 	}
-	if _, _, dropped := s.counts(); dropped > 0 {
+	walks, fresh, dropped := s.counts()
+	rec.Self.PyWalks, rec.Self.PyNewStacks, rec.Self.PyReuses = walks, fresh, s.reuses()
+	if dropped > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("python stacks: %d walks found the stack table full; their stacks are missing", dropped))
 	}
 	if s.unknown > 0 {
@@ -198,6 +200,26 @@ func (s *Sensor) Notes() []string {
 // and stacks dropped for a full table.
 func (s *Sensor) Counts() (walks, fresh, dropped uint64) {
 	return s.counts()
+}
+
+// Reuses is how many stacks were taken again without a walk
+// (py_stack_reuse).
+func (s *Sensor) Reuses() uint64 { return s.reuses() }
+
+func (s *Sensor) reuses() uint64 {
+	return s.perCPU(uint32(bpfpy.PystackPyLostKindPY_LOST_KINDS) + uint32(bpfpy.PystackPyCountKindPY_REUSES))
+}
+
+func (s *Sensor) perCPU(k uint32) uint64 {
+	var per []uint64
+	if err := s.objs.PyLost.Lookup(k, &per); err != nil {
+		return 0
+	}
+	var t uint64
+	for _, v := range per {
+		t += v
+	}
+	return t
 }
 
 func (s *Sensor) counts() (walks, fresh, dropped uint64) {
