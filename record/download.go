@@ -75,6 +75,10 @@ type Download struct {
 	// Candidates are the files written while the download ran, when none
 	// of them was its destination (DestNotSeen), largest first.
 	Candidates []DownloadFile `json:"candidates,omitempty"`
+	// Stacks are the Python stacks that opened its connections, with
+	// their connections' receive time (NS, summed over connections) and
+	// bytes, most time first.
+	Stacks []StackCharge `json:"stacks,omitempty"`
 }
 
 // The destinations of a download (Download.Destination).
@@ -102,6 +106,9 @@ type DownloadConnection struct {
 	// connection (with one they are the download's); at most
 	// MaxConnectionSamples, adjacent polls summed when there were more.
 	Samples []DownloadSample `json:"samples,omitempty"`
+	// Stack is 1 + the index in Record.Stacks of the connecting thread's
+	// Python stack, 0 for none.
+	Stack int `json:"stack,omitempty"`
 }
 
 // MaxConnectionSamples bounds DownloadConnection.Samples.

@@ -127,6 +127,9 @@ func (s *session) load() error {
 	var pcErr, jitErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
+	// Closed once the stack walker is loaded (or will not be): the
+	// network probes take its maps too.
+	walker := make(chan struct{})
 	go func() {
 		defer wg.Done()
 		// The stack walker first: an object that takes stacks itself
@@ -134,6 +137,7 @@ func (s *session) load() error {
 		if !s.opts.NoStacks {
 			ps = s.loadStacks(sc.Shared().TaskStates, kernel)
 		}
+		close(walker)
 		pco := pagecache.Options{Shared: shared, Waiting: sc.Waiting, FileSeen: fileSeen, BTF: kernel}
 		if ps != nil {
 			pco.Stacks, pco.InternStack, pco.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
@@ -156,7 +160,8 @@ func (s *session) load() error {
 		if j != nil {
 			onDownload = j.DownloadSeen
 		}
-		dl, jitErr = s.loadDownload(sc.Shared(), kernel, onDownload)
+		<-walker
+		dl, jitErr = s.loadDownload(sc.Shared(), kernel, onDownload, ps)
 	}
 	wg.Wait()
 	jitSeen.Store(j)
@@ -219,12 +224,16 @@ func (s *session) loadStacks(taskStates *ebpf.Map, kernel *btf.Cache) *pystack.S
 
 // loadDownload loads and attaches the network sensor, unless the options
 // turn it off (nil then).
-func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownload func(int32)) (*download.Sensor, error) {
+func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownload func(int32), ps *pystack.Sensor) (*download.Sensor, error) {
 	if s.opts.NoNetwork {
 		return nil, nil
 	}
-	dl, err := download.Open(download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
-		OnDownload: onDownload, Uprobes: s.uprobes})
+	ds := download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
+		OnDownload: onDownload, Uprobes: s.uprobes}
+	if ps != nil {
+		ds.Stacks, ds.InternStack, ds.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
+	}
+	dl, err := download.Open(ds)
 	if err != nil {
 		return nil, err
 	}

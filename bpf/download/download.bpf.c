@@ -18,6 +18,7 @@
 #include "common.h"
 #include "syscall64.h"
 #include "table_writes.h"
+#include "pywalk.h"
 #include <bpf/bpf_endian.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -63,6 +64,10 @@ struct conn {
 	__u32 rx_threads; /* times the receiving thread changed */
 	__u32 closed;     /* reported at close (ring buffer) */
 	char host[HOST_LEN]; /* the name the peer was looked up by, or "" */
+	/* The Python stack of the connecting thread (bpf/include/pywalk.h),
+	 * 0 for none: a download's line in the program that fetched it. A
+	 * connection reused for later requests keeps its first one's. */
+	__u64 stack;
 };
 
 /* The latest connection a thread received on, by thread slot (the
@@ -346,6 +351,8 @@ int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int
 		else
 			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_v6_daddr, 16);
 		name_peer(&c);
+		if (s->flags & TF_PYTHON)
+			c.stack = py_stack_reuse(s);
 		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
 			count_net_lost(DL_CONNS);
 		count_write();

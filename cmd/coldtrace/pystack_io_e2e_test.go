@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -329,5 +331,51 @@ func TestTwoCallSitesSplitOneFileByBytes(t *testing.T) {
 	}
 	if sum := head.Bytes + rest.Bytes; sum < uint64(f.SizeBytes)*9/10 {
 		t.Errorf("the two call sites carry %d of the file's %d bytes", sum, f.SizeBytes)
+	}
+}
+
+// TestDownloadCarriesTheConnectingLine: a function at a known line that
+// fetches a file from a loopback server is the stack its download
+// carries, in the record and on its connection.
+func TestDownloadCarriesTheConnectingLine(t *testing.T) {
+	testenv.RequireTracing(t)
+	py := firstInterpreter(t)
+	script, err := filepath.Abs("../../testdata/pystack/reads.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := spawnLines(t, script)
+	body := make([]byte, 8<<20)
+	for i := range body {
+		body[i] = byte(i * 13)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.Write(body)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	rec, dest := filepath.Join(dir, "rec.json"), filepath.Join(dir, "model.bin")
+	r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--", py.path, script, "fetch", srv.URL+"/model.bin", dest)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	got := readRecord(t, rec)
+	if len(got.Downloads) != 1 {
+		t.Fatalf("%d downloads, want 1", len(got.Downloads))
+	}
+	d := got.Downloads[0]
+	want := []string{fmt.Sprintf("reads.py:%d fetch", mk["fetch"]), fmt.Sprintf("reads.py:%d <module>", mk["module_fetch"])}
+	if len(d.Stacks) != 1 {
+		t.Fatalf("download stacks %+v, want one", d.Stacks)
+	}
+	if c := readsChain(got.StackAt(d.Stacks[0].Stack)); strings.Join(c, " ← ") != strings.Join(want, " ← ") {
+		t.Errorf("download's stack %q, want %q", c, want)
+	}
+	if d.Stacks[0].Bytes != d.Bytes || d.Stacks[0].NS <= 0 {
+		t.Errorf("download's stack carries %d of its %d bytes and %d ns", d.Stacks[0].Bytes, d.Bytes, d.Stacks[0].NS)
+	}
+	if len(d.Connections) != 1 || d.Connections[0].Stack != d.Stacks[0].Stack {
+		t.Errorf("connections %+v do not carry the stack %d", d.Connections, d.Stacks[0].Stack)
 	}
 }

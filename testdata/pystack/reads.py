@@ -44,6 +44,17 @@ def rest_of(path):
     read_range(path, size // 4, size - size // 4)  # @rest_of
 
 
+def fetch(url, dest):
+    import urllib.request
+
+    with urllib.request.urlopen(url) as r, open(dest, "wb") as out:  # @fetch
+        while True:
+            b = r.read(CHUNK)
+            if not b:
+                break
+            out.write(b)
+
+
 READER = '''
 def reader_{i}(path):
     with open(path, "rb", buffering=0) as f:
@@ -81,3 +92,5 @@ if __name__ == "__main__":
         rest_of(args[0])  # @module_rest
     elif how == "threads":
         many_threads(args[0], args[1:])
+    elif how == "fetch":
+        fetch(args[0], args[1])  # @module_fetch

@@ -54,6 +54,9 @@ type Conn struct {
 	Bytes    uint64
 	Receives uint64
 	Sent     uint64 // bytes sent
+	// Stack is the connecting thread's Python stack id (bpf/include/
+	// pywalk.h), 0 for none.
+	Stack uint64
 }
 
 // IsDownload applies the shared definition.

@@ -51,12 +51,24 @@ type Shared struct {
 	// nil: the sensor keeps one of its own, which probes only the
 	// processes given to its Track.
 	Uprobes *uprobes.Scoper
+	// Stacks are the Python stack walker's maps by name
+	// (pystack.Sensor.Replacements): a Python thread's connect takes its
+	// stack. Nil: no stacks.
+	Stacks map[string]*ebpf.Map
+	// InternStack and StackPID name a stack id in the record and its
+	// process (pystack.Sensor.Intern, PIDOf).
+	InternStack func(*record.Record, uint64) int
+	StackPID    func(uint64) int32
 }
 
 // Sensor is the loaded network probes and their reader.
 type Sensor struct {
 	onDownload func(pid int32)
 	rights     interface{ Do(func() error) error }
+	// internStack and stackPID name connections' Python stacks
+	// (Shared.InternStack, StackPID); nil without stacks.
+	internStack func(*record.Record, uint64) int
+	stackPID    func(uint64) int32
 	objs       bpfdl.DownloadObjects
 	links      []link.Link
 	scoper     *uprobes.Scoper
@@ -107,7 +119,7 @@ func Open(shared Shared) (*Sensor, error) {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
 	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights, handles: newHandles(),
-		onDownload: shared.OnDownload}
+		onDownload: shared.OnDownload, internStack: shared.InternStack, stackPID: shared.StackPID}
 	s.scoper = shared.Uprobes
 	if s.scoper == nil {
 		s.scoper, s.ownScoper = uprobes.New(uprobes.Options{}), true
@@ -116,9 +128,15 @@ func Open(shared Shared) (*Sensor, error) {
 		bpfdl.DownloadMapTaskStates: shared.TaskStates,
 		bpfdl.DownloadMapThreads:    shared.Threads,
 	}, Cache: shared.BTF}
+	for k, v := range shared.Stacks {
+		opts.MapReplacements[k] = v
+	}
 	spec, err := bpfdl.LoadDownload()
 	if err != nil {
 		return nil, fmt.Errorf("load network probes: %w", err)
+	}
+	if shared.Stacks == nil {
+		shrinkWalker(spec)
 	}
 	if err := s.scoper.Prepare(spec, bpfdl.DownloadProgOnGetaddrinfo, bpfdl.DownloadProgOnGaiReturn); err != nil {
 		return nil, fmt.Errorf("load network probes: %w", err)
@@ -451,6 +469,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 			d.Cache = cacheOf(d.Path, rec.JIT.Caches)
 		}
 	}
+	s.downloadStacks(rec, conns)
 	if err := s.lost(rec); err != nil {
 		return err
 	}
@@ -599,6 +618,6 @@ func decodeConn(c *bpfdl.DownloadConn) Conn {
 		PID: int32(c.Tgid), TID: int32(c.Tid), RxTID: int32(c.RxTid),
 		Peer:    netip.AddrPortFrom(addr, c.Dport),
 		FirstTS: c.FirstTs, LastTS: c.LastTs,
-		Bytes: c.Bytes, Receives: c.Recvs, Sent: c.Sent,
+		Bytes: c.Bytes, Receives: c.Recvs, Sent: c.Sent, Stack: c.Stack,
 	}
 }
