@@ -69,13 +69,13 @@ type Sensor struct {
 	// (Shared.InternStack, StackPID); nil without stacks.
 	internStack func(*record.Record, uint64) int
 	stackPID    func(uint64) int32
-	objs       bpfdl.DownloadObjects
-	links      []link.Link
-	scoper     *uprobes.Scoper
-	ownScoper  bool
-	resolver   *uprobes.Set
-	rd         *ringbuf.Reader
-	done       chan struct{}
+	objs        bpfdl.DownloadObjects
+	links       []link.Link
+	scoper      *uprobes.Scoper
+	ownScoper   bool
+	resolver    *uprobes.Set
+	rd          *ringbuf.Reader
+	done        chan struct{}
 
 	// progress is each open connection's bytes at every poll; only the
 	// session's goroutine (Poll, Finish) touches it.
