@@ -378,4 +378,9 @@ func TestDownloadCarriesTheConnectingLine(t *testing.T) {
 	if len(d.Connections) != 1 || d.Connections[0].Stack != d.Stacks[0].Stack {
 		t.Errorf("connections %+v do not carry the stack %d", d.Connections, d.Stacks[0].Stack)
 	}
+	text := runCT(t, ctOptions{}, "report", rec)
+	site := want[0] + " ← :" + strings.TrimPrefix(want[1], "reads.py:")
+	if !strings.Contains(text.stdout, "where in the code: downloads\n  "+site+"  ") {
+		t.Errorf("the report names no download call site %q:\n%s", site, text.stdout)
+	}
 }

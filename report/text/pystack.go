@@ -160,6 +160,12 @@ func sitesOf(r *record.Record, files []attribution.FileEvidence) []*readSite {
 	for _, s := range by {
 		list = append(list, s)
 	}
+	sortSites(list)
+	return list
+}
+
+// sortSites orders call sites by time, then bytes, then name.
+func sortSites(list []*readSite) {
 	sort.Slice(list, func(i, j int) bool {
 		if list[i].ns != list[j].ns {
 			return list[i].ns > list[j].ns
@@ -169,7 +175,6 @@ func sitesOf(r *record.Record, files []attribution.FileEvidence) []*readSite {
 		}
 		return list[i].name < list[j].name
 	})
-	return list
 }
 
 func writeSites(b *strings.Builder, indent string, list []*readSite) {
@@ -180,4 +185,48 @@ func writeSites(b *strings.Builder, indent string, list []*readSite) {
 		}
 		fmt.Fprintf(b, "%s%s  %s, %s\n", indent, s.name, format.Duration(s.ns), format.Bytes(s.bytes))
 	}
+}
+
+// whereDownloadsSection names the lines of the user's Python code that
+// opened the downloads' connections, by download time (each download's
+// time split over its stacks by their connections' receive time).
+func whereDownloadsSection(r *record.Record) string {
+	if r == nil || len(r.Stacks) == 0 {
+		return ""
+	}
+	by := map[string]*readSite{}
+	for _, d := range r.Downloads {
+		var sum int64
+		for _, sc := range d.Stacks {
+			sum += max(sc.NS, 0)
+		}
+		span := max(d.EndNS-d.StartNS, 0)
+		for _, sc := range d.Stacks {
+			name := format.CallSite(r.StackAt(sc.Stack))
+			if name == "" {
+				continue
+			}
+			s := by[name]
+			if s == nil {
+				s = &readSite{name: name}
+				by[name] = s
+			}
+			if sum > 0 {
+				s.ns += int64(float64(span) * float64(max(sc.NS, 0)) / float64(sum))
+			}
+			s.bytes += sc.Bytes
+		}
+	}
+	if len(by) == 0 {
+		return ""
+	}
+	list := make([]*readSite, 0, len(by))
+	for _, s := range by {
+		list = append(list, s)
+	}
+	sortSites(list)
+	var b strings.Builder
+	b.WriteString("where in the code: downloads\n")
+	writeSites(&b, "  ", list)
+	return b.String()
 }
