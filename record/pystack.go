@@ -1,5 +1,11 @@
 package record
 
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
 // PyStack is one Python stack, innermost frame first.
 type PyStack struct {
 	Frames []PyFrame `json:"frames"`
@@ -61,4 +67,44 @@ func (r *Record) StackAt(idx int) *PyStack {
 		return nil
 	}
 	return &r.Stacks[idx-1]
+}
+
+// LibraryFile reports whether a frame's file is not the user's own code:
+// the standard library (.../lib/python3.X/), an installed package (site-
+// or dist-packages) or a frozen or generated module ("<frozen …>",
+// "<string>").
+func LibraryFile(p string) bool {
+	switch {
+	case strings.HasPrefix(p, "<"):
+		return true
+	case strings.Contains(p, "/site-packages/") || strings.Contains(p, "/dist-packages/"):
+		return true
+	}
+	return strings.Contains(p, "/lib/python3.")
+}
+
+// UserFrame is the stack's innermost frame in the user's own code (see
+// LibraryFile), nil when it has none.
+func (st *PyStack) UserFrame() *PyFrame {
+	if st == nil {
+		return nil
+	}
+	for i := range st.Frames {
+		f := &st.Frames[i]
+		if f.File != "" && !LibraryFile(f.File) {
+			return f
+		}
+	}
+	return nil
+}
+
+// SiteName names a stack's call site in one line, for comparing runs:
+// its innermost frame of the user's own code as "qualname (file.py:LINE)"
+// with the file's base name; "" for a stack without one. Not escaped.
+func (st *PyStack) SiteName() string {
+	f := st.UserFrame()
+	if f == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s (%s:%d)", f.Func, filepath.Base(f.File), f.Line)
 }
