@@ -3,6 +3,7 @@ package pystack
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -284,4 +285,23 @@ func (s *Sensor) internLocked(rec *record.Record, id uint64) int {
 	rec.Stacks = append(rec.Stacks, s.stacks[idx])
 	s.internIdx[key] = len(rec.Stacks)
 	return len(rec.Stacks)
+}
+
+// Snapshot names each process's stack in rec, a checkpoint, as Finish
+// does at the end (the files' stacks come from the page-cache sensor's
+// snapshot); the run goes on.
+func (s *Sensor) Snapshot(rec *record.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A checkpoint shares the session record's slices: written ones are
+	// copies.
+	rec.Stacks = slices.Clip(rec.Stacks)
+	rec.Processes = slices.Clone(rec.Processes)
+	for i := range rec.Processes {
+		p := &rec.Processes[i]
+		if id, ok := s.forks[uint32(p.PID)]; ok {
+			p.Stack = s.internLocked(rec, id)
+		}
+	}
+	return nil
 }
