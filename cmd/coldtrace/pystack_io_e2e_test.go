@@ -384,3 +384,47 @@ func TestDownloadCarriesTheConnectingLine(t *testing.T) {
 		t.Errorf("the report names no download call site %q:\n%s", site, text.stdout)
 	}
 }
+
+// TestDiskReadStacksInPidNamespaceAndForkChild: the read's stack is exact
+// in a process inside its own pid namespace (its threads matched by their
+// namespace tid) and in a multiprocessing fork child.
+func TestDiskReadStacksInPidNamespaceAndForkChild(t *testing.T) {
+	testenv.RequireTracing(t)
+	py := firstInterpreter(t)
+	script, err := filepath.Abs("../../testdata/pystack/reads.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := spawnLines(t, script)
+	read := []string{fmt.Sprintf("reads.py:%d read_range", mk["read_range"]),
+		fmt.Sprintf("reads.py:%d load_weights", mk["load_weights"])}
+	t.Run("unshare", func(t *testing.T) {
+		unshare, err := exec.LookPath("unshare")
+		if err != nil {
+			t.Skip("no unshare on PATH")
+		}
+		checkRecordedStack(t, []string{unshare, "--pid", "--fork", py.path, script, "read"},
+			append(read, fmt.Sprintf("reads.py:%d <module>", mk["module_read"])))
+	})
+	t.Run("fork", func(t *testing.T) {
+		checkRecordedStack(t, []string{py.path, script, "fork"},
+			append(read, fmt.Sprintf("reads.py:%d child_read", mk["child_read"]), fmt.Sprintf("reads.py:%d <module>", mk["module_fork"])))
+	})
+}
+
+// checkRecordedStack runs argv with an evicted file's path appended and
+// finds want as the file's first stack in the record.
+func checkRecordedStack(t *testing.T, argv, want []string) {
+	t.Helper()
+	data := evictableFile(t, 16<<20)
+	rec := filepath.Join(t.TempDir(), "rec.json")
+	r := runCT(t, ctOptions{}, append(append([]string{"run", "-q", "-o", rec, "--"}, argv...), data)...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	got := readRecord(t, rec)
+	f := fileByPath(t, got, data)
+	if len(f.Stacks) == 0 || chainOf(got, f, want) == nil || f.Stacks[0].Stack != chainOf(got, f, want).Stack {
+		t.Errorf("the file's first stack is not %q:%s", want, describeStacks(got, f))
+	}
+}

@@ -35,6 +35,10 @@ def map_weights(path):
     return total
 
 
+def child_read(path):
+    load_weights(path)  # @child_read
+
+
 def head_of(path):
     read_range(path, 0, os.path.getsize(path) // 4)  # @head_of
 
@@ -92,5 +96,12 @@ if __name__ == "__main__":
         rest_of(args[0])  # @module_rest
     elif how == "threads":
         many_threads(args[0], args[1:])
+    elif how == "fork":
+        import multiprocessing
+
+        p = multiprocessing.get_context("fork").Process(target=child_read, args=(args[0],))
+        p.start()  # @module_fork
+        p.join()
+        sys.exit(p.exitcode)
     elif how == "fetch":
         fetch(args[0], args[1])  # @module_fetch
