@@ -237,7 +237,11 @@ static __always_inline __u64 open_fill(struct tstate *s, __u64 start, __u64 now)
 	if (!(s->flags & TF_MISSED)) {
 		s->flags |= TF_MISSED;
 		s->mark_ts = start;
-		s->fill_stack = (s->flags & TF_PYTHON) ? py_stack_reuse(s) : 0;
+		s->fill_stack = 0;
+		if (s->flags & TF_PYTHON) {
+			py_stack_current();
+			s->fill_stack = s->py_last;
+		}
 		struct thread *th = slot_thread(s);
 		if (th)
 			th->fill_mark = start;
@@ -615,11 +619,8 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 		__u64 now = bpf_ktime_get_ns();
 		open_fill(t, start ? start : now, now);
 	}
-	if (pages && (t->flags & TF_MISSED) && t->fill_stack) {
-		struct file_stack_stats *st = file_stack(&key, t->fill_stack);
-		if (st)
-			__sync_fetch_and_add(&st->read, pages);
-	}
+	if (pages && (t->flags & TF_MISSED) && t->fill_stack)
+		file_stack_add(key.dev, key.ino, t->fill_stack, FS_READ, pages);
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
 		emit_path(t, inode, key.dev, key.ino, PATH_SEEN);
@@ -711,9 +712,9 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	/* In a fault, the fill began at its filemap_fault, microseconds ago. */
 	if (nr < 0 && (t->flags & TF_FAULT_TS) && now >= t->fault_ts && now - t->fault_ts < FAULT_TS_MAX_NS)
 		start = t->fault_ts;
-	struct file_stack_stats *st = file_stack(&key, open_fill(t, start, now));
-	if (st)
-		__sync_fetch_and_add(&st->missed, n);
+	__u64 stack = open_fill(t, start, now);
+	if (stack)
+		file_stack_add(key.dev, key.ino, stack, FS_MISSED, n);
 	note_order(&key, lo, n, nr < 0);
 	return 0;
 }

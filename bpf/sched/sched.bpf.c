@@ -183,9 +183,8 @@ static __always_inline void charge_wait(struct thread *t, struct task_struct *ta
 				if (t->flags & TF_OUT_DIRECT)
 					__sync_fetch_and_add(&fs->direct_wait_ns, d);
 			}
-			struct file_stack_stats *st = file_stack(&t->wait_file, t->wait_stack);
-			if (st)
-				__sync_fetch_and_add(&st->iowait_ns, d);
+			if (t->wait_stack)
+				file_stack_add(t->wait_file.dev, t->wait_file.ino, t->wait_stack, FS_IOWAIT, d);
 		}
 	} else if (t->flags & TF_OUT_RUNNABLE) {
 		t->runq_ns += d;
@@ -200,9 +199,8 @@ static __always_inline void charge_wait(struct thread *t, struct task_struct *ta
 			struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
 			if (fs)
 				__sync_fetch_and_add(&fs->fill_wait_ns, d);
-			struct file_stack_stats *st = file_stack(&t->wait_file, t->wait_stack);
-			if (st)
-				__sync_fetch_and_add(&st->fill_wait_ns, d);
+			if (t->wait_stack)
+				file_stack_add(t->wait_file.dev, t->wait_file.ino, t->wait_stack, FS_FILL_WAIT, d);
 		}
 	}
 }
