@@ -57,6 +57,9 @@ type FileEvidence struct {
 	// proportion to their thread time (record.File.Stacks), most first;
 	// the rest of NS took no stack.
 	Stacks []StackShare `json:"stacks,omitempty"`
+	// NoStackNS is the part of NS no stack carries (waits outside a fill,
+	// threads that are not Python), when Stacks is not empty.
+	NoStackNS int64 `json:"no_stack_ns,omitempty"`
 }
 
 // StackShare is one Python stack's part of a subject's time: NS of the
@@ -267,6 +270,13 @@ func (a *analyzer) fileInfo(id int, ns, rowNS int64) FileEvidence {
 	fe.DirectBytes, fe.DirectWaitNS = f.DirectBytes, f.DirectWaitNS
 	fe.RecurringNS = recurringNS(f, ns)
 	fe.Stacks = stackShares(f.Stacks, ns, max(f.IOWaitNS, 0)+max(f.MissCPUNS, 0)+max(f.FillWaitNS, 0))
+	if len(fe.Stacks) > 0 {
+		fe.NoStackNS = ns
+		for _, sh := range fe.Stacks {
+			fe.NoStackNS -= sh.NS
+		}
+		fe.NoStackNS = max(fe.NoStackNS, 0)
+	}
 	if f.PagesAccessed > 0 {
 		fe.MissRatio = min(1, float64(f.PagesMissed)/float64(f.PagesAccessed))
 	} else if f.PagesMissed > 0 {

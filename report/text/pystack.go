@@ -127,6 +127,9 @@ func whereReadsSection(r *record.Record, res *attribution.Result) string {
 		}
 		fmt.Fprintf(&b, "  %s\n", format.Escape(fe.Path))
 		writeSites(&b, "    ", sites)
+		if fe.NoStackNS > 0 && fe.NoStackNS*100 >= fe.NS {
+			fmt.Fprintf(&b, "    (no Python stack: waits outside a fill, other threads)  %s\n", format.Duration(fe.NoStackNS))
+		}
 	}
 	return b.String()
 }
