@@ -138,11 +138,7 @@ func (s *session) load() error {
 			ps = s.loadStacks(sc.Shared().TaskStates, kernel)
 		}
 		close(walker)
-		pco := pagecache.Options{Shared: shared, Waiting: sc.Waiting, FileSeen: fileSeen, BTF: kernel}
-		if ps != nil {
-			pco.Stacks, pco.InternStack, pco.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
-		}
-		if pc, pcErr = pagecache.Load(pco); pcErr != nil {
+		if pc, pcErr = pagecache.Load(pagecacheOptions(shared, sc.Waiting, fileSeen, kernel, ps)); pcErr != nil {
 			return
 		}
 		ev, pcErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
@@ -207,6 +203,17 @@ func (s *session) load() error {
 			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
 	}
 	return nil
+}
+
+// pagecacheOptions are the page-cache sensor's: the scheduler's maps and
+// ongoing waits, and the stack walker's maps when it is loaded.
+func pagecacheOptions(shared map[string]*ebpf.Map, waiting func() (io, fill map[sensor.FileKey]int64),
+	fileSeen func(sensor.FileSeen), kernel *btf.Cache, ps *pystack.Sensor) pagecache.Options {
+	o := pagecache.Options{Shared: shared, Waiting: waiting, FileSeen: fileSeen, BTF: kernel}
+	if ps != nil {
+		o.Stacks, o.InternStack, o.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
+	}
+	return o
 }
 
 // loadStacks loads the Python stack sensor; one that cannot load (a
