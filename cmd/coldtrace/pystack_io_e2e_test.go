@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -430,5 +431,43 @@ func checkRecordedStack(t *testing.T, argv, want []string) {
 	f := fileByPath(t, got, data)
 	if len(f.Stacks) == 0 || chainOf(got, f, want) == nil || f.Stacks[0].Stack != chainOf(got, f, want).Stack {
 		t.Errorf("the file's first stack is not %q:%s", want, describeStacks(got, f))
+	}
+}
+
+// TestCheckpointCarriesFileStacks: a checkpoint written while the command
+// still runs names the stack its read was charged to, as the final record
+// does.
+func TestCheckpointCarriesFileStacks(t *testing.T) {
+	testenv.RequireTracing(t)
+	py := firstInterpreter(t)
+	script, err := filepath.Abs("../../testdata/pystack/reads.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := spawnLines(t, script)
+	data := evictableFile(t, 16<<20)
+	out := filepath.Join(t.TempDir(), "run.rec")
+	cmd := exec.Command(os.Args[0], "run", "-q", "--checkpoint", "1s", "-o", out, "--", py.path, script, "read", data, "4")
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	var rec *record.Record
+	for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		r, err := record.ReadFile(out + ".partial")
+		if err == nil && r.Partial != nil && r.Partial.AtNS > 1e9 {
+			rec = r
+			break
+		}
+	}
+	if rec == nil {
+		t.Fatal("no checkpoint more than 1 s into the run within 6 s")
+	}
+	want := []string{fmt.Sprintf("reads.py:%d read_range", mk["read_range"]),
+		fmt.Sprintf("reads.py:%d load_weights", mk["load_weights"]), fmt.Sprintf("reads.py:%d <module>", mk["module_read"])}
+	f := fileByPath(t, rec, data)
+	if sc := chainOf(rec, f, want); sc == nil || sc.NS <= 0 {
+		t.Errorf("the checkpoint's file has no stack %q:%s", want, describeStacks(rec, f))
 	}
 }

@@ -89,6 +89,8 @@ if __name__ == "__main__":
     time.sleep(0.3)
     if how == "read":
         load_weights(args[0])  # @module_read
+        if len(args) > 1:
+            time.sleep(float(args[1]))
     elif how == "mmap":
         map_weights(args[0])  # @module_mmap
     elif how == "split":
