@@ -72,13 +72,13 @@ type Download struct {
 	// order they started; Bytes, Receives and BytesSent are their sums,
 	// StartNS and EndNS the bounds of the union of their receive spans.
 	Connections []DownloadConnection `json:"connections,omitempty"`
-	// Candidates are the files written while the download ran, when none
-	// of them was its destination (DestNotSeen), largest first.
-	Candidates []DownloadFile `json:"candidates,omitempty"`
 	// Stacks are the Python stacks that opened its connections, with
 	// their connections' receive time (NS, summed over connections) and
 	// bytes, most time first.
 	Stacks []StackCharge `json:"stacks,omitempty"`
+	// Candidates are the files written while the download ran, when none
+	// of them was its destination (DestNotSeen), largest first.
+	Candidates []DownloadFile `json:"candidates,omitempty"`
 }
 
 // The destinations of a download (Download.Destination).

@@ -456,6 +456,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	if err != nil {
 		return fmt.Errorf("locate downloaded files: %w", err)
 	}
+	s.downloadStacks(rec, conns)
 	for i := range rec.Downloads {
 		d := &rec.Downloads[i]
 		if d.Path == "" {
@@ -469,7 +470,6 @@ func (s *Sensor) Finish(rec *record.Record) error {
 			d.Cache = cacheOf(d.Path, rec.JIT.Caches)
 		}
 	}
-	s.downloadStacks(rec, conns)
 	if err := s.lost(rec); err != nil {
 		return err
 	}
@@ -614,10 +614,10 @@ func decodeConn(c *bpfdl.DownloadConn) Conn {
 	}
 	return Conn{
 		Host: string(host),
-		Sk:   c.Sk, ID: c.Id,
+		Sk:   c.Sk, ID: c.Id, Stack: c.Stack,
 		PID: int32(c.Tgid), TID: int32(c.Tid), RxTID: int32(c.RxTid),
 		Peer:    netip.AddrPortFrom(addr, c.Dport),
 		FirstTS: c.FirstTs, LastTS: c.LastTs,
-		Bytes: c.Bytes, Receives: c.Recvs, Sent: c.Sent, Stack: c.Stack,
+		Bytes: c.Bytes, Receives: c.Recvs, Sent: c.Sent,
 	}
 }
