@@ -53,6 +53,51 @@ type FileEvidence struct {
 	// holds: the file's direct-I/O share of its time, or all of the row
 	// of I/O outside the page cache.
 	RecurringNS int64 `json:"recurring_ns,omitempty"`
+	// Stacks split NS over the Python stacks that filled the file, in
+	// proportion to their thread time (record.File.Stacks), most first;
+	// the rest of NS took no stack.
+	Stacks []StackShare `json:"stacks,omitempty"`
+	// NoStackNS is the part of NS no stack carries (waits outside a fill,
+	// threads that are not Python), when Stacks is not empty.
+	NoStackNS int64 `json:"no_stack_ns,omitempty"`
+}
+
+// StackShare is one Python stack's part of a subject's time: NS of the
+// wall-clock row (the subject's NS split by thread time), ThreadNS and
+// Bytes as the record charged them.
+type StackShare struct {
+	Stack    int    `json:"stack"` // 1 + index in the record's stacks
+	PID      int32  `json:"pid,omitempty"`
+	NS       int64  `json:"ns"`
+	ThreadNS int64  `json:"thread_ns"`
+	Bytes    uint64 `json:"bytes"`
+	// BytesFromDisk: inserted while its fill was open (record.StackCharge).
+	BytesFromDisk uint64 `json:"bytes_from_disk,omitempty"`
+}
+
+// stackShares splits ns over charges in proportion to their thread time
+// out of total (the subject's whole thread time, stacks or not).
+func stackShares(charges []record.StackCharge, ns, total int64) []StackShare {
+	if len(charges) == 0 {
+		return nil
+	}
+	var sum int64
+	for _, c := range charges {
+		sum += max(c.NS, 0)
+	}
+	total = max(total, sum)
+	out := make([]StackShare, 0, len(charges))
+	for _, c := range charges {
+		sh := StackShare{Stack: c.Stack, PID: c.PID, ThreadNS: c.NS, Bytes: c.Bytes, BytesFromDisk: c.BytesFromDisk}
+		if total > 0 {
+			sh.NS = int64(math.Round(float64(ns) * float64(max(c.NS, 0)) / float64(total)))
+		}
+		out = append(out, sh)
+	}
+	slices.SortStableFunc(out, func(x, y StackShare) int {
+		return cmp.Or(cmp.Compare(y.NS, x.NS), cmp.Compare(y.ThreadNS, x.ThreadNS), cmp.Compare(y.Bytes, x.Bytes), cmp.Compare(x.Stack, y.Stack))
+	})
+	return out
 }
 
 // recurringNS is the part of ns, a file's time in the disk_read row, spent
@@ -224,6 +269,14 @@ func (a *analyzer) fileInfo(id int, ns, rowNS int64) FileEvidence {
 	fe.IOWaitNS, fe.MissCPUNS = f.IOWaitNS, f.MissCPUNS
 	fe.DirectBytes, fe.DirectWaitNS = f.DirectBytes, f.DirectWaitNS
 	fe.RecurringNS = recurringNS(f, ns)
+	fe.Stacks = stackShares(f.Stacks, ns, max(f.IOWaitNS, 0)+max(f.MissCPUNS, 0)+max(f.FillWaitNS, 0))
+	if len(fe.Stacks) > 0 {
+		fe.NoStackNS = ns
+		for _, sh := range fe.Stacks {
+			fe.NoStackNS -= sh.NS
+		}
+		fe.NoStackNS = max(fe.NoStackNS, 0)
+	}
 	if f.PagesAccessed > 0 {
 		fe.MissRatio = min(1, float64(f.PagesMissed)/float64(f.PagesAccessed))
 	} else if f.PagesMissed > 0 {

@@ -72,6 +72,10 @@ type Download struct {
 	// order they started; Bytes, Receives and BytesSent are their sums,
 	// StartNS and EndNS the bounds of the union of their receive spans.
 	Connections []DownloadConnection `json:"connections,omitempty"`
+	// Stacks are the Python stacks that opened its connections, with
+	// their connections' receive time (NS, summed over connections) and
+	// bytes, most time first.
+	Stacks []StackCharge `json:"stacks,omitempty"`
 	// Candidates are the files written while the download ran, when none
 	// of them was its destination (DestNotSeen), largest first.
 	Candidates []DownloadFile `json:"candidates,omitempty"`
@@ -143,6 +147,9 @@ type DownloadConnection struct {
 	// connection (with one they are the download's); at most
 	// MaxConnectionSamples, adjacent polls summed when there were more.
 	Samples []DownloadSample `json:"samples,omitempty"`
+	// Stack is 1 + the index in Record.Stacks of the connecting thread's
+	// Python stack, 0 for none.
+	Stack int `json:"stack,omitempty"`
 }
 
 // MaxConnectionSamples bounds DownloadConnection.Samples.

@@ -1,5 +1,11 @@
 package record
 
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
 // PyStack is one Python stack, innermost frame first.
 type PyStack struct {
 	Frames []PyFrame `json:"frames"`
@@ -29,4 +35,76 @@ func (r *Record) StackOf(p *Process) *PyStack {
 		return nil
 	}
 	return &r.Stacks[p.Stack-1]
+}
+
+// StackCharge is the part of a subject's time (a file's, a download's)
+// charged to one Python stack: where the thread stood in its Python code
+// when it filled the file's pages or opened the connection.
+type StackCharge struct {
+	// Stack is 1 + the index in Record.Stacks.
+	Stack int `json:"stack"`
+	// PID is the process whose thread stood there.
+	PID int32 `json:"pid,omitempty"`
+	// NS is thread time: for a file, the fill CPU, I/O waits and fill
+	// waits of the kernel entries the stack started (MissCPUNS +
+	// IOWaitNS + FillWaitNS); for a download, its time.
+	NS         int64 `json:"ns"`
+	MissCPUNS  int64 `json:"miss_cpu_ns,omitempty"`
+	IOWaitNS   int64 `json:"io_wait_ns,omitempty"`
+	FillWaitNS int64 `json:"fill_wait_ns,omitempty"`
+	// Bytes: for a file, the bytes the stack's kernel entries read or
+	// mapped while filling; for a download, its bytes.
+	Bytes uint64 `json:"bytes"`
+	// BytesFromDisk: for a file, the bytes inserted into the page cache
+	// while the stack's fill was open, its readahead's included (which
+	// later reads may consume under another stack).
+	BytesFromDisk uint64 `json:"bytes_from_disk,omitempty"`
+}
+
+// StackAt is the stack a StackCharge (or a Process) names, nil when none.
+func (r *Record) StackAt(idx int) *PyStack {
+	if r == nil || idx <= 0 || idx > len(r.Stacks) {
+		return nil
+	}
+	return &r.Stacks[idx-1]
+}
+
+// LibraryFile reports whether a frame's file is not the user's own code:
+// the standard library (.../lib/python3.X/), an installed package (site-
+// or dist-packages) or a frozen or generated module ("<frozen …>",
+// "<string>").
+func LibraryFile(p string) bool {
+	switch {
+	case strings.HasPrefix(p, "<"):
+		return true
+	case strings.Contains(p, "/site-packages/") || strings.Contains(p, "/dist-packages/"):
+		return true
+	}
+	return strings.Contains(p, "/lib/python3.")
+}
+
+// UserFrame is the stack's innermost frame in the user's own code (see
+// LibraryFile), nil when it has none.
+func (st *PyStack) UserFrame() *PyFrame {
+	if st == nil {
+		return nil
+	}
+	for i := range st.Frames {
+		f := &st.Frames[i]
+		if f.File != "" && !LibraryFile(f.File) {
+			return f
+		}
+	}
+	return nil
+}
+
+// SiteName names a stack's call site in one line, for comparing runs:
+// its innermost frame of the user's own code as "qualname (file.py:LINE)"
+// with the file's base name; "" for a stack without one. Not escaped.
+func (st *PyStack) SiteName() string {
+	f := st.UserFrame()
+	if f == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s (%s:%d)", f.Func, filepath.Base(f.File), f.Line)
 }

@@ -225,6 +225,9 @@ type File struct {
 	// the run); empty when it kept its name or its final name could not
 	// be found.
 	FirstPath string `json:"first_path,omitempty"`
+	// Stacks split the file's fill time over the Python stacks that
+	// filled it, most time first; the rest of its time took no stack.
+	Stacks []StackCharge `json:"stacks,omitempty"`
 	// Order says how the misses came (read or fault, in which order);
 	// nil when the sensor kept none for this file.
 	Order *ReadOrder `json:"order,omitempty"`
@@ -382,4 +385,10 @@ type SelfCost struct {
 	// and its run by the kernel's own on-CPU clock of the thread, so
 	// thread times stay whole; only the wait's start is approximate.
 	SwitchInsUnseen uint64 `json:"switch_ins_unseen,omitempty"`
+	// Python stacks (trace/pystack): walks of a thread's frames, stacks
+	// taken again without a walk (its two innermost frames unchanged),
+	// and distinct stacks stored.
+	PyWalks     uint64 `json:"python_walks,omitempty"`
+	PyReuses    uint64 `json:"python_reuses,omitempty"`
+	PyNewStacks uint64 `json:"python_new_stacks,omitempty"`
 }

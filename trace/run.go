@@ -127,6 +127,9 @@ func (s *session) load() error {
 	var pcErr, jitErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
+	// Closed once the stack walker is loaded (or will not be): the
+	// network probes take its maps too.
+	walker := make(chan struct{})
 	go func() {
 		defer wg.Done()
 		// The stack walker first: an object that takes stacks itself
@@ -134,8 +137,8 @@ func (s *session) load() error {
 		if !s.opts.NoStacks {
 			ps = s.loadStacks(sc.Shared().TaskStates, kernel)
 		}
-		if pc, pcErr = pagecache.Load(pagecache.Options{Shared: shared, Waiting: sc.Waiting,
-			FileSeen: fileSeen, BTF: kernel}); pcErr != nil {
+		close(walker)
+		if pc, pcErr = pagecache.Load(pagecacheOptions(shared, sc.Waiting, fileSeen, kernel, ps)); pcErr != nil {
 			return
 		}
 		ev, pcErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
@@ -153,7 +156,8 @@ func (s *session) load() error {
 		if j != nil {
 			onDownload = j.DownloadSeen
 		}
-		dl, jitErr = s.loadDownload(sc.Shared(), kernel, onDownload)
+		<-walker
+		dl, jitErr = s.loadDownload(sc.Shared(), kernel, onDownload, ps)
 	}
 	wg.Wait()
 	jitSeen.Store(j)
@@ -167,6 +171,11 @@ func (s *session) load() error {
 	err = errors.Join(pcErr, jitErr)
 	if err == nil {
 		mach, err = machine.New(machine.Options{Traced: sc.Tracked().Has, LivePIDs: sc.LivePIDs})
+	}
+	// The stack sensor finishes before the sensors that name stacks
+	// (its Finish decodes the last ones; theirs intern them).
+	if ps != nil {
+		s.sensors = append(s.sensors, ps)
 	}
 	if pc != nil {
 		s.sensors = append(s.sensors, pc)
@@ -183,9 +192,6 @@ func (s *session) load() error {
 	if dl != nil {
 		s.sensors = append(s.sensors, dl)
 	}
-	if ps != nil {
-		s.sensors = append(s.sensors, ps)
-	}
 	// Last: polled after the sensors whose events told it of processes,
 	// closed first (all links together).
 	s.sensors = append(s.sensors, s.uprobes)
@@ -197,6 +203,17 @@ func (s *session) load() error {
 			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
 	}
 	return nil
+}
+
+// pagecacheOptions are the page-cache sensor's: the scheduler's maps and
+// ongoing waits, and the stack walker's maps when it is loaded.
+func pagecacheOptions(shared map[string]*ebpf.Map, waiting func() (io, fill map[sensor.FileKey]int64),
+	fileSeen func(sensor.FileSeen), kernel *btf.Cache, ps *pystack.Sensor) pagecache.Options {
+	o := pagecache.Options{Shared: shared, Waiting: waiting, FileSeen: fileSeen, BTF: kernel}
+	if ps != nil {
+		o.Stacks, o.InternStack, o.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
+	}
+	return o
 }
 
 // loadStacks loads the Python stack sensor; one that cannot load (a
@@ -214,12 +231,16 @@ func (s *session) loadStacks(taskStates *ebpf.Map, kernel *btf.Cache) *pystack.S
 
 // loadDownload loads and attaches the network sensor, unless the options
 // turn it off (nil then).
-func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownload func(int32)) (*download.Sensor, error) {
+func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownload func(int32), ps *pystack.Sensor) (*download.Sensor, error) {
 	if s.opts.NoNetwork {
 		return nil, nil
 	}
-	dl, err := download.Open(download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
-		OnDownload: onDownload, Uprobes: s.uprobes})
+	ds := download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
+		OnDownload: onDownload, Uprobes: s.uprobes}
+	if ps != nil {
+		ds.Stacks, ds.InternStack, ds.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
+	}
+	dl, err := download.Open(ds)
 	if err != nil {
 		return nil, err
 	}

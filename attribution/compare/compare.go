@@ -27,6 +27,10 @@ type Diff struct {
 	Compilers []Compiler `json:"compilers"`
 	GPUs      []GPU      `json:"gpus"`
 	Downloads []Download `json:"downloads"`
+	// CallSites compare the lines of the user's Python code behind disk
+	// reads, compiles and downloads (attribution.CallSiteTimes), largest
+	// change first.
+	CallSites []CallSite `json:"call_sites,omitempty"`
 	// CacheChanges say, for each cache B missed in, whether A's entries
 	// were there to use: a moved root or a changed key.
 	CacheChanges []advice.CacheChange `json:"cache_changes"`
@@ -233,6 +237,7 @@ func New(a, b *record.Record, ra, rb *attribution.Result) *Diff {
 	d.GPUs = gpus(ra, rb)
 	gpuVRAM(d.GPUs, a, b)
 	d.Downloads = downloads(ra, rb)
+	d.CallSites = callSites(a, b, ra, rb)
 	d.Warnings = warnings(a, b)
 	d.Verdict = d.verdict()
 	d.Verdict.Machine = machineChanges(a, b, ra, rb)
@@ -564,5 +569,46 @@ func warnings(a, b *record.Record) []string {
 	if !a.Start.IsZero() && !b.Start.IsZero() && b.Start.Before(a.Start) {
 		out = append(out, "B was recorded before A; put the earlier (cold) run first")
 	}
+	return out
+}
+
+// CallSite is one call site's time in one category on both sides.
+type CallSite struct {
+	Category attribution.Category `json:"category"`
+	// Site is "qualname (file.py:LINE)", the innermost frame of the
+	// user's own code.
+	Site    string `json:"site"`
+	ANS     int64  `json:"a_ns"`
+	BNS     int64  `json:"b_ns"`
+	DeltaNS int64  `json:"delta_ns"`
+}
+
+func callSites(a, b *record.Record, ra, rb *attribution.Result) []CallSite {
+	type key struct {
+		c    attribution.Category
+		site string
+	}
+	by := map[key]*CallSite{}
+	get := func(c attribution.Category, site string) *CallSite {
+		k := key{c, site}
+		if by[k] == nil {
+			by[k] = &CallSite{Category: c, Site: site}
+		}
+		return by[k]
+	}
+	for _, t := range attribution.CallSiteTimes(a, ra) {
+		get(t.Category, t.Site).ANS += t.NS
+	}
+	for _, t := range attribution.CallSiteTimes(b, rb) {
+		get(t.Category, t.Site).BNS += t.NS
+	}
+	out := make([]CallSite, 0, len(by))
+	for _, c := range by {
+		c.DeltaNS = c.BNS - c.ANS
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(x, y CallSite) int {
+		return cmp.Or(cmp.Compare(absI(y.DeltaNS), absI(x.DeltaNS)), cmp.Compare(x.Category, y.Category), cmp.Compare(x.Site, y.Site))
+	})
 	return out
 }

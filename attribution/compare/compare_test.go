@@ -146,3 +146,24 @@ func fixture(t *testing.T, name string) (*record.Record, *attribution.Result) {
 }
 
 func say(d *compare.Diff) string { return words.Comparison(d.Verdict) }
+
+// TestDiffComparesCallSites: a call site's disk time in A and none in B
+// is a change of the whole of it.
+func TestDiffComparesCallSites(t *testing.T) {
+	a := &record.Record{WallNS: 10e9,
+		Stacks: []record.PyStack{{Frames: []record.PyFrame{{File: "/src/load.py", Line: 14, Func: "load_model"}}}},
+		Files: []record.File{{ID: 0, Path: "/m/w.bin", PagesMissed: 10, BytesFromDisk: 40 << 10, IOWaitNS: 4e9,
+			Stacks: []record.StackCharge{{Stack: 1, PID: 7, NS: 4e9, Bytes: 40 << 10}}}},
+		Samples: []record.Sample{{EndNS: 10e9, Files: []record.FileDelta{{File: 0, PagesMissed: 10, IOWaitNS: 4e9}},
+			Threads: []record.ThreadDelta{{TID: 7, PID: 7, IOWaitNS: 4e9, CPUNS: 1e9}}}},
+		Processes: []record.Process{{PID: 7, Comm: "python3", EndNS: 10e9}}}
+	b := &record.Record{WallNS: 6e9, Processes: []record.Process{{PID: 8, Comm: "python3", EndNS: 6e9}}}
+	d := compare.New(a, b, nil, nil)
+	if len(d.CallSites) != 1 {
+		t.Fatalf("call sites %+v", d.CallSites)
+	}
+	c := d.CallSites[0]
+	if c.Site != "load_model (load.py:14)" || c.ANS <= 0 || c.BNS != 0 || c.DeltaNS != -c.ANS {
+		t.Errorf("call site %+v", c)
+	}
+}

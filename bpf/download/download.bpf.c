@@ -18,6 +18,7 @@
 #include "common.h"
 #include "syscall64.h"
 #include "table_writes.h"
+#include "pywalk.h"
 #include <bpf/bpf_endian.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -67,6 +68,10 @@ struct conn {
 	__u64 gai_start;
 	__u64 gai_end;
 	char host[HOST_LEN]; /* the name the peer was looked up by, or "" */
+	/* The Python stack of the connecting thread (bpf/include/pywalk.h),
+	 * 0 for none: a download's line in the program that fetched it. A
+	 * connection reused for later requests keeps its first one's. */
+	__u64 stack;
 };
 
 /* A connection that received nothing this long after it was established
@@ -364,6 +369,10 @@ int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int
 		else
 			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_v6_daddr, 16);
 		name_peer(&c);
+		if (s->flags & TF_PYTHON) {
+			py_stack_current();
+			c.stack = s->py_last;
+		}
 		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
 			count_net_lost(DL_CONNS);
 		count_write();

@@ -35,6 +35,7 @@ type DownloadConn struct {
 	GaiStart      uint64
 	GaiEnd        uint64
 	Host          [64]int8
+	Stack         uint64
 }
 
 type DownloadDlLost uint32
@@ -62,6 +63,50 @@ type DownloadLookup struct {
 	Family  [8]uint16
 	Addr    [8][16]uint8
 	_       [4]byte
+}
+
+type DownloadPyConf struct {
+	_             structs.HostLayout
+	Runtime       uint64
+	CodeType      uint64
+	InterpHead    uint32
+	ThreadsHead   uint32
+	TsNext        uint32
+	TsNativeTid   uint32
+	TsCframe      uint32
+	CframeCurrent uint32
+	FrCode        uint32
+	FrPrevious    uint32
+	FrInstr       uint32
+	FrOwner       uint32
+	CoFilename    uint32
+	CoQualname    uint32
+	CoFirstlineno uint32
+	SkipCstack    uint32
+}
+
+type DownloadPyScratch struct {
+	_    structs.HostLayout
+	Hash uint64
+	Ts   uint64
+	St   DownloadPyStack
+}
+
+type DownloadPyStack struct {
+	_         structs.HostLayout
+	Pid       uint32
+	Len       uint32
+	Truncated uint32
+	Total     uint32
+	Frames    [128]struct {
+		_           structs.HostLayout
+		Code        uint64
+		Instr       uint64
+		Qualname    uint64
+		Filename    uint64
+		Firstlineno uint32
+		Pad         uint32
+	}
 }
 
 type DownloadRxSlot struct {
@@ -96,6 +141,7 @@ type DownloadThread struct {
 	FillRunqNs uint64
 	FillMark   uint64
 	ExecNs     uint64
+	WaitStack  uint64
 }
 
 type DownloadTstate struct {
@@ -141,7 +187,14 @@ type DownloadTstate struct {
 		Pad uint32
 		Ino uint64
 	}
-	AsyncTs uint64
+	AsyncTs   uint64
+	FillStack uint64
+	PyTs      uint64
+	PyF0      uint64
+	PyI0      uint64
+	PyF1      uint64
+	PyI1      uint64
+	PyLast    uint64
 }
 
 type DownloadWriteKey struct {
@@ -174,6 +227,11 @@ const (
 	DownloadMapLookups             = "lookups"
 	DownloadMapLost                = "lost"
 	DownloadMapNetLost             = "net_lost"
+	DownloadMapPyConfs             = "py_confs"
+	DownloadMapPyEvents            = "py_events"
+	DownloadMapPyLost              = "py_lost"
+	DownloadMapPyScratch           = "py_scratch"
+	DownloadMapPyStacks            = "py_stacks"
 	DownloadMapRxSlots             = "rx_slots"
 	DownloadMapTableWrites         = "table_writes"
 	DownloadMapTaskStates          = "task_states"
@@ -253,6 +311,11 @@ type DownloadMapSpecs struct {
 	Lookups       *ebpf.MapSpec `ebpf:"lookups"`
 	Lost          *ebpf.MapSpec `ebpf:"lost"`
 	NetLost       *ebpf.MapSpec `ebpf:"net_lost"`
+	PyConfs       *ebpf.MapSpec `ebpf:"py_confs"`
+	PyEvents      *ebpf.MapSpec `ebpf:"py_events"`
+	PyLost        *ebpf.MapSpec `ebpf:"py_lost"`
+	PyScratch     *ebpf.MapSpec `ebpf:"py_scratch"`
+	PyStacks      *ebpf.MapSpec `ebpf:"py_stacks"`
 	RxSlots       *ebpf.MapSpec `ebpf:"rx_slots"`
 	TableWrites   *ebpf.MapSpec `ebpf:"table_writes"`
 	TaskStates    *ebpf.MapSpec `ebpf:"task_states"`
@@ -296,6 +359,11 @@ type DownloadMaps struct {
 	Lookups       *ebpf.Map `ebpf:"lookups"`
 	Lost          *ebpf.Map `ebpf:"lost"`
 	NetLost       *ebpf.Map `ebpf:"net_lost"`
+	PyConfs       *ebpf.Map `ebpf:"py_confs"`
+	PyEvents      *ebpf.Map `ebpf:"py_events"`
+	PyLost        *ebpf.Map `ebpf:"py_lost"`
+	PyScratch     *ebpf.Map `ebpf:"py_scratch"`
+	PyStacks      *ebpf.Map `ebpf:"py_stacks"`
 	RxSlots       *ebpf.Map `ebpf:"rx_slots"`
 	TableWrites   *ebpf.Map `ebpf:"table_writes"`
 	TaskStates    *ebpf.Map `ebpf:"task_states"`
@@ -312,6 +380,11 @@ func (m *DownloadMaps) Close() error {
 		m.Lookups,
 		m.Lost,
 		m.NetLost,
+		m.PyConfs,
+		m.PyEvents,
+		m.PyLost,
+		m.PyScratch,
+		m.PyStacks,
 		m.RxSlots,
 		m.TableWrites,
 		m.TaskStates,

@@ -47,6 +47,21 @@ type EvictFileKey struct {
 	Ino uint64
 }
 
+type EvictFileStackKey struct {
+	_     structs.HostLayout
+	File  EvictFileKey
+	Stack uint64
+}
+
+type EvictFileStackStats struct {
+	_          structs.HostLayout
+	MissCpuNs  uint64
+	IowaitNs   uint64
+	FillWaitNs uint64
+	Missed     uint64
+	Read       uint64
+}
+
 type EvictFileStats struct {
 	_              structs.HostLayout
 	Accessed       uint64
@@ -87,7 +102,8 @@ const (
 	EvictLostKindLOST_THREADS  EvictLostKind = 2
 	EvictLostKindLOST_FILL_END EvictLostKind = 3
 	EvictLostKindLOST_PAGES    EvictLostKind = 4
-	EvictLostKindLOST_KINDS    EvictLostKind = 5
+	EvictLostKindLOST_STACKS   EvictLostKind = 5
+	EvictLostKindLOST_KINDS    EvictLostKind = 6
 )
 
 type EvictRunBlock struct {
@@ -122,6 +138,7 @@ type EvictThread struct {
 	FillRunqNs uint64
 	FillMark   uint64
 	ExecNs     uint64
+	WaitStack  uint64
 }
 
 type EvictTstate struct {
@@ -143,6 +160,13 @@ type EvictTstate struct {
 	DioFile   EvictFileKey
 	AsyncFile EvictFileKey
 	AsyncTs   uint64
+	FillStack uint64
+	PyTs      uint64
+	PyF0      uint64
+	PyI0      uint64
+	PyF1      uint64
+	PyI1      uint64
+	PyLast    uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -150,6 +174,7 @@ type EvictTstate struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	EvictMapEvictors            = "evictors"
+	EvictMapFileStacks          = "file_stacks"
 	EvictMapFiles               = "files"
 	EvictMapInserters           = "inserters"
 	EvictMapLost                = "lost"
@@ -224,6 +249,7 @@ type EvictProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type EvictMapSpecs struct {
 	Evictors    *ebpf.MapSpec `ebpf:"evictors"`
+	FileStacks  *ebpf.MapSpec `ebpf:"file_stacks"`
 	Files       *ebpf.MapSpec `ebpf:"files"`
 	Inserters   *ebpf.MapSpec `ebpf:"inserters"`
 	Lost        *ebpf.MapSpec `ebpf:"lost"`
@@ -264,6 +290,7 @@ func (o *EvictObjects) Close() error {
 // It can be passed to LoadEvictObjects or ebpf.CollectionSpec.LoadAndAssign.
 type EvictMaps struct {
 	Evictors    *ebpf.Map `ebpf:"evictors"`
+	FileStacks  *ebpf.Map `ebpf:"file_stacks"`
 	Files       *ebpf.Map `ebpf:"files"`
 	Inserters   *ebpf.Map `ebpf:"inserters"`
 	Lost        *ebpf.Map `ebpf:"lost"`
@@ -277,6 +304,7 @@ type EvictMaps struct {
 func (m *EvictMaps) Close() error {
 	return _EvictClose(
 		m.Evictors,
+		m.FileStacks,
 		m.Files,
 		m.Inserters,
 		m.Lost,

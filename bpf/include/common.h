@@ -42,7 +42,8 @@ enum lost_kind {
 	LOST_THREADS = 2,
 	LOST_FILL_END = 3, /* a fill interval closed at its last event, not at the return to user */
 	LOST_PAGES = 4, /* the run_pages or evictors table was full: re-reads or evictors undercounted */
-	LOST_KINDS = 5,
+	LOST_STACKS = 5, /* the file_stacks table was full: a fill's time went to its file without its stack */
+	LOST_KINDS = 6,
 };
 
 struct file_key {
@@ -96,6 +97,16 @@ struct tstate {
 	 * it (an io-wq worker queues the read, the submitter waits). */
 	struct file_key async_file;
 	__u64 async_ts;
+	/* The Python stack (bpf/include/pywalk.h) of the open fill interval,
+	 * taken where it opened (bpf/pagecache: open_fill) and cleared where
+	 * it closes; 0 outside a fill or for a thread without one. */
+	__u64 fill_stack;
+	/* The thread's last walk (py_stack_reuse): its thread state, its two
+	 * innermost frames and their instructions, and the stack they gave.
+	 * Unchanged frames reuse the stack without a walk. */
+	__u64 py_ts;
+	__u64 py_f0, py_i0, py_f1, py_i1;
+	__u64 py_last;
 };
 
 struct thread {
@@ -127,6 +138,9 @@ struct thread {
 	 * at its last switch out: what splits an interval whose switch in
 	 * was not seen into its wait and its run. */
 	__u64 exec_ns;
+	/* The Python stack of the fill wait_file names (tstate.fill_stack):
+	 * its waits are charged to (file, stack) too; 0 for none. */
+	__u64 wait_stack;
 };
 
 struct {

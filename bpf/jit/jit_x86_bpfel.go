@@ -79,7 +79,8 @@ const (
 	JitLostKindLOST_THREADS  JitLostKind = 2
 	JitLostKindLOST_FILL_END JitLostKind = 3
 	JitLostKindLOST_PAGES    JitLostKind = 4
-	JitLostKindLOST_KINDS    JitLostKind = 5
+	JitLostKindLOST_STACKS   JitLostKind = 5
+	JitLostKindLOST_KINDS    JitLostKind = 6
 )
 
 type JitPending struct {
@@ -123,6 +124,7 @@ type JitThread struct {
 	FillRunqNs uint64
 	FillMark   uint64
 	ExecNs     uint64
+	WaitStack  uint64
 }
 
 type JitTstate struct {
@@ -168,7 +170,14 @@ type JitTstate struct {
 		Pad uint32
 		Ino uint64
 	}
-	AsyncTs uint64
+	AsyncTs   uint64
+	FillStack uint64
+	PyTs      uint64
+	PyF0      uint64
+	PyI0      uint64
+	PyF1      uint64
+	PyI1      uint64
+	PyLast    uint64
 }
 
 type JitUcall struct {

@@ -7,4 +7,4 @@ package pagecache
 // -type exports the records, map values and enums user space reads, so no
 // Go copy of them exists. -I../include is the one place of the shared
 // headers; /usr/include/x86_64-linux-gnu has Debian's asm/ headers.
-//go:generate go tool bpf2go -tags linux -target amd64 -cflags "-O2 -g -Wall -Werror" -type path_event -type path_kind -type file_stats -type read_order -type lost_kind Pagecache pagecache.bpf.c -- -I../include -I/usr/include/x86_64-linux-gnu
+//go:generate go tool bpf2go -tags linux -target amd64 -cflags "-O2 -g -Wall -Werror" -type path_event -type path_kind -type file_stats -type file_stack_key -type file_stack_stats -type read_order -type lost_kind Pagecache pagecache.bpf.c -- -I../include -I/usr/include/x86_64-linux-gnu

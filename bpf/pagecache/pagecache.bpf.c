@@ -16,6 +16,7 @@
 #include "files.h"
 #include "syscall64.h"
 #include "order.h"
+#include "pywalk.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -196,6 +197,7 @@ static int close_fill(struct bpf_map *map, void *key, void *value)
 		if (s->flags & TF_MISSED)
 			charge_miss(s, NULL, bpf_ktime_get_ns());
 		s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_FAULT_TS | TF_DIRECT);
+		s->fill_stack = 0;
 		struct thread *th = slot_thread(s);
 		if (th)
 			th->fill_mark = 0;
@@ -226,24 +228,35 @@ static __always_inline bool close_at_return(struct tstate *s)
 
 /* Open the current entry's fill interval at start (unless it is open)
  * and arrange for its close. Without a task work the interval is charged
- * up to now and closed, so that it cannot run on into user time. */
-static __always_inline void open_fill(struct tstate *s, __u64 start, __u64 now)
+ * up to now and closed, so that it cannot run on into user time. A
+ * Python thread's interval carries its stack, taken here, in the filling
+ * thread: its time is charged per (file, stack) until the interval
+ * closes. Returns the interval's stack (0: none). */
+static __always_inline __u64 open_fill(struct tstate *s, __u64 start, __u64 now)
 {
 	if (!(s->flags & TF_MISSED)) {
 		s->flags |= TF_MISSED;
 		s->mark_ts = start;
+		s->fill_stack = 0;
+		if (s->flags & TF_PYTHON) {
+			py_stack_current();
+			s->fill_stack = s->py_last;
+		}
 		struct thread *th = slot_thread(s);
 		if (th)
 			th->fill_mark = start;
 	}
+	__u64 stack = s->fill_stack;
 	if (close_at_return(s))
-		return;
+		return stack;
 	count_lost(LOST_FILL_END);
 	charge_miss(s, NULL, now);
 	s->flags &= ~TF_MISSED;
+	s->fill_stack = 0;
 	struct thread *th = slot_thread(s);
 	if (th)
 		th->fill_mark = 0;
+	return stack;
 }
 
 /* One step of the dentry walk, run by bpf_loop: the verifier checks the
@@ -606,6 +619,8 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 		__u64 now = bpf_ktime_get_ns();
 		open_fill(t, start ? start : now, now);
 	}
+	if (pages && (t->flags & TF_MISSED) && t->fill_stack)
+		file_stack_add(key.dev, key.ino, t->fill_stack, FS_READ, pages);
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
 		emit_path(t, inode, key.dev, key.ino, PATH_SEEN);
@@ -697,7 +712,9 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	/* In a fault, the fill began at its filemap_fault, microseconds ago. */
 	if (nr < 0 && (t->flags & TF_FAULT_TS) && now >= t->fault_ts && now - t->fault_ts < FAULT_TS_MAX_NS)
 		start = t->fault_ts;
-	open_fill(t, start, now);
+	__u64 stack = open_fill(t, start, now);
+	if (stack)
+		file_stack_add(key.dev, key.ino, stack, FS_MISSED, n);
 	note_order(&key, lo, n, nr < 0);
 	return 0;
 }

@@ -25,6 +25,21 @@ type PagecacheFileKey struct {
 	Ino uint64
 }
 
+type PagecacheFileStackKey struct {
+	_     structs.HostLayout
+	File  PagecacheFileKey
+	Stack uint64
+}
+
+type PagecacheFileStackStats struct {
+	_          structs.HostLayout
+	MissCpuNs  uint64
+	IowaitNs   uint64
+	FillWaitNs uint64
+	Missed     uint64
+	Read       uint64
+}
+
 type PagecacheFileStats struct {
 	_              structs.HostLayout
 	Accessed       uint64
@@ -60,7 +75,8 @@ const (
 	PagecacheLostKindLOST_THREADS  PagecacheLostKind = 2
 	PagecacheLostKindLOST_FILL_END PagecacheLostKind = 3
 	PagecacheLostKindLOST_PAGES    PagecacheLostKind = 4
-	PagecacheLostKindLOST_KINDS    PagecacheLostKind = 5
+	PagecacheLostKindLOST_STACKS   PagecacheLostKind = 5
+	PagecacheLostKindLOST_KINDS    PagecacheLostKind = 6
 )
 
 type PagecachePathEvent struct {
@@ -87,11 +103,55 @@ const (
 	PagecachePathKindPATH_CREATED PagecachePathKind = 2
 )
 
+type PagecachePyConf struct {
+	_             structs.HostLayout
+	Runtime       uint64
+	CodeType      uint64
+	InterpHead    uint32
+	ThreadsHead   uint32
+	TsNext        uint32
+	TsNativeTid   uint32
+	TsCframe      uint32
+	CframeCurrent uint32
+	FrCode        uint32
+	FrPrevious    uint32
+	FrInstr       uint32
+	FrOwner       uint32
+	CoFilename    uint32
+	CoQualname    uint32
+	CoFirstlineno uint32
+	SkipCstack    uint32
+}
+
+type PagecachePyScratch struct {
+	_    structs.HostLayout
+	Hash uint64
+	Ts   uint64
+	St   PagecachePyStack
+}
+
 type PagecachePySeenKey struct {
 	_    structs.HostLayout
 	Tgid uint32
 	Dev  uint32
 	Ino  uint64
+}
+
+type PagecachePyStack struct {
+	_         structs.HostLayout
+	Pid       uint32
+	Len       uint32
+	Truncated uint32
+	Total     uint32
+	Frames    [128]struct {
+		_           structs.HostLayout
+		Code        uint64
+		Instr       uint64
+		Qualname    uint64
+		Filename    uint64
+		Firstlineno uint32
+		Pad         uint32
+	}
 }
 
 type PagecacheReadOrder struct {
@@ -137,6 +197,7 @@ type PagecacheThread struct {
 	FillRunqNs uint64
 	FillMark   uint64
 	ExecNs     uint64
+	WaitStack  uint64
 }
 
 type PagecacheTstate struct {
@@ -158,6 +219,13 @@ type PagecacheTstate struct {
 	DioFile   PagecacheFileKey
 	AsyncFile PagecacheFileKey
 	AsyncTs   uint64
+	FillStack uint64
+	PyTs      uint64
+	PyF0      uint64
+	PyI0      uint64
+	PyF1      uint64
+	PyI1      uint64
+	PyLast    uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -165,13 +233,19 @@ type PagecacheTstate struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	PagecacheMapFileFilter          = "file_filter"
+	PagecacheMapFileStacks          = "file_stacks"
 	PagecacheMapFiles               = "files"
 	PagecacheMapFillEnds            = "fill_ends"
 	PagecacheMapLost                = "lost"
 	PagecacheMapPathScratch         = "path_scratch"
 	PagecacheMapPathWake            = "path_wake"
 	PagecacheMapPaths               = "paths"
+	PagecacheMapPyConfs             = "py_confs"
+	PagecacheMapPyEvents            = "py_events"
+	PagecacheMapPyLost              = "py_lost"
+	PagecacheMapPyScratch           = "py_scratch"
 	PagecacheMapPySeen              = "py_seen"
+	PagecacheMapPyStacks            = "py_stacks"
 	PagecacheMapReadOrders          = "read_orders"
 	PagecacheMapRunPages            = "run_pages"
 	PagecacheMapSmallHits           = "small_hits"
@@ -241,13 +315,19 @@ type PagecacheProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type PagecacheMapSpecs struct {
 	FileFilter  *ebpf.MapSpec `ebpf:"file_filter"`
+	FileStacks  *ebpf.MapSpec `ebpf:"file_stacks"`
 	Files       *ebpf.MapSpec `ebpf:"files"`
 	FillEnds    *ebpf.MapSpec `ebpf:"fill_ends"`
 	Lost        *ebpf.MapSpec `ebpf:"lost"`
 	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
 	PathWake    *ebpf.MapSpec `ebpf:"path_wake"`
 	Paths       *ebpf.MapSpec `ebpf:"paths"`
+	PyConfs     *ebpf.MapSpec `ebpf:"py_confs"`
+	PyEvents    *ebpf.MapSpec `ebpf:"py_events"`
+	PyLost      *ebpf.MapSpec `ebpf:"py_lost"`
+	PyScratch   *ebpf.MapSpec `ebpf:"py_scratch"`
 	PySeen      *ebpf.MapSpec `ebpf:"py_seen"`
+	PyStacks    *ebpf.MapSpec `ebpf:"py_stacks"`
 	ReadOrders  *ebpf.MapSpec `ebpf:"read_orders"`
 	RunPages    *ebpf.MapSpec `ebpf:"run_pages"`
 	SmallHits   *ebpf.MapSpec `ebpf:"small_hits"`
@@ -285,13 +365,19 @@ func (o *PagecacheObjects) Close() error {
 // It can be passed to LoadPagecacheObjects or ebpf.CollectionSpec.LoadAndAssign.
 type PagecacheMaps struct {
 	FileFilter  *ebpf.Map `ebpf:"file_filter"`
+	FileStacks  *ebpf.Map `ebpf:"file_stacks"`
 	Files       *ebpf.Map `ebpf:"files"`
 	FillEnds    *ebpf.Map `ebpf:"fill_ends"`
 	Lost        *ebpf.Map `ebpf:"lost"`
 	PathScratch *ebpf.Map `ebpf:"path_scratch"`
 	PathWake    *ebpf.Map `ebpf:"path_wake"`
 	Paths       *ebpf.Map `ebpf:"paths"`
+	PyConfs     *ebpf.Map `ebpf:"py_confs"`
+	PyEvents    *ebpf.Map `ebpf:"py_events"`
+	PyLost      *ebpf.Map `ebpf:"py_lost"`
+	PyScratch   *ebpf.Map `ebpf:"py_scratch"`
 	PySeen      *ebpf.Map `ebpf:"py_seen"`
+	PyStacks    *ebpf.Map `ebpf:"py_stacks"`
 	ReadOrders  *ebpf.Map `ebpf:"read_orders"`
 	RunPages    *ebpf.Map `ebpf:"run_pages"`
 	SmallHits   *ebpf.Map `ebpf:"small_hits"`
@@ -302,13 +388,19 @@ type PagecacheMaps struct {
 func (m *PagecacheMaps) Close() error {
 	return _PagecacheClose(
 		m.FileFilter,
+		m.FileStacks,
 		m.Files,
 		m.FillEnds,
 		m.Lost,
 		m.PathScratch,
 		m.PathWake,
 		m.Paths,
+		m.PyConfs,
+		m.PyEvents,
+		m.PyLost,
+		m.PyScratch,
 		m.PySeen,
+		m.PyStacks,
 		m.ReadOrders,
 		m.RunPages,
 		m.SmallHits,

@@ -108,10 +108,13 @@ int BPF_PROG(on_py_exit, struct task_struct *p)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_py_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	if (!task_state(p))
+	struct tstate *ts = task_state(p);
+	if (!ts)
 		return 0;
+	/* A new image: whatever interpreter the process ran is gone, and
+	 * with it the thread's last walk (py_stack_reuse). */
+	ts->py_last = 0;
 	__u32 tgid = BPF_CORE_READ(p, tgid);
-	/* A new image: whatever interpreter the process ran is gone. */
 	bpf_map_delete_elem(&py_confs, &tgid);
 	struct inode *ino = BPF_CORE_READ(bprm, file, f_inode);
 	struct py_exe_key k = {.ino = BPF_CORE_READ(ino, i_ino), .dev = BPF_CORE_READ(ino, i_sb, s_dev)};

@@ -38,7 +38,8 @@ type PystackPyCountKind uint32
 const (
 	PystackPyCountKindPY_WALKS       PystackPyCountKind = 0
 	PystackPyCountKindPY_NEW         PystackPyCountKind = 1
-	PystackPyCountKindPY_COUNT_KINDS PystackPyCountKind = 2
+	PystackPyCountKindPY_REUSES      PystackPyCountKind = 2
+	PystackPyCountKindPY_COUNT_KINDS PystackPyCountKind = 3
 )
 
 type PystackPyEvent struct {
@@ -88,6 +89,7 @@ const (
 type PystackPyScratch struct {
 	_    structs.HostLayout
 	Hash uint64
+	Ts   uint64
 	St   PystackPyStack
 }
 
@@ -123,6 +125,7 @@ type PystackThread struct {
 	FillRunqNs uint64
 	FillMark   uint64
 	ExecNs     uint64
+	WaitStack  uint64
 }
 
 type PystackTstate struct {
@@ -168,7 +171,14 @@ type PystackTstate struct {
 		Pad uint32
 		Ino uint64
 	}
-	AsyncTs uint64
+	AsyncTs   uint64
+	FillStack uint64
+	PyTs      uint64
+	PyF0      uint64
+	PyI0      uint64
+	PyF1      uint64
+	PyI1      uint64
+	PyLast    uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -123,11 +123,13 @@ static __always_inline __u32 wait_cause(struct tstate *s, struct thread *t, stru
 {
 	struct file_key none = {};
 	t->wait_file = none;
+	t->wait_stack = 0;
 	long nr = current_syscall(prev);
 	if (syncs_files(nr))
 		return 0;
 	if (s->flags & TF_MISSED) {
 		t->wait_file = s->cur;
+		t->wait_stack = s->fill_stack;
 		return 0;
 	}
 	if (s->flags & TF_DIRECT) {
@@ -181,6 +183,8 @@ static __always_inline void charge_wait(struct thread *t, struct task_struct *ta
 				if (t->flags & TF_OUT_DIRECT)
 					__sync_fetch_and_add(&fs->direct_wait_ns, d);
 			}
+			if (t->wait_stack)
+				file_stack_add(t->wait_file.dev, t->wait_file.ino, t->wait_stack, FS_IOWAIT, d);
 		}
 	} else if (t->flags & TF_OUT_RUNNABLE) {
 		t->runq_ns += d;
@@ -195,6 +199,8 @@ static __always_inline void charge_wait(struct thread *t, struct task_struct *ta
 			struct file_stats *fs = bpf_map_lookup_elem(&files, &t->wait_file);
 			if (fs)
 				__sync_fetch_and_add(&fs->fill_wait_ns, d);
+			if (t->wait_stack)
+				file_stack_add(t->wait_file.dev, t->wait_file.ino, t->wait_stack, FS_FILL_WAIT, d);
 		}
 	}
 }
@@ -256,6 +262,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		if (filling && !iowait) {
 			f |= TF_OUT_FILL;
 			t->wait_file = s->cur; /* user space adds ongoing fill waits to it */
+			t->wait_stack = s->fill_stack;
 		}
 		if (iowait) {
 			f |= TF_OUT_IOWAIT;

@@ -20,6 +20,21 @@ type SchedFileKey struct {
 	Ino uint64
 }
 
+type SchedFileStackKey struct {
+	_     structs.HostLayout
+	File  SchedFileKey
+	Stack uint64
+}
+
+type SchedFileStackStats struct {
+	_          structs.HostLayout
+	MissCpuNs  uint64
+	IowaitNs   uint64
+	FillWaitNs uint64
+	Missed     uint64
+	Read       uint64
+}
+
 type SchedFileStats struct {
 	_              structs.HostLayout
 	Accessed       uint64
@@ -47,7 +62,8 @@ const (
 	SchedLostKindLOST_THREADS  SchedLostKind = 2
 	SchedLostKindLOST_FILL_END SchedLostKind = 3
 	SchedLostKindLOST_PAGES    SchedLostKind = 4
-	SchedLostKindLOST_KINDS    SchedLostKind = 5
+	SchedLostKindLOST_STACKS   SchedLostKind = 5
+	SchedLostKindLOST_KINDS    SchedLostKind = 6
 )
 
 type SchedRunBlock struct {
@@ -115,6 +131,7 @@ type SchedThread struct {
 	FillRunqNs uint64
 	FillMark   uint64
 	ExecNs     uint64
+	WaitStack  uint64
 }
 
 type SchedThreadFlag uint32
@@ -154,6 +171,13 @@ type SchedTstate struct {
 	DioFile   SchedFileKey
 	AsyncFile SchedFileKey
 	AsyncTs   uint64
+	FillStack uint64
+	PyTs      uint64
+	PyF0      uint64
+	PyI0      uint64
+	PyF1      uint64
+	PyI1      uint64
+	PyLast    uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -161,6 +185,7 @@ type SchedTstate struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	SchedMapEvents                    = "events"
+	SchedMapFileStacks                = "file_stacks"
 	SchedMapFiles                     = "files"
 	SchedMapFreeSlots                 = "free_slots"
 	SchedMapLost                      = "lost"
@@ -236,6 +261,7 @@ type SchedProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedMapSpecs struct {
 	Events     *ebpf.MapSpec `ebpf:"events"`
+	FileStacks *ebpf.MapSpec `ebpf:"file_stacks"`
 	Files      *ebpf.MapSpec `ebpf:"files"`
 	FreeSlots  *ebpf.MapSpec `ebpf:"free_slots"`
 	Lost       *ebpf.MapSpec `ebpf:"lost"`
@@ -279,6 +305,7 @@ func (o *SchedObjects) Close() error {
 // It can be passed to LoadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedMaps struct {
 	Events     *ebpf.Map `ebpf:"events"`
+	FileStacks *ebpf.Map `ebpf:"file_stacks"`
 	Files      *ebpf.Map `ebpf:"files"`
 	FreeSlots  *ebpf.Map `ebpf:"free_slots"`
 	Lost       *ebpf.Map `ebpf:"lost"`
@@ -291,6 +318,7 @@ type SchedMaps struct {
 func (m *SchedMaps) Close() error {
 	return _SchedClose(
 		m.Events,
+		m.FileStacks,
 		m.Files,
 		m.FreeSlots,
 		m.Lost,

@@ -197,7 +197,7 @@ func printTable(w io.Writer, res *results, took time.Duration) {
 		res.Kernel, res.CPUs, res.Pairs, time.Duration(res.DelayNS), time.Duration(res.SettleNS), took.Round(time.Second))
 	fmt.Fprintln(w, "ratio = traced wall / mean of the untraced runs either side (the workload's own clock); drift = last untraced vs first")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tuntraced\tratio\tmin–max\tbudget\tdrift\tspread\tbg cpu\tstartup\tlaunch+\tct cpu\tpeak RSS\tevents\tlost\t")
+	fmt.Fprintln(tw, "workload\tuntraced\tratio\tmin–max\tbudget\tdrift\tspread\tbg cpu\tstartup\tlaunch+\tct cpu\tpeak RSS\tevents\tpy walks\treuses\tlost\t")
 	for _, s := range res.Workloads {
 		verdict := fmt.Sprintf("≤%.2f", s.Budget)
 		if !res.Smoke {
@@ -207,10 +207,10 @@ func printTable(w io.Writer, res *results, took time.Duration) {
 				verdict += " ok"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f–%.3f\t%s\t%+.1f%%\t%.1f%%\t%.0f%%\t%s\t%s\t%s\t%.1f MiB\t%d\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f–%.3f\t%s\t%+.1f%%\t%.1f%%\t%.0f%%\t%s\t%s\t%s\t%.1f MiB\t%d\t%d\t%d\t%d\t\n",
 			s.Name, ms(s.UntracedMedianNS), s.RatioMedian, s.RatioMin, s.RatioMax, verdict, s.DriftPct, s.SpreadPct,
 			100*s.BgCPUMedian, ms(s.StartupMedianNS), ms(s.LaunchExtraNS), ms(s.CPUMedianNS),
-			float64(s.MaxRSSBytes)/(1<<20), s.EventsSeenMedian, s.LostEvents)
+			float64(s.MaxRSSBytes)/(1<<20), s.EventsSeenMedian, s.PyWalksMedian, s.PyReusesMedian, s.LostEvents)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "startup: coldtrace's startup_ns (median); launch+: extra spawn→main() of traced runs, seen from outside;")

@@ -47,17 +47,20 @@ type runResult struct {
 
 // traceResult is what coldtrace's JSON summary says about a traced run.
 type traceResult struct {
-	ExitCode    int      `json:"exit_code"`
-	WallNS      int64    `json:"wall_ns"`
-	StartupNS   int64    `json:"startup_ns"`
-	LostEvents  uint64   `json:"lost_events"`
-	CPUNS       int64    `json:"cpu_ns"`
-	MaxRSSBytes uint64   `json:"max_rss_bytes"`
-	EventsSeen  uint64   `json:"events_seen"`
-	Processes   int      `json:"processes"`
-	Files       int      `json:"files"`
-	FileMissed  uint64   `json:"file_pages_missed"` // of the workload's data file
-	Warnings    []string `json:"warnings,omitempty"`
+	ExitCode    int    `json:"exit_code"`
+	WallNS      int64  `json:"wall_ns"`
+	StartupNS   int64  `json:"startup_ns"`
+	LostEvents  uint64 `json:"lost_events"`
+	CPUNS       int64  `json:"cpu_ns"`
+	MaxRSSBytes uint64 `json:"max_rss_bytes"`
+	EventsSeen  uint64 `json:"events_seen"`
+	// Python stacks: walks and stacks reused without one.
+	PyWalks    uint64   `json:"python_walks"`
+	PyReuses   uint64   `json:"python_reuses"`
+	Processes  int      `json:"processes"`
+	Files      int      `json:"files"`
+	FileMissed uint64   `json:"file_pages_missed"` // of the workload's data file
+	Warnings   []string `json:"warnings,omitempty"`
 }
 
 type ctSummary struct {
@@ -69,6 +72,8 @@ type ctSummary struct {
 		CPUNS       int64  `json:"cpu_ns"`
 		MaxRSSBytes uint64 `json:"max_rss_bytes"`
 		EventsSeen  uint64 `json:"events_seen"`
+		PyWalks     uint64 `json:"python_walks"`
+		PyReuses    uint64 `json:"python_reuses"`
 	} `json:"coldtrace"`
 	Files []struct {
 		Path        string `json:"path"`
@@ -215,7 +220,7 @@ func readTrace(path, dataFile string) (*traceResult, error) {
 		return nil, fmt.Errorf("coldtrace's JSON summary %s: %w", path, err)
 	}
 	tr := &traceResult{ExitCode: s.ExitCode, WallNS: s.WallNS, StartupNS: s.StartupNS, LostEvents: s.LostEvents,
-		CPUNS: s.Self.CPUNS, MaxRSSBytes: s.Self.MaxRSSBytes, EventsSeen: s.Self.EventsSeen,
+		CPUNS: s.Self.CPUNS, MaxRSSBytes: s.Self.MaxRSSBytes, EventsSeen: s.Self.EventsSeen, PyWalks: s.Self.PyWalks, PyReuses: s.Self.PyReuses,
 		Processes: len(s.Processes), Files: len(s.Files), Warnings: s.Warnings}
 	for _, f := range s.Files {
 		if dataFile != "" && f.Path == dataFile {

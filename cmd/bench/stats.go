@@ -19,16 +19,19 @@ type summary struct {
 	RatioMax    float64   `json:"ratio_max"`
 	// DriftPct is the last untraced run against the first, in percent;
 	// SpreadPct the slowest untraced run against the fastest.
-	DriftPct         float64     `json:"untraced_drift_pct"`
-	SpreadPct        float64     `json:"untraced_spread_pct"`
-	UntracedMedianNS int64       `json:"untraced_wall_median_ns"`
-	TracedMedianNS   int64       `json:"traced_wall_median_ns"`
-	StartupMedianNS  int64       `json:"startup_median_ns"`
-	StartupMaxNS     int64       `json:"startup_max_ns"`
-	LaunchExtraNS    int64       `json:"launch_extra_median_ns"` // traced minus untraced spawn → main()
-	CPUMedianNS      int64       `json:"coldtrace_cpu_median_ns"`
-	MaxRSSBytes      uint64      `json:"coldtrace_max_rss_bytes"`
-	EventsSeenMedian uint64      `json:"events_seen_median"`
+	DriftPct         float64 `json:"untraced_drift_pct"`
+	SpreadPct        float64 `json:"untraced_spread_pct"`
+	UntracedMedianNS int64   `json:"untraced_wall_median_ns"`
+	TracedMedianNS   int64   `json:"traced_wall_median_ns"`
+	StartupMedianNS  int64   `json:"startup_median_ns"`
+	StartupMaxNS     int64   `json:"startup_max_ns"`
+	LaunchExtraNS    int64   `json:"launch_extra_median_ns"` // traced minus untraced spawn → main()
+	CPUMedianNS      int64   `json:"coldtrace_cpu_median_ns"`
+	MaxRSSBytes      uint64  `json:"coldtrace_max_rss_bytes"`
+	EventsSeenMedian uint64  `json:"events_seen_median"`
+	// Python stack walks and reuses per traced run (medians).
+	PyWalksMedian    uint64      `json:"python_walks_median"`
+	PyReusesMedian   uint64      `json:"python_reuses_median"`
 	LostEvents       uint64      `json:"lost_events_total"`
 	BgCPUMedian      float64     `json:"bg_cpu_median"`
 	StealMedian      float64     `json:"steal_median"`
@@ -74,7 +77,7 @@ func summarize(w *workload, runs []runResult) *summary {
 		}
 	}
 	var uWall, tWall, uLaunch, tLaunch, startup, cpu []int64
-	var events []uint64
+	var events, walks, reuses []uint64
 	var bg, steal, rate []float64
 	var check *uint64
 	for _, r := range runs {
@@ -105,6 +108,8 @@ func summarize(w *workload, runs []runResult) *summary {
 				startup = append(startup, t.StartupNS)
 				cpu = append(cpu, t.CPUNS)
 				events = append(events, t.EventsSeen)
+				walks = append(walks, t.PyWalks)
+				reuses = append(reuses, t.PyReuses)
 				s.MaxRSSBytes = max(s.MaxRSSBytes, t.MaxRSSBytes)
 				s.LostEvents += t.LostEvents
 				s.StartupMaxNS = max(s.StartupMaxNS, t.StartupNS)
@@ -130,6 +135,7 @@ func summarize(w *workload, runs []runResult) *summary {
 	s.LaunchExtraNS = median(tLaunch) - median(uLaunch)
 	s.CPUMedianNS = median(cpu)
 	s.EventsSeenMedian = median(events)
+	s.PyWalksMedian, s.PyReusesMedian = median(walks), median(reuses)
 	s.BgCPUMedian, s.StealMedian = median(bg), median(steal)
 	if w.MinRate > 0 {
 		s.SwitchRateMedian = median(rate)

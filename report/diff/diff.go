@@ -76,6 +76,7 @@ func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
 	writeCompilers(&b, d)
 	writeGPUs(&b, d)
 	writeDownloads(&b, d)
+	writeCallSites(&b, d, opt.TopFiles, esc)
 
 	fmt.Fprintf(&b, "\n  verdict: %s\n", esc(words.Comparison(d.Verdict)))
 	for _, warn := range d.Warnings {
@@ -308,4 +309,22 @@ func writeCandidates(b *strings.Builder, d *compare.Diff, esc func(string) strin
 	for _, c := range d.CacheCandidates {
 		fmt.Fprintf(b, "    %s\n", esc(c.Sentence))
 	}
+}
+
+// writeCallSites lists the Python call sites whose time changed most,
+// per category: "disk reads  load_model (load.py:14)  38.0s → 0ms".
+func writeCallSites(b *strings.Builder, d *compare.Diff, top int, esc func(string) string) {
+	if len(d.CallSites) == 0 {
+		return
+	}
+	b.WriteString("\n  where in the code (A → B)\n")
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	for i, c := range d.CallSites {
+		if i == top {
+			fmt.Fprintf(tw, "    … %d more call sites (see --json)\t\t\t\n", len(d.CallSites)-i)
+			break
+		}
+		fmt.Fprintf(tw, "    %s\t%s\t%s → %s\t\n", c.Category.Label(), esc(c.Site), format.Duration(c.ANS), format.Duration(c.BNS))
+	}
+	tw.Flush()
 }

@@ -15,15 +15,7 @@ const maxCallSiteFrames = 4
 // standard library, an installed package (site- or dist-packages) or a
 // frozen module.
 func LibraryFrame(f record.PyFrame) bool {
-	p := f.File
-	switch {
-	case strings.HasPrefix(p, "<"):
-		return true
-	case strings.Contains(p, "/site-packages/") || strings.Contains(p, "/dist-packages/"):
-		return true
-	}
-	// The standard library: .../lib/python3.X/<module>.py and below.
-	return strings.Contains(p, "/lib/python3.")
+	return record.LibraryFile(f.File)
 }
 
 // CallSite is a stack as the text report names it: from the innermost

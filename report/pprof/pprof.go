@@ -111,6 +111,9 @@ type subject struct {
 	bytes  int64
 	prior  map[int32]float64 // how plausible each pid is under the subject
 	labels map[string]string
+	// stacks are the Python stacks behind the subject's time (a file's
+	// fills): each part hangs under its process with its frames.
+	stacks []attribution.StackShare
 }
 
 // proc is one process of a row and its part of the row's time.
@@ -133,6 +136,9 @@ type builder struct {
 	// pyFrames are the Python frames each process was started from,
 	// outermost first: they hang under its process frame.
 	pyFrames map[int32][]frame
+	// rec and procs name the processes of subjects' stacks.
+	rec   *record.Record
+	procs *procIndex
 }
 
 func newBuilder(r *record.Record, res *attribution.Result) *builder {
@@ -156,7 +162,8 @@ func newBuilder(r *record.Record, res *attribution.Result) *builder {
 		"verdict: "+format.Escape(words.Verdict(res.Verdict)),
 		"attribution rule: "+res.Rule)
 	return &builder{p: p, mapping: m, funcs: map[frame]*profile.Function{},
-		locs: map[frame]*profile.Location{}, samples: map[string]*profile.Sample{}, pyFrames: pythonFrames(r)}
+		locs: map[frame]*profile.Location{}, samples: map[string]*profile.Sample{}, pyFrames: pythonFrames(r),
+		rec: r, procs: newProcIndex(r)}
 }
 
 func (b *builder) location(fr frame) *profile.Location {
@@ -282,6 +289,7 @@ func (b *builder) row(row *attribution.Row, subjects []subject, procs []proc) {
 	m := fit(subjects, procs)
 	for si, s := range subjects {
 		stack := []frame{cat, s.frame}
+		s.ns, s.bytes = b.stackParts(stack, mergeLabels(base, s.labels), s)
 		ns := attribution.Apportion(m[si], s.ns)
 		bs := attribution.Apportion(m[si], s.bytes)
 		var gns, gbs int64
@@ -430,7 +438,7 @@ func diskSubjects(r *record.Record, row *attribution.Row) []subject {
 	var out []subject
 	seen := map[int]bool{}
 	for _, f := range row.Files {
-		s := subject{frame: frame{name: f.Path}, ns: f.NS, bytes: int64(f.BytesFromDisk), prior: prior[f.ID]}
+		s := subject{frame: frame{name: f.Path}, ns: f.NS, bytes: int64(f.BytesFromDisk), prior: prior[f.ID], stacks: f.Stacks}
 		if f.ID >= 0 {
 			seen[f.ID] = true
 			s.frame.file = f.Path

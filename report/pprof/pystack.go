@@ -31,6 +31,35 @@ func pythonFrames(r *record.Record) map[int32][]frame {
 	return out
 }
 
+// stackParts files the parts of subject s that its Python stacks
+// carry, each under its process and the stack's frames (outermost
+// first), and returns what is left of its time and bytes for the
+// processes without a stack.
+func (b *builder) stackParts(stack []frame, labels map[string]string, s subject) (ns, bytes int64) {
+	ns, bytes = s.ns, s.bytes
+	for _, sh := range s.stacks {
+		st := b.rec.StackAt(sh.Stack)
+		if st == nil || sh.PID <= 0 {
+			continue
+		}
+		w := min(sh.NS, ns)
+		by := min(int64(sh.BytesFromDisk), bytes)
+		if w <= 0 && by <= 0 {
+			continue
+		}
+		fr := append(append([]frame(nil), stack...), frame{name: format.ProcessLabel(sh.PID, b.procs.name(sh.PID))})
+		for j := len(st.Frames) - 1; j >= 0; j-- {
+			f := st.Frames[j]
+			fr = append(fr, frame{name: pythonName(f), file: format.Escape(f.File), line: int64(f.Line)})
+		}
+		l := mergeLabels(labels, map[string]string{"comm": b.procs.name(sh.PID)})
+		b.add(fr, l, sh.PID, w, by)
+		ns -= w
+		bytes -= by
+	}
+	return ns, bytes
+}
+
 func pythonName(f record.PyFrame) string {
 	if f.File == "" {
 		return format.Escape(f.Func) // "?" (unreadable) or the gap of a deep stack

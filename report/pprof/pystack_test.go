@@ -1,8 +1,11 @@
 package pprof
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -32,5 +35,51 @@ func TestPythonFramesOutermostFirstWithModuleNames(t *testing.T) {
 	}
 	if _, ok := got[11]; ok {
 		t.Errorf("a process without a stack got frames %+v", got[11])
+	}
+}
+
+// TestFileStacksHangUnderTheirProcess: a file's time charged to Python
+// stacks hangs under category → file → process → the stack's frames,
+// outermost first, with the stack's share of the file's time; the
+// samples still sum to the wall time.
+func TestFileStacksHangUnderTheirProcess(t *testing.T) {
+	r := &record.Record{
+		WallNS: 10e9,
+		Stacks: []record.PyStack{
+			{Frames: []record.PyFrame{{File: "/src/main.py", Line: 12, Func: "load"}, {File: "/src/main.py", Line: 40, Func: "<module>"}}},
+			{Frames: []record.PyFrame{{File: "/src/main.py", Line: 20, Func: "load_lora"}, {File: "/src/main.py", Line: 41, Func: "<module>"}}},
+		},
+		Files: []record.File{{ID: 0, Path: "/m/w.bin", PagesMissed: 100, BytesFromDisk: 400 << 10, IOWaitNS: 3e9, MissCPUNS: 1e9,
+			Stacks: []record.StackCharge{{Stack: 1, PID: 7, NS: 3e9, Bytes: 300 << 10, BytesFromDisk: 300 << 10},
+				{Stack: 2, PID: 7, NS: 1e9, Bytes: 100 << 10, BytesFromDisk: 100 << 10}}}},
+		Samples: []record.Sample{{EndNS: 10e9, Files: []record.FileDelta{{File: 0, PagesMissed: 100, IOWaitNS: 3e9, MissCPUNS: 1e9}},
+			Threads: []record.ThreadDelta{{TID: 7, PID: 7, IOWaitNS: 3e9, MissCPUNS: 1e9, CPUNS: 1e9}}}},
+		Processes: []record.Process{{PID: 7, Comm: "python3", EndNS: 10e9}},
+	}
+	p, err := Build(r, attribution.Analyze(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	var total int64
+	for _, s := range p.Sample {
+		total += s.Value[0]
+		var names []string
+		for i := len(s.Location) - 1; i >= 0; i-- {
+			l := s.Location[i].Line[0]
+			if l.Function.Name == "" {
+				t.Errorf("a location without a function name")
+			}
+			names = append(names, fmt.Sprintf("%s:%d", l.Function.Name, l.Line))
+		}
+		got[strings.Join(names, " > ")] += s.Value[0]
+	}
+	if total != r.WallNS {
+		t.Errorf("samples sum to %d, want %d", total, r.WallNS)
+	}
+	load := got["disk reads:0 > /m/w.bin:0 > python3[7]:0 > main.<module>:40 > main.load:12"]
+	lora := got["disk reads:0 > /m/w.bin:0 > python3[7]:0 > main.<module>:41 > main.load_lora:20"]
+	if load <= 0 || lora <= 0 || load != 3*lora {
+		t.Errorf("load %d ns, load_lora %d ns; samples:\n%v", load, lora, got)
 	}
 }

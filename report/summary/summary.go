@@ -204,6 +204,12 @@ type File struct {
 	PathB64     string `json:"path_b64,omitempty"`
 	HostPathB64 string `json:"host_path_b64,omitempty"`
 	NameCut     bool   `json:"name_cut,omitempty"`
+	// Stacks are the Python stacks that filled the file (Summary.Stacks),
+	// most time first: ns is each one's part of the file's time in the
+	// breakdown, thread_ns its thread time, bytes what it read.
+	Stacks []attribution.StackShare `json:"stacks,omitempty"`
+	// NoStackNS is the part of the file's time no stack carries.
+	NoStackNS int64 `json:"no_stack_ns,omitempty"`
 }
 
 // Process is one process's time.
@@ -280,8 +286,16 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self, MadeCold: r.MadeCold,
 		Files: []File{}, Processes: []Process{}}
 	s.Labels, s.Coarsened, s.Untraced = r.Labels, r.Coarsened, r.Untraced
+	fileStacks := map[int]attribution.FileEvidence{}
+	for _, row := range res.Breakdown {
+		for _, fe := range row.Files {
+			if len(fe.Stacks) > 0 {
+				fileStacks[fe.ID] = fe
+			}
+		}
+	}
 	for _, f := range FilesByCost(r.Files) {
-		s.Files = append(s.Files, File{Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
+		s.Files = append(s.Files, File{Stacks: fileStacks[f.ID].Stacks, NoStackNS: fileStacks[f.ID].NoStackNS, Path: f.Path, SizeBytes: f.SizeBytes, PagesAccessed: f.PagesAccessed,
 			PagesMissed: f.PagesMissed, PagesEvicted: f.PagesEvicted, PagesCreated: f.PagesCreated, HitRatio: HitRatio(f),
 			BytesFromDisk: f.BytesFromDisk, IOWaitNS: f.IOWaitNS, MissCPUNS: f.MissCPUNS, HostPath: f.HostPath,
 			FillWaitNS: f.FillWaitNS, PagesReread: f.PagesReread, PagesShared: f.PagesShared, Evictors: f.Evictors, Inserters: f.Inserters,

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
 )
@@ -80,4 +81,155 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// maxHotFiles is how many files get call sites of their own.
+const maxHotFiles = 3
+
+// readSite is one call site's part of the disk reads.
+type readSite struct {
+	name  string
+	ns    int64
+	bytes uint64
+}
+
+// whereReadsSection names the lines of the user's Python code whose
+// kernel entries filled the page cache: call sites by their part of the
+// disk-read row (each file's time split over its stacks by thread time),
+// over all files, then for each of the hottest files. Empty when no file
+// carries a stack.
+func whereReadsSection(r *record.Record, res *attribution.Result) string {
+	if r == nil || res == nil || len(r.Stacks) == 0 {
+		return ""
+	}
+	var files []attribution.FileEvidence
+	for _, row := range res.Breakdown {
+		for _, fe := range row.Files {
+			if len(fe.Stacks) > 0 {
+				files = append(files, fe)
+			}
+		}
+	}
+	all := sitesOf(r, files)
+	if len(all) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("where in the code: disk reads\n")
+	writeSites(&b, "  ", all)
+	for i, fe := range files {
+		if i == maxHotFiles {
+			break
+		}
+		sites := sitesOf(r, files[i:i+1])
+		if len(sites) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s\n", format.Escape(fe.Path))
+		writeSites(&b, "    ", sites)
+		if fe.NoStackNS > 0 && fe.NoStackNS*100 >= fe.NS {
+			fmt.Fprintf(&b, "    (no Python stack: waits outside a fill, other threads)  %s\n", format.Duration(fe.NoStackNS))
+		}
+	}
+	return b.String()
+}
+
+// sitesOf sums files' stack shares by call site, most time first; a
+// stack without a frame of the user's own is named by its innermost
+// frame.
+func sitesOf(r *record.Record, files []attribution.FileEvidence) []*readSite {
+	by := map[string]*readSite{}
+	for _, fe := range files {
+		for _, sh := range fe.Stacks {
+			st := r.StackAt(sh.Stack)
+			name := format.CallSite(st)
+			if name == "" && st != nil && len(st.Frames) > 0 {
+				f := st.Frames[0]
+				name = format.Escape(fmt.Sprintf("%s:%d %s", f.File, f.Line, f.Func))
+			}
+			if name == "" {
+				continue
+			}
+			s := by[name]
+			if s == nil {
+				s = &readSite{name: name}
+				by[name] = s
+			}
+			s.ns += sh.NS
+			s.bytes += sh.Bytes
+		}
+	}
+	list := make([]*readSite, 0, len(by))
+	for _, s := range by {
+		list = append(list, s)
+	}
+	sortSites(list)
+	return list
+}
+
+// sortSites orders call sites by time, then bytes, then name.
+func sortSites(list []*readSite) {
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].ns != list[j].ns {
+			return list[i].ns > list[j].ns
+		}
+		if list[i].bytes != list[j].bytes {
+			return list[i].bytes > list[j].bytes
+		}
+		return list[i].name < list[j].name
+	})
+}
+
+func writeSites(b *strings.Builder, indent string, list []*readSite) {
+	for i, s := range list {
+		if i == maxCallSites {
+			fmt.Fprintf(b, "%s… %d more call sites (see the record's stacks)\n", indent, len(list)-i)
+			break
+		}
+		fmt.Fprintf(b, "%s%s  %s, %s\n", indent, s.name, format.Duration(s.ns), format.Bytes(s.bytes))
+	}
+}
+
+// whereDownloadsSection names the lines of the user's Python code that
+// opened the downloads' connections, by download time (each download's
+// time split over its stacks by their connections' receive time).
+func whereDownloadsSection(r *record.Record) string {
+	if r == nil || len(r.Stacks) == 0 {
+		return ""
+	}
+	by := map[string]*readSite{}
+	for _, d := range r.Downloads {
+		var sum int64
+		for _, sc := range d.Stacks {
+			sum += max(sc.NS, 0)
+		}
+		span := max(d.EndNS-d.StartNS, 0)
+		for _, sc := range d.Stacks {
+			name := format.CallSite(r.StackAt(sc.Stack))
+			if name == "" {
+				continue
+			}
+			s := by[name]
+			if s == nil {
+				s = &readSite{name: name}
+				by[name] = s
+			}
+			if sum > 0 {
+				s.ns += int64(float64(span) * float64(max(sc.NS, 0)) / float64(sum))
+			}
+			s.bytes += sc.Bytes
+		}
+	}
+	if len(by) == 0 {
+		return ""
+	}
+	list := make([]*readSite, 0, len(by))
+	for _, s := range by {
+		list = append(list, s)
+	}
+	sortSites(list)
+	var b strings.Builder
+	b.WriteString("where in the code: downloads\n")
+	writeSites(&b, "  ", list)
+	return b.String()
 }

@@ -1,8 +1,10 @@
 package text
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -35,6 +37,40 @@ func TestWhereSectionGroupsCompilesByCallSite(t *testing.T) {
 	}
 	r.Stacks = nil
 	if got := whereSection(r); got != "" {
+		t.Errorf("without stacks: %q", got)
+	}
+}
+
+// TestWhereReadsSectionSplitsFilesByCallSite: a file's part of the disk
+// reads is split over its stacks by thread time and summed per call site
+// (over all files, then per hot file); the leaf package frame is shown.
+func TestWhereReadsSectionSplitsFilesByCallSite(t *testing.T) {
+	lib := record.PyFrame{File: "/venv/lib/python3.11/site-packages/safetensors/torch.py", Line: 311, Func: "load_file"}
+	r := &record.Record{
+		WallNS: 10e9,
+		Stacks: []record.PyStack{
+			{Frames: []record.PyFrame{lib, {File: "/src/main.py", Line: 12, Func: "load"}, {File: "/src/main.py", Line: 40, Func: "<module>"}}},
+			{Frames: []record.PyFrame{{File: "/src/main.py", Line: 20, Func: "load_lora"}, {File: "/src/main.py", Line: 41, Func: "<module>"}}},
+		},
+		Files: []record.File{{ID: 0, Path: "/m/model.safetensors", PagesMissed: 100, BytesFromDisk: 400 << 10, IOWaitNS: 3e9, MissCPUNS: 1e9,
+			Stacks: []record.StackCharge{{Stack: 1, PID: 7, NS: 3e9, Bytes: 300 << 10}, {Stack: 2, PID: 7, NS: 1e9, Bytes: 100 << 10}}}},
+		Samples: []record.Sample{{EndNS: 10e9, Files: []record.FileDelta{{File: 0, PagesMissed: 100, IOWaitNS: 3e9, MissCPUNS: 1e9}},
+			Threads: []record.ThreadDelta{{TID: 7, PID: 7, IOWaitNS: 3e9, MissCPUNS: 1e9, CPUNS: 1e9}}}},
+		Processes: []record.Process{{PID: 7, Comm: "python3", EndNS: 10e9}},
+	}
+	res := attribution.Analyze(r)
+	got := whereReadsSection(r, res)
+	for _, want := range []string{
+		"where in the code: disk reads\n  main.py:12 load ← :40 <module> (in safetensors/torch.py:311 load_file)  3.0s, 300.0 KiB\n" +
+			"  main.py:20 load_lora ← :41 <module>  1.0s, 100.0 KiB\n",
+		"  /m/model.safetensors\n    main.py:12 load",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	r.Stacks = nil
+	if got := whereReadsSection(r, res); got != "" {
 		t.Errorf("without stacks: %q", got)
 	}
 }

@@ -82,6 +82,14 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 		b.WriteString("\n")
 		b.WriteString(where)
 	}
+	if where := whereReadsSection(r, res); where != "" {
+		b.WriteString("\n")
+		b.WriteString(where)
+	}
+	if where := whereDownloadsSection(r); where != "" {
+		b.WriteString("\n")
+		b.WriteString(where)
+	}
 
 	writeDownloads(&b, r)
 

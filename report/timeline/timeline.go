@@ -373,6 +373,13 @@ func (tb *builder) fileState(state string, byFile map[int]int64) (string, map[st
 		name += fmt.Sprintf(" (+%d)", len(fs)-1)
 	}
 	args := map[string]any{"file": top}
+	if f := tb.r.FileByID(fs[0].id); f != nil && len(f.Stacks) > 0 {
+		// The file's stack with the most time (stacks are not kept per
+		// interval).
+		if site := format.CallSite(tb.r.StackAt(f.Stacks[0].Stack)); site != "" {
+			args["stack"] = site
+		}
+	}
 	if len(fs) > 1 {
 		var all []string
 		for _, f := range fs {
@@ -417,9 +424,11 @@ func (tb *builder) compiles() {
 	var cs []laneSlice
 	windowed := map[int32]bool{}
 	comm := map[int32]string{}
+	stackOf := map[int32]int{}
 	for _, p := range r.Processes {
 		if _, ok := comm[p.PID]; !ok {
 			comm[p.PID] = p.Comm
+			stackOf[p.PID] = p.Stack
 		}
 	}
 	compilers := map[string]bool{}
@@ -441,7 +450,7 @@ func (tb *builder) compiles() {
 				name = src + " (" + format.ProcessLabel(w.PID, comm[w.PID]) + ")"
 			}
 			cs = append(cs, laneSlice{start: max(w.StartNS, 0), end: w.EndNS, name: name,
-				args: map[string]any{"kind": kind, "source": src, "pid": w.PID, "cpu_ms": millis(w.CPUNS)}})
+				args: tb.withStack(map[string]any{"kind": kind, "source": src, "pid": w.PID, "cpu_ms": millis(w.CPUNS)}, stackOf[w.PID])})
 		}
 	}
 	for _, p := range r.Processes {
@@ -453,7 +462,7 @@ func (tb *builder) compiles() {
 			end = max(tb.res.WallNS, p.StartNS)
 		}
 		cs = append(cs, laneSlice{start: max(p.StartNS, 0), end: end, name: format.ProcessLabel(p.PID, p.Comm),
-			args: map[string]any{"kind": "compiler", "source": p.Comm, "pid": p.PID, "cpu_ms": millis(p.CPUNS)}})
+			args: tb.withStack(map[string]any{"kind": "compiler", "source": p.Comm, "pid": p.PID, "cpu_ms": millis(p.CPUNS)}, p.Stack)})
 	}
 	tb.lanes("compile", compileTID, 1, "compile", cs)
 
@@ -463,9 +472,12 @@ func (tb *builder) compiles() {
 		if name == "" {
 			name = path.Base(attribution.DownloadKey(d))
 		}
-		ds = append(ds, laneSlice{start: max(d.StartNS, 0), end: d.EndNS, name: "download " + name,
-			args: map[string]any{"path": attribution.DownloadKey(d), "bytes": d.Bytes, "pid": d.PID,
-				"peer": cmp.Or(d.Host, d.Peer), "MB/s": round3(d.MBPerSecond())}})
+		args := map[string]any{"path": attribution.DownloadKey(d), "bytes": d.Bytes, "pid": d.PID,
+			"peer": cmp.Or(d.Host, d.Peer), "MB/s": round3(d.MBPerSecond())}
+		if len(d.Stacks) > 0 {
+			args = tb.withStack(args, d.Stacks[0].Stack)
+		}
+		ds = append(ds, laneSlice{start: max(d.StartNS, 0), end: d.EndNS, name: "download " + name, args: args})
 	}
 	tb.lanes("download", downloadTID, 50, "download", ds)
 }
@@ -622,4 +634,13 @@ func (tb *builder) gpuCounters() {
 			tb.counter(util, RunPID, ss[n-1].TNS, map[string]any{"%": 0})
 		}
 	}
+}
+
+// withStack adds to a slice's args the call site of Python stack idx
+// (1 + its index in the record's stacks), when it has one.
+func (tb *builder) withStack(args map[string]any, idx int) map[string]any {
+	if site := format.CallSite(tb.r.StackAt(idx)); site != "" {
+		args["stack"] = site
+	}
+	return args
 }

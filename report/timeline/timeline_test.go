@@ -376,3 +376,31 @@ func TestNetworkCounter(t *testing.T) {
 		t.Errorf("%d download slices, want 2", slices)
 	}
 }
+
+// TestSlicesCarryTheirStack: an I/O-wait slice names its file's stack
+// with the most time, a download slice its download's.
+func TestSlicesCarryTheirStack(t *testing.T) {
+	r := &record.Record{
+		WallNS: 2e9, IntervalNS: 1e9,
+		Stacks: []record.PyStack{
+			{Frames: []record.PyFrame{{File: "/src/main.py", Line: 12, Func: "load"}}},
+			{Frames: []record.PyFrame{{File: "/src/main.py", Line: 30, Func: "fetch"}}},
+		},
+		Files: []record.File{{ID: 0, Path: "/m/w.bin", PagesMissed: 10, IOWaitNS: 1e9,
+			Stacks: []record.StackCharge{{Stack: 1, PID: 7, NS: 1e9}}}},
+		Downloads: []record.Download{{Path: "/m/x.bin", Bytes: 8 << 20, StartNS: 1e9, EndNS: 2e9, PID: 7,
+			Stacks: []record.StackCharge{{Stack: 2, PID: 7, NS: 1e9, Bytes: 8 << 20}}}},
+		Samples: []record.Sample{{EndNS: 1e9, Files: []record.FileDelta{{File: 0, PagesMissed: 10, IOWaitNS: 1e9}},
+			Threads: []record.ThreadDelta{{TID: 7, PID: 7, IOWaitNS: 1e9}}}, {EndNS: 2e9}},
+		Processes: []record.Process{{PID: 7, Comm: "python3", EndNS: 2e9}},
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, r, attribution.Analyze(r)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"stack":"main.py:12 load"`, `"stack":"main.py:30 fetch"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("no %s in the timeline", want)
+		}
+	}
+}

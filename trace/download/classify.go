@@ -48,7 +48,10 @@ type Conn struct {
 	Peer     netip.AddrPort
 	// Host is the name the process looked Peer up by just before it
 	// connected, or "".
-	Host     string
+	Host string
+	// Stack is the connecting thread's Python stack id (bpf/include/
+	// pywalk.h), 0 for none.
+	Stack    uint64
 	FirstTS  uint64 // first byte received
 	LastTS   uint64 // latest byte received
 	Bytes    uint64

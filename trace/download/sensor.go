@@ -51,19 +51,31 @@ type Shared struct {
 	// nil: the sensor keeps one of its own, which probes only the
 	// processes given to its Track.
 	Uprobes *uprobes.Scoper
+	// Stacks are the Python stack walker's maps by name
+	// (pystack.Sensor.Replacements): a Python thread's connect takes its
+	// stack. Nil: no stacks.
+	Stacks map[string]*ebpf.Map
+	// InternStack and StackPID name a stack id in the record and its
+	// process (pystack.Sensor.Intern, PIDOf).
+	InternStack func(*record.Record, uint64) int
+	StackPID    func(uint64) int32
 }
 
 // Sensor is the loaded network probes and their reader.
 type Sensor struct {
 	onDownload func(pid int32)
 	rights     interface{ Do(func() error) error }
-	objs       bpfdl.DownloadObjects
-	links      []link.Link
-	scoper     *uprobes.Scoper
-	ownScoper  bool
-	resolver   *uprobes.Set
-	rd         *ringbuf.Reader
-	done       chan struct{}
+	// internStack and stackPID name connections' Python stacks
+	// (Shared.InternStack, StackPID); nil without stacks.
+	internStack func(*record.Record, uint64) int
+	stackPID    func(uint64) int32
+	objs        bpfdl.DownloadObjects
+	links       []link.Link
+	scoper      *uprobes.Scoper
+	ownScoper   bool
+	resolver    *uprobes.Set
+	rd          *ringbuf.Reader
+	done        chan struct{}
 
 	// progress is each open connection's bytes at every poll; only the
 	// session's goroutine (Poll, Finish) touches it.
@@ -107,7 +119,7 @@ func Open(shared Shared) (*Sensor, error) {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
 	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights, handles: newHandles(),
-		onDownload: shared.OnDownload}
+		onDownload: shared.OnDownload, internStack: shared.InternStack, stackPID: shared.StackPID}
 	s.scoper = shared.Uprobes
 	if s.scoper == nil {
 		s.scoper, s.ownScoper = uprobes.New(uprobes.Options{}), true
@@ -116,9 +128,15 @@ func Open(shared Shared) (*Sensor, error) {
 		bpfdl.DownloadMapTaskStates: shared.TaskStates,
 		bpfdl.DownloadMapThreads:    shared.Threads,
 	}, Cache: shared.BTF}
+	for k, v := range shared.Stacks {
+		opts.MapReplacements[k] = v
+	}
 	spec, err := bpfdl.LoadDownload()
 	if err != nil {
 		return nil, fmt.Errorf("load network probes: %w", err)
+	}
+	if shared.Stacks == nil {
+		shrinkWalker(spec)
 	}
 	if err := s.scoper.Prepare(spec, bpfdl.DownloadProgOnGetaddrinfo, bpfdl.DownloadProgOnGaiReturn); err != nil {
 		return nil, fmt.Errorf("load network probes: %w", err)
@@ -439,6 +457,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	if err != nil {
 		return fmt.Errorf("locate downloaded files: %w", err)
 	}
+	s.downloadStacks(rec, conns)
 	for i := range rec.Downloads {
 		d := &rec.Downloads[i]
 		if d.Path == "" {
@@ -598,7 +617,7 @@ func decodeConn(c *bpfdl.DownloadConn) Conn {
 	}
 	return Conn{
 		Host: string(host),
-		Sk:   c.Sk, ID: c.Id,
+		Sk:   c.Sk, ID: c.Id, Stack: c.Stack,
 		PID: int32(c.Tgid), TID: int32(c.Tid), RxTID: int32(c.RxTid),
 		Peer:    netip.AddrPortFrom(addr, c.Dport),
 		FirstTS: c.FirstTs, LastTS: c.LastTs,

@@ -21,14 +21,33 @@ type probes struct {
 
 // load loads the page-cache object with the scheduler's shared maps in
 // place of its own.
-func load(shared map[string]*ebpf.Map, kernel *btf.Cache) (*probes, error) {
+func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, error) {
 	spec, err := bpfpc.LoadPagecache()
 	if err != nil {
 		return nil, fmt.Errorf("load page-cache probes: %w", err)
 	}
 	sensor.SizeRing(spec, bpfpc.PagecacheMapPaths)
+	repl := make(map[string]*ebpf.Map, len(shared)+len(stacks))
+	for k, v := range shared {
+		repl[k] = v
+	}
+	for k, v := range stacks {
+		repl[k] = v
+	}
+	if stacks == nil {
+		// No walker (--no-stacks): its maps stay empty, so no walk
+		// runs; they are made as small as they can be.
+		for _, name := range []string{bpfpc.PagecacheMapPyConfs, bpfpc.PagecacheMapPyStacks} {
+			if m := spec.Maps[name]; m != nil {
+				m.MaxEntries = 1
+			}
+		}
+		if m := spec.Maps[bpfpc.PagecacheMapPyEvents]; m != nil {
+			m.MaxEntries = uint32(os.Getpagesize())
+		}
+	}
 	p := &probes{}
-	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: shared, Cache: kernel}); err != nil {
+	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: repl, Cache: kernel}); err != nil {
 		return nil, sensor.LoadError("page-cache probes", err)
 	}
 	return p, nil

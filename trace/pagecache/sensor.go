@@ -85,6 +85,17 @@ type Options struct {
 	// BTF, when set, is the kernel BTF cache shared with the other
 	// sensors' loads: decoded once per run.
 	BTF *btf.Cache
+	// Stacks are the Python stack walker's maps by name
+	// (pystack.Sensor.Replacements): fills of Python threads take their
+	// stacks with it. Nil: no stacks (the object's own maps stay empty).
+	Stacks map[string]*ebpf.Map
+	// InternStack, when set, names a Python stack id of the kernel's
+	// (bpf/include/pywalk.h) in the record: 1 + its index in
+	// record.Stacks, 0 when unknown (pystack.Sensor.Intern).
+	InternStack func(*record.Record, uint64) int
+	// StackPID is the process a stack id was walked in
+	// (pystack.Sensor.PIDOf).
+	StackPID func(uint64) int32
 	// MountInfo is the mount table to resolve paths with
 	// (/proc/self/mountinfo when empty).
 	MountInfo string
@@ -128,7 +139,7 @@ func Load(opts Options) (*Sensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := load(opts.Shared, opts.BTF)
+	p, err := load(opts.Shared, opts.Stacks, opts.BTF)
 	if err != nil {
 		return nil, err
 	}
@@ -268,6 +279,9 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fill(rec, rec.Host.PageSize)
+	if err := s.fileStacks(rec, rec.Host.PageSize); err != nil {
+		rec.Warnings = append(rec.Warnings, "pagecache: "+err.Error())
+	}
 	if err := s.readOrders(rec); err != nil {
 		rec.Warnings = append(rec.Warnings, "pagecache: "+err.Error())
 	}
@@ -280,6 +294,9 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	rec.Lost.FileTable += lost[bpfpc.PagecacheLostKindLOST_FILES]
 	rec.Lost.FillEnds += lost[bpfpc.PagecacheLostKindLOST_FILL_END]
 	rec.Lost.Pages += lost[bpfpc.PagecacheLostKindLOST_PAGES]
+	if n, err := sensor.SumPerCPU(s.p.objs.Lost, uint32(bpfpc.PagecacheLostKindLOST_STACKS)); err == nil && n > 0 {
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("python stacks: %d charges found the file-stack table full; that time is in the files' totals without a stack", n))
+	}
 	rec.Self.EventsSeen += s.seen
 	if drainErr != nil {
 		return fmt.Errorf("pagecache: %w", drainErr)

@@ -2,6 +2,7 @@ package pagecache
 
 import (
 	"fmt"
+	"slices"
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
 	"github.com/coldtrace/coldtrace/record"
@@ -18,6 +19,12 @@ func (s *Sensor) Snapshot(rec *record.Record) error {
 	reread := s.mountsReread
 	s.fill(rec, rec.Host.PageSize)
 	s.mountsReread = reread
+	// A checkpoint shares the session record's stacks: added ones go
+	// to a copy.
+	rec.Stacks = slices.Clip(rec.Stacks)
+	if err := s.fileStacks(rec, rec.Host.PageSize); err != nil {
+		rec.Warnings = append(rec.Warnings, "pagecache: "+err.Error())
+	}
 	lost, err := sensor.Lost(s.p.objs.Lost, bpfpc.PagecacheLostKindLOST_RINGBUF, bpfpc.PagecacheLostKindLOST_FILES,
 		bpfpc.PagecacheLostKindLOST_FILL_END)
 	if err != nil {

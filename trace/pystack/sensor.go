@@ -56,10 +56,15 @@ type Sensor struct {
 	stacks  []record.PyStack
 	byKey   map[string]int    // decoded stack → index in stacks
 	byHash  map[uint64]int    // stack id → index in stacks
+	hashPID map[uint64]uint32 // stack id → the process walked
 	forks   map[uint32]uint64 // child pid → stack id
 	unknown int               // frames decoded as "?"
-	notes   []string
-	wg      sync.WaitGroup
+	// internRec and internIdx index the stacks of the record Intern
+	// last added to, by stackKey (1 + index).
+	internRec *record.Record
+	internIdx map[string]int
+	notes     []string
+	wg        sync.WaitGroup
 }
 
 type exeID struct{ dev, ino uint64 }
@@ -77,7 +82,7 @@ func Load(opts Options) (*Sensor, error) {
 		return nil, errors.New("load python stack probes: the core's task_states map is required")
 	}
 	s := &Sensor{opts: opts, procs: map[uint32]*proc{}, exes: map[exeID]bool{}, byKey: map[string]int{},
-		byHash: map[uint64]int{}, forks: map[uint32]uint64{}}
+		byHash: map[uint64]int{}, hashPID: map[uint64]uint32{}, forks: map[uint32]uint64{}}
 	t0 := time.Now()
 	err := bpfpy.LoadPystackObjects(&s.objs, &ebpf.CollectionOptions{
 		MapReplacements: map[string]*ebpf.Map{bpfpy.PystackMapTaskStates: opts.TaskStates}, Cache: opts.BTF})

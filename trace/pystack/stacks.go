@@ -3,6 +3,7 @@ package pystack
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -42,6 +43,14 @@ func (s *Sensor) decodeStack(pid uint32, id uint64) {
 		s.byKey[key] = idx
 	}
 	s.byHash[id] = idx
+	s.hashPID[id] = pid
+}
+
+// PIDOf is the process stack id was walked in, 0 when unknown.
+func (s *Sensor) PIDOf(id uint64) int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int32(s.hashPID[id])
 }
 
 // procFor is pid's located interpreter: a forked child of a Python
@@ -161,26 +170,15 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	used := map[int]int{} // index in s.stacks → index in rec.Stacks
 	for i := range rec.Processes {
 		p := &rec.Processes[i]
-		id, ok := s.forks[uint32(p.PID)]
-		if !ok {
-			continue
+		if id, ok := s.forks[uint32(p.PID)]; ok {
+			p.Stack = s.internLocked(rec, id)
 		}
-		idx, ok := s.byHash[id]
-		if !ok {
-			continue
-		}
-		out, ok := used[idx]
-		if !ok {
-			out = len(rec.Stacks)
-			rec.Stacks = append(rec.Stacks, s.stacks[idx])
-			used[idx] = out
-		}
-		p.Stack = out + 1
 	}
-	if _, _, dropped := s.counts(); dropped > 0 {
+	walks, fresh, dropped := s.counts()
+	rec.Self.PyWalks, rec.Self.PyNewStacks, rec.Self.PyReuses = walks, fresh, s.reuses()
+	if dropped > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("python stacks: %d walks found the stack table full; their stacks are missing", dropped))
 	}
 	if s.unknown > 0 {
@@ -203,6 +201,26 @@ func (s *Sensor) Notes() []string {
 // and stacks dropped for a full table.
 func (s *Sensor) Counts() (walks, fresh, dropped uint64) {
 	return s.counts()
+}
+
+// Reuses is how many stacks were taken again without a walk
+// (py_stack_reuse).
+func (s *Sensor) Reuses() uint64 { return s.reuses() }
+
+func (s *Sensor) reuses() uint64 {
+	return s.perCPU(uint32(bpfpy.PystackPyLostKindPY_LOST_KINDS) + uint32(bpfpy.PystackPyCountKindPY_REUSES))
+}
+
+func (s *Sensor) perCPU(k uint32) uint64 {
+	var per []uint64
+	if err := s.objs.PyLost.Lookup(k, &per); err != nil {
+		return 0
+	}
+	var t uint64
+	for _, v := range per {
+		t += v
+	}
+	return t
 }
 
 func (s *Sensor) counts() (walks, fresh, dropped uint64) {
@@ -234,4 +252,56 @@ func (s *Sensor) ProcessStacks() map[int32]record.PyStack {
 		}
 	}
 	return out
+}
+
+// Intern is 1 + the index in rec.Stacks of the decoded stack of stack id
+// (a walk's hash), appended when rec does not hold it yet; 0 when the
+// stack was never decoded. Other sensors' parts of the record (files,
+// downloads) name their stacks with it, after Finish has drained the
+// walker's records.
+func (s *Sensor) Intern(rec *record.Record, id uint64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.internLocked(rec, id)
+}
+
+func (s *Sensor) internLocked(rec *record.Record, id uint64) int {
+	idx, ok := s.byHash[id]
+	if !ok {
+		return 0
+	}
+	key := stackKey(s.stacks[idx])
+	if s.internRec != rec || len(s.internIdx) != len(rec.Stacks) {
+		// Another record (a checkpoint's), or one changed since.
+		s.internRec = rec
+		s.internIdx = make(map[string]int, len(rec.Stacks))
+		for i, st := range rec.Stacks {
+			s.internIdx[stackKey(st)] = i + 1
+		}
+	}
+	if n, ok := s.internIdx[key]; ok {
+		return n
+	}
+	rec.Stacks = append(rec.Stacks, s.stacks[idx])
+	s.internIdx[key] = len(rec.Stacks)
+	return len(rec.Stacks)
+}
+
+// Snapshot names each process's stack in rec, a checkpoint, as Finish
+// does at the end (the files' stacks come from the page-cache sensor's
+// snapshot); the run goes on.
+func (s *Sensor) Snapshot(rec *record.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A checkpoint shares the session record's slices: written ones are
+	// copies.
+	rec.Stacks = slices.Clip(rec.Stacks)
+	rec.Processes = slices.Clone(rec.Processes)
+	for i := range rec.Processes {
+		p := &rec.Processes[i]
+		if id, ok := s.forks[uint32(p.PID)]; ok {
+			p.Stack = s.internLocked(rec, id)
+		}
+	}
+	return nil
 }

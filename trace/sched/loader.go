@@ -27,6 +27,9 @@ type Shared struct {
 	// RunPages marks the pages the run read from disk and those evicted
 	// since (the page-cache and eviction sensors').
 	RunPages *ebpf.Map
+	// FileStacks charges the files' fill time per Python stack (the
+	// page-cache sensor reads it).
+	FileStacks *ebpf.Map
 }
 
 // Replacements are the shared maps by their names in the BPF objects, for
@@ -37,6 +40,7 @@ func (s Shared) Replacements() map[string]*ebpf.Map {
 		bpfsched.SchedMapThreads:    s.Threads,
 		bpfsched.SchedMapFiles:      s.Files,
 		bpfsched.SchedMapRunPages:   s.RunPages,
+		bpfsched.SchedMapFileStacks: s.FileStacks,
 	}
 }
 

@@ -155,7 +155,7 @@ func LoadWith(o Options) (*Sensor, error) {
 // Shared returns the maps the other BPF objects take as replacements.
 func (s *Sensor) Shared() Shared {
 	o := &s.p.objs
-	return Shared{TaskStates: o.TaskStates, Threads: o.Threads, Files: o.Files, RunPages: o.RunPages}
+	return Shared{TaskStates: o.TaskStates, Threads: o.Threads, Files: o.Files, RunPages: o.RunPages, FileStacks: o.FileStacks}
 }
 
 // Tracked is every process that was part of the run so far.
@@ -483,6 +483,9 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	}
 	rec.Lost.RingBuffer += lost[bpfsched.SchedLostKindLOST_RINGBUF]
 	rec.Lost.ThreadTable += lost[bpfsched.SchedLostKindLOST_THREADS]
+	if n, err := sensor.SumPerCPU(s.p.objs.Lost, uint32(bpfsched.SchedLostKindLOST_STACKS)); err == nil && n > 0 {
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("python stacks: %d waits found the file-stack table full; that time is in the files' totals without a stack", n))
+	}
 	rec.Self.EventsSeen += s.seen
 	if drainErr != nil {
 		return fmt.Errorf("sched: %w", drainErr)
