@@ -64,6 +64,7 @@ type session struct {
 	pollErr    error
 	ckpt       *checkpoints
 	watch      *launch.Watch // --kill-on-exit
+	gated      *gatedStart   // the command's shim, started during the load
 }
 
 // start checks the machine and loads every sensor.
@@ -78,11 +79,80 @@ func start(ctx context.Context, opts Options) (*session, error) {
 		return nil, fmt.Errorf("%w: %v", ErrPreflight, actor.ErrUnresolved)
 	}
 	s := &session{ctx: ctx, opts: opts, timeline: samples.New(opts.Timeline)}
+	// The shim starts (a fork, an exec, its runtime's start, the
+	// program's lookup) while the sensors load: it waits on its gate
+	// until launch, and was some 10 ms of a start otherwise.
+	s.startGated()
 	if err := s.load(); err != nil {
+		s.abortGated()
 		s.close()
 		return nil, err
 	}
+	if s.opts.Loaded != nil {
+		s.opts.Loaded()
+	}
 	return s, nil
+}
+
+// gatedStart is the command's shim, started in the background.
+type gatedStart struct {
+	done  chan struct{}
+	child *launch.Child
+	err   error
+}
+
+// wait returns the started shim, once it waits on its gate.
+func (g *gatedStart) wait() (*launch.Child, error) {
+	<-g.done
+	return g.child, g.err
+}
+
+// startGated starts the command's shim in the background.
+func (s *session) startGated() {
+	s.foreground = inForeground()
+	a := s.opts.Actor
+	spec := launch.Spec{Argv: s.opts.Command, User: a.Command, SwitchUser: a.SwitchCommand,
+		Env: launch.CommandEnv(s.opts.Env, a.Command, a.SwitchCommand)}
+	stdio := launch.Stdio{Stdin: s.opts.Stdin, Stdout: s.opts.Stdout, Stderr: s.opts.Stderr}
+	g := &gatedStart{done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		g.child, g.err = launch.Start(spec, stdio, s.foreground)
+	}()
+	s.gated = g
+}
+
+// abortGated kills the shim of a run that failed to load; the terminal
+// it was given comes back.
+func (s *session) abortGated() {
+	if s.gated == nil {
+		return
+	}
+	child, err := s.gated.wait()
+	if err != nil {
+		return
+	}
+	child.Abort()
+	if s.foreground {
+		reclaimTerminal()
+	}
+}
+
+// trackGated covers the gated command with the uprobe links of the
+// libraries known now, once the sensors that own uprobes are loaded.
+// Its links follow it through its exec: those libraries are probed from
+// the command's first instruction. They are made before the seed:
+// registering a uprobe takes tens of milliseconds under load, and
+// between the seed and the run's start that time counted in the
+// thread's life but not in its process's; made here, it overlaps the
+// other sensors' loads.
+func (s *session) trackGated() {
+	if s.gated == nil {
+		return // an attach: no command to start
+	}
+	if child, err := s.gated.wait(); err == nil {
+		s.uprobes.Track(int32(child.Pid()), true)
+	}
 }
 
 // load loads the sensors in dependency order: the scheduler creates the
@@ -91,9 +161,12 @@ func (s *session) load() error {
 	// One kernel BTF for every load: each object decoding its own was
 	// some 30 ms of CPU apiece at startup.
 	kernel := btf.NewCache()
+	// Decoded (some 10 ms) while the scheduler's maps are made: the
+	// first load that needs it waits for it; an error is theirs to say.
+	go func() { _, _ = kernel.Kernel() }()
 	// A secure exec (a setuid program) stays traced only for a real
 	// root login: under sudo the user would see what root read for it.
-	sc, err := sched.LoadWith(sched.Options{BTF: kernel, TraceSecureExec: s.opts.Actor.IsRoot()})
+	sc, err := sched.Prepare(sched.Options{BTF: kernel, TraceSecureExec: s.opts.Actor.IsRoot()})
 	if err != nil {
 		return err
 	}
@@ -104,10 +177,20 @@ func (s *session) load() error {
 	// tracked set says which.
 	s.uprobes = uprobes.New(uprobes.Options{LivePIDs: sc.LivePIDs})
 
-	// The other sensors take only the scheduler's maps, so they load in
-	// two lanes at once: the verifier runs in the loading thread, and one
-	// lane after another was some 150 ms of a 200 ms start on two CPUs.
-	// The lanes are about even: page cache and evictions, JIT and network.
+	// The other objects take only the scheduler's maps, so every object
+	// loads in lanes at once, the scheduler's programs too: the verifier
+	// runs in the loading thread, and one lane after another was some
+	// 150 ms of a 200 ms start on two CPUs; in two lanes the page cache's
+	// was the longest by some 30 ms. Lanes: the scheduler's programs,
+	// the stack walker and the page cache, evictions, JIT and network
+	// (then the command's uprobe links).
+	var schedErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		schedErr = sc.Start()
+	}()
 	var j *jit.Sensor
 	var jitSeen atomic.Pointer[jit.Sensor]
 	var fileSeen func(sensor.FileSeen)
@@ -125,7 +208,6 @@ func (s *session) load() error {
 	var dl *download.Sensor
 	var ps *pystack.Sensor
 	var pcErr, jitErr error
-	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -134,11 +216,14 @@ func (s *session) load() error {
 		if !s.opts.NoStacks {
 			ps = s.loadStacks(sc.Shared().TaskStates, kernel)
 		}
-		if pc, pcErr = pagecache.Load(pagecache.Options{Shared: shared, Waiting: sc.Waiting,
-			FileSeen: fileSeen, BTF: kernel}); pcErr != nil {
-			return
-		}
-		ev, pcErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
+		pc, pcErr = pagecache.Load(pagecache.Options{Shared: shared, Waiting: sc.Waiting,
+			FileSeen: fileSeen, BTF: kernel})
+	}()
+	var evErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ev, evErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
 	}()
 	if !s.opts.NoJIT {
 		j, jitErr = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
@@ -155,6 +240,9 @@ func (s *session) load() error {
 		}
 		dl, jitErr = s.loadDownload(sc.Shared(), kernel, onDownload)
 	}
+	if jitErr == nil {
+		s.trackGated()
+	}
 	wg.Wait()
 	jitSeen.Store(j)
 
@@ -164,7 +252,7 @@ func (s *session) load() error {
 	// processes), downloads after the page cache (the paths of written
 	// files) and the JIT sensor (the caches they land in).
 	var mach *machine.Sensor
-	err = errors.Join(pcErr, jitErr)
+	err = errors.Join(schedErr, pcErr, evErr, jitErr)
 	if err == nil {
 		mach, err = machine.New(machine.Options{Traced: sc.Tracked().Has, LivePIDs: sc.LivePIDs})
 	}
@@ -230,25 +318,15 @@ func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownloa
 	return dl, nil
 }
 
-// launch starts the command gated, seeds it into the tracked set and
-// releases it.
+// launch takes the command's gated shim, seeds it into the tracked set
+// and releases it.
 func (s *session) launch() error {
-	s.foreground = inForeground()
 	a := s.opts.Actor
-	spec := launch.Spec{Argv: s.opts.Command, User: a.Command, SwitchUser: a.SwitchCommand,
-		Env: launch.CommandEnv(s.opts.Env, a.Command, a.SwitchCommand)}
-	child, err := launch.Start(spec,
-		launch.Stdio{Stdin: s.opts.Stdin, Stdout: s.opts.Stdout, Stderr: s.opts.Stderr}, s.foreground)
+	child, err := s.gated.wait()
 	if err != nil {
 		return err
 	}
-	pid := child.Pid()
-	// Its links follow it through its exec: the libraries known now are
-	// probed from the command's first instruction. They are made before
-	// the seed: registering a uprobe takes tens of milliseconds under
-	// load, and between the seed and the run's start that time counted
-	// in the thread's life but not in its process's.
-	s.uprobes.Track(int32(pid), true)
+	pid := child.Pid() // its uprobe links were made during the load (trackGated)
 	if err := s.sched.Seed(pid, commName(s.opts.Command[0]), sensor.MonotonicNS()); err != nil {
 		child.Abort()
 		return err

@@ -143,7 +143,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	if ml != nil {
 		defer ml.Close()
 	}
+	settle := looseHeapWhileLoading(os.Getenv)
+	defer settle()
 	opts := trace.Options{
+		Loaded:   settle,
 		Command:  o.command,
 		Interval: o.interval,
 		Actor:    a,
