@@ -223,7 +223,7 @@ func (s *session) load() error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		ev, evErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
+		ev, evErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel, Chained: true})
 	}()
 	if !s.opts.NoJIT {
 		j, jitErr = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
@@ -253,6 +253,9 @@ func (s *session) load() error {
 	// files) and the JIT sensor (the caches they land in).
 	var mach *machine.Sensor
 	err = errors.Join(schedErr, pcErr, evErr, jitErr)
+	if err == nil {
+		err = chainInsertions(pc, ev, dl)
+	}
 	if err == nil {
 		mach, err = machine.New(machine.Options{Traced: sc.Tracked().Has, LivePIDs: sc.LivePIDs})
 	}
@@ -287,6 +290,20 @@ func (s *session) load() error {
 	return nil
 }
 
+// chainInsertions has the page cache's program on
+// mm_filemap_add_to_page_cache run the eviction and network sensors'
+// programs for that tracepoint: one program there, not three.
+func chainInsertions(pc *pagecache.Sensor, ev *evict.Sensor, dl *download.Sensor) error {
+	var untracked, tracked *ebpf.Program
+	if ev != nil {
+		untracked = ev.InsertProgram()
+	}
+	if dl != nil {
+		tracked = dl.WriteProgram()
+	}
+	return pc.Chain(untracked, tracked)
+}
+
 // loadStacks loads the Python stack sensor; one that cannot load (a
 // kernel without bpf_loop) costs the run its stacks, not the run.
 func (s *session) loadStacks(taskStates *ebpf.Map, kernel *btf.Cache) *pystack.Sensor {
@@ -307,7 +324,7 @@ func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownloa
 		return nil, nil
 	}
 	dl, err := download.Open(download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
-		OnDownload: onDownload, Uprobes: s.uprobes})
+		OnDownload: onDownload, Uprobes: s.uprobes, Chained: true})
 	if err != nil {
 		return nil, err
 	}

@@ -164,6 +164,7 @@ type PagecacheTstate struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	PagecacheMapAddChain            = "add_chain"
 	PagecacheMapFileFilter          = "file_filter"
 	PagecacheMapFiles               = "files"
 	PagecacheMapFillEnds            = "fill_ends"
@@ -240,6 +241,7 @@ type PagecacheProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type PagecacheMapSpecs struct {
+	AddChain    *ebpf.MapSpec `ebpf:"add_chain"`
 	FileFilter  *ebpf.MapSpec `ebpf:"file_filter"`
 	Files       *ebpf.MapSpec `ebpf:"files"`
 	FillEnds    *ebpf.MapSpec `ebpf:"fill_ends"`
@@ -284,6 +286,7 @@ func (o *PagecacheObjects) Close() error {
 //
 // It can be passed to LoadPagecacheObjects or ebpf.CollectionSpec.LoadAndAssign.
 type PagecacheMaps struct {
+	AddChain    *ebpf.Map `ebpf:"add_chain"`
 	FileFilter  *ebpf.Map `ebpf:"file_filter"`
 	Files       *ebpf.Map `ebpf:"files"`
 	FillEnds    *ebpf.Map `ebpf:"fill_ends"`
@@ -301,6 +304,7 @@ type PagecacheMaps struct {
 
 func (m *PagecacheMaps) Close() error {
 	return _PagecacheClose(
+		m.AddChain,
 		m.FileFilter,
 		m.Files,
 		m.FillEnds,
