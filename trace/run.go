@@ -182,8 +182,8 @@ func (s *session) load() error {
 	// runs in the loading thread, and one lane after another was some
 	// 150 ms of a 200 ms start on two CPUs; in two lanes the page cache's
 	// was the longest by some 30 ms. Lanes: the scheduler's programs,
-	// the stack walker and the page cache, evictions, JIT and network
-	// (then the command's uprobe links).
+	// the stack walker's, the page cache (after the walker's maps),
+	// evictions, JIT and network (then the command's uprobe links).
 	var schedErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -207,14 +207,17 @@ func (s *session) load() error {
 	var ev *evict.Sensor
 	var dl *download.Sensor
 	var ps *pystack.Sensor
+	stacksStarted := func() *pystack.Sensor { return nil }
 	var pcErr, jitErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		// The stack walker first: an object that takes stacks itself
-		// (bpf/include/pywalk.h) loads with its maps, ps.Replacements().
+		// The stack walker's maps first: an object that takes stacks
+		// itself (bpf/include/pywalk.h) loads with them,
+		// ps.Replacements(); the walker's programs load in a lane of
+		// their own.
 		if !s.opts.NoStacks {
-			ps = s.loadStacks(sc.Shared().TaskStates, kernel)
+			ps, stacksStarted = s.loadStacks(sc.Shared(), kernel, &wg)
 		}
 		pc, pcErr = pagecache.Load(pagecache.Options{Shared: shared, Waiting: sc.Waiting,
 			FileSeen: fileSeen, BTF: kernel})
@@ -225,25 +228,9 @@ func (s *session) load() error {
 		defer wg.Done()
 		ev, evErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel, Chained: true})
 	}()
-	if !s.opts.NoJIT {
-		j, jitErr = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
-			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel,
-			Scoper: s.uprobes})
-		if errors.Is(jitErr, jit.ErrOption) {
-			jitErr = fmt.Errorf("%w: %v", ErrPreflight, jitErr)
-		}
-	}
-	if jitErr == nil {
-		var onDownload func(int32)
-		if j != nil {
-			onDownload = j.DownloadSeen
-		}
-		dl, jitErr = s.loadDownload(sc.Shared(), kernel, onDownload)
-	}
-	if jitErr == nil {
-		s.trackGated()
-	}
+	j, dl, jitErr = s.loadJITAndNetwork(sc.Shared(), kernel)
 	wg.Wait()
+	ps = stacksStarted()
 	jitSeen.Store(j)
 
 	// Poll and finish order: the page cache right after the scheduler (it
@@ -259,6 +246,22 @@ func (s *session) load() error {
 	if err == nil {
 		mach, err = machine.New(machine.Options{Traced: sc.Tracked().Has, LivePIDs: sc.LivePIDs})
 	}
+	s.adopt(pc, ev, mach, j, dl, ps)
+	if err != nil {
+		return err
+	}
+	if !s.opts.NoGPU {
+		s.sensors = append(s.sensors, gpu.StartSensor(s.ctx, nvml.New(),
+			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
+	}
+	return nil
+}
+
+// adopt appends the loaded sensors (not the nil ones) to the session's,
+// in poll and finish order, the uprobe links' owner last: polled after
+// the sensors whose events told it of processes, closed first (all links
+// together).
+func (s *session) adopt(pc *pagecache.Sensor, ev *evict.Sensor, mach *machine.Sensor, j *jit.Sensor, dl *download.Sensor, ps *pystack.Sensor) {
 	if pc != nil {
 		s.sensors = append(s.sensors, pc)
 	}
@@ -277,17 +280,37 @@ func (s *session) load() error {
 	if ps != nil {
 		s.sensors = append(s.sensors, ps)
 	}
-	// Last: polled after the sensors whose events told it of processes,
-	// closed first (all links together).
 	s.sensors = append(s.sensors, s.uprobes)
+}
+
+// loadJITAndNetwork loads the JIT sensor, then the network sensor (which
+// tells the JIT sensor of downloads), unless the options turn them off
+// (nil then), and makes the gated command's uprobe links, which are
+// theirs.
+func (s *session) loadJITAndNetwork(shared sched.Shared, kernel *btf.Cache) (*jit.Sensor, *download.Sensor, error) {
+	var j *jit.Sensor
+	if !s.opts.NoJIT {
+		var err error
+		j, err = jit.Load(jit.Options{Shared: shared.Replacements(), Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
+			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel,
+			Scoper: s.uprobes})
+		if errors.Is(err, jit.ErrOption) {
+			return nil, nil, fmt.Errorf("%w: %v", ErrPreflight, err)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	var onDownload func(int32)
+	if j != nil {
+		onDownload = j.DownloadSeen
+	}
+	dl, err := s.loadDownload(shared, kernel, onDownload)
 	if err != nil {
-		return err
+		return j, nil, err
 	}
-	if !s.opts.NoGPU {
-		s.sensors = append(s.sensors, gpu.StartSensor(s.ctx, nvml.New(),
-			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
-	}
-	return nil
+	s.trackGated()
+	return j, dl, nil
 }
 
 // chainInsertions has the page cache's program on
@@ -304,17 +327,36 @@ func chainInsertions(pc *pagecache.Sensor, ev *evict.Sensor, dl *download.Sensor
 	return pc.Chain(untracked, tracked)
 }
 
-// loadStacks loads the Python stack sensor; one that cannot load (a
-// kernel without bpf_loop) costs the run its stacks, not the run.
-func (s *session) loadStacks(taskStates *ebpf.Map, kernel *btf.Cache) *pystack.Sensor {
-	ps, err := pystack.Load(pystack.Options{TaskStates: taskStates, BTF: kernel})
-	if err != nil {
+// loadStacks makes the Python stack sensor's maps and loads its programs
+// in a lane of wg's. A sensor that cannot load (a kernel without
+// bpf_loop) costs the run its stacks, not the run: once wg is done,
+// started returns the sensor, or nil (and releases it) if its programs
+// failed to load.
+func (s *session) loadStacks(shared sched.Shared, kernel *btf.Cache, wg *sync.WaitGroup) (ps *pystack.Sensor, started func() *pystack.Sensor) {
+	notify := func(err error) {
 		if s.opts.Notify != nil {
 			s.opts.Notify("no Python stacks: " + err.Error())
 		}
-		return nil
 	}
-	return ps
+	ps, err := pystack.Prepare(pystack.Options{TaskStates: shared.TaskStates, Threads: shared.Threads, BTF: kernel})
+	if err != nil {
+		notify(err)
+		return nil, func() *pystack.Sensor { return nil }
+	}
+	var startErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		startErr = ps.Start()
+	}()
+	return ps, func() *pystack.Sensor {
+		if startErr != nil {
+			notify(startErr)
+			ps.Close()
+			return nil
+		}
+		return ps
+	}
 }
 
 // loadDownload loads and attaches the network sensor, unless the options
