@@ -183,7 +183,8 @@ func (s *session) load() error {
 	// 150 ms of a 200 ms start on two CPUs; in two lanes the page cache's
 	// was the longest by some 30 ms. Lanes: the scheduler's programs,
 	// the stack walker's, the page cache (after the walker's maps),
-	// evictions, JIT and network (then the command's uprobe links).
+	// evictions, JIT, network (then, with both loaded, the command's
+	// uprobe links).
 	var schedErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -228,7 +229,7 @@ func (s *session) load() error {
 		defer wg.Done()
 		ev, evErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel, Chained: true})
 	}()
-	j, dl, jitErr = s.loadJITAndNetwork(sc.Shared(), kernel)
+	j, dl, jitErr = s.loadJITAndNetwork(sc.Shared(), kernel, &jitSeen)
 	wg.Wait()
 	ps = stacksStarted()
 	jitSeen.Store(j)
@@ -283,31 +284,41 @@ func (s *session) adopt(pc *pagecache.Sensor, ev *evict.Sensor, mach *machine.Se
 	s.sensors = append(s.sensors, s.uprobes)
 }
 
-// loadJITAndNetwork loads the JIT sensor, then the network sensor (which
-// tells the JIT sensor of downloads), unless the options turn them off
-// (nil then), and makes the gated command's uprobe links, which are
-// theirs.
-func (s *session) loadJITAndNetwork(shared sched.Shared, kernel *btf.Cache) (*jit.Sensor, *download.Sensor, error) {
+// loadJITAndNetwork loads the JIT sensor and the network sensor (which
+// tells the JIT sensor of downloads, once jitSeen holds it) at once,
+// unless the options turn them off (nil then), and makes the gated
+// command's uprobe links, which are theirs. Sensors it returns with an
+// error are the session's to close.
+func (s *session) loadJITAndNetwork(shared sched.Shared, kernel *btf.Cache, jitSeen *atomic.Pointer[jit.Sensor]) (*jit.Sensor, *download.Sensor, error) {
+	var dl *download.Sensor
+	var dlErr error
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		var onDownload func(int32)
+		if !s.opts.NoJIT {
+			// Downloads are seen at polls, once the command runs.
+			onDownload = func(pid int32) {
+				if js := jitSeen.Load(); js != nil {
+					js.DownloadSeen(pid)
+				}
+			}
+		}
+		dl, dlErr = s.loadDownload(shared, kernel, onDownload)
+	}()
 	var j *jit.Sensor
+	var jitErr error
 	if !s.opts.NoJIT {
-		var err error
-		j, err = jit.Load(jit.Options{Shared: shared.Replacements(), Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
+		j, jitErr = jit.Load(jit.Options{Shared: shared.Replacements(), Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
 			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel,
 			Scoper: s.uprobes})
-		if errors.Is(err, jit.ErrOption) {
-			return nil, nil, fmt.Errorf("%w: %v", ErrPreflight, err)
-		}
-		if err != nil {
-			return nil, nil, err
+		if errors.Is(jitErr, jit.ErrOption) {
+			jitErr = fmt.Errorf("%w: %v", ErrPreflight, jitErr)
 		}
 	}
-	var onDownload func(int32)
-	if j != nil {
-		onDownload = j.DownloadSeen
-	}
-	dl, err := s.loadDownload(shared, kernel, onDownload)
-	if err != nil {
-		return j, nil, err
+	<-loaded
+	if err := errors.Join(jitErr, dlErr); err != nil {
+		return j, dl, err
 	}
 	s.trackGated()
 	return j, dl, nil
