@@ -49,14 +49,7 @@ type pathPrograms struct {
 // newPathPrograms prepares the later load of spec's path programs on the
 // maps (and data sections) of first; opts carries the kernel BTF.
 func newPathPrograms(spec *ebpf.CollectionSpec, first *startObjects, opts *ebpf.CollectionOptions) *pathPrograms {
-	m := &first.JitMaps
-	maps := map[string]*ebpf.Map{
-		bpfjit.JitMapExecScratch: m.ExecScratch, bpfjit.JitMapFileScratch: m.FileScratch, bpfjit.JitMapJitEvents: m.JitEvents,
-		bpfjit.JitMapLastWake: m.LastWake, bpfjit.JitMapLost: m.Lost, bpfjit.JitMapPending: m.Pending,
-		bpfjit.JitMapProcGen: m.ProcGen, bpfjit.JitMapProcVerdicts: m.ProcVerdicts, bpfjit.JitMapRootPrefixes: m.RootPrefixes,
-		bpfjit.JitMapTaskStates: m.TaskStates, bpfjit.JitMapThreads: m.Threads, bpfjit.JitMapUcalls: m.Ucalls,
-		".bss": first.Bss, ".rodata": first.Rodata,
-	}
+	maps := sensor.MapsByName(first) // the data sections too
 	kernel := opts.Cache
 	return &pathPrograms{load: func() (pathObjects, error) {
 		var p pathObjects

@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	bpfpy "github.com/coldtrace/coldtrace/bpf/pystack"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/sensor"
 	"golang.org/x/sys/unix"
 )
 
@@ -116,13 +117,7 @@ func Prepare(opts Options) (*Sensor, error) {
 // attaches them, once.
 func (s *Sensor) Start() error {
 	t0 := time.Now()
-	m := &s.objs.PystackMaps
-	maps := map[string]*ebpf.Map{
-		bpfpy.PystackMapForkStacks: m.ForkStacks, bpfpy.PystackMapLost: m.Lost, bpfpy.PystackMapPyConfs: m.PyConfs,
-		bpfpy.PystackMapPyEvents: m.PyEvents, bpfpy.PystackMapPyExes: m.PyExes, bpfpy.PystackMapPyLost: m.PyLost,
-		bpfpy.PystackMapPyScratch: m.PyScratch, bpfpy.PystackMapPyStacks: m.PyStacks,
-		bpfpy.PystackMapTaskStates: m.TaskStates, bpfpy.PystackMapThreads: m.Threads,
-	}
+	maps := sensor.MapsByName(&s.objs.PystackMaps)
 	var rest struct {
 		bpfpy.PystackPrograms
 		bpfpy.PystackVariables

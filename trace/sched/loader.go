@@ -85,12 +85,7 @@ func load(o Options) (*probes, error) {
 // loadPrograms loads the object's programs (and its data sections) on
 // the maps load made.
 func (p *probes) loadPrograms(kernel *btf.Cache) error {
-	m := &p.objs.SchedMaps
-	maps := map[string]*ebpf.Map{
-		bpfsched.SchedMapEvents: m.Events, bpfsched.SchedMapFiles: m.Files, bpfsched.SchedMapFreeSlots: m.FreeSlots,
-		bpfsched.SchedMapLost: m.Lost, bpfsched.SchedMapNextSlot: m.NextSlot, bpfsched.SchedMapRunPages: m.RunPages,
-		bpfsched.SchedMapTaskStates: m.TaskStates, bpfsched.SchedMapThreads: m.Threads,
-	}
+	maps := sensor.MapsByName(&p.objs.SchedMaps)
 	var rest struct {
 		bpfsched.SchedPrograms
 		bpfsched.SchedVariables
