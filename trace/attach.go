@@ -83,6 +83,9 @@ func Attach(ctx context.Context, o AttachOptions) (*record.Record, error) {
 		return nil, err
 	}
 	defer s.close()
+	if opts.Loaded != nil {
+		opts.Loaded()
+	}
 	threads := 0
 	for _, p := range procs {
 		threads += len(p.TIDs)

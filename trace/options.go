@@ -49,6 +49,10 @@ type Options struct {
 	// OnStart, when set, is called once the command has been released,
 	// with its pid; tests use it to send signals.
 	OnStart func(pid int)
+	// Loaded, when set, is called once every sensor is loaded, before
+	// the command is released: the start's allocations (the kernel's
+	// BTF, the objects' specs) are behind it.
+	Loaded func()
 	// OnSample, when set, sees each poll's sample as it is taken (live
 	// progress), the final poll's included: the record's samples are
 	// their sums (coarsened in a long run).

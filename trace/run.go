@@ -64,6 +64,7 @@ type session struct {
 	pollErr    error
 	ckpt       *checkpoints
 	watch      *launch.Watch // --kill-on-exit
+	gated      *gatedStart   // the command's shim, started during the load
 }
 
 // start checks the machine and loads every sensor.
@@ -78,11 +79,80 @@ func start(ctx context.Context, opts Options) (*session, error) {
 		return nil, fmt.Errorf("%w: %v", ErrPreflight, actor.ErrUnresolved)
 	}
 	s := &session{ctx: ctx, opts: opts, timeline: samples.New(opts.Timeline)}
+	// The shim starts (a fork, an exec, its runtime's start, the
+	// program's lookup) while the sensors load: it waits on its gate
+	// until launch, and was some 10 ms of a start otherwise.
+	s.startGated()
 	if err := s.load(); err != nil {
+		s.abortGated()
 		s.close()
 		return nil, err
 	}
+	if s.opts.Loaded != nil {
+		s.opts.Loaded()
+	}
 	return s, nil
+}
+
+// gatedStart is the command's shim, started in the background.
+type gatedStart struct {
+	done  chan struct{}
+	child *launch.Child
+	err   error
+}
+
+// wait returns the started shim, once it waits on its gate.
+func (g *gatedStart) wait() (*launch.Child, error) {
+	<-g.done
+	return g.child, g.err
+}
+
+// startGated starts the command's shim in the background.
+func (s *session) startGated() {
+	s.foreground = inForeground()
+	a := s.opts.Actor
+	spec := launch.Spec{Argv: s.opts.Command, User: a.Command, SwitchUser: a.SwitchCommand,
+		Env: launch.CommandEnv(s.opts.Env, a.Command, a.SwitchCommand)}
+	stdio := launch.Stdio{Stdin: s.opts.Stdin, Stdout: s.opts.Stdout, Stderr: s.opts.Stderr}
+	g := &gatedStart{done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		g.child, g.err = launch.Start(spec, stdio, s.foreground)
+	}()
+	s.gated = g
+}
+
+// abortGated kills the shim of a run that failed to load; the terminal
+// it was given comes back.
+func (s *session) abortGated() {
+	if s.gated == nil {
+		return
+	}
+	child, err := s.gated.wait()
+	if err != nil {
+		return
+	}
+	child.Abort()
+	if s.foreground {
+		reclaimTerminal()
+	}
+}
+
+// trackGated covers the gated command with the uprobe links of the
+// libraries known now, once the sensors that own uprobes are loaded.
+// Its links follow it through its exec: those libraries are probed from
+// the command's first instruction. They are made before the seed:
+// registering a uprobe takes tens of milliseconds under load, and
+// between the seed and the run's start that time counted in the
+// thread's life but not in its process's; made here, it overlaps the
+// other sensors' loads.
+func (s *session) trackGated() {
+	if s.gated == nil {
+		return // an attach: no command to start
+	}
+	if child, err := s.gated.wait(); err == nil {
+		s.uprobes.Track(int32(child.Pid()), true)
+	}
 }
 
 // load loads the sensors in dependency order: the scheduler creates the
@@ -91,9 +161,12 @@ func (s *session) load() error {
 	// One kernel BTF for every load: each object decoding its own was
 	// some 30 ms of CPU apiece at startup.
 	kernel := btf.NewCache()
+	// Decoded (some 10 ms) while the scheduler's maps are made: the
+	// first load that needs it waits for it; an error is theirs to say.
+	go func() { _, _ = kernel.Kernel() }()
 	// A secure exec (a setuid program) stays traced only for a real
 	// root login: under sudo the user would see what root read for it.
-	sc, err := sched.LoadWith(sched.Options{BTF: kernel, TraceSecureExec: s.opts.Actor.IsRoot()})
+	sc, err := sched.Prepare(sched.Options{BTF: kernel, TraceSecureExec: s.opts.Actor.IsRoot()})
 	if err != nil {
 		return err
 	}
@@ -104,10 +177,21 @@ func (s *session) load() error {
 	// tracked set says which.
 	s.uprobes = uprobes.New(uprobes.Options{LivePIDs: sc.LivePIDs})
 
-	// The other sensors take only the scheduler's maps, so they load in
-	// two lanes at once: the verifier runs in the loading thread, and one
-	// lane after another was some 150 ms of a 200 ms start on two CPUs.
-	// The lanes are about even: page cache and evictions, JIT and network.
+	// The other objects take only the scheduler's maps, so every object
+	// loads in lanes at once, the scheduler's programs too: the verifier
+	// runs in the loading thread, and one lane after another was some
+	// 150 ms of a 200 ms start on two CPUs; in two lanes the page cache's
+	// was the longest by some 30 ms. Lanes: the scheduler's programs,
+	// the stack walker's, the page cache (after the walker's maps),
+	// evictions, JIT, network (then, with both loaded, the command's
+	// uprobe links).
+	var schedErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		schedErr = sc.Start()
+	}()
 	var j *jit.Sensor
 	var jitSeen atomic.Pointer[jit.Sensor]
 	var fileSeen func(sensor.FileSeen)
@@ -124,42 +208,33 @@ func (s *session) load() error {
 	var ev *evict.Sensor
 	var dl *download.Sensor
 	var ps *pystack.Sensor
+	stacksStarted := func() *pystack.Sensor { return nil }
 	var pcErr, jitErr error
-	var wg sync.WaitGroup
 	wg.Add(1)
 	// Closed once the stack walker is loaded (or will not be): the
 	// network probes take its maps too.
 	walker := make(chan struct{})
 	go func() {
 		defer wg.Done()
-		// The stack walker first: an object that takes stacks itself
-		// (bpf/include/pywalk.h) loads with its maps, ps.Replacements().
+		// The stack walker's maps first: an object that takes stacks
+		// itself (bpf/include/pywalk.h) loads with them,
+		// ps.Replacements(); the walker's programs load in a lane of
+		// their own.
 		if !s.opts.NoStacks {
-			ps = s.loadStacks(sc.Shared().TaskStates, kernel)
+			ps, stacksStarted = s.loadStacks(sc.Shared(), kernel, &wg)
 		}
 		close(walker)
-		if pc, pcErr = pagecache.Load(pagecacheOptions(shared, sc.Waiting, fileSeen, kernel, ps)); pcErr != nil {
-			return
-		}
-		ev, pcErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel})
+		pc, pcErr = pagecache.Load(pagecacheOptions(shared, sc.Waiting, fileSeen, kernel, ps))
 	}()
-	if !s.opts.NoJIT {
-		j, jitErr = jit.Load(jit.Options{Shared: shared, Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
-			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel,
-			Scoper: s.uprobes})
-		if errors.Is(jitErr, jit.ErrOption) {
-			jitErr = fmt.Errorf("%w: %v", ErrPreflight, jitErr)
-		}
-	}
-	if jitErr == nil {
-		var onDownload func(int32)
-		if j != nil {
-			onDownload = j.DownloadSeen
-		}
-		<-walker
-		dl, jitErr = s.loadDownload(sc.Shared(), kernel, onDownload, ps)
-	}
+	var evErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ev, evErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel, Chained: true})
+	}()
+	j, dl, jitErr = s.loadJITAndNetwork(sc.Shared(), kernel, &jitSeen, walker, &ps)
 	wg.Wait()
+	ps = stacksStarted()
 	jitSeen.Store(j)
 
 	// Poll and finish order: the page cache right after the scheduler (it
@@ -168,12 +243,31 @@ func (s *session) load() error {
 	// processes), downloads after the page cache (the paths of written
 	// files) and the JIT sensor (the caches they land in).
 	var mach *machine.Sensor
-	err = errors.Join(pcErr, jitErr)
+	err = errors.Join(schedErr, pcErr, evErr, jitErr)
+	if err == nil {
+		err = chainInsertions(pc, ev, dl)
+	}
 	if err == nil {
 		mach, err = machine.New(machine.Options{Traced: sc.Tracked().Has, LivePIDs: sc.LivePIDs})
 	}
-	// The stack sensor finishes before the sensors that name stacks
-	// (its Finish decodes the last ones; theirs intern them).
+	s.adopt(pc, ev, mach, j, dl, ps)
+	if err != nil {
+		return err
+	}
+	if !s.opts.NoGPU {
+		s.sensors = append(s.sensors, gpu.StartSensor(s.ctx, nvml.New(),
+			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
+	}
+	return nil
+}
+
+// adopt appends the loaded sensors (not the nil ones) to the session's,
+// in poll and finish order, the uprobe links' owner last: polled after
+// the sensors whose events told it of processes, closed first (all links
+// together).
+func (s *session) adopt(pc *pagecache.Sensor, ev *evict.Sensor, mach *machine.Sensor, j *jit.Sensor, dl *download.Sensor, ps *pystack.Sensor) {
+	// The stack sensor finishes before the sensors that name stacks (its
+	// Finish decodes the last ones; theirs intern them).
 	if ps != nil {
 		s.sensors = append(s.sensors, ps)
 	}
@@ -192,17 +286,7 @@ func (s *session) load() error {
 	if dl != nil {
 		s.sensors = append(s.sensors, dl)
 	}
-	// Last: polled after the sensors whose events told it of processes,
-	// closed first (all links together).
 	s.sensors = append(s.sensors, s.uprobes)
-	if err != nil {
-		return err
-	}
-	if !s.opts.NoGPU {
-		s.sensors = append(s.sensors, gpu.StartSensor(s.ctx, nvml.New(),
-			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
-	}
-	return nil
 }
 
 // pagecacheOptions are the page-cache sensor's: the scheduler's maps and
@@ -216,17 +300,95 @@ func pagecacheOptions(shared map[string]*ebpf.Map, waiting func() (io, fill map[
 	return o
 }
 
-// loadStacks loads the Python stack sensor; one that cannot load (a
-// kernel without bpf_loop) costs the run its stacks, not the run.
-func (s *session) loadStacks(taskStates *ebpf.Map, kernel *btf.Cache) *pystack.Sensor {
-	ps, err := pystack.Load(pystack.Options{TaskStates: taskStates, BTF: kernel})
-	if err != nil {
+// loadJITAndNetwork loads the JIT sensor and the network sensor (which
+// tells the JIT sensor of downloads, once jitSeen holds it) at once,
+// unless the options turn them off (nil then), and makes the gated
+// command's uprobe links, which are theirs. Sensors it returns with an
+// error are the session's to close.
+//
+// The network probes take the stack walker's maps: they wait for walker
+// to close, after which *ps holds the walker (nil without stacks).
+func (s *session) loadJITAndNetwork(shared sched.Shared, kernel *btf.Cache, jitSeen *atomic.Pointer[jit.Sensor],
+	walker <-chan struct{}, ps **pystack.Sensor) (*jit.Sensor, *download.Sensor, error) {
+	var dl *download.Sensor
+	var dlErr error
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		var onDownload func(int32)
+		if !s.opts.NoJIT {
+			// Downloads are seen at polls, once the command runs.
+			onDownload = func(pid int32) {
+				if js := jitSeen.Load(); js != nil {
+					js.DownloadSeen(pid)
+				}
+			}
+		}
+		<-walker
+		dl, dlErr = s.loadDownload(shared, kernel, onDownload, *ps)
+	}()
+	var j *jit.Sensor
+	var jitErr error
+	if !s.opts.NoJIT {
+		j, jitErr = jit.Load(jit.Options{Shared: shared.Replacements(), Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
+			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel,
+			Scoper: s.uprobes})
+		if errors.Is(jitErr, jit.ErrOption) {
+			jitErr = fmt.Errorf("%w: %v", ErrPreflight, jitErr)
+		}
+	}
+	<-loaded
+	if err := errors.Join(jitErr, dlErr); err != nil {
+		return j, dl, err
+	}
+	s.trackGated()
+	return j, dl, nil
+}
+
+// chainInsertions has the page cache's program on
+// mm_filemap_add_to_page_cache run the eviction and network sensors'
+// programs for that tracepoint: one program there, not three.
+func chainInsertions(pc *pagecache.Sensor, ev *evict.Sensor, dl *download.Sensor) error {
+	var untracked, tracked *ebpf.Program
+	if ev != nil {
+		untracked = ev.InsertProgram()
+	}
+	if dl != nil {
+		tracked = dl.WriteProgram()
+	}
+	return pc.Chain(untracked, tracked)
+}
+
+// loadStacks makes the Python stack sensor's maps and loads its programs
+// in a lane of wg's. A sensor that cannot load (a kernel without
+// bpf_loop) costs the run its stacks, not the run: once wg is done,
+// started returns the sensor, or nil (and releases it) if its programs
+// failed to load.
+func (s *session) loadStacks(shared sched.Shared, kernel *btf.Cache, wg *sync.WaitGroup) (ps *pystack.Sensor, started func() *pystack.Sensor) {
+	notify := func(err error) {
 		if s.opts.Notify != nil {
 			s.opts.Notify("no Python stacks: " + err.Error())
 		}
-		return nil
 	}
-	return ps
+	ps, err := pystack.Prepare(pystack.Options{TaskStates: shared.TaskStates, Threads: shared.Threads, BTF: kernel})
+	if err != nil {
+		notify(err)
+		return nil, func() *pystack.Sensor { return nil }
+	}
+	var startErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		startErr = ps.Start()
+	}()
+	return ps, func() *pystack.Sensor {
+		if startErr != nil {
+			notify(startErr)
+			ps.Close()
+			return nil
+		}
+		return ps
+	}
 }
 
 // loadDownload loads and attaches the network sensor, unless the options
@@ -236,7 +398,7 @@ func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownloa
 		return nil, nil
 	}
 	ds := download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
-		OnDownload: onDownload, Uprobes: s.uprobes}
+		OnDownload: onDownload, Uprobes: s.uprobes, Chained: true}
 	if ps != nil {
 		ds.Stacks, ds.InternStack, ds.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
 	}
@@ -251,25 +413,15 @@ func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownloa
 	return dl, nil
 }
 
-// launch starts the command gated, seeds it into the tracked set and
-// releases it.
+// launch takes the command's gated shim, seeds it into the tracked set
+// and releases it.
 func (s *session) launch() error {
-	s.foreground = inForeground()
 	a := s.opts.Actor
-	spec := launch.Spec{Argv: s.opts.Command, User: a.Command, SwitchUser: a.SwitchCommand,
-		Env: launch.CommandEnv(s.opts.Env, a.Command, a.SwitchCommand)}
-	child, err := launch.Start(spec,
-		launch.Stdio{Stdin: s.opts.Stdin, Stdout: s.opts.Stdout, Stderr: s.opts.Stderr}, s.foreground)
+	child, err := s.gated.wait()
 	if err != nil {
 		return err
 	}
-	pid := child.Pid()
-	// Its links follow it through its exec: the libraries known now are
-	// probed from the command's first instruction. They are made before
-	// the seed: registering a uprobe takes tens of milliseconds under
-	// load, and between the seed and the run's start that time counted
-	// in the thread's life but not in its process's.
-	s.uprobes.Track(int32(pid), true)
+	pid := child.Pid() // its uprobe links were made during the load (trackGated)
 	if err := s.sched.Seed(pid, commName(s.opts.Command[0]), sensor.MonotonicNS()); err != nil {
 		child.Abort()
 		return err

@@ -658,21 +658,33 @@ int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long inde
 	return 0;
 }
 
+/* The other objects' work on mm_filemap_add_to_page_cache, run by tail
+ * call from on_add_to_cache so that the tracepoint carries one program:
+ * each program on a tracepoint costs every insertion of the machine its
+ * own dispatch and its own "is this thread tracked" lookup. User space
+ * puts the programs in (bpf/evict's on_other_insert for threads the run
+ * does not track, bpf/download's on_dl_write for those it does); an
+ * empty slot ends the chain. */
+#define ADD_CHAIN_UNTRACKED 0
+#define ADD_CHAIN_TRACKED 1
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u32);
+} add_chain SEC(".maps");
+
 /* BTF: the folio gives the inode, so a file that is only written (a new
  * cache entry) gets its path too. */
-SEC("tp_btf/mm_filemap_add_to_page_cache")
-int BPF_PROG(on_add_to_cache, struct folio *folio)
+static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 {
-	struct tstate *t = current_state();
-	if (!t)
-		return 0;
 	struct inode *inode = folio->mapping->host;
 	struct file_key key = {};
 	key.dev = inode->i_sb->s_dev;
 	key.ino = inode->i_ino;
 	struct file_stats *fs = file_get(&key, true);
 	if (!fs)
-		return 0;
+		return;
 	__u32 order = 0;
 	if (folio->flags.f & (1ull << bpf_core_enum_value(enum pageflags, PG_head)))
 		order = folio->_flags_1 & 0xff;
@@ -689,7 +701,7 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	}
 	if (created) {
 		__sync_fetch_and_add(&fs->created, n);
-		return 0;
+		return;
 	}
 	__sync_fetch_and_add(&fs->missed, n);
 	__u64 lo = folio->index, hi = folio->index + n - 1;
@@ -716,6 +728,17 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	if (stack)
 		file_stack_add(key.dev, key.ino, stack, FS_MISSED, n);
 	note_order(&key, lo, n, nr < 0);
+}
+
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(on_add_to_cache, struct folio *folio)
+{
+	/* The tracked test first, the only work for most of the machine's
+	 * insertions. */
+	struct tstate *t = current_state();
+	if (t)
+		add_to_cache(t, folio);
+	bpf_tail_call(ctx, &add_chain, t ? ADD_CHAIN_TRACKED : ADD_CHAIN_UNTRACKED);
 	return 0;
 }
 

@@ -232,6 +232,7 @@ type PagecacheTstate struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	PagecacheMapAddChain            = "add_chain"
 	PagecacheMapFileFilter          = "file_filter"
 	PagecacheMapFileStacks          = "file_stacks"
 	PagecacheMapFiles               = "files"
@@ -314,6 +315,7 @@ type PagecacheProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type PagecacheMapSpecs struct {
+	AddChain    *ebpf.MapSpec `ebpf:"add_chain"`
 	FileFilter  *ebpf.MapSpec `ebpf:"file_filter"`
 	FileStacks  *ebpf.MapSpec `ebpf:"file_stacks"`
 	Files       *ebpf.MapSpec `ebpf:"files"`
@@ -364,6 +366,7 @@ func (o *PagecacheObjects) Close() error {
 //
 // It can be passed to LoadPagecacheObjects or ebpf.CollectionSpec.LoadAndAssign.
 type PagecacheMaps struct {
+	AddChain    *ebpf.Map `ebpf:"add_chain"`
 	FileFilter  *ebpf.Map `ebpf:"file_filter"`
 	FileStacks  *ebpf.Map `ebpf:"file_stacks"`
 	Files       *ebpf.Map `ebpf:"files"`
@@ -387,6 +390,7 @@ type PagecacheMaps struct {
 
 func (m *PagecacheMaps) Close() error {
 	return _PagecacheClose(
+		m.AddChain,
 		m.FileFilter,
 		m.FileStacks,
 		m.Files,

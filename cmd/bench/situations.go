@@ -251,8 +251,11 @@ func serveOnce(size int) (addr string, stop func(), err error) {
 }
 
 // floorTracepoints are the tp_btf attach points of coldtrace's programs,
-// one per program (a tracepoint with three programs gets three).
+// one per attached program (a tracepoint with three programs gets three).
+// The programs the page cache's insertion program runs by tail call
+// (trace/pagecache: Chain) are not attached.
 func floorTracepoints() ([]string, error) {
+	chained := map[string]bool{bpfevict.EvictProgOnOtherInsert: true, bpfdl.DownloadProgOnDlWrite: true}
 	loads := []func() (*ebpf.CollectionSpec, error){bpfsched.LoadSched, bpfpc.LoadPagecache, bpfevict.LoadEvict, bpfdl.LoadDownload, bpfjit.LoadJit}
 	var out []string
 	for _, load := range loads {
@@ -260,8 +263,8 @@ func floorTracepoints() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range spec.Programs {
-			if tp, ok := strings.CutPrefix(p.SectionName, "tp_btf/"); ok {
+		for name, p := range spec.Programs {
+			if tp, ok := strings.CutPrefix(p.SectionName, "tp_btf/"); ok && !chained[name] {
 				out = append(out, tp)
 			}
 		}

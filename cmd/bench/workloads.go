@@ -15,7 +15,7 @@ import (
 // Budgets coldtrace is held to: the traced start-up's extra time and
 // resident memory, and the switch rate the ping-pong must reach.
 const (
-	startupBudget = 200 * time.Millisecond
+	startupBudget = 100 * time.Millisecond
 	rssBudget     = 64 << 20
 	minSwitchRate = 200e3 // context switches per second the ping-pong must reach
 )

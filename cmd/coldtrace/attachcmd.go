@@ -142,7 +142,9 @@ func attachTrace(ctx context.Context, a actor.Actor, o attachOptions, ckpt *chec
 			fmt.Fprintf(stderr, "coldtrace: %s\n", format.Escape(msg))
 		}
 	}
-	opts := trace.Options{Interval: o.interval, Actor: a, Launched: launched, Version: version,
+	settle := looseHeapWhileLoading(os.Getenv)
+	defer settle()
+	opts := trace.Options{Interval: o.interval, Actor: a, Launched: launched, Version: version, Loaded: settle,
 		Signals: sigs, Notify: notify, Checkpoint: checkpointFunc(ckpt), CheckpointEvery: o.checkpoints.every}
 	o.sensorOptions.apply(&opts, os.Getenv, stderr)
 	return trace.Attach(ctx, trace.AttachOptions{

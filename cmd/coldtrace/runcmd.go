@@ -162,7 +162,10 @@ func traceRun(ctx context.Context, o runOptions, a actor.Actor, ckpt *checkpoint
 	if ml != nil {
 		defer ml.Close()
 	}
+	settle := looseHeapWhileLoading(os.Getenv)
+	defer settle()
 	opts := trace.Options{
+		Loaded:   settle,
 		Command:  o.command,
 		Interval: o.interval,
 		Actor:    a,

@@ -59,11 +59,16 @@ type Shared struct {
 	// process (pystack.Sensor.Intern, PIDOf).
 	InternStack func(*record.Record, uint64) int
 	StackPID    func(uint64) int32
+	// Chained leaves the write program (WriteProgram) unattached: the
+	// page-cache object runs it by tail call, so that
+	// mm_filemap_add_to_page_cache carries one program.
+	Chained bool
 }
 
 // Sensor is the loaded network probes and their reader.
 type Sensor struct {
 	onDownload func(pid int32)
+	chained    bool // Shared.Chained
 	rights     interface{ Do(func() error) error }
 	// internStack and stackPID name connections' Python stacks
 	// (Shared.InternStack, StackPID); nil without stacks.
@@ -119,7 +124,7 @@ func Open(shared Shared) (*Sensor, error) {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
 	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights, handles: newHandles(),
-		onDownload: shared.OnDownload, internStack: shared.InternStack, stackPID: shared.StackPID}
+		onDownload: shared.OnDownload, internStack: shared.InternStack, stackPID: shared.StackPID, chained: shared.Chained}
 	s.scoper = shared.Uprobes
 	if s.scoper == nil {
 		s.scoper, s.ownScoper = uprobes.New(uprobes.Options{}), true
@@ -151,14 +156,23 @@ func Open(shared Shared) (*Sensor, error) {
 	return s, nil
 }
 
-// tracepoints are the sensor's BTF tracepoint programs by name.
+// tracepoints are the sensor's BTF tracepoint programs by name; the
+// write program only when it is not chained.
 func (s *Sensor) tracepoints() map[string]*ebpf.Program {
-	return map[string]*ebpf.Program{
+	p := map[string]*ebpf.Program{
 		bpfdl.DownloadProgOnRecv:      s.objs.OnRecv,
 		bpfdl.DownloadProgOnSockState: s.objs.OnSockState,
-		bpfdl.DownloadProgOnDlWrite:   s.objs.OnDlWrite,
 	}
+	if !s.chained {
+		p[bpfdl.DownloadProgOnDlWrite] = s.objs.OnDlWrite
+	}
+	return p
 }
+
+// WriteProgram is the program that links the pages a receiving thread
+// inserts to its connection, for the page-cache object's chain
+// (Shared.Chained).
+func (s *Sensor) WriteProgram() *ebpf.Program { return s.objs.OnDlWrite }
 
 // syscallTracepoints are the sensor's classic syscall tracepoint programs
 // by the syscall they follow.
@@ -173,6 +187,7 @@ func (s *Sensor) syscallTracepoints() map[string]*ebpf.Program {
 // (bpf_stats).
 func (s *Sensor) Programs() map[string]*ebpf.Program {
 	p := s.tracepoints()
+	p[bpfdl.DownloadProgOnDlWrite] = s.objs.OnDlWrite
 	p[bpfdl.DownloadProgOnTmpfsWrite] = s.objs.OnTmpfsWrite
 	p[bpfdl.DownloadProgOnTmpfsPwrite] = s.objs.OnTmpfsPwrite
 	p[bpfdl.DownloadProgOnGetaddrinfo] = s.objs.OnGetaddrinfo

@@ -29,6 +29,10 @@ type Options struct {
 	Cgroup func(pid int32) string
 	// BTF is the kernel BTF the sensors share (nil: loaded for this one).
 	BTF *btf.Cache
+	// Chained leaves the insertion program (InsertProgram) unattached:
+	// the page-cache object runs it by tail call, so that
+	// mm_filemap_add_to_page_cache carries one program.
+	Chained bool
 }
 
 // Sensor is the loaded eviction sensor.
@@ -92,6 +96,9 @@ func Load(opts Options) (*Sensor, error) {
 		{"mm_filemap_delete_from_page_cache", o.OnDelete},
 		{"mm_filemap_add_to_page_cache", o.OnOtherInsert},
 	} {
+		if opts.Chained && a.prog == o.OnOtherInsert {
+			continue
+		}
 		l, err := link.AttachTracing(link.TracingOptions{Program: a.prog})
 		if err != nil {
 			s.Close()
@@ -101,6 +108,10 @@ func Load(opts Options) (*Sensor, error) {
 	}
 	return s, nil
 }
+
+// InsertProgram is the program that counts other processes' insertions
+// into the run's files, for the page-cache object's chain (Chained).
+func (s *Sensor) InsertProgram() *ebpf.Program { return s.objs.OnOtherInsert }
 
 // Begin is part of the session's sensor interface.
 func (s *Sensor) Begin(uint64) {}

@@ -96,6 +96,10 @@ func (e *Sensor) needSyscalls(pid int32, why string) error {
 
 // attachSyscalls attaches the path-syscall probes. Called with e.mu held.
 func (e *Sensor) attachSyscalls(why string) error {
+	progs, err := e.pathProgs.get()
+	if err != nil {
+		return err
+	}
 	u := &e.path
 	if u.everAttached() {
 		// Back after a gap: what the collector knows of cwds and open
@@ -106,12 +110,12 @@ func (e *Sensor) attachSyscalls(why string) error {
 	// Before the first exit program runs, so that no open waits on a
 	// verdict that was held back.
 	e.quiet.attach()
-	enter := []*ebpf.Program{nil, e.objs.OnPathEnter1, e.objs.OnPathEnter2, e.objs.OnPathEnter3, e.objs.OnPathEnter4, e.objs.OnPathEnter5}
+	enter := []*ebpf.Program{nil, progs.OnPathEnter1, progs.OnPathEnter2, progs.OnPathEnter3, progs.OnPathEnter4, progs.OnPathEnter5}
 	for _, sc := range jitSyscalls {
 		for _, dir := range []string{"enter", "exit"} {
 			prog := enter[sc.nargs]
 			if dir == "exit" {
-				prog = e.objs.OnPathExit
+				prog = progs.OnPathExit
 			}
 			l, err := link.Tracepoint("syscalls", "sys_"+dir+"_"+sc.name, prog, nil)
 			if err != nil {

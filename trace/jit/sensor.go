@@ -100,11 +100,16 @@ var ErrOption = errors.New("bad JIT option")
 type Sensor struct {
 	opts      Options
 	startMono uint64
-	prunedAt  uint64 // CLOCK_MONOTONIC of the last Prune (Poll)
-	objs      bpfjit.JitObjects
+	prunedAt  uint64            // CLOCK_MONOTONIC of the last Prune (Poll)
+	objs      bpfjit.JitObjects // its path programs are pathProgs'
 	loaded    bool
-	links     []link.Link
-	ring      *sensor.Ring
+	// pathProgs loads the path-syscall programs once needed, or in the
+	// background from Begin (pathprogs.go); dataSections are the
+	// object's, held for them.
+	pathProgs    *pathPrograms
+	dataSections []*ebpf.Map
+	links        []link.Link
+	ring         *sensor.Ring
 
 	mu sync.Mutex
 	// path says when the path-syscall probes were attached, why, and
@@ -177,9 +182,15 @@ func (e *Sensor) start() error {
 			return fmt.Errorf("load JIT probes: %w", err)
 		}
 	}
-	if err := spec.LoadAndAssign(&e.objs, opts); err != nil {
+	var first startObjects
+	if err := spec.LoadAndAssign(&first, opts); err != nil {
 		return sensor.LoadError("JIT probes", err)
 	}
+	e.objs.JitMaps, e.objs.JitVariables = first.JitMaps, first.JitVariables
+	e.objs.OnJitExec, e.objs.OnJitFork = first.OnJitExec, first.OnJitFork
+	e.objs.OnUprobeEntry, e.objs.OnUprobeReturn = first.OnUprobeEntry, first.OnUprobeReturn
+	e.dataSections = []*ebpf.Map{first.Bss, first.Rodata}
+	e.pathProgs = newPathPrograms(spec, &first, opts)
 	e.loaded = true
 	if quiet {
 		e.quiet = &quietSet{prefixes: e.objs.RootPrefixes, verdicts: e.objs.ProcVerdicts}
@@ -232,6 +243,9 @@ func (e *Sensor) Begin(startMono uint64) {
 	e.mu.Lock()
 	e.startMono = startMono
 	e.mu.Unlock()
+	if e.pathProgs != nil {
+		go func() { _, _ = e.pathProgs.get() }() // its error is the attach's to say
+	}
 }
 
 // pruneEvery is how often Poll drops the state of exited processes.
@@ -698,7 +712,11 @@ func (e *Sensor) Close() error {
 		e.ownScoper = false
 	}
 	if e.loaded {
+		keep(e.pathProgs.close())
 		keep(e.objs.Close())
+		for _, m := range e.dataSections {
+			keep(m.Close())
+		}
 		e.loaded = false
 	}
 	return first

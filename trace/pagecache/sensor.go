@@ -164,6 +164,23 @@ func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
 		fileBuf:    make([]bpfpc.PagecacheFileStats, sensor.BatchSize)}
 }
 
+// Chain has the page-cache object's insertion program run the other
+// objects' programs for that tracepoint by tail call, after its own work:
+// untracked for the threads the run does not track (evictions' count of
+// other processes' insertions), tracked for those it does (downloads'
+// written files). Either may be nil. Call it before the command starts.
+func (s *Sensor) Chain(untracked, tracked *ebpf.Program) error {
+	for i, p := range []*ebpf.Program{untracked, tracked} {
+		if p == nil {
+			continue
+		}
+		if err := s.p.objs.AddChain.Update(uint32(i), p, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("chain %v into the page cache's insertion program: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // Begin is part of the session's sensor interface; file counts need no
 // start time.
 func (s *Sensor) Begin(uint64) {}

@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	bpfpy "github.com/coldtrace/coldtrace/bpf/pystack"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/sensor"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,7 +24,11 @@ import (
 type Options struct {
 	// TaskStates is the scheduler's tracked set (bpf/sched's task_states).
 	TaskStates *ebpf.Map
-	BTF        *btf.Cache
+	// Threads is the scheduler's thread array, when given: otherwise the
+	// object makes one of its own (bpf/include/common.h declares it), 7.5
+	// MiB of kernel memory and milliseconds of the start.
+	Threads *ebpf.Map
+	BTF     *btf.Cache
 }
 
 // Bounds on user-space state, for a long run with many processes.
@@ -39,6 +44,7 @@ const (
 // Sensor takes Python stacks where traced Python processes fork.
 type Sensor struct {
 	objs  bpfpy.PystackObjects
+	spec  *ebpf.CollectionSpec // until Start loads the programs
 	links []link.Link
 	rd    *ringbuf.Reader
 	done  chan struct{}
@@ -78,27 +84,61 @@ type proc struct {
 
 // Load loads and attaches the walker.
 func Load(opts Options) (*Sensor, error) {
-	if opts.TaskStates == nil {
-		return nil, errors.New("load python stack probes: the core's task_states map is required")
-	}
-	s := &Sensor{opts: opts, procs: map[uint32]*proc{}, exes: map[exeID]bool{}, byKey: map[string]int{},
-		byHash: map[uint64]int{}, hashPID: map[uint64]uint32{}, forks: map[uint32]uint64{}}
-	t0 := time.Now()
-	err := bpfpy.LoadPystackObjects(&s.objs, &ebpf.CollectionOptions{
-		MapReplacements: map[string]*ebpf.Map{bpfpy.PystackMapTaskStates: opts.TaskStates}, Cache: opts.BTF})
+	s, err := Prepare(opts)
 	if err != nil {
-		var verr *ebpf.VerifierError
-		if errors.As(err, &verr) {
-			return nil, fmt.Errorf("load python stack probes (verifier rejected them): %+v", verr)
-		}
-		return nil, fmt.Errorf("load python stack probes: %w", err)
+		return nil, err
 	}
-	s.LoadNS = time.Since(t0).Nanoseconds()
-	if err := s.attach(); err != nil {
+	if err := s.Start(); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// Prepare creates the walker's maps only: Replacements is ready for an
+// object that takes stacks itself, whose load need not wait for the
+// walker's programs (Start). Close releases a walker never started.
+func Prepare(opts Options) (*Sensor, error) {
+	if opts.TaskStates == nil {
+		return nil, errors.New("load python stack probes: the core's task_states map is required")
+	}
+	spec, err := bpfpy.LoadPystack()
+	if err != nil {
+		return nil, fmt.Errorf("load python stack probes: %w", err)
+	}
+	s := &Sensor{opts: opts, spec: spec, procs: map[uint32]*proc{}, exes: map[exeID]bool{}, byKey: map[string]int{},
+		byHash: map[uint64]int{}, hashPID: map[uint64]uint32{}, forks: map[uint32]uint64{}}
+	shared := map[string]*ebpf.Map{bpfpy.PystackMapTaskStates: opts.TaskStates}
+	if opts.Threads != nil {
+		shared[bpfpy.PystackMapThreads] = opts.Threads
+	}
+	if err := spec.LoadAndAssign(&s.objs.PystackMaps, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
+		return nil, fmt.Errorf("load python stack maps: %w", err)
+	}
+	return s, nil
+}
+
+// Start loads the walker's programs on the maps Prepare made and
+// attaches them, once.
+func (s *Sensor) Start() error {
+	t0 := time.Now()
+	maps := sensor.MapsByName(&s.objs.PystackMaps)
+	var rest struct {
+		bpfpy.PystackPrograms
+		bpfpy.PystackVariables
+	}
+	err := s.spec.LoadAndAssign(&rest, &ebpf.CollectionOptions{MapReplacements: maps, Cache: s.opts.BTF})
+	if err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			return fmt.Errorf("load python stack probes (verifier rejected them): %+v", verr)
+		}
+		return fmt.Errorf("load python stack probes: %w", err)
+	}
+	s.objs.PystackPrograms, s.objs.PystackVariables = rest.PystackPrograms, rest.PystackVariables
+	s.spec, s.opts.BTF = nil, nil // not held past the load
+	s.LoadNS = time.Since(t0).Nanoseconds()
+	return s.attach()
 }
 
 func (s *Sensor) attach() error {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -47,6 +48,7 @@ func (s Shared) Replacements() map[string]*ebpf.Map {
 // probes owns the loaded object and its links.
 type probes struct {
 	objs  bpfsched.SchedObjects
+	spec  *ebpf.CollectionSpec // until the programs are loaded
 	links []link.Link
 	ncpus int
 	// reserved slots are for threads seeded from user space (attach);
@@ -75,11 +77,29 @@ func load(o Options) (*probes, error) {
 		}
 	}
 	sensor.SizeRing(spec, bpfsched.SchedMapEvents)
-	p := &probes{ncpus: ncpus}
-	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Cache: o.BTF}); err != nil {
-		return nil, sensor.LoadError("scheduler probes", err)
+	p := &probes{ncpus: ncpus, spec: spec}
+	// The maps alone: they need no kernel BTF, and the other objects
+	// take them, so those load while this object's programs do.
+	if err := spec.LoadAndAssign(&p.objs.SchedMaps, nil); err != nil {
+		return nil, sensor.LoadError("scheduler maps", err)
 	}
 	return p, nil
+}
+
+// loadPrograms loads the object's programs (and its data sections) on
+// the maps load made.
+func (p *probes) loadPrograms(kernel *btf.Cache) error {
+	maps := sensor.MapsByName(&p.objs.SchedMaps)
+	var rest struct {
+		bpfsched.SchedPrograms
+		bpfsched.SchedVariables
+	}
+	if err := p.spec.LoadAndAssign(&rest, &ebpf.CollectionOptions{Cache: kernel, MapReplacements: maps}); err != nil {
+		return sensor.LoadError("scheduler probes", err)
+	}
+	p.objs.SchedPrograms, p.objs.SchedVariables = rest.SchedPrograms, rest.SchedVariables
+	p.spec = nil
+	return nil
 }
 
 func (p *probes) attach() error {

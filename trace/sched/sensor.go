@@ -90,7 +90,8 @@ type procAcc struct {
 // own goroutine; the other methods are called from the run session's.
 type Sensor struct {
 	p       *probes
-	ring    *sensor.Ring
+	ring    *sensor.Ring // nil until Start
+	kernel  *btf.Cache   // for Start
 	tracked *sensor.PIDSet
 
 	mu        sync.Mutex
@@ -135,21 +136,44 @@ func LoadBTF(kernel *btf.Cache) (*Sensor, error) { return LoadWith(Options{BTF: 
 
 // LoadWith is Load with options.
 func LoadWith(o Options) (*Sensor, error) {
+	s, err := Prepare(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Start(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Prepare creates the scheduler's maps only: Shared is ready for the
+// other objects' loads, which need not wait for this one's programs
+// (Start). Close releases a sensor that was never started.
+func Prepare(o Options) (*Sensor, error) {
 	p, err := load(o)
 	if err != nil {
 		return nil, err
 	}
-	s := &Sensor{p: p, tracked: sensor.NewPIDSet(), threads: map[uint32]*threadAcc{}, procs: map[int32]*procAcc{},
-		tidBuf: make([]uint32, sensor.BatchSize), threadBuf: make([]bpfsched.SchedThread, sensor.BatchSize)}
-	if err := p.attach(); err != nil {
-		p.close()
-		return nil, err
+	return &Sensor{p: p, kernel: o.BTF, tracked: sensor.NewPIDSet(), threads: map[uint32]*threadAcc{}, procs: map[int32]*procAcc{},
+		tidBuf: make([]uint32, sensor.BatchSize), threadBuf: make([]bpfsched.SchedThread, sensor.BatchSize)}, nil
+}
+
+// Start loads and attaches the scheduler's programs, once.
+func (s *Sensor) Start() error {
+	if err := s.p.loadPrograms(s.kernel); err != nil {
+		return err
 	}
-	if s.ring, err = sensor.StartRing(p.objs.Events, drainPeriod, idleDrain, s.handle); err != nil {
-		p.close()
-		return nil, err
+	s.kernel = nil // not held past the load
+	if err := s.p.attach(); err != nil {
+		return err
 	}
-	return s, nil
+	ring, err := sensor.StartRing(s.p.objs.Events, drainPeriod, idleDrain, s.handle)
+	if err != nil {
+		return err
+	}
+	s.ring = ring
+	return nil
 }
 
 // Shared returns the maps the other BPF objects take as replacements.
@@ -495,7 +519,10 @@ func (s *Sensor) Finish(rec *record.Record) error {
 
 // Close stops the reader and releases the probes.
 func (s *Sensor) Close() error {
-	err := s.ring.Close()
+	var err error
+	if s.ring != nil {
+		err = s.ring.Close()
+	}
 	if cerr := s.p.close(); err == nil {
 		err = cerr
 	}

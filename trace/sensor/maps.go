@@ -3,6 +3,7 @@ package sensor
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/cilium/ebpf"
 )
@@ -108,4 +109,41 @@ func LoadError(what string, err error) error {
 		return fmt.Errorf("load %s: the kernel lacks something coldtrace needs (Linux 6.18 or later, for the BPF task-work kfuncs): %w", what, err)
 	}
 	return fmt.Errorf("load %s: %w", what, err)
+}
+
+// MapsByName are the maps of a loaded objects struct (bpf2go's
+// XxxMaps, or any struct of *ebpf.Map fields tagged `ebpf:"name"`,
+// embedded structs included) by their names, for the MapReplacements of
+// a later load of the same object's programs on those maps: an object
+// loaded in parts (its maps first, so that others can take them) must not
+// make a second copy of any map, which a map added to the object later
+// would otherwise become.
+func MapsByName(objs any) map[string]*ebpf.Map {
+	out := map[string]*ebpf.Map{}
+	collectMaps(reflect.ValueOf(objs), out)
+	return out
+}
+
+func collectMaps(v reflect.Value, out map[string]*ebpf.Map) {
+	for v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return
+	}
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if f.Anonymous {
+			collectMaps(fv, out)
+			continue
+		}
+		name, ok := f.Tag.Lookup("ebpf")
+		if m, isMap := fv.Interface().(*ebpf.Map); ok && isMap && m != nil {
+			out[name] = m
+		}
+	}
 }
