@@ -9,7 +9,12 @@
  *
  * A frame's key is what user space checks a decoded code object against:
  * code objects are freed and their addresses reused, so the address alone
- * could name a function that is not running. */
+ * could name a function that is not running. The key is the code
+ * object's address, its co_firstlineno, the addresses of its co_qualname
+ * and co_filename, and a tag of the qualname string's length and hash
+ * (the next function's name may take the freed name's address too). The
+ * stack id mixes all of it: a stack of reused addresses running other
+ * functions is another stack, never the old one's decoded names. */
 #pragma once
 
 #include "common.h"
@@ -25,6 +30,9 @@
 #define PY_MAX_THREADS 64
 #define PY_NONE 0xffffffffu
 #define PY_OWNED_BY_CSTACK 3
+/* PyASCIIObject's length, followed by its hash: at 16 in every minor
+ * walked (3.11-3.13, default builds; free-threaded ones are not walked). */
+#define PY_STR_LEN 16
 
 /* Where the walker finds things in one process's interpreter: user space
  * fills it from its offset tables (3.11, 3.12) or the interpreter's own
@@ -55,7 +63,7 @@ struct py_frame {
 	__u64 qualname;
 	__u64 filename;
 	__u32 firstlineno;
-	__u32 pad;
+	__u32 name_tag; /* py_name_tag() of the qualname string */
 };
 
 struct py_stack {
@@ -167,6 +175,14 @@ static __always_inline __u32 py_ns_tid(struct task_struct *task)
 	return u.nr;
 }
 
+/* py_name_tag folds a str's length and hash into 32 bits. Code objects
+ * intern their qualnames, so the hash is set; a -1 (not yet computed)
+ * that is computed before user space decodes only makes the frame "?". */
+static __always_inline __u32 py_name_tag(__u64 len, __u64 hash)
+{
+	return (__u32)(hash ^ (hash >> 32)) ^ ((__u32)len * 0x9e3779b1u);
+}
+
 static __always_inline __u64 py_mix(__u64 h, __u64 v)
 {
 	h ^= v;
@@ -224,10 +240,14 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 	f->qualname = py_read_ptr(code + c->co_qualname);
 	f->filename = py_read_ptr(code + c->co_filename);
 	f->firstlineno = 0;
-	f->pad = 0;
 	bpf_probe_read_user(&f->firstlineno, 4, (void *)(code + c->co_firstlineno));
+	__u64 lh[2] = {};
+	bpf_probe_read_user(lh, sizeof(lh), (void *)(f->qualname + PY_STR_LEN));
+	f->name_tag = py_name_tag(lh[0], lh[1]);
 	w->hash = py_mix(w->hash, code);
 	w->hash = py_mix(w->hash, f->instr);
+	w->hash = py_mix(w->hash, f->qualname ^ (f->filename << 17));
+	w->hash = py_mix(w->hash, ((__u64)f->name_tag << 32) | f->firstlineno);
 	w->n++;
 	return 0;
 }
@@ -297,7 +317,12 @@ __noinline int py_walk(__u32 tgid, __u32 tid)
 	ev->pad = 0;
 	ev->stack = h;
 	ev->ts = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(ev, 0);
+	/* Woken at once: user space must read the code objects while the
+	 * frames still run them. Not the default wake-up, which wakes the
+	 * reader only when it has read everything before (fork records are
+	 * submitted without one), so a run of forks left every new stack to
+	 * be decoded after its process had gone. */
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
 	return 1;
 }
 

@@ -73,7 +73,7 @@ type PystackPyFrame struct {
 	Qualname    uint64
 	Filename    uint64
 	Firstlineno uint32
-	Pad         uint32
+	NameTag     uint32
 }
 
 type PystackPyLostKind uint32

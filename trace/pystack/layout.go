@@ -115,7 +115,8 @@ func parseDebugOffsets313(b []byte, hexVersion uint64) (Layout, error) {
 	// A compact non-ASCII string's data follows PyCompactUnicodeObject:
 	// utf8_length and utf8 after the ASCII header.
 	l.CompactSize = l.ASCIISize + 16
-	if bad {
+	// The walker reads a name's length and hash at PY_STR_LEN.
+	if bad || l.UniLength != strLength {
 		return Layout{}, fmt.Errorf("%w: implausible _Py_DebugOffsets", ErrUnsupported)
 	}
 	return l, nil

@@ -111,6 +111,7 @@ func TestDebugOffsetsChecked(t *testing.T) {
 	good := make([]byte, debugOffsets313.size)
 	copy(good, debugCookie)
 	binary.LittleEndian.PutUint64(good[debugOffsets313.version:], v313)
+	binary.LittleEndian.PutUint64(good[debugOffsets313.uniLength:], strLength)
 	if _, err := parseDebugOffsets313(good, v313); err != nil {
 		t.Fatalf("well-formed offsets refused: %v", err)
 	}

@@ -71,7 +71,7 @@ func (s *Sensor) procFor(pid uint32) *proc {
 }
 
 func (s *Sensor) decodeFrame(p *proc, f *bpfpy.PystackPyFrame) record.PyFrame {
-	key := FrameKey{Code: f.Code, Qualname: f.Qualname, Filename: f.Filename, FirstLineno: f.Firstlineno}
+	key := FrameKey{Code: f.Code, Qualname: f.Qualname, Filename: f.Filename, FirstLineno: f.Firstlineno, NameTag: f.NameTag}
 	c := s.codeFor(p, key)
 	if c == nil {
 		s.mu.Lock()
@@ -94,7 +94,7 @@ func (s *Sensor) codeFor(p *proc, key FrameKey) *code {
 	if ok {
 		return c
 	}
-	c, err := decodeCode(p.mem, &p.interp.Layout, key)
+	c, err := decodeCode(p.mem, &p.interp.Layout, p.interp.CodeType, key)
 	if err != nil {
 		return nil
 	}
