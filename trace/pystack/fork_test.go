@@ -210,6 +210,48 @@ func TestDeepStackKeepsInnermostAndOutermost(t *testing.T) {
 	}
 }
 
+// TestNestedImportsKeepTheScriptsLine: a compiler run by the last of 24
+// nested imports (more frames than a stack keeps) carries, past the gap,
+// the script's import line as its outermost frame, and the innermost
+// module's line among the frames kept.
+func TestNestedImportsKeepTheScriptsLine(t *testing.T) {
+	testenv.RequireTracing(t)
+	requireCC(t)
+	mk := markers(t, workload(t, "imports.py"))
+	for _, py := range interpreters() {
+		t.Run(py.name, func(t *testing.T) {
+			if py.skip != "" {
+				t.Skip(py.skip)
+			}
+			stacks := traceScript(t, py.path, "imports.py", []string{t.TempDir()})
+			matched := 0
+			for _, st := range stacks {
+				fr := st.Frames
+				if len(fr) != 64+1+16 || fr[64].Func != record.GapFunc || st.Omitted <= 0 {
+					t.Errorf("%d frames, %d omitted; want 64 + gap + 16", len(fr), st.Omitted)
+					continue
+				}
+				inner := ""
+				for _, f := range fr[:64] {
+					if strings.HasSuffix(f.File, "/nest23.py") {
+						inner = frameText(f)
+						break
+					}
+				}
+				outer := frameText(fr[len(fr)-1])
+				if outer != fmt.Sprintf("imports.py:%d <module>", mk["outer"]) || inner != "nest23.py:2 <module>" {
+					t.Errorf("outermost %q, innermost module %q; want imports.py:%d <module>, nest23.py:2 <module>", outer, inner, mk["outer"])
+					continue
+				}
+				matched++
+			}
+			if matched < 3 {
+				t.Errorf("%d processes carry the import chain's stack, want ≥ 3 (cc, cc1, as)", matched)
+			}
+		})
+	}
+}
+
 // TestKnownExecutableConfiguredAtExec: once a fixed-address Python
 // (Debian's static, non-PIE python3) has been located, a later exec of
 // the same file is configured by the kernel itself: with user space's
