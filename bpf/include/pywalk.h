@@ -80,6 +80,7 @@ enum py_event_kind {
 	PY_EV_STACK = 1,
 	PY_EV_EXEC = 2,
 	PY_EV_FORK = 3,
+	PY_EV_NATIVE = 4, /* a native leaf frame: stack is its id, ip the address */
 };
 
 struct py_event {
@@ -87,8 +88,9 @@ struct py_event {
 	__u32 pid;
 	__u32 ppid;
 	__u32 pad;
-	__u64 stack; /* PY_EV_STACK, PY_EV_FORK: the stack id (0: none) */
+	__u64 stack; /* PY_EV_STACK, PY_EV_FORK, PY_EV_NATIVE: the stack id (0: none) */
 	__u64 ts;
+	__u64 ip; /* PY_EV_NATIVE: the user instruction pointer */
 };
 
 /* Indices into py_lost. */
@@ -317,6 +319,7 @@ __noinline int py_walk(__u32 tgid, __u32 tid)
 	ev->pad = 0;
 	ev->stack = h;
 	ev->ts = bpf_ktime_get_ns();
+	ev->ip = 0;
 	/* Woken at once: user space must read the code objects while the
 	 * frames still run them. Not the default wake-up, which wakes the
 	 * reader only when it has read everything before (fork records are

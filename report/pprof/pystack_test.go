@@ -34,3 +34,16 @@ func TestPythonFramesOutermostFirstWithModuleNames(t *testing.T) {
 		t.Errorf("a process without a stack got frames %+v", got[11])
 	}
 }
+
+// TestNativeLeafNamedBySymbol: a native leaf is named by its function
+// alone (no module prefix made of its file name), in its ELF file.
+func TestNativeLeafNamedBySymbol(t *testing.T) {
+	r := &record.Record{
+		Processes: []record.Process{{PID: 10, Comm: "cc", Stack: 1}},
+		Stacks:    []record.PyStack{{Frames: []record.PyFrame{{File: "/usr/lib/x86_64-linux-gnu/libc.so.6", Func: "vfork", Native: true}}}},
+	}
+	got := pythonFrames(r)[10]
+	if len(got) != 1 || got[0] != (frame{name: "vfork", file: "/usr/lib/x86_64-linux-gnu/libc.so.6"}) {
+		t.Errorf("frames %+v, want vfork in libc.so.6", got)
+	}
+}

@@ -41,9 +41,16 @@ func traceScript(t *testing.T, python, name string, args []string, wrap ...strin
 // traceWith runs the script as traceScript does, with sensors loaded.
 func traceWith(t *testing.T, sc *sched.Sensor, s *Sensor, python, name string, args []string, wrap ...string) map[int32]record.PyStack {
 	t.Helper()
-	// The shell waits on stdin until it is tracked, then becomes python:
-	// the exec is seen, as the session's gated launch sees it.
-	argv := append(append(append([]string{"sh", "-c", `read x; exec "$0" "$@"`}, wrap...), python, workload(t, name)), args...)
+	return traceArgv(t, sc, s, append(append(append([]string(nil), wrap...), python, workload(t, name)), args...))
+}
+
+// traceArgv runs argv as a traced process with the sensors loaded and
+// returns the stacks its processes were started from.
+func traceArgv(t *testing.T, sc *sched.Sensor, s *Sensor, argv []string) map[int32]record.PyStack {
+	t.Helper()
+	// The shell waits on stdin until it is tracked, then becomes the
+	// command: the exec is seen, as the session's gated launch sees it.
+	argv = append([]string{"sh", "-c", `read x; exec "$0" "$@"`}, argv...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -62,7 +69,7 @@ func traceWith(t *testing.T, sc *sched.Sensor, s *Sensor, python, name string, a
 	fmt.Fprintln(in)
 	in.Close()
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", python, args, err, out.String())
+		t.Fatalf("%q: %v\n%s", argv[3:], err, out.String())
 	}
 	if err := s.Finish(&record.Record{}); err != nil {
 		t.Fatal(err)
@@ -71,7 +78,7 @@ func traceWith(t *testing.T, sc *sched.Sensor, s *Sensor, python, name string, a
 		t.Logf("notes: %q", n)
 	}
 	walks, fresh, dropped := s.Counts()
-	t.Logf("%s %s: %d walks, %d new stacks, %d dropped", filepath.Base(python), name, walks, fresh, dropped)
+	t.Logf("%s: %d walks, %d new stacks, %d dropped", filepath.Base(argv[3]), walks, fresh, dropped)
 	return s.ProcessStacks()
 }
 

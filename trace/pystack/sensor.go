@@ -54,10 +54,11 @@ type Sensor struct {
 	procs   map[uint32]*proc
 	exes    map[exeID]bool // executables known not to be Python
 	stacks  []record.PyStack
-	byKey   map[string]int    // decoded stack → index in stacks
-	byHash  map[uint64]int    // stack id → index in stacks
-	forks   map[uint32]uint64 // child pid → stack id
-	unknown int               // frames decoded as "?"
+	byKey   map[string]int         // decoded stack → index in stacks
+	byHash  map[uint64]int         // stack id → index in stacks
+	modules map[moduleID][]funcSym // function symbols of ELF files, for native leaves
+	forks   map[uint32]uint64      // child pid → stack id
+	unknown int                    // frames decoded as "?"
 	notes   []string
 	wg      sync.WaitGroup
 }
@@ -77,7 +78,7 @@ func Load(opts Options) (*Sensor, error) {
 		return nil, errors.New("load python stack probes: the core's task_states map is required")
 	}
 	s := &Sensor{opts: opts, procs: map[uint32]*proc{}, exes: map[exeID]bool{}, byKey: map[string]int{},
-		byHash: map[uint64]int{}, forks: map[uint32]uint64{}}
+		byHash: map[uint64]int{}, forks: map[uint32]uint64{}, modules: map[moduleID][]funcSym{}}
 	t0 := time.Now()
 	err := bpfpy.LoadPystackObjects(&s.objs, &ebpf.CollectionOptions{
 		MapReplacements: map[string]*ebpf.Map{bpfpy.PystackMapTaskStates: opts.TaskStates}, Cache: opts.BTF})
@@ -137,6 +138,10 @@ func (s *Sensor) read() {
 			continue
 		}
 		ev = *(*bpfpy.PystackPyEvent)(unsafe.Pointer(&r.RawSample[0]))
+		if bpfpy.PystackPyEventKind(ev.Kind) == bpfpy.PystackPyEventKindPY_EV_NATIVE {
+			s.decodeNative(ev.Pid, ev.Stack, ev.Ip)
+			continue
+		}
 		switch bpfpy.PystackPyEventKind(ev.Kind) {
 		case bpfpy.PystackPyEventKindPY_EV_EXEC:
 			s.forget(ev.Pid)

@@ -32,6 +32,11 @@ func (s *Sensor) decodeStack(pid uint32, id uint64) {
 		}
 		out.Frames = append(out.Frames, s.decodeFrame(p, &st.Frames[i]))
 	}
+	s.intern(id, out)
+}
+
+// intern keeps stack out under id, once per distinct decoded stack.
+func (s *Sensor) intern(id uint64, out record.PyStack) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := stackKey(out)
