@@ -29,14 +29,20 @@
 #define PY_KEEP_INNER 64
 #define PY_MAX_THREADS 64
 #define PY_NONE 0xffffffffu
+/* Frames owned by the C stack (3.12, 3.13: 3) or by the interpreter or
+ * the C stack (3.14: 3, 4) are shims and entry frames, not code. */
 #define PY_OWNED_BY_CSTACK 3
+/* 3.14's f_executable is a _PyStackRef: a PyObject pointer whose low bit
+ * tags a deferred reference. Earlier minors hold an aligned pointer, so
+ * masking the low bits is right for all. */
+#define PY_REF_TAG_BITS 7ULL
 /* PyASCIIObject's length, followed by its hash: at 16 in every minor
- * walked (3.11-3.13, default builds; free-threaded ones are not walked). */
+ * walked (3.11-3.14, default builds; free-threaded ones are not walked). */
 #define PY_STR_LEN 16
 
 /* Where the walker finds things in one process's interpreter: user space
  * fills it from its offset tables (3.11, 3.12) or the interpreter's own
- * _Py_DebugOffsets (3.13). Offsets are bytes into the named struct;
+ * _Py_DebugOffsets (3.13, 3.14). Offsets are bytes into the named struct;
  * PY_NONE where the minor has no such field. */
 struct py_conf {
 	__u64 runtime;   /* address of _PyRuntime */
@@ -45,11 +51,11 @@ struct py_conf {
 	__u32 threads_head; /* PyInterpreterState.threads.head */
 	__u32 ts_next;
 	__u32 ts_native_tid;
-	__u32 ts_cframe;       /* 3.11, 3.12: PyThreadState.cframe; PY_NONE in 3.13 */
-	__u32 cframe_current;  /* _PyCFrame.current_frame, or PyThreadState.current_frame in 3.13 */
-	__u32 fr_code;         /* f_code, or f_executable in 3.13 */
+	__u32 ts_cframe;       /* 3.11, 3.12: PyThreadState.cframe; PY_NONE in 3.13+ */
+	__u32 cframe_current;  /* _PyCFrame.current_frame, or PyThreadState.current_frame in 3.13+ */
+	__u32 fr_code;         /* f_code, or f_executable in 3.13+ */
 	__u32 fr_previous;
-	__u32 fr_instr;        /* prev_instr, or instr_ptr in 3.13 */
+	__u32 fr_instr;        /* prev_instr, or instr_ptr in 3.13+ */
 	__u32 fr_owner;
 	__u32 co_filename;
 	__u32 co_qualname;
@@ -227,10 +233,10 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 	if (c->skip_cstack) {
 		__u8 owner = 0;
 		bpf_probe_read_user(&owner, 1, (void *)(cur + c->fr_owner));
-		if (owner == PY_OWNED_BY_CSTACK)
+		if (owner >= PY_OWNED_BY_CSTACK)
 			return 0;
 	}
-	__u64 code = py_read_ptr(cur + c->fr_code);
+	__u64 code = py_read_ptr(cur + c->fr_code) & ~PY_REF_TAG_BITS;
 	if (!code || py_read_ptr(code + 8) != c->code_type)
 		return 0;
 	__u32 slot = w->n;

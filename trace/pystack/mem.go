@@ -102,17 +102,16 @@ func nameTag(length, hash uint64) uint32 {
 	return uint32(hash^hash>>32) ^ uint32(length)*0x9e3779b1
 }
 
-// maxRefcnt bounds a live object's reference count in the minors walked
-// (3.12's immortal objects hold 0xffffffff).
-const maxRefcnt = 1 << 32
-
 // live checks the head of an object that should be a live code object:
-// a freed one has pymalloc's free-list pointer (a high address or 0) for
-// its reference count, or glibc's tcache key over its type, while the
-// fields the key compares may still hold the freed function's values.
+// a freed one has pymalloc's free-list pointer (an address in an mmapped
+// arena, so bits 32-47 set, or 0) for its reference count, or glibc's
+// tcache key over its type, while the fields the key compares may still
+// hold the freed function's values. A live count fits in 32 bits in the
+// minors walked (3.12's immortal objects hold 0xffffffff; 3.14 keeps
+// flags in bits 48-63 and an overflow count, 0 in practice, in 32-47).
 func live(head []byte, codeType uint64) bool {
 	refcnt := binary.LittleEndian.Uint64(head)
-	return refcnt >= 1 && refcnt <= maxRefcnt && binary.LittleEndian.Uint64(head[8:]) == codeType
+	return uint32(refcnt) != 0 && refcnt>>32&0xffff == 0 && binary.LittleEndian.Uint64(head[8:]) == codeType
 }
 
 // decodeCode reads the code object at key.Code and checks it against key:

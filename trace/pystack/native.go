@@ -34,8 +34,13 @@ func (s *Sensor) decodeNative(pid uint32, id, ip uint64) {
 	if done {
 		return
 	}
-	out := record.PyStack{Frames: []record.PyFrame{s.nativeFrame(int(pid), ip)}}
-	s.intern(id, out)
+	f := s.nativeFrame(int(pid), ip)
+	if f.Func == unknownFunc {
+		s.mu.Lock()
+		s.unknown++ // gone before its mappings were read
+		s.mu.Unlock()
+	}
+	s.intern(id, record.PyStack{Frames: []record.PyFrame{f}})
 }
 
 // nativeFrame symbolizes ip in pid: the function of the mapped ELF file's

@@ -63,8 +63,10 @@ func TestNativeLeafOfAProgramWithoutPython(t *testing.T) {
 #include <sys/wait.h>
 int main(void) {
 	pid_t p = fork();
-	if (p == 0)
+	if (p == 0) {
+		usleep(100000); /* the parent lives on while its leaf is read */
 		_exit(0);
+	}
 	waitpid(p, 0, 0);
 	return 0;
 }
@@ -91,8 +93,10 @@ func TestNativeLeafWithoutSymbolIsModuleOffset(t *testing.T) {
 int main(void) {
 	long r;
 	__asm__ volatile("syscall" : "=a"(r) : "a"(57L) : "rcx", "r11", "memory");
-	if (r == 0)
+	if (r == 0) {
+		usleep(100000); /* the parent lives on while its leaf is read */
 		_exit(0);
+	}
 	wait(0);
 	return 0;
 }
