@@ -24,6 +24,10 @@ type PyFrame struct {
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
 	Func string `json:"func"`
+	// Native marks a machine-code frame of a process with no Python stack
+	// (not Python, or an interpreter whose layout is not known): File is
+	// the mapped ELF file, Func its function or "module+0xOFFSET", no Line.
+	Native bool `json:"native,omitempty"`
 }
 
 // GapFunc names the frame that stands for a deep stack's omitted frames.

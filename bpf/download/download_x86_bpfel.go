@@ -105,7 +105,7 @@ type DownloadPyStack struct {
 		Qualname    uint64
 		Filename    uint64
 		Firstlineno uint32
-		Pad         uint32
+		NameTag     uint32
 	}
 }
 

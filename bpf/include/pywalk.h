@@ -9,7 +9,12 @@
  *
  * A frame's key is what user space checks a decoded code object against:
  * code objects are freed and their addresses reused, so the address alone
- * could name a function that is not running. */
+ * could name a function that is not running. The key is the code
+ * object's address, its co_firstlineno, the addresses of its co_qualname
+ * and co_filename, and a tag of the qualname string's length and hash
+ * (the next function's name may take the freed name's address too). The
+ * stack id mixes all of it: a stack of reused addresses running other
+ * functions is another stack, never the old one's decoded names. */
 #pragma once
 
 #include "common.h"
@@ -24,11 +29,20 @@
 #define PY_KEEP_INNER 64
 #define PY_MAX_THREADS 64
 #define PY_NONE 0xffffffffu
+/* Frames owned by the C stack (3.12, 3.13: 3) or by the interpreter or
+ * the C stack (3.14: 3, 4) are shims and entry frames, not code. */
 #define PY_OWNED_BY_CSTACK 3
+/* 3.14's f_executable is a _PyStackRef: a PyObject pointer whose low bit
+ * tags a deferred reference. Earlier minors hold an aligned pointer, so
+ * masking the low bits is right for all. */
+#define PY_REF_TAG_BITS 7ULL
+/* PyASCIIObject's length, followed by its hash: at 16 in every minor
+ * walked (3.11-3.14, default builds; free-threaded ones are not walked). */
+#define PY_STR_LEN 16
 
 /* Where the walker finds things in one process's interpreter: user space
  * fills it from its offset tables (3.11, 3.12) or the interpreter's own
- * _Py_DebugOffsets (3.13). Offsets are bytes into the named struct;
+ * _Py_DebugOffsets (3.13, 3.14). Offsets are bytes into the named struct;
  * PY_NONE where the minor has no such field. */
 struct py_conf {
 	__u64 runtime;   /* address of _PyRuntime */
@@ -37,11 +51,11 @@ struct py_conf {
 	__u32 threads_head; /* PyInterpreterState.threads.head */
 	__u32 ts_next;
 	__u32 ts_native_tid;
-	__u32 ts_cframe;       /* 3.11, 3.12: PyThreadState.cframe; PY_NONE in 3.13 */
-	__u32 cframe_current;  /* _PyCFrame.current_frame, or PyThreadState.current_frame in 3.13 */
-	__u32 fr_code;         /* f_code, or f_executable in 3.13 */
+	__u32 ts_cframe;       /* 3.11, 3.12: PyThreadState.cframe; PY_NONE in 3.13+ */
+	__u32 cframe_current;  /* _PyCFrame.current_frame, or PyThreadState.current_frame in 3.13+ */
+	__u32 fr_code;         /* f_code, or f_executable in 3.13+ */
 	__u32 fr_previous;
-	__u32 fr_instr;        /* prev_instr, or instr_ptr in 3.13 */
+	__u32 fr_instr;        /* prev_instr, or instr_ptr in 3.13+ */
 	__u32 fr_owner;
 	__u32 co_filename;
 	__u32 co_qualname;
@@ -55,7 +69,7 @@ struct py_frame {
 	__u64 qualname;
 	__u64 filename;
 	__u32 firstlineno;
-	__u32 pad;
+	__u32 name_tag; /* py_name_tag() of the qualname string */
 };
 
 struct py_stack {
@@ -72,6 +86,7 @@ enum py_event_kind {
 	PY_EV_STACK = 1,
 	PY_EV_EXEC = 2,
 	PY_EV_FORK = 3,
+	PY_EV_NATIVE = 4, /* a native leaf frame: stack is its id, ip the address */
 };
 
 struct py_event {
@@ -79,8 +94,9 @@ struct py_event {
 	__u32 pid;
 	__u32 ppid;
 	__u32 pad;
-	__u64 stack; /* PY_EV_STACK, PY_EV_FORK: the stack id (0: none) */
+	__u64 stack; /* PY_EV_STACK, PY_EV_FORK, PY_EV_NATIVE: the stack id (0: none) */
 	__u64 ts;
+	__u64 ip; /* PY_EV_NATIVE: the user instruction pointer */
 };
 
 /* Indices into py_lost. */
@@ -169,6 +185,14 @@ static __always_inline __u32 py_ns_tid(struct task_struct *task)
 	return u.nr;
 }
 
+/* py_name_tag folds a str's length and hash into 32 bits. Code objects
+ * intern their qualnames, so the hash is set; a -1 (not yet computed)
+ * that is computed before user space decodes only makes the frame "?". */
+static __always_inline __u32 py_name_tag(__u64 len, __u64 hash)
+{
+	return (__u32)(hash ^ (hash >> 32)) ^ ((__u32)len * 0x9e3779b1u);
+}
+
 static __always_inline __u64 py_mix(__u64 h, __u64 v)
 {
 	h ^= v;
@@ -211,10 +235,10 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 	if (c->skip_cstack) {
 		__u8 owner = 0;
 		bpf_probe_read_user(&owner, 1, (void *)(cur + c->fr_owner));
-		if (owner == PY_OWNED_BY_CSTACK)
+		if (owner >= PY_OWNED_BY_CSTACK)
 			return 0;
 	}
-	__u64 code = py_read_ptr(cur + c->fr_code);
+	__u64 code = py_read_ptr(cur + c->fr_code) & ~PY_REF_TAG_BITS;
 	if (!code || py_read_ptr(code + 8) != c->code_type)
 		return 0;
 	__u32 slot = w->n;
@@ -226,10 +250,14 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 	f->qualname = py_read_ptr(code + c->co_qualname);
 	f->filename = py_read_ptr(code + c->co_filename);
 	f->firstlineno = 0;
-	f->pad = 0;
 	bpf_probe_read_user(&f->firstlineno, 4, (void *)(code + c->co_firstlineno));
+	__u64 lh[2] = {};
+	bpf_probe_read_user(lh, sizeof(lh), (void *)(f->qualname + PY_STR_LEN));
+	f->name_tag = py_name_tag(lh[0], lh[1]);
 	w->hash = py_mix(w->hash, code);
 	w->hash = py_mix(w->hash, f->instr);
+	w->hash = py_mix(w->hash, f->qualname ^ (f->filename << 17));
+	w->hash = py_mix(w->hash, ((__u64)f->name_tag << 32) | f->firstlineno);
 	w->n++;
 	return 0;
 }
@@ -300,7 +328,13 @@ __noinline int py_walk(__u32 tgid, __u32 tid)
 	ev->pad = 0;
 	ev->stack = h;
 	ev->ts = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(ev, 0);
+	ev->ip = 0;
+	/* Woken at once: user space must read the code objects while the
+	 * frames still run them. Not the default wake-up, which wakes the
+	 * reader only when it has read everything before (fork records are
+	 * submitted without one), so a run of forks left every new stack to
+	 * be decoded after its process had gone. */
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
 	return 1;
 }
 

@@ -150,7 +150,7 @@ type PagecachePyStack struct {
 		Qualname    uint64
 		Filename    uint64
 		Firstlineno uint32
-		Pad         uint32
+		NameTag     uint32
 	}
 }
 

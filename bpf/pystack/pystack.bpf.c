@@ -35,12 +35,21 @@ struct {
 	__type(value, struct py_conf);
 } py_exes SEC(".maps");
 
+/* Native leaf frames already sent, by id (process, image, address): a
+ * process forking from one place sends it once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u8);
+} py_natives SEC(".maps");
+
 BTF_ANCHOR(struct py_event, py_event);
 BTF_ANCHOR(enum py_event_kind, py_event_kind);
 BTF_ANCHOR(enum py_lost_kind, py_lost_kind);
 BTF_ANCHOR(enum py_count_kind, py_count_kind);
 
-static __always_inline void emit(__u32 kind, __u32 pid, __u32 ppid, __u64 stack)
+static __always_inline void emit(__u32 kind, __u32 pid, __u32 ppid, __u64 stack, __u64 ip)
 {
 	struct py_event *ev = bpf_ringbuf_reserve(&py_events, sizeof(*ev), 0);
 	if (!ev) {
@@ -53,15 +62,44 @@ static __always_inline void emit(__u32 kind, __u32 pid, __u32 ppid, __u64 stack)
 	ev->pad = 0;
 	ev->stack = stack;
 	ev->ts = bpf_ktime_get_ns();
+	ev->ip = ip;
 	/* An exec wakes the reader at once: the interpreter must be located
-	 * before its first statement runs. A fork's record waits for the
+	 * before its first statement runs; so does a native leaf, symbolized
+	 * from the process's mappings while it lives. A fork's record waits for the
 	 * next wake-up (an exec, a new stack, a half-full ring) or the flush
 	 * at the end: the default wake-up (an IPI on a VM) was 15 µs of
 	 * every fork here, three times the walk. */
 	__u64 wake = BPF_RB_FORCE_WAKEUP;
-	if (kind != PY_EV_EXEC)
+	if (kind == PY_EV_FORK)
 		wake = ring_wakeup(&py_events);
 	bpf_ringbuf_submit(ev, wake);
+}
+
+/* native_leaf is the id of the parent's leaf native frame, for a fork
+ * with no Python stack to take or inherit (not Python, an interpreter
+ * whose layout is not known, a thread without Python frames): the user
+ * instruction pointer the fork's system call returns to, in the C
+ * library's wrapper when the program forks through it. The id mixes the
+ * process, its image (mm: an exec maps other code at the same address)
+ * and the address; a new one is sent to user space at once, to be
+ * symbolized while the process lives. */
+static __always_inline __u64 native_leaf(struct task_struct *task, __u32 tgid)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return 0;
+	__u64 ip = BPF_CORE_READ(regs, ip);
+	if (!ip)
+		return 0;
+	__u64 id = py_mix(py_mix(0x6e61746976650000ULL ^ tgid, (__u64)BPF_CORE_READ(task, mm)), ip);
+	if (!id)
+		id = 1;
+	if (bpf_map_lookup_elem(&py_natives, &id))
+		return id;
+	__u8 one = 1;
+	bpf_map_update_elem(&py_natives, &id, &one, BPF_ANY);
+	emit(PY_EV_NATIVE, tgid, 0, id, ip);
+	return id;
 }
 
 /* Runs in the parent, before the child is woken. */
@@ -88,9 +126,11 @@ int BPF_PROG(on_py_fork, struct task_struct *parent, struct task_struct *child)
 			stack = *inh;
 	}
 	if (!stack)
+		stack = native_leaf(parent, ptgid);
+	if (!stack)
 		return 0;
 	bpf_map_update_elem(&fork_stacks, &ctgid, &stack, BPF_ANY);
-	emit(PY_EV_FORK, ctgid, ptgid, stack);
+	emit(PY_EV_FORK, ctgid, ptgid, stack, 0);
 	return 0;
 }
 
@@ -123,6 +163,6 @@ int BPF_PROG(on_py_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 		struct py_conf copy = *known;
 		bpf_map_update_elem(&py_confs, &tgid, &copy, BPF_ANY);
 	}
-	emit(PY_EV_EXEC, tgid, 0, 0);
+	emit(PY_EV_EXEC, tgid, 0, 0, 0);
 	return 0;
 }

@@ -50,14 +50,16 @@ type PystackPyEvent struct {
 	Pad   uint32
 	Stack uint64
 	Ts    uint64
+	Ip    uint64
 }
 
 type PystackPyEventKind uint32
 
 const (
-	PystackPyEventKindPY_EV_STACK PystackPyEventKind = 1
-	PystackPyEventKindPY_EV_EXEC  PystackPyEventKind = 2
-	PystackPyEventKindPY_EV_FORK  PystackPyEventKind = 3
+	PystackPyEventKindPY_EV_STACK  PystackPyEventKind = 1
+	PystackPyEventKindPY_EV_EXEC   PystackPyEventKind = 2
+	PystackPyEventKindPY_EV_FORK   PystackPyEventKind = 3
+	PystackPyEventKindPY_EV_NATIVE PystackPyEventKind = 4
 )
 
 type PystackPyExeKey struct {
@@ -74,7 +76,7 @@ type PystackPyFrame struct {
 	Qualname    uint64
 	Filename    uint64
 	Firstlineno uint32
-	Pad         uint32
+	NameTag     uint32
 }
 
 type PystackPyLostKind uint32
@@ -191,6 +193,7 @@ const (
 	PystackMapPyEvents             = "py_events"
 	PystackMapPyExes               = "py_exes"
 	PystackMapPyLost               = "py_lost"
+	PystackMapPyNatives            = "py_natives"
 	PystackMapPyScratch            = "py_scratch"
 	PystackMapPyStacks             = "py_stacks"
 	PystackMapTaskStates           = "task_states"
@@ -263,6 +266,7 @@ type PystackMapSpecs struct {
 	PyEvents   *ebpf.MapSpec `ebpf:"py_events"`
 	PyExes     *ebpf.MapSpec `ebpf:"py_exes"`
 	PyLost     *ebpf.MapSpec `ebpf:"py_lost"`
+	PyNatives  *ebpf.MapSpec `ebpf:"py_natives"`
 	PyScratch  *ebpf.MapSpec `ebpf:"py_scratch"`
 	PyStacks   *ebpf.MapSpec `ebpf:"py_stacks"`
 	TaskStates *ebpf.MapSpec `ebpf:"task_states"`
@@ -307,6 +311,7 @@ type PystackMaps struct {
 	PyEvents   *ebpf.Map `ebpf:"py_events"`
 	PyExes     *ebpf.Map `ebpf:"py_exes"`
 	PyLost     *ebpf.Map `ebpf:"py_lost"`
+	PyNatives  *ebpf.Map `ebpf:"py_natives"`
 	PyScratch  *ebpf.Map `ebpf:"py_scratch"`
 	PyStacks   *ebpf.Map `ebpf:"py_stacks"`
 	TaskStates *ebpf.Map `ebpf:"task_states"`
@@ -321,6 +326,7 @@ func (m *PystackMaps) Close() error {
 		m.PyEvents,
 		m.PyExes,
 		m.PyLost,
+		m.PyNatives,
 		m.PyScratch,
 		m.PyStacks,
 		m.TaskStates,

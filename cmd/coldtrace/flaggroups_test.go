@@ -14,6 +14,7 @@ import (
 // on attach as on run, to the same value.
 func TestAttachTakesRunsTraceFlags(t *testing.T) {
 	shared := []string{"--checkpoint", "2s", "--label", "job=j", "--push", "http://gw:9091",
+		"--push-profile", "http://pyro:4040", "--push-profile-header-file", "/dev/null",
 		"--prom-textfile", "/tmp", "--cache-dir", "x=/tmp", "--jit-uprobe", "/lib/x.so:f",
 		"--json-fd", "3", "--top", "4", "--no-jit", "--no-network", "--no-gpu", "--jit-syscalls", "always",
 		"--pprof", "p.pb.gz", "--timeline", "t.json", "-o", "r.rec"}
@@ -29,7 +30,8 @@ func TestAttachTakesRunsTraceFlags(t *testing.T) {
 		t.Errorf("outputs differ: run %+v, attach %+v", r.traceOutputOptions, a.traceOutputOptions)
 	}
 	if r.checkpoints != a.checkpoints || r.metrics.textfileDir != a.metrics.textfileDir ||
-		r.metrics.pushURL != a.metrics.pushURL || strings.Join(r.metrics.labelPairs, ",") != strings.Join(a.metrics.labelPairs, ",") {
+		r.metrics.pushURL != a.metrics.pushURL || r.metrics.profileURL != a.metrics.profileURL ||
+		r.metrics.profileHeaderFile != a.metrics.profileHeaderFile || a.metrics.profileURL == "" || strings.Join(r.metrics.labelPairs, ",") != strings.Join(a.metrics.labelPairs, ",") {
 		t.Errorf("checkpoint or metrics flags differ: run %+v %+v, attach %+v %+v", r.checkpoints, r.metrics, a.checkpoints, a.metrics)
 	}
 	var ro, ao trace.Options

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/metrics"
+	"github.com/coldtrace/coldtrace/report/pprof"
 )
 
 // metricsOptions are a run's labels and its Prometheus outputs.
@@ -24,6 +27,12 @@ type metricsOptions struct {
 	labelPairs  []string
 	pushURL     string
 	textfileDir string
+	// profileURL and profileHeaderFile are --push-profile and
+	// --push-profile-header-file; profileHeader is the file's headers,
+	// read before the run and kept nowhere else (they hold tokens).
+	profileURL        string
+	profileHeaderFile string
+	profileHeader     http.Header
 
 	labels map[string]string // parsed labelPairs
 	actor  actor.Actor       // whose rights write the textfile
@@ -44,10 +53,13 @@ func (o *metricsOptions) addLabelFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.labelPairs, "label", nil, "label the run `NAME=VALUE` (repeatable: host, rank, job, model); kept in the record, on every metric and pprof sample")
 }
 
-// addMetricsFlags registers --push and --prom-textfile on fs.
+// addMetricsFlags registers --push, --prom-textfile, --push-profile and
+// --push-profile-header-file on fs.
 func (o *metricsOptions) addMetricsFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.pushURL, "push", "", "push the run's metrics to the Prometheus Pushgateway at `URL` (group: job and instance labels); a failed push is a warning")
 	fs.StringVar(&o.textfileDir, "prom-textfile", "", "write the run's metrics into `DIR` for node_exporter's textfile collector (coldtrace_JOB_INSTANCE.prom, replaced atomically)")
+	fs.StringVar(&o.profileURL, "push-profile", "", "push the run's pprof profile to a Pyroscope server at `URL` (its base or /ingest URL), or to Parca when the URL ends in /profiles/writeraw; service from --label service=NAME or the command's name; a failed push is a warning")
+	fs.StringVar(&o.profileHeaderFile, "push-profile-header-file", "", "send the HTTP headers in `PATH` (\"Name: value\" lines: tenant, token) with --push-profile; read before the run, never recorded")
 	o.configPath = config.Path
 }
 
@@ -64,9 +76,12 @@ func (o *metricsOptions) check(a actor.Actor) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%w: --push %q: want an http:// or https:// URL of a Pushgateway", errUsage, o.pushURL)
 		}
-		if err := pushAllowed(a, o.configPath, o.pushURL); err != nil {
+		if err := pushAllowed(a, o.configPath, "--push", o.pushURL); err != nil {
 			return err
 		}
+	}
+	if err := o.checkProfilePush(a); err != nil {
+		return err
 	}
 	if o.textfileDir == "" {
 		return nil
@@ -89,18 +104,62 @@ func (o *metricsOptions) check(a actor.Actor) error {
 // configuration file, only its push-allow prefixes; with none, any URL
 // (the push is the user's own request, as it would be without sudo). A
 // real root login is not restricted.
-func pushAllowed(a actor.Actor, configPath, rawURL string) error {
+func pushAllowed(a actor.Actor, configPath, flag, rawURL string) error {
 	if a.Via == "" || a.IsRoot() {
 		return nil
 	}
 	c, err := config.Load(configPath)
 	if err != nil {
-		return fmt.Errorf("--push %s refused under %s: %w (the file must be root's alone to write)",
-			format.Escape(rawURL), a.Via, err)
+		return fmt.Errorf("%s %s refused under %s: %w (the file must be root's alone to write)",
+			flag, format.Escape(rawURL), a.Via, err)
 	}
 	if !c.PushAllowed(rawURL) {
-		return fmt.Errorf("--push %s refused under %s: %s has no push-allow line that matches it",
-			format.Escape(rawURL), a.Via, c.Path)
+		return fmt.Errorf("%s %s refused under %s: %s has no push-allow line that matches it",
+			flag, format.Escape(rawURL), a.Via, c.Path)
+	}
+	return nil
+}
+
+// maxHeaderFile bounds --push-profile-header-file: a few headers.
+const maxHeaderFile = 64 << 10
+
+// checkProfilePush checks --push-profile before the run: a URL of a
+// Pyroscope or Parca server, allowed under sudo as --push is (the same
+// push-allow lines, matched against the URL the push goes to: with
+// Pyroscope's /ingest appended), and reads the
+// header file with a's rights. A header file without --push-profile is a
+// usage error: the user meant to send it somewhere.
+func (o *metricsOptions) checkProfilePush(a actor.Actor) error {
+	if o.profileURL == "" {
+		if o.profileHeaderFile != "" {
+			return fmt.Errorf("%w: --push-profile-header-file needs --push-profile", errUsage)
+		}
+		return nil
+	}
+	_, target, err := pprof.Target(o.profileURL)
+	if err != nil {
+		return fmt.Errorf("%w: --push-profile %s: %v", errUsage, format.Escape(o.profileURL), err)
+	}
+	if err := pushAllowed(a, o.configPath, "--push-profile", target.String()); err != nil {
+		return err
+	}
+	if o.profileHeaderFile == "" {
+		return nil
+	}
+	f, err := a.Open(o.profileHeaderFile)
+	if err != nil {
+		return fmt.Errorf("%w: --push-profile-header-file: %v", errUsage, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxHeaderFile+1))
+	if err == nil && len(b) > maxHeaderFile {
+		err = fmt.Errorf("larger than %d bytes", maxHeaderFile)
+	}
+	if err == nil {
+		o.profileHeader, err = pprof.ParseHeaders(bytes.NewReader(b))
+	}
+	if err != nil {
+		return fmt.Errorf("%w: --push-profile-header-file %s: %v", errUsage, format.Escape(o.profileHeaderFile), err)
 	}
 	return nil
 }
@@ -112,6 +171,11 @@ func (o *metricsOptions) write(ctx context.Context, stderr io.Writer, rec *recor
 	if o.pushURL != "" {
 		if err := metrics.Push(ctx, o.pushURL, rec, res); err != nil {
 			fmt.Fprintf(stderr, "coldtrace: warning: %v\n", err)
+		}
+	}
+	if o.profileURL != "" {
+		if err := pprof.Push(ctx, o.profileURL, o.profileHeader, rec, res); err != nil {
+			fmt.Fprintf(stderr, "coldtrace: warning: %s\n", format.Escape(err.Error()))
 		}
 	}
 	if o.textfileDir == "" {

@@ -35,7 +35,16 @@ func pyInterpreters() []pyInterpreter {
 		}
 		out = append(out, in)
 	}
-	return out
+	// Debian sid's python3.14, where the trace/pystack tests unpacked it
+	// (testdata/pystack/sid-python3.14.sh); not fetched here.
+	sid := pyInterpreter{name: "sid-3.14", skip: "sid's python3.14 not unpacked: run go test ./trace/pystack first"}
+	if cache, err := os.UserCacheDir(); err == nil {
+		p := filepath.Join(cache, "coldtrace", "sid-python3.14", "root", "usr", "bin", "python3.14")
+		if _, err := os.Stat(p); err == nil {
+			sid.path, sid.skip = p, ""
+		}
+	}
+	return append(out, sid)
 }
 
 // spawnLines maps each "# @name" marker of testdata/pystack/spawn.py to

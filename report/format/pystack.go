@@ -23,16 +23,25 @@ func LibraryFrame(f record.PyFrame) bool {
 // a frame in the same file as the one before it shown as ":LINE func"
 // (`spawn.py:4 run_compiler ← :7 compile_kernel ← :19 <module>`), and the
 // innermost installed-package frame after it when the stack's leaf is
-// one. Names are escaped; "" for a stack without any frame of the user's.
+// one. A stack with no Python frame but a native leaf (a program that is
+// not Python, an interpreter whose layout is not known) is that leaf:
+// "libc.so.6 vfork (native)". Names are escaped; "" for a stack without
+// any frame of the user's.
 func CallSite(st *record.PyStack) string {
 	if st == nil {
 		return ""
 	}
 	var parts []string
 	prevFile := ""
-	var leafLib *record.PyFrame
+	var leafLib, native *record.PyFrame
 	for i := range st.Frames {
 		f := st.Frames[i]
+		if f.Native {
+			if native == nil {
+				native = &st.Frames[i]
+			}
+			continue
+		}
 		if f.File == "" {
 			continue // unreadable ("?"), or the gap of a deep stack
 		}
@@ -53,6 +62,9 @@ func CallSite(st *record.PyStack) string {
 		prevFile = f.File
 	}
 	if len(parts) == 0 {
+		if native != nil && native.Func != "" {
+			return Escape(strings.TrimSpace(filepath.Base(native.File)+" "+native.Func)) + " (native)"
+		}
 		return ""
 	}
 	s := strings.Join(parts, " ← ")

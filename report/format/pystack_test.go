@@ -10,7 +10,8 @@ import (
 // innermost frame of the user's own code (standard library, installed
 // packages and frozen modules passed over), shortens a frame in the same
 // file to ":LINE func", keeps at most four of the user's frames, names the
-// installed package's leaf frame, and escapes hostile names.
+// installed package's leaf frame, names a native leaf when there is no
+// Python frame, and escapes hostile names.
 func TestCallSiteShowsUsersFramesAndLeafPackage(t *testing.T) {
 	st := func(fr ...record.PyFrame) *record.PyStack { return &record.PyStack{Frames: fr} }
 	sub := record.PyFrame{File: "/usr/lib/python3.11/subprocess.py", Line: 1901, Func: "Popen._execute_child"}
@@ -32,6 +33,8 @@ func TestCallSiteShowsUsersFramesAndLeafPackage(t *testing.T) {
 			"a.py:1 a ← :2 b ← :3 c ← :4 d"},
 		{"hostile name", st(u("/src/x.py", 1, "f\x1b[31m")), `x.py:1 f\x1b[31m`},
 		{"library only", st(sub, frozen), ""},
+		{"native leaf", st(record.PyFrame{File: "/usr/lib/x86_64-linux-gnu/libc.so.6", Func: "vfork", Native: true}), "libc.so.6 vfork (native)"},
+		{"native without symbol", st(record.PyFrame{File: "/opt/x/prog", Func: "prog+0x1139", Native: true}), "prog prog+0x1139 (native)"},
 		{"nil", nil, ""},
 	} {
 		if got := CallSite(tc.st); got != tc.want {

@@ -12,7 +12,8 @@ import (
 // started from, outermost first, as pprof frames: the function named
 // module.qualname (spawn.run_compiler, spawn.<module>: pprof blanks a
 // name made only of <…>, which would merge every module's top level),
-// the source path as its file, the line as the Line.
+// the source path as its file, the line as the Line. A native leaf
+// (no Python stack) is its function, in its ELF file.
 func pythonFrames(r *record.Record) map[int32][]frame {
 	out := map[int32][]frame{}
 	for i := range r.Processes {
@@ -61,7 +62,8 @@ func (b *builder) stackParts(stack []frame, labels map[string]string, s subject)
 }
 
 func pythonName(f record.PyFrame) string {
-	if f.File == "" {
+	if f.File == "" || f.Native {
+		// A native leaf is named by its symbol or module+0xOFFSET.
 		return format.Escape(f.Func) // "?" (unreadable) or the gap of a deep stack
 	}
 	mod := strings.TrimSuffix(filepath.Base(f.File), ".py")

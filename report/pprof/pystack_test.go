@@ -83,3 +83,16 @@ func TestFileStacksHangUnderTheirProcess(t *testing.T) {
 		t.Errorf("load %d ns, load_lora %d ns; samples:\n%v", load, lora, got)
 	}
 }
+
+// TestNativeLeafNamedBySymbol: a native leaf is named by its function
+// alone (no module prefix made of its file name), in its ELF file.
+func TestNativeLeafNamedBySymbol(t *testing.T) {
+	r := &record.Record{
+		Processes: []record.Process{{PID: 10, Comm: "cc", Stack: 1}},
+		Stacks:    []record.PyStack{{Frames: []record.PyFrame{{File: "/usr/lib/x86_64-linux-gnu/libc.so.6", Func: "vfork", Native: true}}}},
+	}
+	got := pythonFrames(r)[10]
+	if len(got) != 1 || got[0] != (frame{name: "vfork", file: "/usr/lib/x86_64-linux-gnu/libc.so.6"}) {
+		t.Errorf("frames %+v, want vfork in libc.so.6", got)
+	}
+}

@@ -41,9 +41,16 @@ func traceScript(t *testing.T, python, name string, args []string, wrap ...strin
 // traceWith runs the script as traceScript does, with sensors loaded.
 func traceWith(t *testing.T, sc *sched.Sensor, s *Sensor, python, name string, args []string, wrap ...string) map[int32]record.PyStack {
 	t.Helper()
-	// The shell waits on stdin until it is tracked, then becomes python:
-	// the exec is seen, as the session's gated launch sees it.
-	argv := append(append(append([]string{"sh", "-c", `read x; exec "$0" "$@"`}, wrap...), python, workload(t, name)), args...)
+	return traceArgv(t, sc, s, append(append(append([]string(nil), wrap...), python, workload(t, name)), args...))
+}
+
+// traceArgv runs argv as a traced process with the sensors loaded and
+// returns the stacks its processes were started from.
+func traceArgv(t *testing.T, sc *sched.Sensor, s *Sensor, argv []string) map[int32]record.PyStack {
+	t.Helper()
+	// The shell waits on stdin until it is tracked, then becomes the
+	// command: the exec is seen, as the session's gated launch sees it.
+	argv = append([]string{"sh", "-c", `read x; exec "$0" "$@"`}, argv...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -62,7 +69,7 @@ func traceWith(t *testing.T, sc *sched.Sensor, s *Sensor, python, name string, a
 	fmt.Fprintln(in)
 	in.Close()
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", python, args, err, out.String())
+		t.Fatalf("%q: %v\n%s", argv[3:], err, out.String())
 	}
 	if err := s.Finish(&record.Record{}); err != nil {
 		t.Fatal(err)
@@ -71,7 +78,7 @@ func traceWith(t *testing.T, sc *sched.Sensor, s *Sensor, python, name string, a
 		t.Logf("notes: %q", n)
 	}
 	walks, fresh, dropped := s.Counts()
-	t.Logf("%s %s: %d walks, %d new stacks, %d dropped", filepath.Base(python), name, walks, fresh, dropped)
+	t.Logf("%s: %d walks, %d new stacks, %d dropped", filepath.Base(argv[3]), walks, fresh, dropped)
 	return s.ProcessStacks()
 }
 
@@ -205,6 +212,48 @@ func TestDeepStackKeepsInnermostAndOutermost(t *testing.T) {
 			}
 			if matched < 3 {
 				t.Errorf("%d processes carry the deep stack, want ≥ 3 (cc, cc1, as)", matched)
+			}
+		})
+	}
+}
+
+// TestNestedImportsKeepTheScriptsLine: a compiler run by the last of 24
+// nested imports (more frames than a stack keeps) carries, past the gap,
+// the script's import line as its outermost frame, and the innermost
+// module's line among the frames kept.
+func TestNestedImportsKeepTheScriptsLine(t *testing.T) {
+	testenv.RequireTracing(t)
+	requireCC(t)
+	mk := markers(t, workload(t, "imports.py"))
+	for _, py := range interpreters() {
+		t.Run(py.name, func(t *testing.T) {
+			if py.skip != "" {
+				t.Skip(py.skip)
+			}
+			stacks := traceScript(t, py.path, "imports.py", []string{t.TempDir()})
+			matched := 0
+			for _, st := range stacks {
+				fr := st.Frames
+				if len(fr) != 64+1+16 || fr[64].Func != record.GapFunc || st.Omitted <= 0 {
+					t.Errorf("%d frames, %d omitted; want 64 + gap + 16", len(fr), st.Omitted)
+					continue
+				}
+				inner := ""
+				for _, f := range fr[:64] {
+					if strings.HasSuffix(f.File, "/nest23.py") {
+						inner = frameText(f)
+						break
+					}
+				}
+				outer := frameText(fr[len(fr)-1])
+				if outer != fmt.Sprintf("imports.py:%d <module>", mk["outer"]) || inner != "nest23.py:2 <module>" {
+					t.Errorf("outermost %q, innermost module %q; want imports.py:%d <module>, nest23.py:2 <module>", outer, inner, mk["outer"])
+					continue
+				}
+				matched++
+			}
+			if matched < 3 {
+				t.Errorf("%d processes carry the import chain's stack, want ≥ 3 (cc, cc1, as)", matched)
 			}
 		})
 	}

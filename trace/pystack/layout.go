@@ -15,7 +15,7 @@ type Layout struct {
 	InterpHead, ThreadsHead uint32
 	// PyThreadState
 	TSNext, TSNativeTID, TSCFrame uint32
-	// _PyCFrame.current_frame (3.11, 3.12) or PyThreadState.current_frame (3.13)
+	// _PyCFrame.current_frame (3.11, 3.12) or PyThreadState.current_frame (3.13+)
 	CurrentFrame uint32
 	// _PyInterpreterFrame: code (f_code, f_executable), previous,
 	// instruction (prev_instr, instr_ptr), owner
@@ -53,18 +53,40 @@ var layout312 = Layout{Minor: 12, InterpHead: 40, ThreadsHead: 72, TSNext: 8, TS
 // ErrUnsupported is a Python whose layout is not known: no stacks.
 var ErrUnsupported = errors.New("python minor without a known frame layout")
 
-// debugOffsets313 are the positions of the fields coldtrace reads inside
-// 3.13's _Py_DebugOffsets (the struct's own layout, fixed for a minor).
-var debugOffsets313 = struct {
+// debugTable is where the fields coldtrace reads lie inside one minor's
+// _Py_DebugOffsets: the struct's own layout, fixed for a minor and
+// different between minors (3.14 added fields to the interpreter,
+// thread, frame and code sections).
+type debugTable struct {
+	minor                                                                        int
 	size                                                                         int
 	version, freeThreaded, interpHead, threadsHead, tsNext, tsFrame, tsNativeTID int
 	frPrevious, frExecutable, frInstr, frOwner                                   int
 	coFilename, coQualname, coLinetable, coFirstLineno, coAdaptive               int
 	uniState, uniLength, uniASCIISize                                            int
-}{size: 584, version: 8, freeThreaded: 16, interpHead: 40, threadsHead: 72, tsNext: 168, tsFrame: 184, tsNativeTID: 200,
+}
+
+// debugOffsets313 is 3.13's _Py_DebugOffsets.
+var debugOffsets313 = debugTable{minor: 13, size: 584, version: 8, freeThreaded: 16, interpHead: 40, threadsHead: 72,
+	tsNext: 168, tsFrame: 184, tsNativeTID: 200,
 	frPrevious: 232, frExecutable: 240, frInstr: 248, frOwner: 264,
 	coFilename: 280, coQualname: 296, coLinetable: 304, coFirstLineno: 312, coAdaptive: 344,
 	uniState: 544, uniLength: 552, uniASCIISize: 560}
+
+// debugOffsets314 is 3.14's (Include/internal/pycore_debug_offsets.h of
+// 3.14.10): the interpreter section grew to 16 fields, the thread
+// section to 9, the frame section to 8 (stackpointer, tlbc_index), the
+// code section to 11 (co_tlbc), and the struct ends with the remote
+// debugger's support fields.
+var debugOffsets314 = debugTable{minor: 14, size: 760, version: 8, freeThreaded: 16, interpHead: 40, threadsHead: 72,
+	tsNext: 192, tsFrame: 208, tsNativeTID: 224,
+	frPrevious: 256, frExecutable: 264, frInstr: 272, frOwner: 288,
+	coFilename: 320, coQualname: 336, coLinetable: 344, coFirstLineno: 352, coAdaptive: 384,
+	uniState: 624, uniLength: 632, uniASCIISize: 640}
+
+// debugHead is how much of _PyRuntime the locator reads: the largest
+// _Py_DebugOffsets known.
+const debugHead = 760
 
 // debugCookie opens _Py_DebugOffsets.
 const debugCookie = "xdebugpy"
@@ -79,17 +101,19 @@ func layoutFor(hexVersion uint64, head []byte) (Layout, error) {
 	case major == 3 && minor == 12:
 		return layout312, nil
 	case major == 3 && minor == 13:
-		return parseDebugOffsets313(head, hexVersion)
+		return parseDebugOffsets(debugOffsets313, head, hexVersion)
+	case major == 3 && minor == 14:
+		return parseDebugOffsets(debugOffsets314, head, hexVersion)
 	}
 	return Layout{}, fmt.Errorf("%w: %d.%d", ErrUnsupported, major, minor)
 }
 
-// parseDebugOffsets313 reads 3.13's _Py_DebugOffsets: cookie and version
-// checked, a free-threaded build refused (its frames differ).
-func parseDebugOffsets313(b []byte, hexVersion uint64) (Layout, error) {
-	d := debugOffsets313
+// parseDebugOffsets reads a _Py_DebugOffsets laid out as d: cookie and
+// version (its minor must be d's) checked, a free-threaded build refused
+// (its frames differ).
+func parseDebugOffsets(d debugTable, b []byte, hexVersion uint64) (Layout, error) {
 	if len(b) < d.size || string(b[:8]) != debugCookie {
-		return Layout{}, fmt.Errorf("%w: 3.13 without _Py_DebugOffsets", ErrUnsupported)
+		return Layout{}, fmt.Errorf("%w: 3.%d without _Py_DebugOffsets", ErrUnsupported, d.minor)
 	}
 	u := func(off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
 	if v := u(d.version); v>>16 != hexVersion>>16 {
@@ -106,7 +130,7 @@ func parseDebugOffsets313(b []byte, hexVersion uint64) (Layout, error) {
 		}
 		return uint32(v)
 	}
-	l := Layout{Minor: 13, InterpHead: f(d.interpHead), ThreadsHead: f(d.threadsHead), TSNext: f(d.tsNext),
+	l := Layout{Minor: d.minor, InterpHead: f(d.interpHead), ThreadsHead: f(d.threadsHead), TSNext: f(d.tsNext),
 		TSNativeTID: f(d.tsNativeTID), TSCFrame: None, CurrentFrame: f(d.tsFrame),
 		FrCode: f(d.frExecutable), FrPrevious: f(d.frPrevious), FrInstr: f(d.frInstr), FrOwner: f(d.frOwner), SkipCStack: true,
 		CoFilename: f(d.coFilename), CoQualname: f(d.coQualname), CoFirstLineno: f(d.coFirstLineno),
@@ -115,7 +139,8 @@ func parseDebugOffsets313(b []byte, hexVersion uint64) (Layout, error) {
 	// A compact non-ASCII string's data follows PyCompactUnicodeObject:
 	// utf8_length and utf8 after the ASCII header.
 	l.CompactSize = l.ASCIISize + 16
-	if bad {
+	// The walker reads a name's length and hash at PY_STR_LEN.
+	if bad || l.UniLength != strLength {
 		return Layout{}, fmt.Errorf("%w: implausible _Py_DebugOffsets", ErrUnsupported)
 	}
 	return l, nil

@@ -145,7 +145,7 @@ func locateIn(pid int, m procmaps.Mapping) (*Interp, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: read Py_Version: %w", m.Path, err)
 	}
-	head := make([]byte, debugOffsets313.size)
+	head := make([]byte, debugHead)
 	if n, _ := readFileAt(f, rt.Value, head); n < len(head) {
 		head = head[:n]
 	}

@@ -41,7 +41,7 @@ func running(t *testing.T, python string) int {
 
 // TestLocateFindsRuntimeOfEachInterpreter: the located _PyRuntime of a
 // running interpreter of each minor is where its memory holds the
-// runtime (3.13: the debug cookie at its head; 3.11, 3.12: a non-null
+// runtime (3.13, 3.14: the debug cookie at its head; 3.11, 3.12: a non-null
 // interpreters.head), and the minor is the interpreter's.
 func TestLocateFindsRuntimeOfEachInterpreter(t *testing.T) {
 	testenv.RequireRoot(t)
@@ -55,7 +55,8 @@ func TestLocateFindsRuntimeOfEachInterpreter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]int{"3.11": 11, "3.12": 12, "3.13": 13}[strings.TrimPrefix(strings.TrimPrefix(py.name, "pyenv-"), "debian-")]
+			_, v, _ := strings.Cut(py.name, "-")
+			want := map[string]int{"3.11": 11, "3.12": 12, "3.13": 13, "3.14": 14}[v]
 			if in.Layout.Minor != want || int(in.Version>>16&0xff) != want {
 				t.Errorf("minor %d (Py_Version %#x), want %d", in.Layout.Minor, in.Version, want)
 			}
@@ -68,7 +69,7 @@ func TestLocateFindsRuntimeOfEachInterpreter(t *testing.T) {
 			if err := m.read(in.Runtime, head); err != nil {
 				t.Fatal(err)
 			}
-			if want == 13 && string(head[:8]) != debugCookie {
+			if want >= 13 && string(head[:8]) != debugCookie {
 				t.Errorf("_PyRuntime starts %q, want the debug cookie", head[:8])
 			}
 			if interp := binary.LittleEndian.Uint64(head[in.Layout.InterpHead:]); interp == 0 {
@@ -104,31 +105,41 @@ func TestLocateRefusesOtherMinors(t *testing.T) {
 	}
 }
 
-// TestDebugOffsetsChecked: 3.13's offsets are refused without the
-// cookie, with another version, or from a free-threaded build.
+// TestDebugOffsetsChecked: 3.13's and 3.14's offsets are each read with
+// their own minor's layout, and refused without the cookie, with another
+// version, from a free-threaded build, with an implausible offset or
+// short; another minor (3.15) is not read at all.
 func TestDebugOffsetsChecked(t *testing.T) {
-	const v313 = 0x030d00f0
-	good := make([]byte, debugOffsets313.size)
-	copy(good, debugCookie)
-	binary.LittleEndian.PutUint64(good[debugOffsets313.version:], v313)
-	if _, err := parseDebugOffsets313(good, v313); err != nil {
-		t.Fatalf("well-formed offsets refused: %v", err)
-	}
-	noCookie := append([]byte(nil), good...)
-	copy(noCookie, "xdebugpz")
-	other := append([]byte(nil), good...)
-	binary.LittleEndian.PutUint64(other[debugOffsets313.version:], 0x030e00f0)
-	ft := append([]byte(nil), good...)
-	binary.LittleEndian.PutUint64(ft[debugOffsets313.freeThreaded:], 1)
-	huge := append([]byte(nil), good...)
-	binary.LittleEndian.PutUint64(huge[debugOffsets313.tsFrame:], 1<<40)
-	for name, b := range map[string][]byte{"no cookie": noCookie, "other version": other, "free-threaded": ft,
-		"implausible offset": huge, "short": good[:100]} {
-		if _, err := parseDebugOffsets313(b, v313); !errors.Is(err, ErrUnsupported) {
-			t.Errorf("%s: %v, want ErrUnsupported", name, err)
+	for _, d := range []debugTable{debugOffsets313, debugOffsets314} {
+		v := uint64(0x030000f0 | d.minor<<16)
+		good := make([]byte, d.size)
+		copy(good, debugCookie)
+		binary.LittleEndian.PutUint64(good[d.version:], v)
+		binary.LittleEndian.PutUint64(good[d.uniLength:], strLength)
+		binary.LittleEndian.PutUint64(good[d.tsNativeTID:], 1234)
+		binary.LittleEndian.PutUint64(good[d.coAdaptive:], 4321)
+		l, err := layoutFor(v, good)
+		if err != nil || l.Minor != d.minor || l.TSNativeTID != 1234 || l.CoCodeAdaptive != 4321 {
+			t.Fatalf("3.%d: well-formed offsets read as %+v, %v", d.minor, l, err)
+		}
+		noCookie := append([]byte(nil), good...)
+		copy(noCookie, "xdebugpz")
+		other := append([]byte(nil), good...)
+		binary.LittleEndian.PutUint64(other[d.version:], v+0x10000)
+		ft := append([]byte(nil), good...)
+		binary.LittleEndian.PutUint64(ft[d.freeThreaded:], 1)
+		huge := append([]byte(nil), good...)
+		binary.LittleEndian.PutUint64(huge[d.tsFrame:], 1<<40)
+		for name, b := range map[string][]byte{"no cookie": noCookie, "other version": other, "free-threaded": ft,
+			"implausible offset": huge, "short": good[:d.size-8]} {
+			if _, err := parseDebugOffsets(d, b, v); !errors.Is(err, ErrUnsupported) {
+				t.Errorf("3.%d %s: %v, want ErrUnsupported", d.minor, name, err)
+			}
 		}
 	}
-	if _, err := layoutFor(0x030e00f0, good); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("3.14: %v, want ErrUnsupported", err)
+	head := make([]byte, debugHead)
+	copy(head, debugCookie)
+	if _, err := layoutFor(0x030f00a0, head); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("3.15: %v, want ErrUnsupported", err)
 	}
 }

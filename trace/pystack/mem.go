@@ -88,18 +88,54 @@ type code struct {
 type FrameKey struct {
 	Code, Qualname, Filename uint64
 	FirstLineno              uint32
+	// NameTag folds the qualname string's length and hash (nameTag): a
+	// freed name's address may hold the next function's name.
+	NameTag uint32
 }
 
-// decodeCode reads the code object at key.Code and checks it against key.
-func decodeCode(m *procMem, l *Layout, key FrameKey) (*code, error) {
+// strLength is PyASCIIObject's length, followed by its hash, in every
+// minor walked (the walker's PY_STR_LEN).
+const strLength = 16
+
+// nameTag is the walker's py_name_tag: a str's length and hash folded.
+func nameTag(length, hash uint64) uint32 {
+	return uint32(hash^hash>>32) ^ uint32(length)*0x9e3779b1
+}
+
+// live checks the head of an object that should be a live code object:
+// a freed one has pymalloc's free-list pointer (an address in an mmapped
+// arena, so bits 32-47 set, or 0) for its reference count, or glibc's
+// tcache key over its type, while the fields the key compares may still
+// hold the freed function's values. A live count fits in 32 bits in the
+// minors walked (3.12's immortal objects hold 0xffffffff; 3.14 keeps
+// flags in bits 48-63 and an overflow count, 0 in practice, in 32-47).
+func live(head []byte, codeType uint64) bool {
+	refcnt := binary.LittleEndian.Uint64(head)
+	return uint32(refcnt) != 0 && refcnt>>32&0xffff == 0 && binary.LittleEndian.Uint64(head[8:]) == codeType
+}
+
+// decodeCode reads the code object at key.Code and checks it against key:
+// live, of PyCode_Type, with the key's fields and name; and still live
+// once its names and line table are read.
+func decodeCode(m *procMem, l *Layout, codeType uint64, key FrameKey) (*code, error) {
 	b := make([]byte, l.CoCodeAdaptive)
 	if err := m.read(key.Code, b); err != nil {
 		return nil, err
+	}
+	if !live(b, codeType) {
+		return nil, fmt.Errorf("code object at %#x freed since the walk", key.Code)
 	}
 	u64 := func(off uint32) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
 	first := binary.LittleEndian.Uint32(b[l.CoFirstLineno:])
 	if u64(l.CoQualname) != key.Qualname || u64(l.CoFilename) != key.Filename || first != key.FirstLineno {
 		return nil, fmt.Errorf("code object at %#x changed since the walk", key.Code)
+	}
+	var lh [16]byte
+	if err := m.read(key.Qualname+strLength, lh[:]); err != nil {
+		return nil, err
+	}
+	if nameTag(binary.LittleEndian.Uint64(lh[:]), binary.LittleEndian.Uint64(lh[8:])) != key.NameTag {
+		return nil, fmt.Errorf("name of the code object at %#x changed since the walk", key.Code)
 	}
 	c := &code{key: key, adaptive: key.Code + uint64(l.CoCodeAdaptive)}
 	var err error
@@ -111,6 +147,15 @@ func decodeCode(m *procMem, l *Layout, key FrameKey) (*code, error) {
 	}
 	if c.linetable, err = readBytes(m, u64(l.CoLinetable)); err != nil {
 		return nil, err
+	}
+	again := make([]byte, len(b))
+	if err := m.read(key.Code, again); err != nil {
+		return nil, err
+	}
+	same := func(off uint32) bool { return binary.LittleEndian.Uint64(again[off:]) == u64(off) }
+	if !live(again, codeType) || !same(l.CoQualname) || !same(l.CoFilename) || !same(l.CoLinetable) ||
+		binary.LittleEndian.Uint32(again[l.CoFirstLineno:]) != first {
+		return nil, fmt.Errorf("code object at %#x freed while it was read", key.Code)
 	}
 	return c, nil
 }

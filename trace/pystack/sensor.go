@@ -60,11 +60,12 @@ type Sensor struct {
 	procs   map[uint32]*proc
 	exes    map[exeID]bool // executables known not to be Python
 	stacks  []record.PyStack
-	byKey   map[string]int    // decoded stack → index in stacks
-	byHash  map[uint64]int    // stack id → index in stacks
-	hashPID map[uint64]uint32 // stack id → the process walked
-	forks   map[uint32]uint64 // child pid → stack id
-	unknown int               // frames decoded as "?"
+	byKey   map[string]int         // decoded stack → index in stacks
+	byHash  map[uint64]int         // stack id → index in stacks
+	hashPID map[uint64]uint32      // stack id → the process walked
+	modules map[moduleID][]funcSym // function symbols of ELF files, for native leaves
+	forks   map[uint32]uint64      // child pid → stack id
+	unknown int                    // frames decoded as "?"
 	// internRec and internIdx index the stacks of the record Intern
 	// last added to, by stackKey (1 + index).
 	internRec *record.Record
@@ -107,7 +108,7 @@ func Prepare(opts Options) (*Sensor, error) {
 		return nil, fmt.Errorf("load python stack probes: %w", err)
 	}
 	s := &Sensor{opts: opts, spec: spec, procs: map[uint32]*proc{}, exes: map[exeID]bool{}, byKey: map[string]int{},
-		byHash: map[uint64]int{}, hashPID: map[uint64]uint32{}, forks: map[uint32]uint64{}}
+		byHash: map[uint64]int{}, hashPID: map[uint64]uint32{}, forks: map[uint32]uint64{}, modules: map[moduleID][]funcSym{}}
 	shared := map[string]*ebpf.Map{bpfpy.PystackMapTaskStates: opts.TaskStates}
 	if opts.Threads != nil {
 		shared[bpfpy.PystackMapThreads] = opts.Threads
@@ -182,6 +183,10 @@ func (s *Sensor) read() {
 			continue
 		}
 		ev = *(*bpfpy.PystackPyEvent)(unsafe.Pointer(&r.RawSample[0]))
+		if bpfpy.PystackPyEventKind(ev.Kind) == bpfpy.PystackPyEventKindPY_EV_NATIVE {
+			s.decodeNative(ev.Pid, ev.Stack, ev.Ip)
+			continue
+		}
 		switch bpfpy.PystackPyEventKind(ev.Kind) {
 		case bpfpy.PystackPyEventKindPY_EV_EXEC:
 			s.forget(ev.Pid)

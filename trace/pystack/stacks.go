@@ -33,6 +33,12 @@ func (s *Sensor) decodeStack(pid uint32, id uint64) {
 		}
 		out.Frames = append(out.Frames, s.decodeFrame(p, &st.Frames[i]))
 	}
+	s.intern(pid, id, out)
+}
+
+// intern keeps stack out, walked in pid, under id, once per distinct
+// decoded stack.
+func (s *Sensor) intern(pid uint32, id uint64, out record.PyStack) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := stackKey(out)
@@ -80,7 +86,7 @@ func (s *Sensor) procFor(pid uint32) *proc {
 }
 
 func (s *Sensor) decodeFrame(p *proc, f *bpfpy.PystackPyFrame) record.PyFrame {
-	key := FrameKey{Code: f.Code, Qualname: f.Qualname, Filename: f.Filename, FirstLineno: f.Firstlineno}
+	key := FrameKey{Code: f.Code, Qualname: f.Qualname, Filename: f.Filename, FirstLineno: f.Firstlineno, NameTag: f.NameTag}
 	c := s.codeFor(p, key)
 	if c == nil {
 		s.mu.Lock()
@@ -103,7 +109,7 @@ func (s *Sensor) codeFor(p *proc, key FrameKey) *code {
 	if ok {
 		return c
 	}
-	c, err := decodeCode(p.mem, &p.interp.Layout, key)
+	c, err := decodeCode(p.mem, &p.interp.Layout, p.interp.CodeType, key)
 	if err != nil {
 		return nil
 	}
