@@ -264,12 +264,16 @@ type Inserter struct {
 
 // Process is one traced process (thread group).
 type Process struct {
-	PID     int32    `json:"pid"`
-	PPID    int32    `json:"ppid"`
-	Comm    string   `json:"comm"`
-	Exe     string   `json:"exe,omitempty"`
-	Args    []string `json:"args,omitempty"`
-	StartNS int64    `json:"start_ns"`
+	PID  int32    `json:"pid"`
+	PPID int32    `json:"ppid"`
+	Comm string   `json:"comm"`
+	Exe  string   `json:"exe,omitempty"`
+	Args []string `json:"args,omitempty"`
+	// ArgsCut is set when argv was longer than coldtrace could copy at
+	// exec (4 KiB) and the process was gone before its whole argv could
+	// be read: Args holds its first arguments, the last one cut.
+	ArgsCut bool  `json:"args_cut,omitempty"`
+	StartNS int64 `json:"start_ns"`
 	// EndNS is 0 when the process was still running when the run ended;
 	// for a process in Record.Untraced it is when it left the trace (it
 	// ran on, and Exited is false).

@@ -22,7 +22,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define FILENAME_LEN 256
-#define ARGS_LEN 256
+#define ARGS_LEN 4096
 #define TASK_DEAD_ 0x80 /* TASK_DEAD in prev_state: prev's last switch out */
 
 /* task_event.kind. Exported to Go by bpf2go. */
@@ -52,7 +52,7 @@ struct task_event {
 	char comm[16];
 	char filename[FILENAME_LEN];
 	__u32 args_len;
-	__u32 pad2;
+	__u32 args_total; /* argv's whole length: more than args_len when it was cut */
 	char args[ARGS_LEN]; /* argv, NUL-separated, read at exec */
 };
 
@@ -462,7 +462,7 @@ static __always_inline void untrack(struct task_struct *p, struct tstate *s, str
 	fill_comm(ev->comm, p);
 	bpf_probe_read_kernel_str(ev->filename, FILENAME_LEN, BPF_CORE_READ(bprm, filename));
 	ev->args_len = 0;
-	ev->pad2 = 0;
+	ev->args_total = 0;
 	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -501,10 +501,10 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	 * before user space could read /proc/PID/cmdline. */
 	unsigned long start = BPF_CORE_READ(p, mm, arg_start), end = BPF_CORE_READ(p, mm, arg_end);
 	__u64 len = end > start ? end - start : 0;
+	ev->args_total = len > 0xffffffff ? 0xffffffff : len;
 	if (len > ARGS_LEN)
 		len = ARGS_LEN;
 	ev->args_len = 0;
-	ev->pad2 = 0;
 	if (len && bpf_probe_read_user(ev->args, len, (void *)start) == 0)
 		ev->args_len = len;
 	bpf_ringbuf_submit(ev, ring_wakeup(&events));

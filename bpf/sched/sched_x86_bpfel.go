@@ -73,19 +73,19 @@ const (
 )
 
 type SchedTaskEvent struct {
-	_        structs.HostLayout
-	Kind     uint32
-	Pid      uint32
-	Tid      uint32
-	Ppid     uint32
-	Ts       uint64
-	ExitCode int32
-	Reason   uint32
-	Comm     [16]int8
-	Filename [256]int8
-	ArgsLen  uint32
-	Pad2     uint32
-	Args     [256]int8
+	_         structs.HostLayout
+	Kind      uint32
+	Pid       uint32
+	Tid       uint32
+	Ppid      uint32
+	Ts        uint64
+	ExitCode  int32
+	Reason    uint32
+	Comm      [16]int8
+	Filename  [256]int8
+	ArgsLen   uint32
+	ArgsTotal uint32
+	Args      [4096]int8
 }
 
 type SchedTaskEventKind uint32

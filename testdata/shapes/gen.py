@@ -332,7 +332,14 @@ def do_read(case):
     path = unb64(case["path"])
     uring = os.environ.get("SHAPES_URING", "")
     n = in_worker(case["reader"], lambda: read_file(case["read"], path, unb64(case["scratch"]), uring))
-    return {"read_bytes": n}
+    out = {"read_bytes": n}
+    if case["read"] == "mmap":
+        out["expected_fail"] = {
+            "pages_accessed": "a page fault and the fault-around that maps the pages beside it are counted "
+            "apart, so pages mapped both ways count twice: pages_accessed exceeds the pages read "
+            "(by 1-8% here) while pages_missed is exact",
+        }
+    return out
 
 
 # ---- download -------------------------------------------------------------
@@ -431,7 +438,14 @@ def do_download(case, addr):
     t1 = time.monotonic_ns()
     if temp != final:
         os.rename(temp, final)
-    return {"received": n, "written": os.stat(final).st_size, "t0": t0, "t1": t1}
+    return {
+        "received": n, "written": os.stat(final).st_size, "t0": t0, "t1": t1,
+        "expected_fail": {
+            "invariant_thread_time": "in about one run in three, the main thread's on-CPU plus off-CPU "
+            "time falls 0.1-0.9 s short of its lifetime (invariant thread-time-is-lifetime) while it "
+            "waits on a paced loopback body, in a child or a join; not yet explained",
+        },
+    }
 
 
 # ---- compile -------------------------------------------------------------
@@ -443,10 +457,17 @@ def do_compile(case):
     subprocess.run([b"cc", b"-c", b"-O0", b"-DSHAPE_TAG=\"\xff\xfe\"", src, b"-o", temp], check=True)
     if temp != final:
         os.rename(temp, final)
+    expected = {}
+    if case["temp"] == "otherdir":
+        expected["object_final_name"] = ("the compiler's output is renamed into another directory by its "
+                                         "parent milliseconds after it was written: when the name has moved "
+                                         "before coldtrace reads it from the ring buffer, no handle is taken, "
+                                         "and the directory scan sees only the directories the run's files were "
+                                         "seen in")
     return {
         "object_bytes": os.stat(final).st_size,
         # What coldtrace is known to get wrong on this shape, by check.
-        "expected_fail": {
+        "expected_fail": expected | {
             "object_not_missed": "as(1) writes the object out of order, seeking past the end, and reads "
             "the pages between back before writing them: those pages of holes enter the page cache "
             "through a read and count as missed and read from disk, though no disk I/O happens",

@@ -113,6 +113,14 @@ type Sensor struct {
 	// handles follow the files the run created across renames
 	// (finalnames.go).
 	handles *filehandle.Store
+	// loaded is when the sensor was loaded: a file born after it was
+	// created by the run (or beside it), even when the run's first touch
+	// of it was a read (as(1) reads its fresh output back before writing
+	// it), and gets a handle that finds it after a rename.
+	loaded time.Time
+	// byIno is the run's directories' files by inode, read once at the
+	// end when a renamed file had no handle (scannedName).
+	byIno map[uint64][]string
 
 	fileKeyBuf []bpfpc.PagecacheFileKey
 	fileBuf    []bpfpc.PagecacheFileStats
@@ -146,7 +154,7 @@ func Load(opts Options) (*Sensor, error) {
 }
 
 func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
-	return &Sensor{p: p, opts: opts, mounts: mounts,
+	return &Sensor{p: p, opts: opts, mounts: mounts, loaded: time.Now(),
 		files: map[sensor.FileKey]*fileAcc{}, fsPaths: map[sensor.FileKey]string{}, cutPaths: map[sensor.FileKey]bool{},
 		handles:    filehandle.New(maxHandles),
 		fileKeyBuf: make([]bpfpc.PagecacheFileKey, sensor.BatchSize),
@@ -192,7 +200,7 @@ func (s *Sensor) handle(raw []byte) {
 		delete(s.cutPaths, key)
 	}
 	p, resolved := s.mounts.resolve(ev.Dev, fsPath)
-	if resolved && !truncated && sensor.SeenKind(ev.Kind) == sensor.SeenCreated {
+	if resolved && !truncated && (sensor.SeenKind(ev.Kind) == sensor.SeenCreated || bornSince(p, s.loaded)) {
 		s.handles.Take(filehandle.Key{Dev: key.Dev, Ino: key.Ino}, p, p)
 	}
 	s.mu.Unlock()
