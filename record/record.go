@@ -267,6 +267,9 @@ type Process struct {
 	PID  int32    `json:"pid"`
 	PPID int32    `json:"ppid"`
 	Comm string   `json:"comm"`
+	// Exe and Args hold exact bytes, which need not be UTF-8: JSON
+	// carries them in exe_b64 and args_b64 (every argument) then
+	// (Process.MarshalJSON).
 	Exe  string   `json:"exe,omitempty"`
 	Args []string `json:"args,omitempty"`
 	// ArgsCut is set when argv was longer than coldtrace could copy at
