@@ -264,9 +264,9 @@ type Inserter struct {
 
 // Process is one traced process (thread group).
 type Process struct {
-	PID  int32    `json:"pid"`
-	PPID int32    `json:"ppid"`
-	Comm string   `json:"comm"`
+	PID  int32  `json:"pid"`
+	PPID int32  `json:"ppid"`
+	Comm string `json:"comm"`
 	// Exe and Args hold exact bytes, which need not be UTF-8: JSON
 	// carries them in exe_b64 and args_b64 (every argument) then
 	// (Process.MarshalJSON).
