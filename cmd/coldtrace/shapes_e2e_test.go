@@ -39,6 +39,8 @@ type shapeCase struct {
 	Receiver    string `json:"receiver"`
 	Temp        string `json:"temp"`
 	Exit        string `json:"exit"`
+	FS          string `json:"fs"`
+	Cleanup     []byte `json:"cleanup"`
 	Seed        uint64 `json:"seed"`
 	Home        []byte `json:"home"`
 	Path        []byte `json:"path"`
@@ -81,7 +83,7 @@ func (o shapeOracle) check(t *testing.T, name string, ok bool, format string, ar
 func (c shapeCase) dims() []string {
 	out := []string{"job=" + c.Job, c.Job + ".name=" + c.Name}
 	for _, kv := range [][2]string{{"read", c.Read}, {"reader", c.Reader}, {"writer", c.Writer}, {"receiver", c.Receiver},
-		{"temp", c.Temp}, {"exit", c.Exit}} {
+		{"temp", c.Temp}, {"exit", c.Exit}, {"fs", c.FS}} {
 		if kv[1] != "" {
 			out = append(out, c.Job+"."+kv[0]+"="+kv[1])
 		}
@@ -233,6 +235,9 @@ func runShape(t *testing.T, env shapeEnv, seed uint64) shapeCase {
 		t.Fatalf("prepare printed %q: %v", out, err)
 	}
 	t.Logf("case: %s", strings.Join(c.dims(), " "))
+	if len(c.Cleanup) > 0 {
+		t.Cleanup(func() { os.RemoveAll(string(c.Cleanup)) })
+	}
 	defer func() {
 		if t.Failed() {
 			t.Logf("replay: sudo SHAPES_SEEDS=%d go test -count=1 -v -run '^TestShapes$' ./cmd/coldtrace", seed)
@@ -327,6 +332,15 @@ func checkShapeRead(t *testing.T, c shapeCase, o shapeOracle, r *record.Record) 
 		return
 	}
 	pages := pagesOf(c.Size)
+	if c.Read == "direct" {
+		// O_DIRECT bypasses the page cache: no page is accessed or
+		// missed, every byte is read from disk again on every run.
+		if f.NameCut || f.SizeBytes != c.Size || f.PagesMissed != 0 || f.DirectBytes < uint64(c.Size) || f.DirectBytes > pages*4096 {
+			t.Errorf("%q: cut %v, %d bytes, pages missed %d, direct bytes %d; want %d bytes, none missed, %d direct bytes (page-rounded)",
+				f.Path, f.NameCut, f.SizeBytes, f.PagesMissed, f.DirectBytes, c.Size, c.Size)
+		}
+		return
+	}
 	o.check(t, "pages_accessed", f.PagesAccessed == pages, "%q: %d pages accessed, want %d", f.Path, f.PagesAccessed, pages)
 	if f.NameCut || f.SizeBytes != c.Size || f.PagesAccessed < pages || f.PagesMissed-f.PagesReread != pages {
 		t.Errorf("%q: cut %v, %d bytes, pages accessed %d, missed %d (re-read %d); want %d bytes, %d pages accessed and missed",
@@ -367,6 +381,9 @@ func checkShapeDownload(t *testing.T, c shapeCase, o shapeOracle, r *record.Reco
 	if d.StartNS < 0 || d.EndNS > r.WallNS || d.EndNS <= d.StartNS || d.EndNS-d.StartNS > o.SpanNS {
 		t.Errorf("download span [%d, %d]: want inside the run [0, %d] and no longer than the job's %d ns", d.StartNS, d.EndNS,
 			r.WallNS, o.SpanNS)
+	}
+	if c.FS == "tmpfs" {
+		return // files[] holds the page-cache files: tmpfs fills none the events see
 	}
 	if f := fileNamed(t, r, final); f != nil && f.FirstPath != wantWritten {
 		t.Errorf("files[] gives %q the first name %q, want %q", final, f.FirstPath, wantWritten)
@@ -422,7 +439,7 @@ func checkCoverage(t *testing.T, env shapeEnv, covered map[string]bool) {
 	if err := json.Unmarshal(out, &dims); err != nil {
 		t.Fatal(err)
 	}
-	jobDims := map[string][]string{"read": {"read", "reader"}, "download": {"writer", "receiver", "temp", "exit"}, "compile": {"temp"}}
+	jobDims := map[string][]string{"read": {"read", "reader"}, "download": {"writer", "receiver", "temp", "exit", "fs"}, "compile": {"temp"}}
 	var missing []string
 	for _, job := range dims["job"] {
 		for _, dim := range append([]string{"name"}, jobDims[job]...) {

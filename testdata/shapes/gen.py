@@ -46,7 +46,7 @@ DIMS = {
     "job": ["read", "download", "compile"],
     "name": ["short", "len", "len255", "hex64", "nonutf8", "space", "newline", "deep"],
     # read: how the model file is read
-    "read": ["read", "pread", "readv", "mmap", "sendfile", "copy_file_range", "splice", "uring", "uring_async"],
+    "read": ["read", "pread", "readv", "mmap", "sendfile", "copy_file_range", "splice", "uring", "uring_async", "direct"],
     # read: who reads it
     "reader": ["main", "thread", "child"],
     # download: who receives and who writes
@@ -56,6 +56,9 @@ DIMS = {
     "temp": ["none", "samedir", "otherdir"],
     # download: the receiving thread ends before or after the writers
     "exit": ["after", "before"],
+    # download: the cache is on a disk or on tmpfs (/dev/shm), where
+    # writes fill no page cache the page-cache events see
+    "fs": ["disk", "tmpfs"],
 }
 
 
@@ -123,7 +126,7 @@ def choose(seed, pins):
     if case["writer"] != "pool":
         case["exit"] = "after"
     # a case names only the dimensions its job has
-    keep = {"read": ("read", "reader"), "download": ("writer", "receiver", "temp", "exit"), "compile": ("temp",)}
+    keep = {"read": ("read", "reader"), "download": ("writer", "receiver", "temp", "exit", "fs"), "compile": ("temp",)}
     for dim in DIMS:
         if dim not in ("job", "name") + keep[case["job"]]:
             del case[dim]
@@ -184,6 +187,13 @@ def prepare(seed, root, pins):
     stage = os.path.join(home, b".cache", b"shapes-stage")
     for d in (cache, stage):
         os.makedirs(d, exist_ok=True)
+    if case.get("fs") == "tmpfs":
+        # a cache on tmpfs: the run's own directory under /dev/shm
+        shm = os.path.join(b"/dev/shm", b"coldtrace-shapes-" + os.path.basename(root) + b"-%d" % os.getpid())
+        cache, stage = os.path.join(shm, b"shapes"), os.path.join(shm, b"shapes-stage")
+        for d in (cache, stage):
+            os.makedirs(d, exist_ok=True)
+        case["cleanup"] = b64(shm)
     name = shaped_name(rng, case["name"])
     final = os.path.join(shaped_dir(rng, cache, case["name"]), name)
     case["home"] = b64(home)
@@ -275,6 +285,17 @@ def read_file(how, path, scratch, uring):
                 n += k
             os.close(out)
             os.unlink(scratch)
+        elif how == "direct":
+            # O_DIRECT: the page cache is bypassed; the block layer sees it
+            os.close(fd)
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+            buf = mmap.mmap(-1, MIB)  # page-aligned, as O_DIRECT needs
+            while True:
+                k = os.preadv(fd, [buf], n)
+                if k <= 0:
+                    break
+                n += k
+            buf.close()
         elif how == "splice":
             r, w = os.pipe()
             with open(os.devnull, "wb") as null:
@@ -493,7 +514,7 @@ def run(case_path, addr):
 def cover(upto):
     """Seeds below upto, chosen greedily, that give every dimension of
     every job every value: the fixed list the e2e tests trace."""
-    jobdims = {"read": ("read", "reader"), "download": ("writer", "receiver", "temp", "exit"), "compile": ("temp",)}
+    jobdims = {"read": ("read", "reader"), "download": ("writer", "receiver", "temp", "exit", "fs"), "compile": ("temp",)}
     want = {(j, d, v) for j in DIMS["job"] for d in ("name",) + jobdims[j] for v in DIMS[d]}
     has = {}
     for seed in range(upto):
