@@ -27,7 +27,7 @@ const maxPolledFiles = 256
 
 // polledFile is one tmpfs file's size, poll by poll.
 type polledFile struct {
-	fd     int // O_PATH: fstat works after a close or a rename
+	fd     int   // O_PATH: fstat works after a close or a rename
 	size   int64 // bytes allocated (st_blocks × 512)
 	points []point
 	lastNS int64 // when it last grew (ns from the run's start)
