@@ -40,6 +40,8 @@ type shapeCase struct {
 	Temp        string `json:"temp"`
 	Exit        string `json:"exit"`
 	FS          string `json:"fs"`
+	Mount       string `json:"mount"`
+	View        []byte `json:"view"`
 	Cleanup     []byte `json:"cleanup"`
 	Seed        uint64 `json:"seed"`
 	Home        []byte `json:"home"`
@@ -83,7 +85,7 @@ func (o shapeOracle) check(t *testing.T, name string, ok bool, format string, ar
 func (c shapeCase) dims() []string {
 	out := []string{"job=" + c.Job, c.Job + ".name=" + c.Name}
 	for _, kv := range [][2]string{{"read", c.Read}, {"reader", c.Reader}, {"writer", c.Writer}, {"receiver", c.Receiver},
-		{"temp", c.Temp}, {"exit", c.Exit}, {"fs", c.FS}} {
+		{"temp", c.Temp}, {"exit", c.Exit}, {"fs", c.FS}, {"mount", c.Mount}} {
 		if kv[1] != "" {
 			out = append(out, c.Job+"."+kv[0]+"="+kv[1])
 		}
@@ -327,7 +329,12 @@ func checkShapeRead(t *testing.T, c shapeCase, o shapeOracle, r *record.Record) 
 	if o.ReadBytes != c.Size {
 		t.Fatalf("the job read %d bytes of %d", o.ReadBytes, c.Size)
 	}
-	f := fileNamed(t, r, string(c.Path))
+	var f *record.File
+	if c.Mount == "bind" {
+		f = checkBindName(t, o, r, string(c.View), string(c.Path))
+	} else {
+		f = fileNamed(t, r, string(c.Path))
+	}
 	if f == nil {
 		return
 	}
@@ -439,7 +446,7 @@ func checkCoverage(t *testing.T, env shapeEnv, covered map[string]bool) {
 	if err := json.Unmarshal(out, &dims); err != nil {
 		t.Fatal(err)
 	}
-	jobDims := map[string][]string{"read": {"read", "reader"}, "download": {"writer", "receiver", "temp", "exit", "fs"}, "compile": {"temp"}}
+	jobDims := map[string][]string{"read": {"read", "reader", "mount"}, "download": {"writer", "receiver", "temp", "exit", "fs"}, "compile": {"temp"}}
 	var missing []string
 	for _, job := range dims["job"] {
 		for _, dim := range append([]string{"name"}, jobDims[job]...) {
@@ -453,4 +460,28 @@ func checkCoverage(t *testing.T, env shapeEnv, covered map[string]bool) {
 	if len(missing) > 0 {
 		t.Errorf("the fixed seeds leave out %s", strings.Join(missing, " "))
 	}
+}
+
+// checkBindName is the record's entry for the file read at view through
+// a bind mount of host's directory: named as the process saw it, and as
+// the host sees it beside that; named at least as the host sees it.
+func checkBindName(t *testing.T, o shapeOracle, r *record.Record, view, host string) *record.File {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(host, &st); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range r.Files {
+		if f.Ino != st.Ino {
+			continue
+		}
+		o.check(t, "bind_view_name", f.Path == view && f.HostPath == host, "files[] names %q %q (host %q), want %q (host %q)",
+			host, f.Path, f.HostPath, view, host)
+		if f.Path != host && f.HostPath != host {
+			t.Errorf("files[] names %q %q (host %q): neither is the host's name", host, f.Path, f.HostPath)
+		}
+		return &r.Files[i]
+	}
+	t.Errorf("files[] lacks %q (read as %q)", host, view)
+	return nil
 }

@@ -59,6 +59,9 @@ DIMS = {
     # download: the cache is on a disk or on tmpfs (/dev/shm), where
     # writes fill no page cache the page-cache events see
     "fs": ["disk", "tmpfs"],
+    # read: the file is read where it is, or by a child in its own mount
+    # namespace through a bind mount of its directory
+    "mount": ["none", "bind"],
 }
 
 
@@ -126,7 +129,9 @@ def choose(seed, pins):
     if case["writer"] != "pool":
         case["exit"] = "after"
     # a case names only the dimensions its job has
-    keep = {"read": ("read", "reader"), "download": ("writer", "receiver", "temp", "exit", "fs"), "compile": ("temp",)}
+    if case["mount"] == "bind":
+        case["reader"] = "child"  # unshare(CLONE_NEWNS) needs a process of one thread
+    keep = {"read": ("read", "reader", "mount"), "download": ("writer", "receiver", "temp", "exit", "fs"), "compile": ("temp",)}
     for dim in DIMS:
         if dim not in ("job", "name") + keep[case["job"]]:
             del case[dim]
@@ -202,6 +207,10 @@ def prepare(seed, root, pins):
         case["size"] = size
         case["path"] = b64(final)
         write_evicted(final, size, b"model!%d " % seed)
+        if case["mount"] == "bind":
+            view = os.path.join(root, b"view")
+            os.makedirs(view, exist_ok=True)
+            case["view"] = b64(os.path.join(view, name))
         case["scratch"] = b64(os.path.join(root, b"scratch.out"))
     else:
         if case["temp"] == "none":
@@ -349,18 +358,48 @@ def in_worker(who, fn):
     return int(got)
 
 
+CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x00020000, 4096, 16384, 1 << 18
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+
+
+def bind_view(case):
+    """In this (single-threaded) process: a mount namespace of its own in
+    which the model's directory is bind-mounted on the view's; returns
+    the model's path as seen there."""
+    src, view = unb64(case["path"]), unb64(case["view"])
+    if libc.unshare(CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
+    if libc.mount(os.path.dirname(src), os.path.dirname(view), None, MS_BIND, None) != 0:
+        raise OSError(ctypes.get_errno(), "mount --bind")
+    return view
+
+
 def do_read(case):
     path = unb64(case["path"])
     uring = os.environ.get("SHAPES_URING", "")
+    if case["mount"] == "bind":
+        n = in_worker("child", lambda: read_file(case["read"], bind_view(case), unb64(case["scratch"]), uring))
+        why = {
+            "bind_view_name": "the reading child is the only process of its mount namespace and exits "
+            "milliseconds after its reads: the page-cache sensor's reader resolves the namespace's mounts "
+            "after that, from /proc/PID/mountinfo, which is gone, so the file is named as the host sees it "
+            "(a reader whose namespace outlives it, as a container's, is named as it saw it)",
+        }
+        return {"read_bytes": n, "expected_fail": why | (MMAP_FAIL if case["read"] == "mmap" else {})}
     n = in_worker(case["reader"], lambda: read_file(case["read"], path, unb64(case["scratch"]), uring))
     out = {"read_bytes": n}
     if case["read"] == "mmap":
-        out["expected_fail"] = {
-            "pages_accessed": "a page fault and the fault-around that maps the pages beside it are counted "
-            "apart, so pages mapped both ways count twice: pages_accessed exceeds the pages read "
-            "(by 1-8% here) while pages_missed is exact",
-        }
+        out["expected_fail"] = MMAP_FAIL
     return out
+
+
+MMAP_FAIL = {
+    "pages_accessed": "a page fault and the fault-around that maps the pages beside it are counted "
+    "apart, so pages mapped both ways count twice: pages_accessed exceeds the pages read "
+    "(by 1-8% here) while pages_missed is exact",
+}
 
 
 # ---- download -------------------------------------------------------------
@@ -514,7 +553,7 @@ def run(case_path, addr):
 def cover(upto):
     """Seeds below upto, chosen greedily, that give every dimension of
     every job every value: the fixed list the e2e tests trace."""
-    jobdims = {"read": ("read", "reader"), "download": ("writer", "receiver", "temp", "exit", "fs"), "compile": ("temp",)}
+    jobdims = {"read": ("read", "reader", "mount"), "download": ("writer", "receiver", "temp", "exit", "fs"), "compile": ("temp",)}
     want = {(j, d, v) for j in DIMS["job"] for d in ("name",) + jobdims[j] for v in DIMS[d]}
     has = {}
     for seed in range(upto):

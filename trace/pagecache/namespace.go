@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // nsPaths resolves paths in the mount namespace of the process that
@@ -16,7 +17,14 @@ import (
 type nsPaths struct {
 	self   string
 	tables map[string]mountTable
+	// read is when each namespace's table was read: a namespace's mounts
+	// change after its first process was seen (unshare -m, then mount
+	// --bind), so a path that resolves in none of them has the table
+	// read again, at most every rereadAfter.
+	read map[string]time.Time
 }
+
+const rereadAfter = 20 * time.Millisecond
 
 func mountNS(pid string) string {
 	ns, err := os.Readlink("/proc/" + pid + "/ns/mnt")
@@ -43,16 +51,33 @@ func (n *nsPaths) resolve(pid int32, dev uint32, ino uint64, fsPath string) (str
 	}
 	mt, ok := n.tables[ns]
 	if !ok {
-		var err error
-		if mt, err = readMountTable("/proc/" + p + "/mountinfo"); err != nil {
-			mt = nil
-		}
-		n.tables[ns] = mt
+		mt = n.readTable(ns, p)
 	}
-	if mt == nil {
+	if mt != nil {
+		if got, ok := mt.resolveIn(p, dev, ino, fsPath); ok {
+			return got, true
+		}
+	}
+	if time.Since(n.read[ns]) < rereadAfter {
+		return "", false
+	}
+	if mt = n.readTable(ns, p); mt == nil {
 		return "", false
 	}
 	return mt.resolveIn(p, dev, ino, fsPath)
+}
+
+// readTable reads the mount table of namespace ns through process p.
+func (n *nsPaths) readTable(ns, p string) mountTable {
+	if n.read == nil {
+		n.read = map[string]time.Time{}
+	}
+	mt, err := readMountTable("/proc/" + p + "/mountinfo")
+	if err != nil {
+		mt = nil
+	}
+	n.tables[ns], n.read[ns] = mt, time.Now()
+	return mt
 }
 
 // resolveIn picks, among the mounts of the namespace of process pid that

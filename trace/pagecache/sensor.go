@@ -110,6 +110,10 @@ type Sensor struct {
 
 	// ns resolves paths in other mount namespaces.
 	ns nsPaths
+	// nsSeen is the path of a file as the process that first touched it
+	// saw it, resolved when its path arrived: a child in its own mount
+	// namespace (a bind mount) is often gone by the end of the run.
+	nsSeen map[sensor.FileKey]string
 	// handles follow the files the run created across renames
 	// (finalnames.go).
 	handles *filehandle.Store
@@ -155,7 +159,7 @@ func Load(opts Options) (*Sensor, error) {
 
 func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
 	return &Sensor{p: p, opts: opts, mounts: mounts, loaded: time.Now(),
-		files: map[sensor.FileKey]*fileAcc{}, fsPaths: map[sensor.FileKey]string{}, cutPaths: map[sensor.FileKey]bool{},
+		files: map[sensor.FileKey]*fileAcc{}, fsPaths: map[sensor.FileKey]string{}, nsSeen: map[sensor.FileKey]string{}, cutPaths: map[sensor.FileKey]bool{},
 		handles:    filehandle.New(maxHandles),
 		fileKeyBuf: make([]bpfpc.PagecacheFileKey, sensor.BatchSize),
 		fileBuf:    make([]bpfpc.PagecacheFileStats, sensor.BatchSize)}
@@ -198,6 +202,9 @@ func (s *Sensor) handle(raw []byte) {
 		s.cutPaths[key] = true
 	} else {
 		delete(s.cutPaths, key)
+	}
+	if nsp, ok := s.ns.resolve(int32(ev.Tgid), ev.Dev, ev.Ino, fsPath); ok && !truncated {
+		s.nsSeen[key] = nsp
 	}
 	p, resolved := s.mounts.resolve(ev.Dev, fsPath)
 	if resolved && !truncated && (sensor.SeenKind(ev.Kind) == sensor.SeenCreated || bornSince(p, s.loaded)) {
@@ -318,7 +325,11 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 		// may still give the whole name.
 		rf.NameCut = s.cutPaths[f.key] && !strings.HasPrefix(rf.Path, "/")
 		if fsPath, ok := s.fsPaths[f.key]; ok {
-			if p, ok := s.ns.resolve(f.lastP, f.key.Dev, f.key.Ino, fsPath); ok && p != rf.Path {
+			p, ok := s.ns.resolve(f.lastP, f.key.Dev, f.key.Ino, fsPath)
+			if !ok {
+				p, ok = s.nsSeen[f.key]
+			}
+			if ok && p != rf.Path {
 				// The path the process used; the host's beside it.
 				rf.Path, rf.HostPath = p, rf.Path
 			}
