@@ -60,8 +60,10 @@ DIMS = {
     # writes fill no page cache the page-cache events see
     "fs": ["disk", "tmpfs"],
     # read: the file is read where it is, or by a child in its own mount
-    # namespace through a bind mount of its directory
-    "mount": ["none", "bind"],
+    # namespace through a bind mount of its directory; with bindlive, by
+    # a grandchild, while the child that made the namespace stays on (a
+    # container's init and a worker)
+    "mount": ["none", "bind", "bindlive"],
 }
 
 
@@ -129,7 +131,7 @@ def choose(seed, pins):
     if case["writer"] != "pool":
         case["exit"] = "after"
     # a case names only the dimensions its job has
-    if case["mount"] == "bind":
+    if case["mount"] != "none":
         case["reader"] = "child"  # unshare(CLONE_NEWNS) needs a process of one thread
     keep = {"read": ("read", "reader", "mount"), "download": ("writer", "receiver", "temp", "exit", "fs"), "compile": ("temp",)}
     for dim in DIMS:
@@ -207,7 +209,7 @@ def prepare(seed, root, pins):
         case["size"] = size
         case["path"] = b64(final)
         write_evicted(final, size, b"model!%d " % seed)
-        if case["mount"] == "bind":
+        if case["mount"] != "none":
             view = os.path.join(root, b"view")
             os.makedirs(view, exist_ok=True)
             case["view"] = b64(os.path.join(view, name))
@@ -379,6 +381,15 @@ def bind_view(case):
 def do_read(case):
     path = unb64(case["path"])
     uring = os.environ.get("SHAPES_URING", "")
+    if case["mount"] == "bindlive":
+        def container():
+            view = bind_view(case)
+            n = in_worker("child", lambda: read_file(case["read"], view, unb64(case["scratch"]), uring))
+            time.sleep(0.3)  # the namespace outlives the reader
+            return n
+
+        n = in_worker("child", container)
+        return {"read_bytes": n} | ({"expected_fail": MMAP_FAIL} if case["read"] == "mmap" else {})
     if case["mount"] == "bind":
         n = in_worker("child", lambda: read_file(case["read"], bind_view(case), unb64(case["scratch"]), uring))
         why = {
