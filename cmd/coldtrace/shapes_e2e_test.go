@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -276,6 +277,9 @@ func runShape(t *testing.T, env shapeEnv, seed uint64) shapeCase {
 	switch c.Job {
 	case "read":
 		checkShapeRead(t, c, o, r)
+		if c.Mount != "none" && c.Read != "direct" { // O_DIRECT reads no page status could know
+			checkStatusFromHost(t, rec, string(c.Path))
+		}
 	case "download":
 		checkShapeDownload(t, c, o, r, env.addr)
 	case "compile":
@@ -484,4 +488,31 @@ func checkBindName(t *testing.T, o shapeOracle, r *record.Record, view, host str
 	}
 	t.Errorf("files[] lacks %q (read as %q)", host, view)
 	return nil
+}
+
+// checkStatusFromHost: status --from the record, run on the host, finds
+// the file the run read through a bind mount by the host's name, with
+// every page known.
+func checkStatusFromHost(t *testing.T, rec, host string) {
+	t.Helper()
+	code, out, stderr := coldtrace(t, nil, "status", "--json", "--from", rec)
+	if code != 0 {
+		t.Fatalf("status --from: exit %d\n%s", code, stderr)
+	}
+	noMissingFiles(t, "status --from", stderr)
+	var doc statusJSON
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	for _, f := range doc.Files {
+		if f.Path == host {
+			if !f.Known || f.Pages == 0 {
+				t.Errorf("status --from: %q known %v, %d pages", host, f.Known, f.Pages)
+			}
+			return
+		}
+	}
+	if utf8.ValidString(host) {
+		t.Errorf("status --from does not list %q", host)
+	}
 }
