@@ -539,11 +539,7 @@ def do_compile(case):
     return {
         "object_bytes": os.stat(final).st_size,
         # What coldtrace is known to get wrong on this shape, by check.
-        "expected_fail": expected | {
-            "object_not_missed": "as(1) writes the object out of order, seeking past the end, and reads "
-            "the pages between back before writing them: those pages of holes enter the page cache "
-            "through a read and count as missed and read from disk, though no disk I/O happens",
-        },
+        "expected_fail": expected,
     }
 
 

@@ -46,13 +46,14 @@ func (s *Sensor) followRename(key sensor.FileKey, rf *record.File) {
 }
 
 // bornSince says whether the file at path was born (statx's btime) at or
-// after t; false where the filesystem keeps no birth time.
-func bornSince(path string, t time.Time) bool {
+// after t; ok is false when that cannot be told (no such file, or a
+// filesystem that keeps no birth time).
+func bornSince(path string, t time.Time) (born, ok bool) {
 	var st unix.Statx_t
 	if unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &st) != nil || st.Mask&unix.STATX_BTIME == 0 {
-		return false
+		return false, false
 	}
-	return !time.Unix(st.Btime.Sec, int64(st.Btime.Nsec)).Before(t)
+	return !time.Unix(st.Btime.Sec, int64(st.Btime.Nsec)).Before(t), true
 }
 
 // maxScanDirs bounds the directories read to find renamed files without a
