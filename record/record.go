@@ -181,7 +181,9 @@ type File struct {
 	// during the run, by anyone (kswapd, DAMON, fadvise).
 	PagesEvicted uint64 `json:"pages_evicted"`
 	// PagesCreated counts pages the command's writes added to the page
-	// cache: new data, not read from disk, so not misses.
+	// cache: new data, not read from disk, so not misses. For a file the
+	// run created, the holes it read (zero-filled pages never written)
+	// count here too.
 	PagesCreated  uint64 `json:"pages_created,omitempty"`
 	BytesFromDisk uint64 `json:"bytes_from_disk"`
 	// IOWaitNS is thread-time blocked on block I/O while reading this file.
