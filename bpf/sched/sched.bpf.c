@@ -57,6 +57,16 @@ struct task_event {
 };
 
 BTF_ANCHOR(struct task_event, task_event);
+
+/* Events without argv (fork, exit, untrack) are sent without its buffer. */
+#define TASK_EVENT_HEAD offsetof(struct task_event, args)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct task_event);
+} exec_scratch SEC(".maps");
 BTF_ANCHOR(enum task_event_kind, task_event_kind);
 BTF_ANCHOR(enum secure_exec_reason, secure_exec_reason);
 
@@ -332,7 +342,7 @@ static __always_inline void track(struct tstate *ps, struct task_struct *child, 
 		return;
 	}
 	if (ctgid != ptgid || ctid == ctgid) {
-		struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+		struct task_event *ev = bpf_ringbuf_reserve(&events, TASK_EVENT_HEAD, 0);
 		if (!ev) {
 			count_lost(LOST_RINGBUF);
 			return;
@@ -447,7 +457,7 @@ static __always_inline void untrack(struct task_struct *p, struct tstate *s, str
 		t->flags = (t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT | TF_OUT_URING)) | TF_EXITED | TF_DEAD;
 	}
 	bpf_task_storage_delete(&task_states, p);
-	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	struct task_event *ev = bpf_ringbuf_reserve(&events, TASK_EVENT_HEAD, 0);
 	if (!ev) {
 		count_lost(LOST_RINGBUF);
 		return;
@@ -483,11 +493,12 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	else
 		s->flags &= ~TF_PYTHON;
 	__u32 tid = BPF_CORE_READ(p, pid);
-	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-	if (!ev) {
-		count_lost(LOST_RINGBUF);
+	/* Built in a per-CPU scratch and sent at the size argv needs: a
+	 * burst of execs would fill the ring with unused argv buffers. */
+	__u32 zero = 0;
+	struct task_event *ev = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!ev)
 		return 0;
-	}
 	ev->kind = EV_EXEC;
 	ev->pid = BPF_CORE_READ(p, tgid);
 	ev->tid = tid;
@@ -507,7 +518,11 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	ev->args_len = 0;
 	if (len && bpf_probe_read_user(ev->args, len, (void *)start) == 0)
 		ev->args_len = len;
-	bpf_ringbuf_submit(ev, ring_wakeup(&events));
+	__u64 size = TASK_EVENT_HEAD + ev->args_len;
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+	if (bpf_ringbuf_output(&events, ev, size, ring_wakeup(&events)))
+		count_lost(LOST_RINGBUF);
 	return 0;
 }
 
@@ -522,7 +537,7 @@ int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 	t->flags |= TF_EXITED;
 	if (!group_dead)
 		return 0;
-	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	struct task_event *ev = bpf_ringbuf_reserve(&events, TASK_EVENT_HEAD, 0);
 	if (!ev) {
 		count_lost(LOST_RINGBUF);
 		return 0;

@@ -161,6 +161,7 @@ type SchedTstate struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	SchedMapEvents                    = "events"
+	SchedMapExecScratch               = "exec_scratch"
 	SchedMapFiles                     = "files"
 	SchedMapFreeSlots                 = "free_slots"
 	SchedMapLost                      = "lost"
@@ -235,14 +236,15 @@ type SchedProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedMapSpecs struct {
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	Files      *ebpf.MapSpec `ebpf:"files"`
-	FreeSlots  *ebpf.MapSpec `ebpf:"free_slots"`
-	Lost       *ebpf.MapSpec `ebpf:"lost"`
-	NextSlot   *ebpf.MapSpec `ebpf:"next_slot"`
-	RunPages   *ebpf.MapSpec `ebpf:"run_pages"`
-	TaskStates *ebpf.MapSpec `ebpf:"task_states"`
-	Threads    *ebpf.MapSpec `ebpf:"threads"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	ExecScratch *ebpf.MapSpec `ebpf:"exec_scratch"`
+	Files       *ebpf.MapSpec `ebpf:"files"`
+	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
+	Lost        *ebpf.MapSpec `ebpf:"lost"`
+	NextSlot    *ebpf.MapSpec `ebpf:"next_slot"`
+	RunPages    *ebpf.MapSpec `ebpf:"run_pages"`
+	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
+	Threads     *ebpf.MapSpec `ebpf:"threads"`
 }
 
 // SchedVariableSpecs contains global variables before they are loaded into the kernel.
@@ -278,19 +280,21 @@ func (o *SchedObjects) Close() error {
 //
 // It can be passed to LoadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedMaps struct {
-	Events     *ebpf.Map `ebpf:"events"`
-	Files      *ebpf.Map `ebpf:"files"`
-	FreeSlots  *ebpf.Map `ebpf:"free_slots"`
-	Lost       *ebpf.Map `ebpf:"lost"`
-	NextSlot   *ebpf.Map `ebpf:"next_slot"`
-	RunPages   *ebpf.Map `ebpf:"run_pages"`
-	TaskStates *ebpf.Map `ebpf:"task_states"`
-	Threads    *ebpf.Map `ebpf:"threads"`
+	Events      *ebpf.Map `ebpf:"events"`
+	ExecScratch *ebpf.Map `ebpf:"exec_scratch"`
+	Files       *ebpf.Map `ebpf:"files"`
+	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
+	Lost        *ebpf.Map `ebpf:"lost"`
+	NextSlot    *ebpf.Map `ebpf:"next_slot"`
+	RunPages    *ebpf.Map `ebpf:"run_pages"`
+	TaskStates  *ebpf.Map `ebpf:"task_states"`
+	Threads     *ebpf.Map `ebpf:"threads"`
 }
 
 func (m *SchedMaps) Close() error {
 	return _SchedClose(
 		m.Events,
+		m.ExecScratch,
 		m.Files,
 		m.FreeSlots,
 		m.Lost,

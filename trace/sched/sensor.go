@@ -183,7 +183,8 @@ func (s *Sensor) Begin(startMono uint64) {
 }
 
 func (s *Sensor) handle(raw []byte) {
-	ev, ok := sensor.Decode[bpfsched.SchedTaskEvent](raw, unsafe.Sizeof(bpfsched.SchedTaskEvent{}))
+	// Events without argv come without its buffer (TASK_EVENT_HEAD).
+	ev, ok := sensor.Decode[bpfsched.SchedTaskEvent](raw, unsafe.Offsetof(bpfsched.SchedTaskEvent{}.Args))
 	if !ok {
 		return
 	}
