@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -34,7 +35,7 @@ func (s *Sensor) followRename(key sensor.FileKey, rf *record.File) {
 		// No handle: the name was gone before it could be taken (a
 		// compiler's output renamed by its parent within milliseconds).
 		// Look for the inode in the directories the run's files are in.
-		path, err = s.scannedName(key), nil
+		path, err = s.scannedName(key, rf.Path), nil
 	}
 	if err != nil || gone || path == "" || path == rf.Path {
 		return
@@ -60,25 +61,53 @@ func bornSince(path string, t time.Time) (born, ok bool) {
 // handle.
 const maxScanDirs = 4096
 
-// scannedName is where a file of the run is now, found by its inode among
-// the entries of the directories the run's files were seen in (read
-// once, on the first file that needs it), or "".
-func (s *Sensor) scannedName(key sensor.FileKey) string {
+// maxSiblingDirs bounds the directories beside a renamed file's first
+// one that are read for it.
+const maxSiblingDirs = 64
+
+// scannedName is where a file of the run, first named first, is now,
+// found by its inode among the entries of the directories the run's files
+// were seen in (read once, on the first file that needs it), else among
+// those of the directories beside its first one (a staging directory
+// renamed from into the cache beside it: ".cache/x-stage" into
+// ".cache/x"), or "".
+func (s *Sensor) scannedName(key sensor.FileKey, first string) string {
 	if s.byIno == nil {
 		s.byIno = map[uint64][]string{}
-		dirs := map[string]bool{}
+		s.scanned = map[string]bool{}
 		for _, f := range s.fileOrder {
-			if len(dirs) >= maxScanDirs {
+			if len(s.scanned) >= maxScanDirs {
 				break
 			}
-			if p := s.pathOf(f); filepath.IsAbs(p) {
-				dirs[filepath.Dir(p)] = true
+			if p := s.pathOf(f); filepath.IsAbs(p) && !s.scanned[filepath.Dir(p)] {
+				s.scanned[filepath.Dir(p)] = true
+				scanDir(filepath.Dir(p), s.byIno)
 			}
 		}
-		for d := range dirs {
-			scanDir(d, s.byIno)
-		}
 	}
+	if p := s.inoAt(key); p != "" || !filepath.IsAbs(first) {
+		return p
+	}
+	parent := filepath.Dir(filepath.Dir(first))
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return ""
+	}
+	read := 0
+	for _, e := range entries {
+		d := filepath.Join(parent, e.Name())
+		if !e.IsDir() || s.scanned[d] || read >= maxSiblingDirs {
+			continue
+		}
+		s.scanned[d] = true
+		read++
+		scanDir(d, s.byIno)
+	}
+	return s.inoAt(key)
+}
+
+// inoAt is the path among those scanned that is file key now, or "".
+func (s *Sensor) inoAt(key sensor.FileKey) string {
 	for _, p := range s.byIno[key.Ino] {
 		var st syscall.Stat_t
 		if syscall.Lstat(p, &st) == nil && filehandle.KeyOf(&st) == (filehandle.Key{Dev: key.Dev, Ino: key.Ino}) {

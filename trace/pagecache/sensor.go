@@ -131,7 +131,8 @@ type Sensor struct {
 	born map[sensor.FileKey]bool
 	// byIno is the run's directories' files by inode, read once at the
 	// end when a renamed file had no handle (scannedName).
-	byIno map[uint64][]string
+	byIno   map[uint64][]string
+	scanned map[string]bool
 
 	fileKeyBuf []bpfpc.PagecacheFileKey
 	fileBuf    []bpfpc.PagecacheFileStats
