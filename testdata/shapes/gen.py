@@ -385,7 +385,7 @@ def do_read(case):
         def container():
             view = bind_view(case)
             n = in_worker("child", lambda: read_file(case["read"], view, unb64(case["scratch"]), uring))
-            time.sleep(0.3)  # the namespace outlives the reader
+            time.sleep(1)  # the namespace outlives the reader (by more than a loaded poll)
             return n
 
         n = in_worker("child", container)
