@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/coldtrace
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: build test test-unit test-kernel test-e2e schemas lint fuzz demo generate vmlinux check-generated bench bench-smoke clean
+.PHONY: build test test-unit test-kernel test-e2e shapes schemas lint fuzz demo generate vmlinux check-generated bench bench-smoke clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/coldtrace
@@ -57,6 +57,14 @@ test-kernel:
 test-e2e:
 	@[ "$$(id -u)" = 0 ] || echo "test-e2e: not root, the traced tests skip" >&2
 	$(GO) test -count=1 -p 1 -timeout 20m $(E2E_PKGS)
+
+# The shape generator's random sweep (testdata/shapes/gen.py), as root:
+# N seeds from SEED (random when unset; the test log says which). test-e2e
+# traces its fixed list; a failing seed prints the command that replays it.
+N ?= 500
+SEED ?=
+shapes:
+	SHAPES_N=$(N) SHAPES_SEED=$(SEED) $(GO) test -count=1 -timeout 120m -run '^TestShapes$$' ./cmd/coldtrace
 
 # Rewrite docs/schemas from the Go types of the JSON documents; each
 # package's TestJSONSchema holds the committed files to those types.

@@ -17,7 +17,8 @@ type Download struct {
 	// its name at the end of the run when it was renamed, in any
 	// directory (a Hugging Face blob's ".incomplete" temp name, torch.hub's
 	// temporary file). Empty when the data stayed in memory or no
-	// destination was seen.
+	// destination was seen. Its exact bytes, which need not be UTF-8, are
+	// in path_b64 then (Download.MarshalJSON), as a file's.
 	Path string `json:"path"`
 	// Name is what the destination is known by: for a Hugging Face hub
 	// blob, the snapshot entry that links to it ("model.safetensors");

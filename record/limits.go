@@ -307,8 +307,12 @@ func (s *limitScanner) plain(typ reflect.Type) reflect.Type {
 	}
 	u, ok := s.unmarshalers[typ]
 	if !ok {
+		// A type whose decoder only adds the bytes of its names (the
+		// _b64 keys) decodes its own fields as a plain struct would: the
+		// scanner follows them.
 		ptr := reflect.PointerTo(typ)
-		u = ptr.Implements(reflect.TypeFor[json.Unmarshaler]()) || typ.Implements(reflect.TypeFor[json.Unmarshaler]())
+		u = (ptr.Implements(reflect.TypeFor[json.Unmarshaler]()) || typ.Implements(reflect.TypeFor[json.Unmarshaler]())) &&
+			!typ.Implements(reflect.TypeFor[byteExactNames]())
 		s.unmarshalers[typ] = u
 	}
 	if u {

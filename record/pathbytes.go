@@ -18,6 +18,16 @@ import (
 // "host_path_b64", "first_path" and "first_path_b64", and for a kernel
 // cache's "root" and "root_b64".
 
+// byteExactNames marks the types whose JSON decoders only add the bytes
+// of their names to what encoding/json decodes of their fields.
+type byteExactNames interface{ byteExactNames() }
+
+func (File) byteExactNames()         {}
+func (Cache) byteExactNames()        {}
+func (Download) byteExactNames()     {}
+func (DownloadFile) byteExactNames() {}
+func (Process) byteExactNames()      {}
+
 // fileFields is File without its methods, so that encoding/json encodes
 // its fields as it would File's.
 type fileFields File
@@ -118,4 +128,149 @@ func (c *Cache) UnmarshalJSON(b []byte) error {
 	}
 	*c = Cache(w.cacheFields)
 	return nil
+}
+
+// The names a download and a process carry are bytes too: a download's
+// destination ("path_b64", and a file's "written_path_b64"), a process's
+// executable ("exe_b64") and argv ("args_b64": every argument's base64,
+// in order, when any one is not UTF-8). Readers that know only the text
+// fields read them as before, with U+FFFD for the bytes that are not.
+
+// downloadFileFields is DownloadFile without its methods.
+type downloadFileFields DownloadFile
+
+type downloadFileJSON struct {
+	downloadFileFields
+	PathB64        string `json:"path_b64,omitempty"`
+	WrittenPathB64 string `json:"written_path_b64,omitempty"`
+}
+
+// MarshalJSON writes f with its names byte-exact.
+func (f DownloadFile) MarshalJSON() ([]byte, error) {
+	w := downloadFileJSON{downloadFileFields: downloadFileFields(f)}
+	w.Path, w.PathB64 = nameJSON(f.Path)
+	w.WrittenPath, w.WrittenPathB64 = nameJSON(f.WrittenPath)
+	return json.Marshal(&w)
+}
+
+// UnmarshalJSON reads a DownloadFile written by MarshalJSON or by a
+// version that wrote the text fields alone.
+func (f *DownloadFile) UnmarshalJSON(b []byte) error {
+	var w downloadFileJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var err error
+	if w.Path, err = nameFromJSON(w.Path, w.PathB64); err != nil {
+		return fmt.Errorf("download file %d: path_b64: %w", w.Ino, err)
+	}
+	if w.WrittenPath, err = nameFromJSON(w.WrittenPath, w.WrittenPathB64); err != nil {
+		return fmt.Errorf("download file %d: written_path_b64: %w", w.Ino, err)
+	}
+	*f = DownloadFile(w.downloadFileFields)
+	return nil
+}
+
+// downloadFields is Download without its methods.
+type downloadFields Download
+
+type downloadJSON struct {
+	downloadFields
+	PathB64 string `json:"path_b64,omitempty"`
+	NameB64 string `json:"name_b64,omitempty"`
+}
+
+// MarshalJSON writes d with its destination byte-exact.
+func (d Download) MarshalJSON() ([]byte, error) {
+	w := downloadJSON{downloadFields: downloadFields(d)}
+	w.Path, w.PathB64 = nameJSON(d.Path)
+	w.Name, w.NameB64 = nameJSON(d.Name)
+	return json.Marshal(&w)
+}
+
+// UnmarshalJSON reads a Download written by MarshalJSON or by a version
+// that wrote "path" alone.
+func (d *Download) UnmarshalJSON(b []byte) error {
+	var w downloadJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var err error
+	if w.Path, err = nameFromJSON(w.Path, w.PathB64); err != nil {
+		return fmt.Errorf("download from %s: path_b64: %w", w.Peer, err)
+	}
+	if w.Name, err = nameFromJSON(w.Name, w.NameB64); err != nil {
+		return fmt.Errorf("download from %s: name_b64: %w", w.Peer, err)
+	}
+	*d = Download(w.downloadFields)
+	return nil
+}
+
+// processFields is Process without its methods.
+type processFields Process
+
+type processJSON struct {
+	processFields
+	ExeB64  string   `json:"exe_b64,omitempty"`
+	ArgsB64 []string `json:"args_b64,omitempty"`
+}
+
+// MarshalJSON writes p with its executable and argv byte-exact.
+func (p Process) MarshalJSON() ([]byte, error) {
+	w := processJSON{processFields: processFields(p)}
+	w.Exe, w.ExeB64 = nameJSON(p.Exe)
+	w.Args, w.ArgsB64 = argsJSON(p.Args)
+	return json.Marshal(&w)
+}
+
+// UnmarshalJSON reads a Process written by MarshalJSON or by a version
+// that wrote "exe" and "args" alone.
+func (p *Process) UnmarshalJSON(b []byte) error {
+	var w processJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var err error
+	if w.Exe, err = nameFromJSON(w.Exe, w.ExeB64); err != nil {
+		return fmt.Errorf("process %d: exe_b64: %w", w.PID, err)
+	}
+	if w.Args, err = argsFromJSON(w.Args, w.ArgsB64); err != nil {
+		return fmt.Errorf("process %d: args_b64: %w", w.PID, err)
+	}
+	*p = Process(w.processFields)
+	return nil
+}
+
+// argsJSON is argv's text and, when any argument is not UTF-8, every
+// argument's base64.
+func argsJSON(args []string) (text, b64 []string) {
+	valid := true
+	for _, a := range args {
+		valid = valid && utf8.ValidString(a)
+	}
+	if valid {
+		return args, nil
+	}
+	text, b64 = make([]string, len(args)), make([]string, len(args))
+	for i, a := range args {
+		text[i] = strings.ToValidUTF8(a, "\uFFFD")
+		b64[i] = base64.StdEncoding.EncodeToString([]byte(a))
+	}
+	return text, b64
+}
+
+// argsFromJSON is argv's bytes: the base64's when there are some.
+func argsFromJSON(text, b64 []string) ([]string, error) {
+	if b64 == nil {
+		return text, nil
+	}
+	out := make([]string, len(b64))
+	for i, s := range b64 {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, fmt.Errorf("argument %d: %w", i, err)
+		}
+		out[i] = string(b)
+	}
+	return out, nil
 }

@@ -110,3 +110,40 @@ func TestCacheRootByteExact(t *testing.T) {
 		}
 	}
 }
+
+// TestDownloadAndProcessNamesRoundTrip: a download's destination, its
+// files' names and a process's executable and argv keep bytes that are
+// not UTF-8 through Encode and Decode; all-UTF-8 ones add no _b64 key.
+func TestDownloadAndProcessNamesRoundTrip(t *testing.T) {
+	bad := "/cache/caf\xe9 \xff\nx"
+	r := sample()
+	r.Downloads = []Download{{Path: bad, Name: "m\xfe", Peer: "127.0.0.1:1", Files: []DownloadFile{{Path: bad, WrittenPath: bad + ".incomplete"}},
+		Candidates: []DownloadFile{{Path: "/ok"}}}}
+	r.Processes = []Process{{PID: 7, Exe: "/bin/\xffcc", Args: []string{"cc", "-DX=\"\xff\xfe\"", "ok"}}, {PID: 8, Exe: "/bin/ok", Args: []string{"ok"}}}
+	var buf bytes.Buffer
+	if err := Encode(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := got.Downloads[0]
+	if d.Path != bad || d.Name != "m\xfe" || d.Files[0].Path != bad || d.Files[0].WrittenPath != bad+".incomplete" || d.Candidates[0].Path != "/ok" {
+		t.Errorf("download %q %q, files %+v, candidates %+v", d.Path, d.Name, d.Files, d.Candidates)
+	}
+	p := got.Processes[0]
+	if p.Exe != "/bin/\xffcc" || len(p.Args) != 3 || p.Args[1] != "-DX=\"\xff\xfe\"" || p.Args[2] != "ok" {
+		t.Errorf("process %q %q", p.Exe, p.Args)
+	}
+	if q := got.Processes[1]; q.Exe != "/bin/ok" || len(q.Args) != 1 {
+		t.Errorf("process %q %q", q.Exe, q.Args)
+	}
+	b, err := json.Marshal(r.Processes[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("_b64")) {
+		t.Errorf("all-UTF-8 process: %s", b)
+	}
+}

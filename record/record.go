@@ -184,7 +184,9 @@ type File struct {
 	// during the run, by anyone (kswapd, DAMON, fadvise).
 	PagesEvicted uint64 `json:"pages_evicted"`
 	// PagesCreated counts pages the command's writes added to the page
-	// cache: new data, not read from disk, so not misses.
+	// cache: new data, not read from disk, so not misses. For a file the
+	// run created, the holes it read (zero-filled pages never written)
+	// count here too.
 	PagesCreated  uint64 `json:"pages_created,omitempty"`
 	BytesFromDisk uint64 `json:"bytes_from_disk"`
 	// IOWaitNS is thread-time blocked on block I/O while reading this file.
@@ -270,12 +272,19 @@ type Inserter struct {
 
 // Process is one traced process (thread group).
 type Process struct {
-	PID     int32    `json:"pid"`
-	PPID    int32    `json:"ppid"`
-	Comm    string   `json:"comm"`
-	Exe     string   `json:"exe,omitempty"`
-	Args    []string `json:"args,omitempty"`
-	StartNS int64    `json:"start_ns"`
+	PID  int32  `json:"pid"`
+	PPID int32  `json:"ppid"`
+	Comm string `json:"comm"`
+	// Exe and Args hold exact bytes, which need not be UTF-8: JSON
+	// carries them in exe_b64 and args_b64 (every argument) then
+	// (Process.MarshalJSON).
+	Exe  string   `json:"exe,omitempty"`
+	Args []string `json:"args,omitempty"`
+	// ArgsCut is set when argv was longer than coldtrace could copy at
+	// exec (4 KiB) and the process was gone before its whole argv could
+	// be read: Args holds its first arguments, the last one cut.
+	ArgsCut bool  `json:"args_cut,omitempty"`
+	StartNS int64 `json:"start_ns"`
 	// EndNS is 0 when the process was still running when the run ended;
 	// for a process in Record.Untraced it is when it left the trace (it
 	// ran on, and Exited is false).

@@ -48,7 +48,7 @@ struct path_event {
 	__u32 len;       /* bytes of names used */
 	__u32 kind;      /* enum path_kind */
 	__u32 tid;       /* the thread that caused the record */
-	__u32 pad;
+	__u32 mnt_ns;    /* its mount namespace (inode number): the mounts its path is resolved in */
 	__u64 ts;        /* bpf_ktime_get_ns() */
 	__u64 cpu_ns;    /* the thread's on-CPU time so far (the JIT sensor's clock) */
 	char names[PATH_MAX_ + NAME_MAX_ + 1];
@@ -339,7 +339,8 @@ static __always_inline void emit_path(struct tstate *t, struct inode *inode, __u
 	struct path_event *ev = bpf_map_lookup_elem(&path_scratch, &zero);
 	if (!ev)
 		return;
-	ev->pad = 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	ev->mnt_ns = BPF_CORE_READ(task, nsproxy, mnt_ns, ns.inum);
 	ev->tgid = t->tgid;
 	ev->kind = kind;
 	ev->tid = (__u32)bpf_get_current_pid_tgid();

@@ -89,7 +89,7 @@ type PagecachePathEvent struct {
 	Len       uint32
 	Kind      uint32
 	Tid       uint32
-	Pad       uint32
+	MntNs     uint32
 	Ts        uint64
 	CpuNs     uint64
 	Names     [4352]int8

@@ -22,7 +22,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define FILENAME_LEN 256
-#define ARGS_LEN 256
+#define ARGS_LEN 4096
 #define TASK_DEAD_ 0x80 /* TASK_DEAD in prev_state: prev's last switch out */
 
 /* task_event.kind. Exported to Go by bpf2go. */
@@ -52,11 +52,21 @@ struct task_event {
 	char comm[16];
 	char filename[FILENAME_LEN];
 	__u32 args_len;
-	__u32 pad2;
+	__u32 args_total; /* argv's whole length: more than args_len when it was cut */
 	char args[ARGS_LEN]; /* argv, NUL-separated, read at exec */
 };
 
 BTF_ANCHOR(struct task_event, task_event);
+
+/* Events without argv (fork, exit, untrack) are sent without its buffer. */
+#define TASK_EVENT_HEAD offsetof(struct task_event, args)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct task_event);
+} exec_scratch SEC(".maps");
 BTF_ANCHOR(enum task_event_kind, task_event_kind);
 BTF_ANCHOR(enum secure_exec_reason, secure_exec_reason);
 
@@ -339,7 +349,7 @@ static __always_inline void track(struct tstate *ps, struct task_struct *child, 
 		return;
 	}
 	if (ctgid != ptgid || ctid == ctgid) {
-		struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+		struct task_event *ev = bpf_ringbuf_reserve(&events, TASK_EVENT_HEAD, 0);
 		if (!ev) {
 			count_lost(LOST_RINGBUF);
 			return;
@@ -454,7 +464,7 @@ static __always_inline void untrack(struct task_struct *p, struct tstate *s, str
 		t->flags = (t->flags & ~(TF_ON_CPU | TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT | TF_OUT_URING)) | TF_EXITED | TF_DEAD;
 	}
 	bpf_task_storage_delete(&task_states, p);
-	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	struct task_event *ev = bpf_ringbuf_reserve(&events, TASK_EVENT_HEAD, 0);
 	if (!ev) {
 		count_lost(LOST_RINGBUF);
 		return;
@@ -469,7 +479,7 @@ static __always_inline void untrack(struct task_struct *p, struct tstate *s, str
 	fill_comm(ev->comm, p);
 	bpf_probe_read_kernel_str(ev->filename, FILENAME_LEN, BPF_CORE_READ(bprm, filename));
 	ev->args_len = 0;
-	ev->pad2 = 0;
+	ev->args_total = 0;
 	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -490,11 +500,12 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	else
 		s->flags &= ~TF_PYTHON;
 	__u32 tid = BPF_CORE_READ(p, pid);
-	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-	if (!ev) {
-		count_lost(LOST_RINGBUF);
+	/* Built in a per-CPU scratch and sent at the size argv needs: a
+	 * burst of execs would fill the ring with unused argv buffers. */
+	__u32 zero = 0;
+	struct task_event *ev = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!ev)
 		return 0;
-	}
 	ev->kind = EV_EXEC;
 	ev->pid = BPF_CORE_READ(p, tgid);
 	ev->tid = tid;
@@ -508,13 +519,17 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	 * before user space could read /proc/PID/cmdline. */
 	unsigned long start = BPF_CORE_READ(p, mm, arg_start), end = BPF_CORE_READ(p, mm, arg_end);
 	__u64 len = end > start ? end - start : 0;
+	ev->args_total = len > 0xffffffff ? 0xffffffff : len;
 	if (len > ARGS_LEN)
 		len = ARGS_LEN;
 	ev->args_len = 0;
-	ev->pad2 = 0;
 	if (len && bpf_probe_read_user(ev->args, len, (void *)start) == 0)
 		ev->args_len = len;
-	bpf_ringbuf_submit(ev, ring_wakeup(&events));
+	__u64 size = TASK_EVENT_HEAD + ev->args_len;
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+	if (bpf_ringbuf_output(&events, ev, size, ring_wakeup(&events)))
+		count_lost(LOST_RINGBUF);
 	return 0;
 }
 
@@ -529,7 +544,7 @@ int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 	t->flags |= TF_EXITED;
 	if (!group_dead)
 		return 0;
-	struct task_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	struct task_event *ev = bpf_ringbuf_reserve(&events, TASK_EVENT_HEAD, 0);
 	if (!ev) {
 		count_lost(LOST_RINGBUF);
 		return 0;

@@ -89,19 +89,19 @@ const (
 )
 
 type SchedTaskEvent struct {
-	_        structs.HostLayout
-	Kind     uint32
-	Pid      uint32
-	Tid      uint32
-	Ppid     uint32
-	Ts       uint64
-	ExitCode int32
-	Reason   uint32
-	Comm     [16]int8
-	Filename [256]int8
-	ArgsLen  uint32
-	Pad2     uint32
-	Args     [256]int8
+	_         structs.HostLayout
+	Kind      uint32
+	Pid       uint32
+	Tid       uint32
+	Ppid      uint32
+	Ts        uint64
+	ExitCode  int32
+	Reason    uint32
+	Comm      [16]int8
+	Filename  [256]int8
+	ArgsLen   uint32
+	ArgsTotal uint32
+	Args      [4096]int8
 }
 
 type SchedTaskEventKind uint32
@@ -185,6 +185,7 @@ type SchedTstate struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	SchedMapEvents                    = "events"
+	SchedMapExecScratch               = "exec_scratch"
 	SchedMapFileStacks                = "file_stacks"
 	SchedMapFiles                     = "files"
 	SchedMapFreeSlots                 = "free_slots"
@@ -260,15 +261,16 @@ type SchedProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedMapSpecs struct {
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	FileStacks *ebpf.MapSpec `ebpf:"file_stacks"`
-	Files      *ebpf.MapSpec `ebpf:"files"`
-	FreeSlots  *ebpf.MapSpec `ebpf:"free_slots"`
-	Lost       *ebpf.MapSpec `ebpf:"lost"`
-	NextSlot   *ebpf.MapSpec `ebpf:"next_slot"`
-	RunPages   *ebpf.MapSpec `ebpf:"run_pages"`
-	TaskStates *ebpf.MapSpec `ebpf:"task_states"`
-	Threads    *ebpf.MapSpec `ebpf:"threads"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	ExecScratch *ebpf.MapSpec `ebpf:"exec_scratch"`
+	FileStacks  *ebpf.MapSpec `ebpf:"file_stacks"`
+	Files       *ebpf.MapSpec `ebpf:"files"`
+	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
+	Lost        *ebpf.MapSpec `ebpf:"lost"`
+	NextSlot    *ebpf.MapSpec `ebpf:"next_slot"`
+	RunPages    *ebpf.MapSpec `ebpf:"run_pages"`
+	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
+	Threads     *ebpf.MapSpec `ebpf:"threads"`
 }
 
 // SchedVariableSpecs contains global variables before they are loaded into the kernel.
@@ -304,20 +306,22 @@ func (o *SchedObjects) Close() error {
 //
 // It can be passed to LoadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedMaps struct {
-	Events     *ebpf.Map `ebpf:"events"`
-	FileStacks *ebpf.Map `ebpf:"file_stacks"`
-	Files      *ebpf.Map `ebpf:"files"`
-	FreeSlots  *ebpf.Map `ebpf:"free_slots"`
-	Lost       *ebpf.Map `ebpf:"lost"`
-	NextSlot   *ebpf.Map `ebpf:"next_slot"`
-	RunPages   *ebpf.Map `ebpf:"run_pages"`
-	TaskStates *ebpf.Map `ebpf:"task_states"`
-	Threads    *ebpf.Map `ebpf:"threads"`
+	Events      *ebpf.Map `ebpf:"events"`
+	ExecScratch *ebpf.Map `ebpf:"exec_scratch"`
+	FileStacks  *ebpf.Map `ebpf:"file_stacks"`
+	Files       *ebpf.Map `ebpf:"files"`
+	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
+	Lost        *ebpf.Map `ebpf:"lost"`
+	NextSlot    *ebpf.Map `ebpf:"next_slot"`
+	RunPages    *ebpf.Map `ebpf:"run_pages"`
+	TaskStates  *ebpf.Map `ebpf:"task_states"`
+	Threads     *ebpf.Map `ebpf:"threads"`
 }
 
 func (m *SchedMaps) Close() error {
 	return _SchedClose(
 		m.Events,
+		m.ExecScratch,
 		m.FileStacks,
 		m.Files,
 		m.FreeSlots,

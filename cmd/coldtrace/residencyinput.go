@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -109,8 +110,8 @@ func targetPaths(who actingUser, from string, paths []string, stderr io.Writer) 
 	return append(all, paths...), in, nil
 }
 
-// paths lists the record's files by path; files recorded without one
-// are reported, one line each.
+// paths lists the record's files by path, as the host names them;
+// files recorded without one are reported, one line each.
 func (in *recordInput) paths(stderr io.Writer) []string {
 	var out []string
 	for _, f := range in.files {
@@ -122,7 +123,9 @@ func (in *recordInput) paths(stderr io.Writer) []string {
 			fmt.Fprintf(stderr, "coldtrace: %s: file dev %d:%d inode %d has its name cut in the record (a path longer than PATH_MAX)\n", in.path, f.Dev>>20, f.Dev&(1<<20-1), f.Ino)
 			continue
 		}
-		out = append(out, f.Path)
+		// A file the process read in another mount namespace (a bind
+		// mount, a container) is reached from here by the host's name.
+		out = append(out, cmp.Or(f.HostPath, f.Path))
 	}
 	return out
 }

@@ -3,8 +3,10 @@
  * runtimes that push file reads to io_uring's worker pool. Raw system
  * calls, so the test needs no liburing.
  *
- * usage: uring_async_read FILE [CHUNK_BYTES [direct]]; prints the bytes
- * read. "direct" opens FILE with O_DIRECT. */
+ * usage: uring_async_read FILE [CHUNK_BYTES [direct|inline]]; prints the
+ * bytes read. "direct" opens FILE with O_DIRECT; "inline" leaves
+ * IOSQE_ASYNC off, so the submitter tries the read itself first (the
+ * kernel punts it to a worker when the pages are not cached). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/io_uring.h>
@@ -29,6 +31,7 @@ int main(int argc, char **argv)
 	}
 	size_t chunk = argc > 2 ? strtoul(argv[2], NULL, 0) : 1 << 20;
 	int direct = argc > 3 && strcmp(argv[3], "direct") == 0;
+	int inline_read = argc > 3 && strcmp(argv[3], "inline") == 0;
 	int fd = open(argv[1], O_RDONLY | (direct ? O_DIRECT : 0));
 	if (fd < 0)
 		die("open");
@@ -74,7 +77,7 @@ int main(int argc, char **argv)
 		struct io_uring_sqe *sqe = &sqes[idx];
 		memset(sqe, 0, sizeof(*sqe));
 		sqe->opcode = IORING_OP_READ;
-		sqe->flags = IOSQE_ASYNC;
+		sqe->flags = inline_read ? 0 : IOSQE_ASYNC;
 		sqe->fd = fd;
 		sqe->addr = (unsigned long)buf;
 		sqe->len = chunk;

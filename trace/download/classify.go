@@ -120,6 +120,9 @@ type Env struct {
 	// Progress is each connection's cumulative bytes as polled, in time
 	// order, by connection.
 	Progress map[ConnKey][]Progress
+	// Polled are the tmpfs files' writes measured by their sizes
+	// (tmpfs.go), matched as the page-cache files' are.
+	Polled []written
 }
 
 // ConnKey identifies a connection: its socket's kernel address and its
@@ -141,7 +144,7 @@ func Build(conns []Conn, writes []Write, env Env) []record.Download {
 		k := ConnKey{w.Sk, w.ID}
 		byConn[k] = append(byConn[k], w)
 	}
-	files := writtenFiles(env.Samples, env.Files, cmp.Or(env.PageSize, 4096))
+	files := append(writtenFiles(env.Samples, env.Files, cmp.Or(env.PageSize, 4096)), env.Polled...)
 	var out []record.Download
 	for _, g := range groupConns(conns, writes) {
 		out = append(out, buildGroup(g, byConn, files, env)...)

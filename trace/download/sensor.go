@@ -94,6 +94,9 @@ type Sensor struct {
 	// handles are the files the downloading processes had open, by file
 	// handle: their final names, wherever they were renamed to.
 	handles *filehandle.Store
+	// tmpfs are the sizes of files on tmpfs the downloading processes
+	// had open, poll by poll (tmpfs.go).
+	tmpfs *tmpfsSizes
 	// writeHooks is set once the tmpfs write probes are attached.
 	writeHooks bool
 	// tableWrites is the kernel's count of writes to the connection and
@@ -124,6 +127,7 @@ func Open(shared Shared) (*Sensor, error) {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
 	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights, handles: newHandles(),
+		tmpfs:      newTmpfsSizes(),
 		onDownload: shared.OnDownload, internStack: shared.InternStack, stackPID: shared.StackPID, chained: shared.Chained}
 	s.scoper = shared.Uprobes
 	if s.scoper == nil {
@@ -346,6 +350,9 @@ func (s *Sensor) Poll(nowMono uint64, sample *record.Sample) error {
 	if err != nil {
 		return fmt.Errorf("poll network tables: %w", err)
 	}
+	// The tmpfs files' sizes every poll: a writer may go on after the
+	// last byte received, when the connection table no longer moves.
+	s.tmpfs.poll(int64(nowMono - s.startMono))
 	if !s.walked || writes != s.tableWrites || s.unnamed > 0 {
 		// Read before the walk: a write during it moves it again.
 		s.tableWrites, s.walked = writes, true
@@ -398,8 +405,10 @@ func (s *Sensor) walk(nowMono uint64) error {
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("poll network connections: %w", err)
 	}
+	nowNS := int64(nowMono - s.startMono)
 	for pid := range active {
 		s.handles.TakeOpen(pid)
+		s.tmpfs.watch(pid, nowNS, s.openNames)
 	}
 	if hooks && s.links != nil {
 		if !s.writeHooks && s.onDownload != nil {
@@ -451,6 +460,12 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	if err != nil {
 		return err
 	}
+	// The tmpfs files' last writes, after the last poll.
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
+		s.tmpfs.poll(ts.Nano() - int64(s.startMono))
+	}
+	s.tmpfs.close()
 	final := finalNames(s.handles)
 	build := func() error {
 		rec.Downloads = Build(conns, writes, Env{
@@ -461,6 +476,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 			Files:      rec.Files,
 			PageSize:   uint64(cmp.Or(rec.Host.PageSize, os.Getpagesize())),
 			Progress:   s.progress,
+			Polled:     s.tmpfs.written(),
 		})
 		return nil
 	}
@@ -608,6 +624,7 @@ func (s *Sensor) Close() error {
 		s.ownScoper = false
 	}
 	s.handles.Close()
+	s.tmpfs.close()
 	if s.rd != nil {
 		if err := s.rd.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
 			first = fmt.Errorf("close network ring buffer: %w", err)

@@ -1,6 +1,16 @@
 package pagecache
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/coldtrace/coldtrace/internal/filehandle"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/sensor"
@@ -21,11 +31,121 @@ func (s *Sensor) followRename(key sensor.FileKey, rf *record.File) {
 		return
 	}
 	path, gone, err := s.handles.Resolve(filehandle.Key{Dev: key.Dev, Ino: key.Ino})
-	if err != nil || gone || path == rf.Path {
+	if errors.Is(err, filehandle.ErrNoHandle) {
+		// No handle: the name was gone before it could be taken (a
+		// compiler's output renamed by its parent within milliseconds).
+		// Look for the inode in the directories the run's files are in.
+		path, err = s.scannedName(key, rf.Path), nil
+	}
+	if err != nil || gone || path == "" || path == rf.Path {
 		return
 	}
 	rf.FirstPath, rf.Path = rf.Path, path
 	if size, ok := statMatches(path, key.Ino); ok {
 		rf.SizeBytes = size
+	}
+}
+
+// bornSince says whether the file at path was born (statx's btime) at or
+// after t; ok is false when that cannot be told (no such file, or a
+// filesystem that keeps no birth time).
+func bornSince(path string, t time.Time) (born, ok bool) {
+	var st unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &st) != nil || st.Mask&unix.STATX_BTIME == 0 {
+		return false, false
+	}
+	return !time.Unix(st.Btime.Sec, int64(st.Btime.Nsec)).Before(t), true
+}
+
+// maxScanDirs bounds the directories read to find renamed files without a
+// handle.
+const maxScanDirs = 4096
+
+// maxSiblingDirs bounds the directories beside a renamed file's first
+// one that are read for it.
+const maxSiblingDirs = 64
+
+// scannedName is where a file of the run, first named first, is now,
+// found by its inode among the entries of the directories the run's files
+// were seen in (read once, on the first file that needs it), else among
+// those of the directories beside its first one (a staging directory
+// renamed from into the cache beside it: ".cache/x-stage" into
+// ".cache/x"), or "".
+func (s *Sensor) scannedName(key sensor.FileKey, first string) string {
+	if s.byIno == nil {
+		s.byIno = map[uint64][]string{}
+		s.scanned = map[string]bool{}
+		for _, f := range s.fileOrder {
+			if len(s.scanned) >= maxScanDirs {
+				break
+			}
+			if p := s.pathOf(f); filepath.IsAbs(p) && !s.scanned[filepath.Dir(p)] {
+				s.scanned[filepath.Dir(p)] = true
+				scanDir(filepath.Dir(p), s.byIno)
+			}
+		}
+	}
+	if p := s.inoAt(key); p != "" || !filepath.IsAbs(first) {
+		return p
+	}
+	parent := filepath.Dir(filepath.Dir(first))
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return ""
+	}
+	read := 0
+	for _, e := range entries {
+		d := filepath.Join(parent, e.Name())
+		if !e.IsDir() || s.scanned[d] || read >= maxSiblingDirs {
+			continue
+		}
+		s.scanned[d] = true
+		read++
+		scanDir(d, s.byIno)
+	}
+	return s.inoAt(key)
+}
+
+// inoAt is the path among those scanned that is file key now, or "".
+func (s *Sensor) inoAt(key sensor.FileKey) string {
+	for _, p := range s.byIno[key.Ino] {
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) == nil && filehandle.KeyOf(&st) == (filehandle.Key{Dev: key.Dev, Ino: key.Ino}) {
+			return p
+		}
+	}
+	return ""
+}
+
+// scanDir adds the entries of dir to byIno by inode number, as
+// getdents64 gives them (no stat per entry: /usr/lib holds thousands).
+func scanDir(dir string, byIno map[uint64][]string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil || n <= 0 {
+			return
+		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return
+			}
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if typ := b[18]; typ == unix.DT_REG || typ == unix.DT_UNKNOWN {
+				ino := binary.NativeEndian.Uint64(b[0:8])
+				byIno[ino] = append(byIno[ino], filepath.Join(dir, string(name)))
+			}
+			b = b[reclen:]
+		}
 	}
 }

@@ -121,9 +121,29 @@ type Sensor struct {
 
 	// ns resolves paths in other mount namespaces.
 	ns nsPaths
+	// nsSeen is the path of a file as the process that first touched it
+	// saw it, resolved when its path arrived: a child in its own mount
+	// namespace (a bind mount) is often gone by the end of the run.
+	nsSeen map[sensor.FileKey]string
 	// handles follow the files the run created across renames
 	// (finalnames.go).
 	handles *filehandle.Store
+	// loaded is when the sensor was loaded: a file born after it was
+	// created by the run (or beside it), even when the run's first touch
+	// of it was a read (as(1) reads its fresh output back before writing
+	// it), and gets a handle that finds it after a rename.
+	loaded time.Time
+	// born says, per file, whether it was born after the sensor loaded
+	// (statx btime, when its path first arrived): a file the run created
+	// has nothing on disk but what the run wrote, so a page it reads
+	// that was not cached, other than one evicted during the run, is a
+	// hole the filesystem filled with zeros, not a read from disk (as(1)
+	// seeks past the end and reads back the pages between).
+	born map[sensor.FileKey]bool
+	// byIno is the run's directories' files by inode, read once at the
+	// end when a renamed file had no handle (scannedName).
+	byIno   map[uint64][]string
+	scanned map[string]bool
 
 	fileKeyBuf []bpfpc.PagecacheFileKey
 	fileBuf    []bpfpc.PagecacheFileStats
@@ -157,8 +177,8 @@ func Load(opts Options) (*Sensor, error) {
 }
 
 func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
-	return &Sensor{p: p, opts: opts, mounts: mounts,
-		files: map[sensor.FileKey]*fileAcc{}, fsPaths: map[sensor.FileKey]string{}, cutPaths: map[sensor.FileKey]bool{},
+	return &Sensor{p: p, opts: opts, mounts: mounts, loaded: time.Now(),
+		files: map[sensor.FileKey]*fileAcc{}, fsPaths: map[sensor.FileKey]string{}, nsSeen: map[sensor.FileKey]string{}, born: map[sensor.FileKey]bool{}, cutPaths: map[sensor.FileKey]bool{},
 		handles:    filehandle.New(maxHandles),
 		fileKeyBuf: make([]bpfpc.PagecacheFileKey, sensor.BatchSize),
 		fileBuf:    make([]bpfpc.PagecacheFileStats, sensor.BatchSize)}
@@ -219,8 +239,16 @@ func (s *Sensor) handle(raw []byte) {
 	} else {
 		delete(s.cutPaths, key)
 	}
+	if nsp, ok := s.ns.resolve(int32(ev.Tgid), ev.MntNs, ev.Dev, ev.Ino, fsPath); ok && !truncated {
+		s.nsSeen[key] = nsp
+	}
 	p, resolved := s.mounts.resolve(ev.Dev, fsPath)
-	if resolved && !truncated && sensor.SeenKind(ev.Kind) == sensor.SeenCreated {
+	if _, known := s.born[key]; !known && resolved && !truncated {
+		if born, ok := bornSince(p, s.loaded); ok {
+			s.born[key] = born
+		}
+	}
+	if resolved && !truncated && (sensor.SeenKind(ev.Kind) == sensor.SeenCreated || s.born[key]) {
 		s.handles.Take(filehandle.Key{Dev: key.Dev, Ino: key.Ino}, p, p)
 	}
 	s.mu.Unlock()
@@ -344,7 +372,11 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 		// may still give the whole name.
 		rf.NameCut = s.cutPaths[f.key] && !strings.HasPrefix(rf.Path, "/")
 		if fsPath, ok := s.fsPaths[f.key]; ok {
-			if p, ok := s.ns.resolve(f.lastP, f.key.Dev, f.key.Ino, fsPath); ok && p != rf.Path {
+			p, ok := s.ns.resolve(f.lastP, 0, f.key.Dev, f.key.Ino, fsPath)
+			if !ok {
+				p, ok = s.nsSeen[f.key]
+			}
+			if ok && p != rf.Path {
 				// The path the process used; the host's beside it.
 				rf.Path, rf.HostPath = p, rf.Path
 			}
@@ -359,6 +391,50 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 			s.followRename(f.key, &rf)
 		}
 		r.Files = append(r.Files, rf)
+	}
+	s.holesCreated(r, uint64(pageSize))
+}
+
+// holesCreated counts the pages that files the run created (born) missed
+// without reading them again after an eviction as pages created: holes,
+// zero-filled by the filesystem, not read from disk. The samples' deltas
+// move with the totals, earliest first.
+func (s *Sensor) holesCreated(r *record.Record, pageSize uint64) {
+	holes := map[int]uint64{}
+	for i := range r.Files {
+		f := &r.Files[i]
+		if f.PagesMissed <= f.PagesReread {
+			continue
+		}
+		born, known := s.born[sensor.FileKey{Dev: f.Dev, Ino: f.Ino}]
+		if !known && strings.HasPrefix(f.Path, "/") {
+			// Its name had moved before it was read (a compiler's output
+			// renamed into place): its final name tells.
+			if _, same := statMatches(f.Path, f.Ino); same {
+				born, _ = bornSince(f.Path, s.loaded)
+			}
+		}
+		if !born {
+			continue
+		}
+		n := f.PagesMissed - f.PagesReread
+		holes[f.ID] = n
+		f.PagesMissed -= n
+		f.PagesCreated += n
+		f.BytesFromDisk = f.PagesMissed * pageSize
+	}
+	if len(holes) == 0 {
+		return
+	}
+	for i := range r.Samples {
+		for j := range r.Samples[i].Files {
+			d := &r.Samples[i].Files[j]
+			if n := min(holes[d.File], d.PagesMissed); n > 0 {
+				d.PagesMissed -= n
+				d.PagesCreated += n
+				holes[d.File] -= n
+			}
+		}
 	}
 }
 

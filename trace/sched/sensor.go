@@ -5,6 +5,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,7 @@ type procAcc struct {
 	pid, ppid  int32
 	comm, exe  string
 	args       []string
+	argsCut    bool
 	start, end int64
 	exitCode   int
 	exited     bool
@@ -205,7 +207,8 @@ func (s *Sensor) Begin(startMono uint64) {
 }
 
 func (s *Sensor) handle(raw []byte) {
-	ev, ok := sensor.Decode[bpfsched.SchedTaskEvent](raw, unsafe.Sizeof(bpfsched.SchedTaskEvent{}))
+	// Events without argv come without its buffer (TASK_EVENT_HEAD).
+	ev, ok := sensor.Decode[bpfsched.SchedTaskEvent](raw, unsafe.Offsetof(bpfsched.SchedTaskEvent{}.Args))
 	if !ok {
 		return
 	}
@@ -224,9 +227,7 @@ func (s *Sensor) handle(raw []byte) {
 		if p.ppid == 0 {
 			p.ppid = int32(ev.Ppid)
 		}
-		if n := min(int(ev.ArgsLen), len(ev.Args)); n > 0 {
-			p.args = strings.Split(strings.TrimRight(string(sensor.Bytes(ev.Args[:n])), "\x00"), "\x00")
-		}
+		p.args, p.argsCut = execArgs(int(ev.Pid), sensor.Bytes(ev.Args[:min(int(ev.ArgsLen), len(ev.Args))]), int(ev.ArgsTotal))
 	case bpfsched.SchedTaskEventKindEV_UNTRACK:
 		// The process runs on, untraced: its exit is not reported, nor
 		// is anything it forks. Its traced life ends here (not exited).
@@ -546,7 +547,7 @@ func (s *Sensor) fill(r *record.Record) {
 
 	byPID := map[int32]*record.Process{}
 	for pid, p := range s.procs {
-		byPID[pid] = &record.Process{PID: pid, PPID: p.ppid, Comm: p.comm, Exe: p.exe, Args: p.args,
+		byPID[pid] = &record.Process{PID: pid, PPID: p.ppid, Comm: p.comm, Exe: p.exe, Args: p.args, ArgsCut: p.argsCut,
 			StartNS: p.start, EndNS: p.end, ExitCode: p.exitCode, Exited: p.exited}
 	}
 	for _, th := range r.Threads {
@@ -594,4 +595,22 @@ func sub(a, b int64) int64 {
 func maxT(a, b threadTimes) threadTimes {
 	return threadTimes{max(a.cpu, b.cpu), max(a.io, b.io), max(a.runq, b.runq), max(a.other, b.other), max(a.miss, b.miss),
 		max(a.fillWait, b.fillWait), max(a.fillRunq, b.fillRunq)}
+}
+
+// execArgs is argv from the exec event's copy of it, the first bytes of
+// total; when the copy is short, the whole argv from /proc/PID/cmdline
+// while the process still runs the image it was taken from (the same
+// length), else the copy and cut.
+func execArgs(pid int, b []byte, total int) (args []string, cut bool) {
+	if len(b) < total {
+		if whole, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && len(whole) == total {
+			b = whole
+		} else {
+			cut = true
+		}
+	}
+	if len(b) == 0 {
+		return nil, cut
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), cut
 }

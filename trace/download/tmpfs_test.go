@@ -1,0 +1,80 @@
+package download
+
+import (
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestTmpfsSizesFollowWrites: a file on tmpfs this process has open is
+// kept once seen, its growth read poll by poll as the pages it fills
+// (a write far past the end counts one page, not the hole before it),
+// and still read after it was closed and renamed. A file that was there
+// before the run counts only its growth.
+func TestTmpfsSizesFollowWrites(t *testing.T) {
+	var fs unix.Statfs_t
+	if unix.Statfs("/dev/shm", &fs) != nil || fs.Type != unix.TMPFS_MAGIC {
+		t.Skip("no tmpfs at /dev/shm")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "coldtrace-tmpfs-test-")
+	if err != nil {
+		t.Skipf("/dev/shm: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	f, err := os.Create(dir + "/a.incomplete")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 3<<12)); err != nil {
+		t.Fatal(err)
+	}
+	ts, names := newTmpfsSizes(), map[FileKey]string{}
+	defer ts.close()
+	// the run began run ns ago: the file was born in it
+	const run = 10_000_000_000
+	ts.watch(int32(os.Getpid()), run, names)
+	if _, err := f.WriteAt([]byte{1}, 1<<30); err != nil { // one page, 1 GiB on
+		t.Fatal(err)
+	}
+	ts.poll(run + 100)
+	if _, err := f.WriteAt(make([]byte, 2<<12), 3<<12); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Rename(dir+"/a.incomplete", dir+"/a"); err != nil {
+		t.Fatal(err)
+	}
+	ts.poll(run + 200)
+	w := ts.written()
+	if len(w) != 1 {
+		t.Fatalf("%d files polled, want 1: %+v", len(w), w)
+	}
+	want := []point{{run, 3 << 12}, {run + 100, 1 << 12}, {run + 200, 2 << 12}}
+	if len(w[0].Points) != len(want) {
+		t.Fatalf("points %+v, want %+v", w[0].Points, want)
+	}
+	for i, p := range want {
+		if w[0].Points[i] != p {
+			t.Errorf("point %d: %+v, want %+v", i, w[0].Points[i], p)
+		}
+	}
+	if names[w[0].Key] != dir+"/a.incomplete" {
+		t.Errorf("named %q, want %s/a.incomplete", names[w[0].Key], dir)
+	}
+	old, err := os.OpenFile(dir+"/a", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	fresh := newTmpfsSizes()
+	defer fresh.close()
+	fresh.watch(int32(os.Getpid()), 1, map[FileKey]string{}) // the run began 1 ns ago
+	if _, err := old.WriteAt(make([]byte, 1<<12), 5<<12); err != nil {
+		t.Fatal(err)
+	}
+	fresh.poll(2)
+	if got := fresh.written(); len(got) != 1 || len(got[0].Points) != 1 || got[0].Points[0] != (point{2, 1 << 12}) {
+		t.Errorf("a file older than the run: %+v, want its one page of growth", got)
+	}
+}
