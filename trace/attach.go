@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coldtrace/coldtrace/internal/marks"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/jit"
 	"github.com/coldtrace/coldtrace/trace/pystack"
@@ -34,7 +35,7 @@ type AttachOptions struct {
 	// context, or the processes' exit).
 	Duration time.Duration
 	// Marks deliver mark labels as they arrive.
-	Marks <-chan string
+	Marks <-chan marks.Mark
 	// OnAttached is told once every process is seeded.
 	OnAttached func(a record.Attached)
 	// OnTracking is told the processes seeded so far, after the attach
@@ -298,7 +299,7 @@ func (a *attacher) loop() {
 		defer t.Stop()
 		deadline = t.C
 	}
-	marks := a.o.Marks
+	markc := a.o.Marks
 	for {
 		select {
 		case <-ticker.C:
@@ -308,12 +309,12 @@ func (a *attacher) loop() {
 			s.poll(sensor.MonotonicNS(), false)
 		case <-s.ckpt.tick():
 			s.checkpoint()
-		case label, ok := <-marks:
+		case m, ok := <-markc:
 			if !ok {
-				marks = nil
+				markc = nil
 				continue
 			}
-			s.mark(label)
+			s.mark(m)
 		case <-exitCheck.C:
 			if a.o.Cgroup == "" && a.allExited() {
 				return
@@ -329,12 +330,13 @@ func (a *attacher) loop() {
 	}
 }
 
-// mark records a mark at its arrival.
-func (s *session) mark(label string) {
-	at := sensor.Rel(sensor.MonotonicNS(), s.startMono)
-	s.rec.Marks = append(s.rec.Marks, record.Mark{AtNS: at, Label: label})
+// mark records a mark at its arrival: when its datagram was read, not
+// when the poll loop got to it.
+func (s *session) mark(m marks.Mark) {
+	at := sensor.Rel(m.MonoNS, s.startMono)
+	s.rec.Marks = append(s.rec.Marks, record.Mark{AtNS: at, Label: m.Label})
 	s.timeline.Mark(at)
-	s.opts.Notify(fmt.Sprintf("mark %q at +%.3fs", label, float64(at)/1e9))
+	s.opts.Notify(fmt.Sprintf("mark %q at +%.3fs", m.Label, float64(at)/1e9))
 }
 
 func (a *attacher) allExited() bool {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/marks"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/jit"
 	"github.com/coldtrace/coldtrace/trace/samples"
@@ -85,7 +86,7 @@ type Options struct {
 	CheckpointEvery time.Duration
 	// Marks deliver mark labels (coldtrace mark, COLDTRACE_MARK) as they
 	// arrive; each is recorded at its arrival. Nil: none.
-	Marks <-chan string
+	Marks <-chan marks.Mark
 
 	// KillOnExit kills the command and its process group when coldtrace
 	// dies before the command ends (launch.StartWatch); by default the

@@ -467,7 +467,7 @@ func (s *session) loop() *os.ProcessState {
 	ticker := time.NewTicker(s.opts.Interval)
 	defer ticker.Stop()
 	ctxDone := s.ctx.Done()
-	marks := s.opts.Marks
+	markc := s.opts.Marks
 	signals := 0
 	for {
 		select {
@@ -475,12 +475,12 @@ func (s *session) loop() *os.ProcessState {
 			s.poll(sensor.MonotonicNS(), false)
 		case <-s.ckpt.tick():
 			s.checkpoint()
-		case label, ok := <-marks:
+		case m, ok := <-markc:
 			if !ok {
-				marks = nil
+				markc = nil
 				continue
 			}
-			s.mark(label)
+			s.mark(m)
 		case sig := <-s.opts.Signals:
 			s.rec.Interrupted = true
 			signals++

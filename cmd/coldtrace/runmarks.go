@@ -35,7 +35,7 @@ func runMarks(a actor.Actor, env []string, stderr io.Writer) (*marks.Listener, [
 }
 
 // markChannel is l's channel, or nil without a listener.
-func markChannel(l *marks.Listener) <-chan string {
+func markChannel(l *marks.Listener) <-chan marks.Mark {
 	if l == nil {
 		return nil
 	}

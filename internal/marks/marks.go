@@ -24,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 )
 
 // Dir is the state directory (docs/definitions.md, "State directory").
@@ -46,8 +48,26 @@ type Listener struct {
 	dir  string
 	pid  int
 	conn *net.UnixConn
-	// C receives each mark's label as it arrives.
-	C <-chan string
+	// C receives each mark as it arrives.
+	C <-chan Mark
+}
+
+// Mark is one mark: its label, and when its datagram was read
+// (CLOCK_MONOTONIC, ns). The reading goroutine does nothing else, so a
+// tracer busy polling its sensors when the mark comes still places it
+// where it was sent.
+type Mark struct {
+	Label  string
+	MonoNS uint64
+}
+
+// monotonicNS is CLOCK_MONOTONIC now, the tracer's clock.
+func monotonicNS() uint64 {
+	var ts unix.Timespec
+	// CLOCK_MONOTONIC cannot fail on Linux: the clock id is valid and
+	// the pointer is ours.
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
 }
 
 // Listen creates dir (root-owned 0755) and this trace's socket in it,
@@ -79,7 +99,7 @@ func Listen(dir string, uid, gid int) (*Listener, error) {
 		conn.Close()
 		return nil, fmt.Errorf("mark socket: %w", err)
 	}
-	c := make(chan string, 64)
+	c := make(chan Mark, 64)
 	l := &Listener{dir: dir, pid: pid, conn: conn, C: c}
 	go func() {
 		buf := make([]byte, 4096)
@@ -89,7 +109,8 @@ func Listen(dir string, uid, gid int) (*Listener, error) {
 			if err != nil {
 				return // closed
 			}
-			c <- CleanLabel(string(buf[:n]))
+			at := monotonicNS()
+			c <- Mark{Label: CleanLabel(string(buf[:n])), MonoNS: at}
 		}
 	}()
 	return l, nil

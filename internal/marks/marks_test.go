@@ -34,13 +34,17 @@ func TestListenSendFind(t *testing.T) {
 		// Our own trace does not count: the caller is the trace.
 		t.Errorf("TracedBy(4242) from the tracer itself = %d, %v", got, err)
 	}
+	sent := monotonicNS()
 	if err := Send(tr.Socket, "round 1\nwith a newline"); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case got := <-l.C:
-		if got != "round 1 with a newline" {
-			t.Errorf("label %q", got)
+		if got.Label != "round 1 with a newline" {
+			t.Errorf("label %q", got.Label)
+		}
+		if got.MonoNS < sent || got.MonoNS > monotonicNS() {
+			t.Errorf("mark read at %d ns, sent at %d ns: want its arrival", got.MonoNS, sent)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no mark arrived")
