@@ -14,6 +14,7 @@ import (
 func encodeRecord(w *bufio.Writer, r *Record) error {
 	head := *r
 	head.Samples, head.SampleStream = nil, nil
+	head.Command, head.CommandB64 = argsJSON(r.Command)
 	b, err := json.Marshal(&head)
 	if err != nil {
 		return err

@@ -97,6 +97,11 @@ func DecodeLimit(rd io.Reader, limit int64) (*Record, error) {
 	}
 	// An older record is a current one: what v2 added is optional.
 	r.Schema = Schema
+	var err error
+	if r.Command, err = argsFromJSON(r.Command, r.CommandB64); err != nil {
+		return nil, fmt.Errorf("decode record: command_b64: %w", err)
+	}
+	r.CommandB64 = nil
 	if err := r.indexFiles(); err != nil {
 		return nil, err
 	}

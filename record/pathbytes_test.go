@@ -2,9 +2,13 @@ package record
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestNamesRoundTripByteExact: every byte a Linux name may hold survives
@@ -145,5 +149,39 @@ func TestDownloadAndProcessNamesRoundTrip(t *testing.T) {
 	}
 	if bytes.Contains(b, []byte("_b64")) {
 		t.Errorf("all-UTF-8 process: %s", b)
+	}
+}
+
+// TestCommandRoundTripsByteExact: a command line with bytes that are not
+// UTF-8 comes back byte for byte; a UTF-8 one is written as text alone.
+func TestCommandRoundTripsByteExact(t *testing.T) {
+	for _, cmd := range [][]string{
+		{"python3", "load.py", "mod\xffel\xfe.bin", "a b\nc"},
+		{"python3", "plain.py"},
+	} {
+		r := &Record{Schema: Schema, Command: cmd}
+		var buf bytes.Buffer
+		if err := Encode(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b64 := strings.Contains(string(doc), `"command_b64"`)
+		if want := !utf8.ValidString(strings.Join(cmd, "")); b64 != want {
+			t.Errorf("command %q: command_b64 written %v, want %v", cmd, b64, want)
+		}
+		got, err := Decode(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Command, cmd) || got.CommandB64 != nil {
+			t.Errorf("command %q came back as %q (b64 %q)", cmd, got.Command, got.CommandB64)
+		}
 	}
 }

@@ -21,9 +21,13 @@ const schemaV1 = "coldtrace.record/v1"
 // (the moment the command was released), so a record read on another
 // machine needs no clock of its own.
 type Record struct {
-	Schema  string   `json:"schema"`
-	Version string   `json:"coldtrace_version"`
-	Command []string `json:"command"`
+	Schema  string `json:"schema"`
+	Version string `json:"coldtrace_version"`
+	// Command holds exact bytes, which need not be UTF-8: when an
+	// argument is not, the file also carries command_b64 (every
+	// argument's base64), which readers take over command.
+	Command    []string `json:"command"`
+	CommandB64 []string `json:"command_b64,omitempty"`
 	// Start is the wall-clock time the command was released.
 	Start time.Time `json:"start"`
 	// WallNS is from release to the command's exit.
@@ -283,7 +287,12 @@ type Process struct {
 	// ArgsCut is set when argv was longer than coldtrace could copy at
 	// exec (4 KiB) and the process was gone before its whole argv could
 	// be read: Args holds its first arguments, the last one cut.
-	ArgsCut bool  `json:"args_cut,omitempty"`
+	ArgsCut bool `json:"args_cut,omitempty"`
+	// ExeCut is set when the executable's name as exec was given it was
+	// longer than coldtrace copies at exec (255 bytes) and the process
+	// was gone before /proc/PID/exe could name it: Exe is its first 255
+	// bytes.
+	ExeCut  bool  `json:"exe_cut,omitempty"`
 	StartNS int64 `json:"start_ns"`
 	// EndNS is 0 when the process was still running when the run ended;
 	// for a process in Record.Untraced it is when it left the trace (it

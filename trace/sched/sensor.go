@@ -82,6 +82,7 @@ type procAcc struct {
 	comm, exe  string
 	args       []string
 	argsCut    bool
+	exeCut     bool
 	start, end int64
 	exitCode   int
 	exited     bool
@@ -223,7 +224,7 @@ func (s *Sensor) handle(raw []byte) {
 		p.start = sensor.Rel(ev.Ts, s.startMono)
 	case bpfsched.SchedTaskEventKindEV_EXEC:
 		p.comm = sensor.CString(ev.Comm[:])
-		p.exe = sensor.CString(ev.Filename[:])
+		p.exe, p.exeCut = execName(int(ev.Pid), sensor.CString(ev.Filename[:]), len(ev.Filename))
 		if p.ppid == 0 {
 			p.ppid = int32(ev.Ppid)
 		}
@@ -547,7 +548,7 @@ func (s *Sensor) fill(r *record.Record) {
 
 	byPID := map[int32]*record.Process{}
 	for pid, p := range s.procs {
-		byPID[pid] = &record.Process{PID: pid, PPID: p.ppid, Comm: p.comm, Exe: p.exe, Args: p.args, ArgsCut: p.argsCut,
+		byPID[pid] = &record.Process{PID: pid, PPID: p.ppid, Comm: p.comm, Exe: p.exe, ExeCut: p.exeCut, Args: p.args, ArgsCut: p.argsCut,
 			StartNS: p.start, EndNS: p.end, ExitCode: p.exitCode, Exited: p.exited}
 	}
 	for _, th := range r.Threads {
@@ -613,4 +614,19 @@ func execArgs(pid int, b []byte, total int) (args []string, cut bool) {
 		return nil, cut
 	}
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), cut
+}
+
+// execName is the executable's name from an exec event's copy, which
+// holds at most size-1 bytes: a copy that fills it may be cut, and the
+// kernel's name of the executable (/proc/PID/exe, the resolved path) is
+// taken while the process lives; cut reports a name left cut.
+func execName(pid int, copied string, size int) (name string, cut bool) {
+	if len(copied) < size-1 {
+		return copied, false
+	}
+	whole, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil || len(whole) < len(copied) {
+		return copied, true
+	}
+	return whole, false
 }
