@@ -208,6 +208,22 @@ func awaitFile(t *testing.T, p string, ended <-chan struct{}) {
 // pid, and how many such links there are.
 func multiLinks(t *testing.T, pid int) (map[ebpf.ProgramID]bool, int) {
 	t.Helper()
+	for try := 1; ; try++ {
+		progs, n, err := scanMultiLinks(pid)
+		// A link another process is closing meanwhile fails the walk
+		// (EAGAIN, ENOENT): walk again.
+		if err == nil || try == 5 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			return progs, n
+		}
+		t.Logf("links: %v; again", err)
+	}
+}
+
+// scanMultiLinks walks the machine's links once.
+func scanMultiLinks(pid int) (map[ebpf.ProgramID]bool, int, error) {
 	progs := map[ebpf.ProgramID]bool{}
 	n := 0
 	it := new(link.Iterator)
@@ -226,10 +242,7 @@ func multiLinks(t *testing.T, pid int) (map[ebpf.ProgramID]bool, int) {
 			n++
 		}
 	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return progs, n
+	return progs, n, it.Err()
 }
 
 // runCounts sums the run counts of progs (bpf_stats).
