@@ -533,50 +533,10 @@ int BPF_PROG(on_dl_write, struct folio *folio)
 	return 0;
 }
 
-#define TMPFS_MAGIC_ 0x01021994
-#define S_IFMT_ 00170000
-#define S_IFREG_ 0100000
-
-/* tmpfs (shmem) fills its pages without the page cache's insertion
- * tracepoint, so a download into a cache on tmpfs is linked at its
- * write(2) and pwrite64(2) calls instead: the fd's file, when it is a
- * regular tmpfs file, gets the bytes asked for. Other filesystems are
- * left to on_dl_write. (writev goes unseen here: Python, curl and wget
- * write with write(2).) */
-static __always_inline int tmpfs_write(unsigned long fd, unsigned long count)
-{
-	struct tstate *s = current_state();
-	if (!s || !count)
-		return 0;
-	struct rx_slot *r = current_rx(s, (__u32)bpf_get_current_pid_tgid());
-	if (!r)
-		return 0;
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return 0;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *f = NULL;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
-		return 0;
-	struct inode *inode = BPF_CORE_READ(f, f_inode);
-	if (!inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT_) != S_IFREG_ ||
-	    BPF_CORE_READ(inode, i_sb, s_magic) != TMPFS_MAGIC_)
-		return 0;
-	link_write(r, inode, 0, count);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_write")
-int on_tmpfs_write(struct syscall_trace_enter *ctx)
-{
-	return tmpfs_write(ctx->args[0], ctx->args[2]);
-}
-
-SEC("tracepoint/syscalls/sys_enter_pwrite64")
-int on_tmpfs_pwrite(struct syscall_trace_enter *ctx)
-{
-	return tmpfs_write(ctx->args[0], ctx->args[2]);
-}
+/* A download into tmpfs (shmem fills its pages without the page cache's
+ * insertion tracepoint) is measured in user space, by the sizes of the
+ * tmpfs files the downloading processes have open, poll by poll
+ * (trace/download/tmpfs.go): no syscall tracepoint, which would put every
+ * task of the machine on the syscall slow path. */
 
 BTF_ANCHOR(enum dl_lost, dl_lost);

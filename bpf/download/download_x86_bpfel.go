@@ -242,8 +242,6 @@ const (
 	DownloadProgOnGetaddrinfo      = "on_getaddrinfo"
 	DownloadProgOnRecv             = "on_recv"
 	DownloadProgOnSockState        = "on_sock_state"
-	DownloadProgOnTmpfsPwrite      = "on_tmpfs_pwrite"
-	DownloadProgOnTmpfsWrite       = "on_tmpfs_write"
 	DownloadVarBtfAnchorDlLost     = "_btf_anchor_dl_lost"
 	DownloadVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	DownloadVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
@@ -296,8 +294,6 @@ type DownloadProgramSpecs struct {
 	OnGetaddrinfo *ebpf.ProgramSpec `ebpf:"on_getaddrinfo"`
 	OnRecv        *ebpf.ProgramSpec `ebpf:"on_recv"`
 	OnSockState   *ebpf.ProgramSpec `ebpf:"on_sock_state"`
-	OnTmpfsPwrite *ebpf.ProgramSpec `ebpf:"on_tmpfs_pwrite"`
-	OnTmpfsWrite  *ebpf.ProgramSpec `ebpf:"on_tmpfs_write"`
 }
 
 // DownloadMapSpecs contains maps before they are loaded into the kernel.
@@ -411,8 +407,6 @@ type DownloadPrograms struct {
 	OnGetaddrinfo *ebpf.Program `ebpf:"on_getaddrinfo"`
 	OnRecv        *ebpf.Program `ebpf:"on_recv"`
 	OnSockState   *ebpf.Program `ebpf:"on_sock_state"`
-	OnTmpfsPwrite *ebpf.Program `ebpf:"on_tmpfs_pwrite"`
-	OnTmpfsWrite  *ebpf.Program `ebpf:"on_tmpfs_write"`
 }
 
 func (p *DownloadPrograms) Close() error {
@@ -422,8 +416,6 @@ func (p *DownloadPrograms) Close() error {
 		p.OnGetaddrinfo,
 		p.OnRecv,
 		p.OnSockState,
-		p.OnTmpfsPwrite,
-		p.OnTmpfsWrite,
 	)
 }
 

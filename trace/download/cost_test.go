@@ -195,13 +195,16 @@ func TestPerEventCost(t *testing.T) {
 	t.Logf("a tracked receive on its connection: about %.0f ns", perRun+extra/n)
 }
 
-// TestWriteHooksWaitForADownload: the tmpfs write probes (syscall
-// tracepoints, paid by every write on the machine) stay detached through
-// a ping-pong of small messages that passes tmpfsHookBytes, and attach at
-// the first poll after a connection shaped like a download passes it.
-func TestWriteHooksWaitForADownload(t *testing.T) {
+// TestDownloadSaidOnceShapedAndNoSyscallProbe: a ping-pong of small
+// messages that passes downloadBytes is no download; a download-shaped
+// receive is said at the first poll after it; and neither attaches a
+// syscall tracepoint (paid by every task of the machine): the sensor's
+// links are BTF tracepoints (raw tracepoint links), no perf events.
+func TestDownloadSaidOnceShapedAndNoSyscallProbe(t *testing.T) {
 	testenv.RequireTracing(t)
 	s, shared := startSensor(t)
+	var said []int32
+	s.onDownload = func(pid int32) { said = append(said, pid) }
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer trackThread(t, shared)()
@@ -213,12 +216,21 @@ func TestWriteHooksWaitForADownload(t *testing.T) {
 	// 64-byte messages answered in kind: 2.5 MiB received, as much sent.
 	const n, size = 40000, 64
 	receive(t, n, size, size, poll)
-	if s.writeHooks {
-		t.Fatalf("a ping-pong of %d-byte messages (%d bytes each way) attached the tmpfs write probes", size, n*size)
+	if len(said) != 0 {
+		t.Fatalf("a ping-pong of %d-byte messages (%d bytes each way) was said to be a download", size, n*size)
 	}
 	// A small request, a large answer: 2 MiB in 64 KiB receives.
 	receive(t, 32, 64<<10, 1, poll)
-	if !s.writeHooks {
-		t.Fatal("a 2 MiB download-shaped receive did not attach the tmpfs write probes")
+	if len(said) != 1 || said[0] != int32(unix.Getpid()) {
+		t.Fatalf("a 2 MiB download-shaped receive was said %v times (pids %v), want once, of this process", len(said), said)
+	}
+	for _, l := range s.links {
+		info, err := l.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Type == link.PerfEventType {
+			t.Errorf("the network sensor holds a perf-event link (a classic tracepoint or kprobe): want BTF tracepoints only")
+		}
 	}
 }

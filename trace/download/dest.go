@@ -250,9 +250,9 @@ type candidate struct {
 }
 
 // match finds the destination of a download that received r bytes,
-// samples rx, within w, among the files written (page-cache writes) and
-// the files its receiving threads wrote (linked: tmpfs writes, which fill
-// no page cache the sensor sees).
+// samples rx, within w, among the files written (page-cache writes and
+// polled tmpfs sizes) and the files its receiving threads wrote (linked
+// by their page-cache insertions).
 func match(r uint64, rx []record.DownloadSample, w window, files []written, linked []Write) destination {
 	tol := tolerance(r)
 	var d destination

@@ -97,8 +97,8 @@ type Sensor struct {
 	// tmpfs are the sizes of files on tmpfs the downloading processes
 	// had open, poll by poll (tmpfs.go).
 	tmpfs *tmpfsSizes
-	// writeHooks is set once the tmpfs write probes are attached.
-	writeHooks bool
+	// downloadSaid is set once OnDownload was told of a download.
+	downloadSaid bool
 	// tableWrites is the kernel's count of writes to the connection and
 	// written-file tables at the last walk of them (walked is false
 	// before the first); unnamed counts written files the last walk
@@ -178,22 +178,11 @@ func (s *Sensor) tracepoints() map[string]*ebpf.Program {
 // (Shared.Chained).
 func (s *Sensor) WriteProgram() *ebpf.Program { return s.objs.OnDlWrite }
 
-// syscallTracepoints are the sensor's classic syscall tracepoint programs
-// by the syscall they follow.
-func (s *Sensor) syscallTracepoints() map[string]*ebpf.Program {
-	return map[string]*ebpf.Program{
-		"sys_enter_write":    s.objs.OnTmpfsWrite,
-		"sys_enter_pwrite64": s.objs.OnTmpfsPwrite,
-	}
-}
-
 // Programs are the sensor's BPF programs by name, for cost accounting
 // (bpf_stats).
 func (s *Sensor) Programs() map[string]*ebpf.Program {
 	p := s.tracepoints()
 	p[bpfdl.DownloadProgOnDlWrite] = s.objs.OnDlWrite
-	p[bpfdl.DownloadProgOnTmpfsWrite] = s.objs.OnTmpfsWrite
-	p[bpfdl.DownloadProgOnTmpfsPwrite] = s.objs.OnTmpfsPwrite
 	p[bpfdl.DownloadProgOnGetaddrinfo] = s.objs.OnGetaddrinfo
 	p[bpfdl.DownloadProgOnGaiReturn] = s.objs.OnGaiReturn
 	return p
@@ -231,31 +220,11 @@ func (s *Sensor) Start() error {
 	return nil
 }
 
-// tmpfsHookBytes is what a tracked connection receives, shaped like a
-// download (Conn.downloadShaped), before the tmpfs write probes are
-// attached: they run at every write(2) on the machine (90 ns each,
-// measured with bpf_stats under load, and any syscalls tracepoint puts
-// every task's syscalls on the slow path), a cost a run without downloads
-// should not pay — nor a conversation of small messages, which passes
-// 1 MiB within a second. A download into tmpfs is linked from the first
-// poll after that on; its earlier writes are not counted.
-const tmpfsHookBytes = 1 << 20
-
-// attachWriteHooks attaches the tmpfs write probes, once.
-func (s *Sensor) attachWriteHooks() error {
-	if s.writeHooks {
-		return nil
-	}
-	s.writeHooks = true
-	for name, p := range s.syscallTracepoints() {
-		l, err := link.Tracepoint("syscalls", name, p, nil)
-		if err != nil {
-			return fmt.Errorf("attach syscalls:%s: %w", name, err)
-		}
-		s.links = append(s.links, l)
-	}
-	return nil
-}
+// downloadBytes is what a tracked connection shaped like a download
+// (Conn.downloadShaped) has received when its process is said to be
+// downloading (Shared.OnDownload): a conversation of small messages
+// passes 1 MiB within a second too.
+const downloadBytes = 1 << 20
 
 // attachResolver probes getaddrinfo in the C library of every traced
 // process (the system's is known from the start: the command is probed
@@ -337,9 +306,9 @@ func (s *Sensor) Begin(startMono uint64) { s.startMono = startMono }
 // only as fine as the polls. Only connections that are, or may still
 // become, downloads keep their progress, so chatter over a long run
 // costs no memory; one that qualifies late gets its earlier bytes in its
-// first sample. Poll also attaches the tmpfs write probes once a
-// connection shaped like a download received tmpfsHookBytes, and names
-// the files being written.
+// first sample. Poll also tells OnDownload of the first connection
+// shaped like a download that received downloadBytes, and names the
+// files being written.
 func (s *Sensor) Poll(nowMono uint64, sample *record.Sample) error {
 	if s.ownScoper {
 		if err := s.scoper.Poll(nowMono, sample); err != nil {
@@ -371,12 +340,12 @@ func (s *Sensor) Poll(nowMono uint64, sample *record.Sample) error {
 }
 
 // walk reads the connection table into the progress of each open
-// connection, attaches the tmpfs write probes once a download shows, and
-// names the files downloads write while they are open.
+// connection, says when a download shows, and names the files downloads
+// write while they are open (tmpfs files' sizes included).
 func (s *Sensor) walk(nowMono uint64) error {
 	var sk uint64
 	var raw bpfdl.DownloadConn
-	hooks := false
+	seen := false
 	var downloader int32
 	active := map[int32]bool{} // processes whose downloads moved
 	it := s.objs.Conns.Iterate()
@@ -385,8 +354,8 @@ func (s *Sensor) walk(nowMono uint64) error {
 			continue
 		}
 		c := decodeConn(&raw)
-		if c.Bytes >= tmpfsHookBytes && c.downloadShaped() {
-			hooks, downloader = true, c.PID
+		if c.Bytes >= downloadBytes && c.downloadShaped() {
+			seen, downloader = true, c.PID
 		}
 		k := ConnKey{c.Sk, c.ID}
 		if c.Bytes >= MinBytes && !c.IsDownload() {
@@ -410,12 +379,10 @@ func (s *Sensor) walk(nowMono uint64) error {
 		s.handles.TakeOpen(pid)
 		s.tmpfs.watch(pid, nowNS, s.openNames)
 	}
-	if hooks && s.links != nil {
-		if !s.writeHooks && s.onDownload != nil {
+	if seen && s.links != nil && !s.downloadSaid {
+		s.downloadSaid = true
+		if s.onDownload != nil {
 			s.onDownload(downloader)
-		}
-		if err := s.attachWriteHooks(); err != nil {
-			return err
 		}
 	}
 	return s.nameWrites()
