@@ -14,7 +14,7 @@ func Finding(f advice.Finding) string {
 	case advice.SlowLookup:
 		return slowLookupSentence(f)
 	case advice.DownloadStall:
-		return f.Sentence
+		return stallSentence(f)
 	case advice.BrokenCache:
 		return f.Sentence
 	case advice.SlowFSRead:
@@ -44,6 +44,8 @@ func Step(a advice.Action) (action, evidence string) {
 		return silentAction(f), Finding(f)
 	case advice.SlowLookup:
 		return slowLookupAction(f), Finding(f)
+	case advice.DownloadStall:
+		return stallAction(f), Finding(f)
 	}
 	return a.Action, a.Evidence
 }

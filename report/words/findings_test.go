@@ -70,3 +70,35 @@ func TestFillRendersFindingsAndSteps(t *testing.T) {
 		t.Errorf("traps %+v", traps)
 	}
 }
+
+// steady is n polls 100 ms apart from t, each with b bytes.
+func steady(t int64, n int, b uint64) []record.DownloadSample {
+	var out []record.DownloadSample
+	for i := 1; i <= n; i++ {
+		out = append(out, record.DownloadSample{EndNS: t + int64(i)*100e6, Bytes: b})
+	}
+	return out
+}
+
+// A stall says what stalled, from where, when, and the share of bytes
+// that came after it; a connection's stall names the connection.
+func TestStallFindingsSaySo(t *testing.T) {
+	const ms = int64(1e6)
+	s := steady(0, 12, 1<<20)
+	s = append(s, record.DownloadSample{EndNS: 1200*ms + 8000*ms, Bytes: 1 << 20})
+	s = append(s, steady(9200*ms, 7, 1<<20)...)
+	whole := advice.Stalls(&record.Record{IntervalNS: 100 * ms, Downloads: []record.Download{{Name: "model.bin", Host: "hub.example",
+		Peer: "10.0.0.1:443", Bytes: 20 << 20, EndNS: 10000 * ms, Samples: s}}})
+	conn := whole[0]
+	conn.Connection, conn.Connections, conn.Host = 2, 2, "cdn.example"
+	slow := whole[0]
+	slow.Slow, slow.BytesDuring = true, 3<<10
+	checkFindings(t, []finding{
+		{"stall", whole[0], "download of model.bin from hub.example stalled for 8.0 s at +1.1 s after 12.0 MiB; 40% of its bytes came after the stall", false},
+		{"connection", conn, "connection 2 of 2 of the download of model.bin from cdn.example stalled for 8.0 s", true},
+		{"trickle", slow, "slowed to under 5% of its median rate (3.0 KiB in all) for 8.0 s", true},
+	})
+	if act, _ := Step(*whole[0].Action); !strings.HasPrefix(act, "download of model.bin from hub.example: set a read timeout") {
+		t.Errorf("stall step %q", act)
+	}
+}
