@@ -16,7 +16,7 @@ func Finding(f advice.Finding) string {
 	case advice.DownloadStall:
 		return stallSentence(f)
 	case advice.BrokenCache:
-		return f.Sentence
+		return brokenSentence(f)
 	case advice.SlowFSRead:
 		return f.Sentence
 	case advice.RecurringRead:
@@ -46,6 +46,8 @@ func Step(a advice.Action) (action, evidence string) {
 		return slowLookupAction(f), Finding(f)
 	case advice.DownloadStall:
 		return stallAction(f), Finding(f)
+	case advice.BrokenCache:
+		return brokenAction(f), Finding(f)
 	}
 	return a.Action, a.Evidence
 }

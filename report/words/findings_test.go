@@ -102,3 +102,21 @@ func TestStallFindingsSaySo(t *testing.T) {
 		t.Errorf("stall step %q", act)
 	}
 }
+
+// A cache that did not keep its entries says the failed calls, or that
+// it is inferred from the entries gone, and what a rerun pays.
+func TestBrokenCacheFindingsSaySo(t *testing.T) {
+	seen := advice.BrokenCache{Cache: "triton", Framework: "Triton", Root: "/nfs/triton", CompileNS: 3e9, Failures: []record.CacheFailure{
+		{Op: "rename", Errno: "EBUSY", Count: 12}, {Op: "unlink", Errno: "ENOENT", Count: 1}, {Op: "open", Errno: "ESTALE", Count: 2}}}
+	two := seen
+	two.Failures = two.Failures[:2]
+	inferred := advice.BrokenCache{Cache: "python", Root: "/nfs/pyc", Inferred: true, EntriesWritten: 8, EntriesGone: 8}
+	checkFindings(t, []finding{
+		{"seen", two, "the Triton cache at /nfs/triton failed 12 renames (EBUSY) and 1 unlink (ENOENT): entries were compiled but not kept; a rerun compiles again (3.0 s of compiles this run) — put the cache on a local disk or give each process its own", false},
+		{"three kinds", seen, "failed 12 renames (EBUSY) and 1 unlink (ENOENT) and 1 other kinds of call: ", true},
+		{"inferred", inferred, "the python cache at /nfs/pyc: 8 of the 8 entries written this run were gone at the end (inferred: the failing call was not traced); a rerun compiles them again — put", true},
+	})
+	if act, _ := Step(advice.Action{Finding: seen}); act != "the Triton cache at /nfs/triton: put the cache on a local disk or give each process its own" {
+		t.Errorf("step %q", act)
+	}
+}
