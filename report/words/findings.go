@@ -18,7 +18,7 @@ func Finding(f advice.Finding) string {
 	case advice.BrokenCache:
 		return brokenSentence(f)
 	case advice.SlowFSRead:
-		return f.Sentence
+		return slowFSSentence(f)
 	case advice.RecurringRead:
 		return f.Sentence
 	case advice.LateCompiles:
@@ -48,6 +48,8 @@ func Step(a advice.Action) (action, evidence string) {
 		return stallAction(f), Finding(f)
 	case advice.BrokenCache:
 		return brokenAction(f), Finding(f)
+	case advice.SlowFSRead:
+		return slowFSAction(f)
 	}
 	return a.Action, a.Evidence
 }

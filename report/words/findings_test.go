@@ -120,3 +120,23 @@ func TestBrokenCacheFindingsSaySo(t *testing.T) {
 		t.Errorf("step %q", act)
 	}
 }
+
+// A file on a slow filesystem says its fills, their size and time, a
+// sequential read of the same filesystem when there was one, and the
+// fix; the step's evidence is the sentence up to the fix.
+func TestSlowFilesystemFindingsSaySo(t *testing.T) {
+	fuse := record.File{Path: "/m/w.bin", Dev: 7, FS: "fuse", BytesFromDisk: 1 << 20, PagesMissed: 256, FillWaitNS: 500e6,
+		Order: &record.ReadOrder{Misses: 256, FaultPages: 256, Jumps: [5]uint64{0, 10, 100, 0, 145}}}
+	seq := record.File{Path: "/m/a.bin", Dev: 7, FS: "fuse", BytesFromDisk: 4 << 20, IOWaitNS: 80e6,
+		Order: &record.ReadOrder{Misses: 1024, ReadPages: 1024, Jumps: [5]uint64{1023}}}
+	alone := advice.SlowFS(&record.Record{Files: []record.File{fuse}})
+	quoted := advice.SlowFS(&record.Record{Files: []record.File{fuse, seq}})
+	checkFindings(t, []finding{
+		{"alone", alone[0], "/m/w.bin on fuse was filled by 256 faults of ~4.0 KiB at 2.0 ms each (2.1 MB/s): read it eagerly (one sequential read, vLLM: --safetensors-load-strategy eager) instead of mapping it, or copy it to local disk", false},
+		{"quoted", quoted[0], "/m/w.bin on fuse was filled by 256 faults of ~4.0 KiB at 2.0 ms each (2.1 MB/s); this run read /m/a.bin on the same filesystem sequentially at 52.4 MB/s, 25× faster: read it eagerly", true},
+	})
+	act, ev := Step(*quoted[0].Action)
+	if !strings.HasPrefix(act, "/m/w.bin: read it eagerly") || !strings.HasSuffix(ev, "25× faster") {
+		t.Errorf("step %q, evidence %q", act, ev)
+	}
+}
