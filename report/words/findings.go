@@ -20,7 +20,7 @@ func Finding(f advice.Finding) string {
 	case advice.SlowFSRead:
 		return slowFSSentence(f)
 	case advice.RecurringRead:
-		return f.Sentence
+		return recurringSentence(f)
 	case advice.LateCompiles:
 		return f.Sentence
 	case advice.NoCacheCompile:

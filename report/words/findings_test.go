@@ -140,3 +140,13 @@ func TestSlowFilesystemFindingsSaySo(t *testing.T) {
 		t.Errorf("step %q, evidence %q", act, ev)
 	}
 }
+
+// A file read again on every run says how much, how long, and why.
+func TestRecurringFindingsSaySo(t *testing.T) {
+	checkFindings(t, []finding{
+		{"with misses", advice.RecurringRead{Path: "/m/w.bin", FS: "fuse", Bytes: 4 << 20, FillNS: 5e8, Misses: 1024},
+			"/m/w.bin was read from fuse (4.0 MiB in 0.50 s, 1024 page misses at 488 µs each, 8.4 MB/s) and is read again on every run: FUSE drops its cached pages at open unless the filesystem is mounted with kernel_cache; read it eagerly once, or copy it to local disk", false},
+		{"no misses", advice.RecurringRead{Path: "/m/x", FS: "fuse", Bytes: 1 << 20, FillNS: 2e9},
+			"/m/x was read from fuse (1.0 MiB in 2.00 s, 0.5 MB/s) and is read again", true},
+	})
+}
