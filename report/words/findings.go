@@ -22,7 +22,7 @@ func Finding(f advice.Finding) string {
 	case advice.RecurringRead:
 		return recurringSentence(f)
 	case advice.LateCompiles:
-		return f.Sentence
+		return lateSentence(f)
 	case advice.NoCacheCompile:
 		return f.Sentence
 	case advice.CacheCandidate:
@@ -50,6 +50,8 @@ func Step(a advice.Action) (action, evidence string) {
 		return brokenAction(f), Finding(f)
 	case advice.SlowFSRead:
 		return slowFSAction(f)
+	case advice.LateCompiles:
+		return lateAction, Finding(f)
 	}
 	return a.Action, a.Evidence
 }

@@ -150,3 +150,20 @@ func TestRecurringFindingsSaySo(t *testing.T) {
 			"/m/x was read from fuse (1.0 MiB in 2.00 s, 0.5 MB/s) and is read again", true},
 	})
 }
+
+// Compiles after ready say how many, when ready was, the segments they
+// fell in and the latency they added.
+func TestLateFindingsSaySo(t *testing.T) {
+	l := advice.LateCompiles{ReadyNS: 2e9, ReadyBy: `mark "ready"`, Compiles: 3, CompileNS: 1.7e9, Segments: []advice.LateSegment{
+		{Index: 1, Label: "ready", Compiles: 2, CompileNS: 1.5e9, Sources: []string{"triton", "libnvrtc:x"}},
+		{Index: 3, Label: "req", Compiles: 1, CompileNS: 2e8, Sources: []string{"cc"}}}}
+	one := advice.LateCompiles{ReadyNS: 1e9, ReadyBy: "ready", Compiles: 1, CompileNS: 1e8,
+		Segments: []advice.LateSegment{{Index: 1, Label: "x", Compiles: 1, CompileNS: 1e8, Sources: []string{"cc"}}}}
+	checkFindings(t, []finding{
+		{"three", l, `3 compiles after ready (mark "ready", at +2.00 s): 2 during segment 1 "ready" (triton, libnvrtc:x: 1.50 s); 1 during segment 3 "req" (cc: 0.20 s) — 1.70 s of latency in live requests; warm them up before ready, or persist the cache`, false},
+		{"one", one, `1 compile after ready (ready, at +1.00 s)`, true},
+	})
+	if act, ev := Step(advice.Action{Finding: l}); !strings.HasPrefix(act, "compile before ready") || ev != Finding(l) {
+		t.Errorf("step %q, evidence %q", act, ev)
+	}
+}
