@@ -24,7 +24,7 @@ func Finding(f advice.Finding) string {
 	case advice.LateCompiles:
 		return lateSentence(f)
 	case advice.NoCacheCompile:
-		return f.Sentence
+		return noCacheSentence(f)
 	case advice.CacheCandidate:
 		return f.Sentence
 	case advice.FileRead:
@@ -52,6 +52,8 @@ func Step(a advice.Action) (action, evidence string) {
 		return slowFSAction(f)
 	case advice.LateCompiles:
 		return lateAction, Finding(f)
+	case advice.NoCacheCompile:
+		return f.Enable, Finding(f)
 	}
 	return a.Action, a.Evidence
 }

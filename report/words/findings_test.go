@@ -167,3 +167,18 @@ func TestLateFindingsSaySo(t *testing.T) {
 		t.Errorf("step %q, evidence %q", act, ev)
 	}
 }
+
+// Compiles with no cache say the framework, the time and the calls, and
+// how to turn its cache on when that is known.
+func TestNoCacheFindingsSaySo(t *testing.T) {
+	numba := advice.NoCacheCompile{Framework: "Numba", Source: "libllvmlite", NS: 4e7, Calls: 3, Enable: "enable cache=True"}
+	checkFindings(t, []finding{
+		{"numba", numba, "Numba compiled with no cache: 0.04 s in 3 calls of libllvmlite; enable cache=True", false},
+		{"nvrtc", advice.NoCacheCompile{Framework: "NVRTC", Source: "libnvrtc", NS: 5e7, Calls: 1}, "NVRTC compiled with no cache: 0.05 s in 1 calls of libnvrtc", false},
+		{"subprocess", advice.NoCacheCompile{Source: "cc, ptxas", NS: 1.2e9, Calls: 4, Subprocess: true},
+			"compiled with no cache: 1.20 s in 4 runs of cc, ptxas, with no lookup in any known cache", false},
+	})
+	if act, ev := Step(advice.Action{Finding: numba}); act != "enable cache=True" || ev != Finding(numba) {
+		t.Errorf("step %q, evidence %q", act, ev)
+	}
+}
