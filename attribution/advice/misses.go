@@ -89,7 +89,7 @@ func MissesWith(r *record.Record, baseline *record.Record) []CacheMiss {
 				o.Path, holds(o), o.From)
 			if a, ok := keepAt(c, o.Path); ok && c.CompileNS > 0 && ShellName(a.Var) && PlainText(a.Value) {
 				m.Action = &Action{
-					Action:   fmt.Sprintf("point the %s cache back at its entries: export %s=%s", name(c), a.Var, shellQuote(a.Value)),
+					Action:   fmt.Sprintf("point the %s cache back at its entries: export %s=%s", name(c), a.Var, ShellQuote(a.Value)),
 					SavesNS:  c.CompileNS,
 					Evidence: m.Sentence,
 				}

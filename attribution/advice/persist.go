@@ -174,9 +174,9 @@ func singleQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// shellQuote quotes s for sh, leaving a word of plain path characters
+// ShellQuote quotes s for sh, leaving a word of plain path characters
 // bare (a sentence reads better without quotes where none are needed).
-func shellQuote(s string) string {
+func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@") == "" {
 		return s
 	}

@@ -26,7 +26,7 @@ func Finding(f advice.Finding) string {
 	case advice.NoCacheCompile:
 		return noCacheSentence(f)
 	case advice.CacheCandidate:
-		return f.Sentence
+		return candidateSentence(f)
 	case advice.FileRead:
 		return f.Sentence
 	case advice.CacheMiss:
@@ -54,6 +54,8 @@ func Step(a advice.Action) (action, evidence string) {
 		return lateAction, Finding(f)
 	case advice.NoCacheCompile:
 		return f.Enable, Finding(f)
+	case advice.CacheCandidate:
+		return candidateAction(f), Finding(f)
 	}
 	return a.Action, a.Evidence
 }

@@ -182,3 +182,17 @@ func TestNoCacheFindingsSaySo(t *testing.T) {
 		t.Errorf("step %q, evidence %q", act, ev)
 	}
 }
+
+// A directory that may be a cache says what the run created there, and,
+// read back by a second run, how to keep it.
+func TestCandidateFindingsSaySo(t *testing.T) {
+	one := advice.CacheCandidate{Dir: "/home/u/.cache/tool", CreatedBytes: 2 << 20, Files: 1}
+	reused := advice.CacheCandidate{Dir: "/home/u/my tool", CreatedBytes: 3 << 20, Files: 2, Reused: true}
+	checkFindings(t, []finding{
+		{"one", one, "/home/u/.cache/tool may be a cache: this run created 2.0 MiB in 1 file there", false},
+		{"reused", reused, "'/home/u/my tool' may be a cache the registry does not know: run A created 3.0 MiB in 2 files there and run B read them without rewriting; keep it between runs (or add it with --cache-dir NAME='/home/u/my tool')", false},
+	})
+	if act, ev := Step(one.Action()); act != "keep /home/u/.cache/tool between runs" || ev != Finding(one) {
+		t.Errorf("step %q, evidence %q", act, ev)
+	}
+}
