@@ -28,7 +28,7 @@ func Finding(f advice.Finding) string {
 	case advice.CacheCandidate:
 		return candidateSentence(f)
 	case advice.FileRead:
-		return f.Sentence
+		return readSentence(f)
 	case advice.CacheMiss:
 		return f.Sentence
 	case advice.CacheChange:
@@ -56,6 +56,8 @@ func Step(a advice.Action) (action, evidence string) {
 		return f.Enable, Finding(f)
 	case advice.CacheCandidate:
 		return candidateAction(f), Finding(f)
+	case advice.FileRead:
+		return f.Path + ": " + readFix(f), Finding(f)
 	}
 	return a.Action, a.Evidence
 }

@@ -196,3 +196,28 @@ func TestCandidateFindingsSaySo(t *testing.T) {
 		t.Errorf("step %q, evidence %q", act, ev)
 	}
 }
+
+// A file read says its misses, their order and rate, its filesystem,
+// and, read out of order far below the device's sequential rate, the fix.
+func TestReadFindingsSaySo(t *testing.T) {
+	seq := record.File{Path: "/d/seq", Dev: 8, BytesFromDisk: 256 << 20, IOWaitNS: 1e9,
+		Order: &record.ReadOrder{Misses: 1000, ReadPages: 65536, Jumps: [5]uint64{990, 9}}}
+	rnd := record.File{Path: "/d/model.gguf", Dev: 8, BytesFromDisk: 64 << 20, IOWaitNS: 4e9,
+		Order: &record.ReadOrder{Misses: 16384, FaultPages: 16384, Jumps: [5]uint64{10, 100, 8000, 4000, 4273}, FS: "nfs4"}}
+	alone := advice.Reads(&record.Record{Files: []record.File{rnd}}, nil)
+	both := advice.Reads(&record.Record{Files: []record.File{seq, rnd}}, nil)
+	var slow advice.FileRead
+	for _, f := range both {
+		if f.Unordered {
+			slow = f
+		}
+	}
+	checkFindings(t, []finding{
+		{"alone", alone[0], "model.gguf was read by 16 k random misses (page faults) at 16.78 MB/s, 244 µs per miss, on nfs4 (a network filesystem)", false},
+		{"sequential", both[1], "seq was read by 1000 sequential misses (read) at 268.44 MB/s, 1.0 ms per miss", true},
+		{"slow", slow, "model.gguf was read by 16 k random page faults at 16.78 MB/s (244 µs per miss); read sequentially it ran at 268 MB/s: pre-read it (`coldtrace prefetch`) or disable mmap", false},
+	})
+	if act, ev := Step(*slow.Action); act != "/d/model.gguf: pre-read it (`coldtrace prefetch`) or disable mmap" || ev != Finding(slow) {
+		t.Errorf("step %q, evidence %q", act, ev)
+	}
+}
