@@ -9,6 +9,8 @@ import (
 // what happened, with the numbers that show it.
 func Finding(f advice.Finding) string {
 	switch f := f.(type) {
+	case advice.Persist:
+		return persistSentence(f)
 	case advice.SilentWait:
 		return silentSentence(f)
 	case advice.SlowLookup:
@@ -58,6 +60,8 @@ func Step(a advice.Action) (action, evidence string) {
 		return candidateAction(f), Finding(f)
 	case advice.FileRead:
 		return f.Path + ": " + readFix(f), Finding(f)
+	case advice.Persist:
+		return persistAction(f), Finding(f)
 	}
 	return a.Action, a.Evidence
 }

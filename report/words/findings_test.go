@@ -221,3 +221,18 @@ func TestReadFindingsSaySo(t *testing.T) {
 		t.Errorf("step %q, evidence %q", act, ev)
 	}
 }
+
+// A cache to persist says where it is, why it does not survive and what
+// a run without it pays; its step the export line when there is one.
+func TestPersistFindingsSaySo(t *testing.T) {
+	p := advice.Persist{Cache: "triton", Framework: "Triton", Root: "/tmp/triton", SizeBytes: 1 << 20, FS: "tmpfs", Survival: "lost at reboot",
+		RerunNS: 2e9, Export: `export TRITON_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}"/'triton'`}
+	checkFindings(t, []finding{{"persist", p, "/tmp/triton (1.0 MiB) is on tmpfs, lost at reboot; this run compiled into it for 2.00 s", false}})
+	if act, _ := Step(advice.Action{Finding: p}); act != "persist the Triton cache: "+p.Export {
+		t.Errorf("step %q", act)
+	}
+	p.Export, p.Framework = "", ""
+	if act, _ := Step(advice.Action{Finding: p}); act != "persist the triton cache: move it to a persistent directory" {
+		t.Errorf("step %q", act)
+	}
+}
