@@ -32,9 +32,9 @@ func Finding(f advice.Finding) string {
 	case advice.FileRead:
 		return readSentence(f)
 	case advice.CacheMiss:
-		return f.Sentence
+		return missSentence(f)
 	case advice.CacheChange:
-		return f.Sentence
+		return changeSentence(f)
 	}
 	return ""
 }
@@ -62,6 +62,8 @@ func Step(a advice.Action) (action, evidence string) {
 		return f.Path + ": " + readFix(f), Finding(f)
 	case advice.Persist:
 		return persistAction(f), Finding(f)
+	case advice.CacheMiss:
+		return missAction(f), Finding(f)
 	}
 	return a.Action, a.Evidence
 }

@@ -236,3 +236,38 @@ func TestPersistFindingsSaySo(t *testing.T) {
 		t.Errorf("step %q", act)
 	}
 }
+
+// A cache whose lookups all missed says why: a moved root (and how to
+// point it back), a changed key (and what the key includes), or empty.
+func TestMissFindingsSaySo(t *testing.T) {
+	moved := advice.CacheMiss{Cache: "numba", Framework: "Numba", Root: "/b", Reason: advice.MovedRoot, Lookups: 1, Via: "NUMBA_CACHE_DIR",
+		EntriesAt: []advice.EntriesAt{{Path: "/a", Files: 2, Bytes: 100, From: "baseline record"}}, ExportVar: "NUMBA_CACHE_DIR", ExportValue: "/a b"}
+	stale := advice.CacheMiss{Cache: "numba", Framework: "Numba", Root: "/c", Reason: advice.KeyChanged, Lookups: 3, Stale: 1, KeyIncludes: "the moon's phase"}
+	present := advice.CacheMiss{Cache: "pyc", Root: "/c", Reason: advice.KeyChanged, Lookups: 3, Present: 2048, KeyIncludes: "k"}
+	checkFindings(t, []finding{
+		{"moved", moved, "Numba cache: a different root: this run looked in /b (NUMBA_CACHE_DIR made it) and its 1 lookups missed, while /a holds 2 entries written, 100 B (baseline record): HOME, XDG_CACHE_HOME or a variable moved the cache — not a cold cache", false},
+		{"stale", stale, "Numba cache: the same root, every lookup missed: /c held an entry this run found and could not use; the 3 lookups of this run matched none: its key changed — Numba's key includes the moon's phase; one of them differs from the run that wrote the entries", false},
+		{"present", present, "pyc cache: the same root, every lookup missed: /c holds 2.0 KiB this run did not write;", true},
+		{"cold", advice.CacheMiss{Cache: "numba", Root: "/d", Reason: advice.Cold}, "numba cache /d was empty: a first run", false},
+	})
+	if act, _ := Step(advice.Action{Finding: moved}); act != "point the Numba cache back at its entries: export NUMBA_CACHE_DIR='/a b'" {
+		t.Errorf("moved step %q", act)
+	}
+	if act, _ := Step(advice.Action{Finding: stale}); act != "keep the Numba cache key stable between runs (it includes the moon's phase)" {
+		t.Errorf("stale step %q", act)
+	}
+}
+
+// A cache change between two runs says what moved or changed.
+func TestCacheChangeFindingsSaySo(t *testing.T) {
+	root := advice.CacheChange{Cache: "numba", Framework: "Numba", Reason: advice.MovedRoot, RootA: "/a", RootB: "/b", ViaB: "NUMBA_CACHE_DIR", WrittenA: 4, MissesB: 5}
+	sameVia := root
+	sameVia.ViaA = "NUMBA_CACHE_DIR"
+	checkFindings(t, []finding{
+		{"root", root, "Numba: the root moved (A's root came from the default (HOME), B's from NUMBA_CACHE_DIR): A wrote 4 entries in /a, B looked in /b and missed 5 — not a cold cache", false},
+		{"same via", sameVia, "Numba: the root moved (NUMBA_CACHE_DIR changed):", true},
+		{"stale", advice.CacheChange{Cache: "triton", RootA: "/t", RootB: "/t", Stale: 2, KeyIncludes: "k"}, "triton: B found 2 of the entries A wrote and they did not match: the key changed — k", false},
+		{"moved dir", advice.CacheChange{Cache: "pyc", RootA: "/p", RootB: "/p", MovedDir: 3, Unused: 4}, "pyc: B missed 3 entries under names A wrote in another directory (4 of A's entries unused):", true},
+		{"foreign", advice.CacheChange{Cache: "pyc", RootA: "/p", RootB: "/p", Unused: 4, Foreign: 5, KeyIncludes: "k"}, "pyc: A wrote 4 entries B never looked up, and B missed under 5 names A never wrote: the key changed — k", false},
+	})
+}
