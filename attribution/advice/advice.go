@@ -168,11 +168,9 @@ func nextSteps(a Advice) []Action {
 // Trap is one finding the verdict may name: what happened, and the
 // seconds it cost this run.
 type Trap struct {
-	Kind string `json:"kind"`
-	// Sentence is the finding's sentence as filled in by report/words.
-	Sentence string `json:"sentence"`
-	CostNS   int64  `json:"cost_ns"`
-	// Finding is the finding itself, for a renderer.
+	Kind   string `json:"kind"`
+	CostNS int64  `json:"cost_ns"`
+	// Finding is the finding itself: report/words says it.
 	Finding Finding `json:"-"`
 }
 
@@ -184,31 +182,31 @@ const MaxVerdictTraps = 2
 func Traps(a Advice) []Trap {
 	var out []Trap
 	if a.Late != nil {
-		out = append(out, Trap{Kind: KindLate, Sentence: a.Late.Sentence, CostNS: a.Late.CompileNS, Finding: *a.Late})
+		out = append(out, Trap{Kind: KindLate, CostNS: a.Late.CompileNS, Finding: *a.Late})
 	}
 	for _, s := range a.SlowFS {
-		out = append(out, Trap{Kind: KindSlowFS, Sentence: s.Sentence, CostNS: s.CostNS, Finding: s})
+		out = append(out, Trap{Kind: KindSlowFS, CostNS: s.CostNS, Finding: s})
 	}
 	for _, s := range a.Stalls {
-		out = append(out, Trap{Kind: KindStall, Sentence: s.Sentence, CostNS: s.LengthNS, Finding: s})
+		out = append(out, Trap{Kind: KindStall, CostNS: s.LengthNS, Finding: s})
 	}
 	for _, s := range a.Silent {
-		out = append(out, Trap{Kind: KindSilent, Sentence: s.Sentence, CostNS: s.LengthNS, Finding: s})
+		out = append(out, Trap{Kind: KindSilent, CostNS: s.LengthNS, Finding: s})
 	}
 	for _, s := range a.SlowDNS {
-		out = append(out, Trap{Kind: KindSlowDNS, Sentence: s.Sentence, CostNS: s.LengthNS, Finding: s})
+		out = append(out, Trap{Kind: KindSlowDNS, CostNS: s.LengthNS, Finding: s})
 	}
 	for _, b := range a.Broken {
 		// It costs the next run: the compiles it does again.
-		out = append(out, Trap{Kind: KindBroken, Sentence: b.Sentence, CostNS: b.CompileNS, Finding: b})
+		out = append(out, Trap{Kind: KindBroken, CostNS: b.CompileNS, Finding: b})
 	}
 	for _, rr := range a.Recurring {
-		out = append(out, Trap{Kind: KindRecurring, Sentence: rr.Sentence, CostNS: rr.FillNS, Finding: rr})
+		out = append(out, Trap{Kind: KindRecurring, CostNS: rr.FillNS, Finding: rr})
 	}
 	for _, m := range a.Misses {
 		// A cache that was there but not used: its compiles are the cost.
 		if (m.Reason == MovedRoot || m.Reason == KeyChanged) && m.Action != nil {
-			out = append(out, Trap{Kind: KindCacheNotUsed, Sentence: m.Sentence, CostNS: m.Action.SavesNS, Finding: m})
+			out = append(out, Trap{Kind: KindCacheNotUsed, CostNS: m.Action.SavesNS, Finding: m})
 		}
 	}
 	slices.SortStableFunc(out, func(x, y Trap) int { return cmp.Compare(y.CostNS, x.CostNS) })

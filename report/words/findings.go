@@ -65,6 +65,7 @@ func Step(a advice.Action) (action, evidence string) {
 	case advice.CacheMiss:
 		return missAction(f), Finding(f)
 	}
+	// A step with no finding keeps the words it was given.
 	return a.Action, a.Evidence
 }
 

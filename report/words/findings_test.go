@@ -66,7 +66,7 @@ func TestFillRendersFindingsAndSteps(t *testing.T) {
 		t.Errorf("filled advice %+v", a)
 	}
 	traps := advice.Traps(a)
-	if len(traps) != 2 || traps[0].Sentence != a.Silent[1].Sentence || Finding(traps[0].Finding) != traps[0].Sentence {
+	if len(traps) != 2 || traps[0].CostNS != 30e9 || Finding(traps[0].Finding) != a.Silent[1].Sentence {
 		t.Errorf("traps %+v", traps)
 	}
 }
