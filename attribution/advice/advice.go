@@ -1,8 +1,9 @@
 // Package advice turns a record into what the user should change: why a
 // cache missed, which caches to persist and how, how each file was read,
 // which compiles had no cache, and a short ranked list of next steps.
-// Pure: it reads the record and nothing else, and says nothing the
-// record's data does not support.
+// Pure: it reads the record and nothing else, and claims nothing the
+// record's data does not support. It holds data only (Finding): the
+// sentences are report/words'.
 package advice
 
 import (

@@ -144,14 +144,6 @@ func keyOf(c record.Cache) string {
 // its compile time is the cost of a miss.
 func compiles(c record.Cache) bool { return c.CompileNS > 0 || c.EntriesWritten > 0 }
 
-// name is a cache's framework name, else its short name.
-func name(c record.Cache) string {
-	if c.Framework != "" {
-		return c.Framework
-	}
-	return c.Name
-}
-
 // CacheChange is what happened to one cache between two runs A and B.
 type CacheChange struct {
 	Cache  string `json:"cache"`
