@@ -1,8 +1,9 @@
 // Package advice turns a record into what the user should change: why a
 // cache missed, which caches to persist and how, how each file was read,
 // which compiles had no cache, and a short ranked list of next steps.
-// Pure: it reads the record and nothing else, and says nothing the
-// record's data does not support.
+// Pure: it reads the record and nothing else, and claims nothing the
+// record's data does not support. It holds data only (Finding): the
+// sentences are report/words'.
 package advice
 
 import (
@@ -43,15 +44,48 @@ type Advice struct {
 	Next       []Action         `json:"advice,omitempty"`
 }
 
+// Finding is the shape every finding kind shares: data only (its kind,
+// numbers and names), no words. report/words renders its sentence and
+// the words of the next step it supports; each kind's Sentence field
+// (and an Action's Action and Evidence) stay empty until the renderer
+// fills them in for output (words.Fill), so the JSON keeps the rendered
+// text beside the fields it was rendered from.
+type Finding interface {
+	// FindingKind names the kind of finding: one of the Kind constants.
+	FindingKind() string
+}
+
+// The kinds of finding.
+const (
+	KindCacheMiss    = "cache_miss"
+	KindPersist      = "persist"
+	KindFileRead     = "file_read"
+	KindNoCache      = "no_cache"
+	KindLate         = "compiles_after_ready"
+	KindRecurring    = "recurring_read"
+	KindSlowFS       = "slow_filesystem"
+	KindStall        = "download_stall"
+	KindSilent       = "silent_connection"
+	KindSlowDNS      = "slow_dns"
+	KindBroken       = "broken_cache"
+	KindCandidate    = "cache_candidate"
+	KindCacheChange  = "cache_change"
+	KindCacheNotUsed = "cache_not_used"
+)
+
 // Action is one next step: what to do, the seconds it would save on the
 // next cold run, and the evidence from this run.
 type Action struct {
 	// Kind types a finding that is not a saving of its own
 	// ("cache_candidate"); empty for the others.
-	Kind     string `json:"kind,omitempty"`
+	Kind string `json:"kind,omitempty"`
+	// Action and Evidence are the step's words, rendered from Finding
+	// by report/words; empty until then.
 	Action   string `json:"action"`
 	SavesNS  int64  `json:"saves_ns"`
 	Evidence string `json:"evidence"`
+	// Finding is what the step rests on.
+	Finding Finding `json:"-"`
 }
 
 // MaxActions is how many next steps a report lists.
@@ -135,9 +169,10 @@ func nextSteps(a Advice) []Action {
 // Trap is one finding the verdict may name: what happened, and the
 // seconds it cost this run.
 type Trap struct {
-	Kind     string `json:"kind"`
-	Sentence string `json:"sentence"`
-	CostNS   int64  `json:"cost_ns"`
+	Kind   string `json:"kind"`
+	CostNS int64  `json:"cost_ns"`
+	// Finding is the finding itself: report/words says it.
+	Finding Finding `json:"-"`
 }
 
 // MaxVerdictTraps is how many findings the verdict names.
@@ -148,31 +183,31 @@ const MaxVerdictTraps = 2
 func Traps(a Advice) []Trap {
 	var out []Trap
 	if a.Late != nil {
-		out = append(out, Trap{Kind: "compiles_after_ready", Sentence: a.Late.Sentence, CostNS: a.Late.CompileNS})
+		out = append(out, Trap{Kind: KindLate, CostNS: a.Late.CompileNS, Finding: *a.Late})
 	}
 	for _, s := range a.SlowFS {
-		out = append(out, Trap{Kind: "slow_filesystem", Sentence: s.Sentence, CostNS: s.CostNS})
+		out = append(out, Trap{Kind: KindSlowFS, CostNS: s.CostNS, Finding: s})
 	}
 	for _, s := range a.Stalls {
-		out = append(out, Trap{Kind: "download_stall", Sentence: s.Sentence, CostNS: s.LengthNS})
+		out = append(out, Trap{Kind: KindStall, CostNS: s.LengthNS, Finding: s})
 	}
 	for _, s := range a.Silent {
-		out = append(out, Trap{Kind: "silent_connection", Sentence: s.Sentence, CostNS: s.LengthNS})
+		out = append(out, Trap{Kind: KindSilent, CostNS: s.LengthNS, Finding: s})
 	}
 	for _, s := range a.SlowDNS {
-		out = append(out, Trap{Kind: "slow_dns", Sentence: s.Sentence, CostNS: s.LengthNS})
+		out = append(out, Trap{Kind: KindSlowDNS, CostNS: s.LengthNS, Finding: s})
 	}
 	for _, b := range a.Broken {
 		// It costs the next run: the compiles it does again.
-		out = append(out, Trap{Kind: "broken_cache", Sentence: b.Sentence, CostNS: b.CompileNS})
+		out = append(out, Trap{Kind: KindBroken, CostNS: b.CompileNS, Finding: b})
 	}
 	for _, rr := range a.Recurring {
-		out = append(out, Trap{Kind: "recurring_read", Sentence: rr.Sentence, CostNS: rr.FillNS})
+		out = append(out, Trap{Kind: KindRecurring, CostNS: rr.FillNS, Finding: rr})
 	}
 	for _, m := range a.Misses {
 		// A cache that was there but not used: its compiles are the cost.
 		if (m.Reason == MovedRoot || m.Reason == KeyChanged) && m.Action != nil {
-			out = append(out, Trap{Kind: "cache_not_used", Sentence: m.Sentence, CostNS: m.Action.SavesNS})
+			out = append(out, Trap{Kind: KindCacheNotUsed, CostNS: m.Action.SavesNS, Finding: m})
 		}
 	}
 	slices.SortStableFunc(out, func(x, y Trap) int { return cmp.Compare(y.CostNS, x.CostNS) })

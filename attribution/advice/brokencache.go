@@ -2,7 +2,6 @@ package advice
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/coldtrace/coldtrace/attribution"
@@ -29,13 +28,11 @@ type BrokenCache struct {
 	// of the processes whose calls failed and of the processes they
 	// started (inferred: the cache's compile time, prorated by the
 	// entries gone).
-	CompileNS int64   `json:"compile_ns"`
-	Sentence  string  `json:"sentence"`
-	Action    *Action `json:"-"`
+	CompileNS int64 `json:"compile_ns"`
+	// Sentence is filled in by report/words.
+	Sentence string  `json:"sentence"`
+	Action   *Action `json:"-"`
 }
-
-// brokenFix is what to do about a cache that does not keep its entries.
-const brokenFix = "put the cache on a local disk or give each process its own"
 
 // BrokenCaches finds r's caches that did not keep their entries,
 // costliest first.
@@ -48,52 +45,20 @@ func BrokenCaches(r *record.Record) []BrokenCache {
 	for _, c := range r.JIT.Caches {
 		b := BrokenCache{Cache: c.Name, Framework: c.Framework, Root: c.Root, Failures: c.Failures,
 			EntriesWritten: c.EntriesWritten, EntriesGone: c.EntriesGone}
-		who := cmp.Or(c.Framework, c.Name) + " cache at " + c.Root
 		switch {
 		case len(c.Failures) > 0:
 			b.CompileNS = compile
-			b.Sentence = fmt.Sprintf("the %s failed %s: entries were compiled but not kept; a rerun compiles again%s — %s",
-				who, failureWords(c.Failures), costWords(b.CompileNS), brokenFix)
 		case attribution.GoneInferred(c):
 			b.Inferred = true
 			b.CompileNS = int64(float64(c.CompileNS) * float64(c.EntriesGone) / float64(max(c.EntriesWritten, 1)))
-			b.Sentence = fmt.Sprintf("the %s: %d of the %d entries written this run were gone at the end (inferred: the failing call was not traced); a rerun compiles them again%s — %s",
-				who, c.EntriesGone, c.EntriesWritten, costWords(b.CompileNS), brokenFix)
 		default:
 			continue
 		}
-		b.Action = &Action{Action: fmt.Sprintf("the %s: %s", who, brokenFix), SavesNS: b.CompileNS, Evidence: b.Sentence}
+		b.Action = &Action{SavesNS: b.CompileNS, Finding: b}
 		out = append(out, b)
 	}
 	slices.SortStableFunc(out, func(x, y BrokenCache) int { return cmp.Compare(y.CompileNS, x.CompileNS) })
 	return out
-}
-
-// failureWords says the failed calls: "12 renames (EBUSY) and 3 unlinks
-// (ENOENT)", the two commonest.
-func failureWords(fs []record.CacheFailure) string {
-	s := ""
-	for i, f := range fs[:min(len(fs), 2)] {
-		if i > 0 {
-			s += " and "
-		}
-		op := f.Op
-		if f.Count != 1 {
-			op += "s"
-		}
-		s += fmt.Sprintf("%d %s (%s)", f.Count, op, f.Errno)
-	}
-	if len(fs) > 2 {
-		s += fmt.Sprintf(" and %d other kinds of call", len(fs)-2)
-	}
-	return s
-}
-
-func costWords(ns int64) string {
-	if ns <= 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (%.1f s of compiles this run)", float64(ns)/1e9)
 }
 
 // notKeptCompileNS is the union of the JIT windows of the processes

@@ -1,7 +1,6 @@
 package advice
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/coldtrace/coldtrace/record"
@@ -38,10 +37,10 @@ func TestBrokenCachesSeenAndInferred(t *testing.T) {
 	if b[0].Cache != "triton" || b[0].CompileNS != 3e9 || b[0].Inferred {
 		t.Errorf("triton: %+v (want 3 s of compiles: pid 10's and its child's, overlapping)", b[0])
 	}
-	if want := "the Triton cache at /nfs/triton failed 12 renames (EBUSY) and 1 unlink (ENOENT): entries were compiled but not kept; a rerun compiles again (3.0 s of compiles this run) — put the cache on a local disk or give each process its own"; b[0].Sentence != want {
-		t.Errorf("sentence %q\nwant     %q", b[0].Sentence, want)
+	if len(b[0].Failures) != 2 || b[0].Action == nil || b[0].Action.SavesNS != 3e9 {
+		t.Errorf("triton: %+v", b[0])
 	}
-	if b[1].Cache != "python" || !b[1].Inferred || b[1].CompileNS != 4e8 || !strings.Contains(b[1].Sentence, "inferred") {
+	if b[1].Cache != "python" || !b[1].Inferred || b[1].CompileNS != 4e8 || b[1].EntriesGone != 8 {
 		t.Errorf("python: %+v", b[1])
 	}
 	traps := Traps(Of(r, nil))

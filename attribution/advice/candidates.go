@@ -2,7 +2,6 @@ package advice
 
 import (
 	"cmp"
-	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -26,7 +25,8 @@ type CacheCandidate struct {
 	// Reused is set when a second run read those files without
 	// rewriting any of them: the directory is a cache. Unset, it only
 	// may be one.
-	Reused   bool   `json:"reused"`
+	Reused bool `json:"reused"`
+	// Sentence is filled in by report/words.
 	Sentence string `json:"sentence"`
 }
 
@@ -154,7 +154,6 @@ func candidateDirs(r *record.Record, files []createdFile, reused bool) []CacheCa
 		if c.CreatedBytes < CandidateMinBytes {
 			continue
 		}
-		c.Sentence = candidateSentence(c)
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(x, y CacheCandidate) int {
@@ -174,21 +173,8 @@ func commonDir(g []createdFile) string {
 	return dir
 }
 
-func candidateSentence(c CacheCandidate) string {
-	files := fmt.Sprintf("%d files", c.Files)
-	if c.Files == 1 {
-		files = "1 file"
-	}
-	if c.Reused {
-		return fmt.Sprintf("%s may be a cache the registry does not know: run A created %s in %s there and run B read them without rewriting; keep it between runs (or add it with --cache-dir NAME=%s)",
-			shellQuote(c.Dir), bytesWords(c.CreatedBytes), files, shellQuote(c.Dir))
-	}
-	return fmt.Sprintf("%s may be a cache: this run created %s in %s there", shellQuote(c.Dir), bytesWords(c.CreatedBytes), files)
-}
-
 // Action is the candidate as a next step: no saving is claimed, since
 // the record cannot tell what a run without the directory would pay.
 func (c CacheCandidate) Action() Action {
-	what := "keep " + shellQuote(c.Dir) + " between runs"
-	return Action{Kind: "cache_candidate", Action: what, Evidence: c.Sentence}
+	return Action{Kind: KindCandidate, Finding: c}
 }

@@ -34,7 +34,7 @@ func TestMovedRootPointsBackThroughTheInverse(t *testing.T) {
 	c := record.Cache{Name: "torch_hub", Framework: "torch.hub (weights)", Root: "/n/hub", Via: "TORCH_HOME", MovedBy: "TORCH_HOME",
 		Lookups: 1, Misses: 1, CompileNS: 5e6, OtherRoots: []record.OtherRoot{{Path: "/h/.cache/torch/hub", Files: 2, SizeBytes: 10}}}
 	m := Misses(&record.Record{JIT: &record.JIT{Caches: []record.Cache{c}}})
-	if len(m) != 1 || m[0].Action == nil || !strings.HasSuffix(m[0].Action.Action, "export TORCH_HOME=/h/.cache/torch") {
+	if len(m) != 1 || m[0].Action == nil || m[0].ExportVar != "TORCH_HOME" || m[0].ExportValue != "/h/.cache/torch" {
 		t.Fatalf("misses = %+v", m)
 	}
 }

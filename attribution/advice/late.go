@@ -1,10 +1,8 @@
 package advice
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
@@ -23,8 +21,9 @@ type LateCompiles struct {
 	CompileNS int64 `json:"compile_ns"`
 	// Segments are the segments they fell in, in time order.
 	Segments []LateSegment `json:"segments"`
-	Sentence string        `json:"sentence"`
-	Action   *Action       `json:"-"`
+	// Sentence is filled in by report/words.
+	Sentence string  `json:"sentence"`
+	Action   *Action `json:"-"`
 }
 
 // LateSegment is the compiles of one segment after ready.
@@ -101,13 +100,8 @@ func AfterReady(r *record.Record) *LateCompiles {
 		}
 		out.Segments = append(out.Segments, ls)
 	}
-	out.Sentence = lateSentence(out)
 	if out.CompileNS > 0 {
-		out.Action = &Action{
-			Action:   "compile before ready: warm the kernels up before the program says it is ready, or persist the cache so that they load",
-			SavesNS:  out.CompileNS,
-			Evidence: out.Sentence,
-		}
+		out.Action = &Action{SavesNS: out.CompileNS, Finding: *out}
 	}
 	return out
 }
@@ -155,14 +149,4 @@ func unionNS(ws []record.JITWindow) int64 {
 		}
 	}
 	return total
-}
-
-func lateSentence(l *LateCompiles) string {
-	parts := make([]string, 0, len(l.Segments))
-	for _, s := range l.Segments {
-		parts = append(parts, fmt.Sprintf("%d during segment %d %s (%s: %s)", s.Compiles, s.Index, strconv.Quote(s.Label),
-			strings.Join(s.Sources, ", "), seconds(s.CompileNS)))
-	}
-	return fmt.Sprintf("%s after ready (%s, at +%s): %s — %s of latency in live requests; warm them up before ready, or persist the cache",
-		plural(uint64(l.Compiles), "1 compile", "compiles"), l.ReadyBy, seconds(l.ReadyNS), strings.Join(parts, "; "), seconds(l.CompileNS))
 }

@@ -31,8 +31,8 @@ func TestCompilesAfterReadyCountEachCompileOnce(t *testing.T) {
 		l.Segments[1].Index != 3 || l.Segments[1].Compiles != 1 || l.Segments[1].Sources[0] != "cc" {
 		t.Fatalf("segments = %+v", l.Segments)
 	}
-	if !strings.Contains(l.Sentence, `3 compiles after ready`) || !strings.Contains(l.Sentence, `2 during segment 1 "ready" (triton, libnvrtc:x: 1.50 s)`) {
-		t.Errorf("sentence = %s", l.Sentence)
+	if l.Segments[0].Label != "ready" || len(l.Segments[0].Sources) != 2 || l.Segments[0].Sources[1] != "libnvrtc:x" {
+		t.Errorf("segment 1 = %+v", l.Segments[0])
 	}
 	a := Of(r, nil)
 	if len(a.Next) != 1 || a.Next[0].SavesNS != 1.7e9 {
@@ -77,8 +77,7 @@ func TestBaselineRootIsWhereTheEntriesAre(t *testing.T) {
 	base := &record.Record{JIT: &record.JIT{Caches: []record.Cache{a}}}
 	m := MissesWith(r, base)
 	if len(m) != 1 || m[0].Reason != MovedRoot || len(m[0].EntriesAt) != 1 || m[0].EntriesAt[0].Path != "/a" || m[0].EntriesAt[0].Files != 2 ||
-		!strings.Contains(m[0].Sentence, "(NUMBA_CACHE_DIR made it)") || m[0].Action == nil ||
-		m[0].Action.Action != "point the Numba cache back at its entries: export NUMBA_CACHE_DIR=/a" {
+		m[0].Via != "NUMBA_CACHE_DIR" || m[0].Action == nil || m[0].ExportVar != "NUMBA_CACHE_DIR" || m[0].ExportValue != "/a" {
 		t.Fatalf("baseline under /a: %+v", m)
 	}
 	tr := Traps(Of(r, base))
@@ -95,7 +94,7 @@ func TestKeyChangeSaysWhatTheRegistryKeyIncludes(t *testing.T) {
 	c := numbaCache("/c", []string{"d_1/p.f-2.nbi"})
 	c.EntriesStale, c.KeyIncludes = 1, "the moon's phase"
 	m := Misses(&record.Record{JIT: &record.JIT{Caches: []record.Cache{c}}})
-	if len(m) != 1 || m[0].KeyIncludes != "the moon's phase" || !strings.Contains(m[0].Sentence, "Numba's key includes the moon's phase") {
+	if len(m) != 1 || m[0].KeyIncludes != "the moon's phase" || m[0].Framework != "Numba" {
 		t.Fatalf("misses = %+v", m)
 	}
 	c.KeyIncludes = ""

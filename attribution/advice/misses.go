@@ -1,7 +1,6 @@
 package advice
 
 import (
-	"fmt"
 	"path"
 
 	"github.com/coldtrace/coldtrace/record"
@@ -43,7 +42,13 @@ type CacheMiss struct {
 	// KeyIncludes says what the framework's key includes, for a key
 	// that changed (which part changed is not known).
 	KeyIncludes string `json:"key_includes,omitempty"`
-	Sentence    string `json:"sentence"`
+	// ExportVar and ExportValue point the cache back at EntriesAt[0]
+	// (a moved root): the variable and value its framework reads; empty
+	// when none is known or safe to print.
+	ExportVar   string `json:"-"`
+	ExportValue string `json:"-"`
+	// Sentence is filled in by report/words.
+	Sentence string `json:"sentence"`
 	// Action is the next step this supports, when one does.
 	Action *Action `json:"-"`
 }
@@ -83,37 +88,18 @@ func MissesWith(r *record.Record, baseline *record.Record) []CacheMiss {
 		switch {
 		case len(m.EntriesAt) > 0 && c.EntriesStale == 0 && m.Present == 0:
 			m.Reason = MovedRoot
-			o := m.EntriesAt[0]
-			m.Sentence = fmt.Sprintf("%s cache: a different root: this run looked in %s (%s made it) and its %d lookups missed, while %s holds %s (%s): "+
-				"HOME, XDG_CACHE_HOME or a variable moved the cache — not a cold cache", name(c), c.Root, viaWords(c.Via), c.Lookups,
-				o.Path, holds(o), o.From)
-			if a, ok := keepAt(c, o.Path); ok && c.CompileNS > 0 && ShellName(a.Var) && PlainText(a.Value) {
-				m.Action = &Action{
-					Action:   fmt.Sprintf("point the %s cache back at its entries: export %s=%s", name(c), a.Var, shellQuote(a.Value)),
-					SavesNS:  c.CompileNS,
-					Evidence: m.Sentence,
-				}
+			if a, ok := keepAt(c, m.EntriesAt[0].Path); ok && c.CompileNS > 0 && ShellName(a.Var) && PlainText(a.Value) {
+				m.ExportVar, m.ExportValue = a.Var, a.Value
+				m.Action = &Action{SavesNS: c.CompileNS, Finding: m}
 			}
 		case c.EntriesStale > 0 || m.Present > 0:
 			m.Reason = KeyChanged
-			held := fmt.Sprintf("held %s this run found and could not use", plural(c.EntriesStale, "an entry", "entries"))
-			if c.EntriesStale == 0 {
-				held = fmt.Sprintf("holds %s this run did not write", bytesWords(m.Present))
-			}
 			m.KeyIncludes = keyOf(c)
-			m.Sentence = fmt.Sprintf("%s cache: the same root, every lookup missed: %s %s; the %d lookups of this run matched none: its key changed — "+
-				"%s's key includes %s; one of them differs from the run that wrote the entries",
-				name(c), c.Root, held, c.Lookups, name(c), m.KeyIncludes)
 			if c.CompileNS > 0 {
-				m.Action = &Action{
-					Action:   fmt.Sprintf("keep the %s cache key stable between runs (it includes %s)", name(c), m.KeyIncludes),
-					SavesNS:  c.CompileNS,
-					Evidence: m.Sentence,
-				}
+				m.Action = &Action{SavesNS: c.CompileNS, Finding: m}
 			}
 		default:
 			m.Reason = Cold
-			m.Sentence = fmt.Sprintf("%s cache %s was empty: a first run", name(c), c.Root)
 		}
 		out = append(out, m)
 	}
@@ -145,16 +131,6 @@ func entriesAt(c record.Cache, baseline *record.Record) []EntriesAt {
 	return out
 }
 
-// holds says what another root holds: files at the end of this run, or
-// entries the baseline wrote.
-func holds(o EntriesAt) string {
-	unit := "files"
-	if o.From == "baseline record" {
-		unit = "entries written"
-	}
-	return fmt.Sprintf("%d %s, %s", o.Files, unit, bytesWords(o.Bytes))
-}
-
 // keyOf is what c's framework puts in its key: the registry's words the
 // record carries, else (older records) the built-in hint.
 func keyOf(c record.Cache) string {
@@ -167,26 +143,6 @@ func keyOf(c record.Cache) string {
 // compiles says whether a cache's misses are compiles (not downloads):
 // its compile time is the cost of a miss.
 func compiles(c record.Cache) bool { return c.CompileNS > 0 || c.EntriesWritten > 0 }
-
-// name is a cache's framework name, else its short name.
-func name(c record.Cache) string {
-	if c.Framework != "" {
-		return c.Framework
-	}
-	return c.Name
-}
-
-func bytesWords(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
 
 // CacheChange is what happened to one cache between two runs A and B.
 type CacheChange struct {
@@ -201,9 +157,19 @@ type CacheChange struct {
 	// Unused are entries A wrote that B never looked up; Foreign are B's
 	// misses under names A never wrote; Stale are A's entries B found and
 	// wrote again.
-	Unused   int    `json:"unused"`
-	Foreign  int    `json:"foreign"`
-	Stale    int    `json:"stale"`
+	Unused  int `json:"unused"`
+	Foreign int `json:"foreign"`
+	Stale   int `json:"stale"`
+	// Framework names the cache for people; WrittenA are the entries A
+	// wrote and MissesB B's misses; MovedDir are B's misses under names
+	// A wrote in another directory; KeyIncludes what the framework's
+	// key includes.
+	Framework   string `json:"-"`
+	WrittenA    uint64 `json:"-"`
+	MissesB     uint64 `json:"-"`
+	MovedDir    int    `json:"-"`
+	KeyIncludes string `json:"-"`
+	// Sentence is filled in by report/words.
 	Sentence string `json:"sentence"`
 }
 
@@ -223,22 +189,12 @@ func Compare(a, b *record.Record) []CacheChange {
 		if !ok || ca.EntriesWritten == 0 {
 			continue // A wrote nothing there: B's misses are not A's loss
 		}
-		ch := CacheChange{Cache: cb.Name, RootA: ca.Root, RootB: cb.Root, ViaA: ca.Via, ViaB: cb.Via}
+		ch := CacheChange{Cache: cb.Name, RootA: ca.Root, RootB: cb.Root, ViaA: ca.Via, ViaB: cb.Via,
+			Framework: cb.Framework, WrittenA: ca.EntriesWritten, MissesB: cb.Misses, KeyIncludes: keyHint(cb.Framework)}
 		if ca.Root != cb.Root {
 			ch.Reason = MovedRoot
 			ch.Unused = len(ca.WrittenKeys)
 			ch.Foreign = len(cb.MissedKeys)
-			by := "its location"
-			switch {
-			case cb.Via != ca.Via:
-				by = fmt.Sprintf("A's root came from %s, B's from %s", viaWords(ca.Via), viaWords(cb.Via))
-			case cb.Via != "" && cb.Via != "default":
-				by = cb.Via + " changed"
-			default:
-				by = "HOME or XDG_CACHE_HOME changed"
-			}
-			ch.Sentence = fmt.Sprintf("%s: the root moved (%s): A wrote %d entries in %s, B looked in %s and missed %d — not a cold cache",
-				name(cb), by, ca.EntriesWritten, ca.Root, cb.Root, cb.Misses)
 			out = append(out, ch)
 			continue
 		}
@@ -255,7 +211,6 @@ func Compare(a, b *record.Record) []CacheChange {
 				ch.Stale++
 			}
 		}
-		movedDir := 0
 		bases := map[string]bool{}
 		for k := range written {
 			bases[path.Base(k)] = true
@@ -264,37 +219,23 @@ func Compare(a, b *record.Record) []CacheChange {
 			if !written[k] {
 				ch.Foreign++
 				if bases[path.Base(k)] {
-					movedDir++
+					ch.MovedDir++
 				}
 			}
 		}
 		switch {
 		case ch.Stale > 0:
 			ch.Reason = KeyChanged
-			ch.Sentence = fmt.Sprintf("%s: B found %d of the entries A wrote and they did not match: the key changed — %s",
-				name(cb), ch.Stale, keyHint(cb.Framework))
-		case movedDir > 0:
+		case ch.MovedDir > 0:
 			ch.Reason = MovedRoot
-			ch.Sentence = fmt.Sprintf("%s: B missed %d entries under names A wrote in another directory (%d of A's entries unused): "+
-				"the program or its sources moved, and the cache files entries by their location — not a cold cache",
-				name(cb), movedDir, ch.Unused)
 		case ch.Foreign > 0 && ch.Unused > 0:
 			ch.Reason = KeyChanged
-			ch.Sentence = fmt.Sprintf("%s: A wrote %d entries B never looked up, and B missed under %d names A never wrote: the key changed — %s",
-				name(cb), ch.Unused, ch.Foreign, keyHint(cb.Framework))
 		default:
 			continue
 		}
 		out = append(out, ch)
 	}
 	return out
-}
-
-func viaWords(v string) string {
-	if v == "" || v == "default" {
-		return "the default (HOME)"
-	}
-	return v
 }
 
 // sameCache finds the cache of A that is b's: the same name.
@@ -323,11 +264,4 @@ func set(lists ...[]string) map[string]bool {
 		}
 	}
 	return m
-}
-
-func plural(n uint64, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

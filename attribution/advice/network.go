@@ -2,7 +2,6 @@ package advice
 
 import (
 	"cmp"
-	"fmt"
 	"path/filepath"
 
 	"github.com/coldtrace/coldtrace/record"
@@ -12,11 +11,16 @@ import (
 // record.SilentMinNS while its process waited on it: a server (or a
 // proxy before it) that accepted and did not answer.
 type SilentWait struct {
-	Host     string  `json:"host"`
-	PID      int32   `json:"pid"`
-	StartNS  int64   `json:"start_ns"`
-	LengthNS int64   `json:"length_ns"`
-	Received bool    `json:"received,omitempty"`
+	Host     string `json:"host"`
+	PID      int32  `json:"pid"`
+	StartNS  int64  `json:"start_ns"`
+	LengthNS int64  `json:"length_ns"`
+	Received bool   `json:"received,omitempty"`
+	// Closed is set when the connection closed with nothing received;
+	// Bytes are what arrived after the wait, when something did.
+	Closed bool   `json:"-"`
+	Bytes  uint64 `json:"-"`
+	// Sentence is filled in by report/words.
 	Sentence string  `json:"sentence"`
 	Action   *Action `json:"-"`
 }
@@ -30,18 +34,9 @@ func SilentWaits(r *record.Record) []SilentWait {
 	var out []SilentWait
 	for _, c := range r.Silent[:min(len(r.Silent), maxSilent)] {
 		host := cmp.Or(c.Host, c.Peer)
-		w := SilentWait{Host: host, PID: c.PID, StartNS: c.StartNS, LengthNS: c.LengthNS, Received: c.Received}
-		then := "nothing received by the end of the run"
-		switch {
-		case c.Received:
-			then = fmt.Sprintf("then %s arrived", bytesWords(int64(c.Bytes)))
-		case c.Closed:
-			then = "closed with nothing received"
-		}
-		w.Sentence = fmt.Sprintf("waiting on %s for %.1f s from +%.1f s, nothing received; %s",
-			host, float64(c.LengthNS)/1e9, float64(c.StartNS)/1e9, then)
-		w.Action = &Action{Action: fmt.Sprintf("the connection to %s: set a read timeout so a server that accepts and does not answer is retried, or fetch from it ahead of the run", host),
-			SavesNS: c.LengthNS, Evidence: w.Sentence}
+		w := SilentWait{Host: host, PID: c.PID, StartNS: c.StartNS, LengthNS: c.LengthNS, Received: c.Received,
+			Closed: c.Closed, Bytes: c.Bytes}
+		w.Action = &Action{SavesNS: c.LengthNS, Finding: w}
 		out = append(out, w)
 	}
 	return out
@@ -57,10 +52,11 @@ const SlowLookupNS = 1e9
 // SlowLookup is a download whose host name took SlowLookupNS or more to
 // resolve before its connect.
 type SlowLookup struct {
-	Host     string  `json:"host"`
-	Download string  `json:"download,omitempty"`
-	StartNS  int64   `json:"start_ns"`
-	LengthNS int64   `json:"length_ns"`
+	Host     string `json:"host"`
+	Download string `json:"download,omitempty"`
+	StartNS  int64  `json:"start_ns"`
+	LengthNS int64  `json:"length_ns"`
+	// Sentence is filled in by report/words.
 	Sentence string  `json:"sentence"`
 	Action   *Action `json:"-"`
 }
@@ -80,14 +76,8 @@ func SlowLookups(r *record.Record) []SlowLookup {
 		if name == "" && d.Path != "" {
 			name = filepath.Base(d.Path)
 		}
-		what := "the download"
-		if name != "" {
-			what += " of " + name
-		}
 		s := SlowLookup{Host: l.Host, Download: name, StartNS: l.StartNS, LengthNS: l.LengthNS}
-		s.Sentence = fmt.Sprintf("DNS took %.1f s before %s: resolving %s at +%.1f s", float64(l.LengthNS)/1e9, what, l.Host, float64(l.StartNS)/1e9)
-		s.Action = &Action{Action: fmt.Sprintf("resolving %s: check the resolver in /etc/resolv.conf (an unreachable first server costs its timeout on every lookup), or use a caching resolver", l.Host),
-			SavesNS: l.LengthNS, Evidence: s.Sentence}
+		s.Action = &Action{SavesNS: l.LengthNS, Finding: s}
 		out = append(out, s)
 	}
 	return out

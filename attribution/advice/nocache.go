@@ -1,7 +1,6 @@
 package advice
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -15,9 +14,15 @@ type NoCacheCompile struct {
 	// Framework is the compiler's framework when known ("Numba").
 	Framework string `json:"framework,omitempty"`
 	// Source is what was seen: "libllvmlite" or compiler names.
-	Source   string  `json:"source"`
-	NS       int64   `json:"ns"`
-	Calls    uint64  `json:"calls"`
+	Source string `json:"source"`
+	NS     int64  `json:"ns"`
+	Calls  uint64 `json:"calls"`
+	// Enable is how to turn the framework's cache on; empty when no
+	// step is known. Subprocess is set for compiler subprocesses, whose
+	// Calls are their runs.
+	Enable     string `json:"-"`
+	Subprocess bool   `json:"-"`
+	// Sentence is filled in by report/words.
 	Sentence string  `json:"sentence"`
 	Action   *Action `json:"-"`
 }
@@ -62,11 +67,9 @@ func NoCache(r *record.Record) []NoCacheCompile {
 		if ns < minNoCacheNS {
 			continue
 		}
-		n := NoCacheCompile{Framework: ip.framework, Source: ip.lib, NS: ns, Calls: calls}
-		n.Sentence = fmt.Sprintf("%s compiled with no cache: %s in %d calls of %s", ip.framework, seconds(ns), calls, ip.lib)
+		n := NoCacheCompile{Framework: ip.framework, Source: ip.lib, NS: ns, Calls: calls, Enable: ip.enable}
 		if ip.enable != "" {
-			n.Sentence += "; " + ip.enable
-			n.Action = &Action{Action: ip.enable, SavesNS: ns, Evidence: n.Sentence}
+			n.Action = &Action{SavesNS: ns, Finding: n}
 		}
 		out = append(out, n)
 	}
@@ -111,7 +114,5 @@ func subprocessNoCache(r *record.Record) *NoCacheCompile {
 	}
 	sort.Strings(names)
 	src := strings.Join(names, ", ")
-	n := &NoCacheCompile{Source: src, NS: ns, Calls: uint64(runs)}
-	n.Sentence = fmt.Sprintf("compiled with no cache: %s in %d runs of %s, with no lookup in any known cache", seconds(ns), runs, src)
-	return n
+	return &NoCacheCompile{Source: src, NS: ns, Calls: uint64(runs), Subprocess: true}
 }

@@ -1,7 +1,6 @@
 package advice
 
 import (
-	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -62,15 +61,7 @@ func PersistList(r *record.Record) []Persist {
 			p.Export, p.Skipped = exportLine(&p, c)
 		}
 		if !p.Survives() && p.RerunNS > 0 {
-			what := "move it to a persistent directory"
-			if p.Export != "" {
-				what = p.Export
-			}
-			p.Action = &Action{
-				Action:   fmt.Sprintf("persist the %s cache: %s", name(c), what),
-				SavesNS:  p.RerunNS,
-				Evidence: fmt.Sprintf("%s (%s) is on %s, %s; this run compiled into it for %s", c.Root, bytesWords(c.SizeBytes), c.FS, p.Survival, seconds(p.RerunNS)),
-			}
+			p.Action = &Action{SavesNS: p.RerunNS, Finding: p}
 		}
 		out = append(out, p)
 	}
@@ -174,15 +165,11 @@ func singleQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// shellQuote quotes s for sh, leaving a word of plain path characters
+// ShellQuote quotes s for sh, leaving a word of plain path characters
 // bare (a sentence reads better without quotes where none are needed).
-func shellQuote(s string) string {
+func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@") == "" {
 		return s
 	}
 	return singleQuote(s)
-}
-
-func seconds(ns int64) string {
-	return fmt.Sprintf("%.2f s", float64(ns)/1e9)
 }

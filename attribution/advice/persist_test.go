@@ -99,7 +99,7 @@ func TestMovedRootActionUsesTheRegistrysVariable(t *testing.T) {
 	c.OtherRoots = []record.OtherRoot{{Path: "/home/u/.cache/numba", Files: 3, SizeBytes: 10}}
 	m := Misses(&record.Record{JIT: &record.JIT{Caches: []record.Cache{c}}})
 	if len(m) != 1 || m[0].Reason != MovedRoot || m[0].Action == nil ||
-		!strings.Contains(m[0].Action.Action, "export NUMBA_CACHE_DIR=/home/u/.cache/numba") || strings.Contains(m[0].Action.Action, "pwned") {
+		m[0].ExportVar != "NUMBA_CACHE_DIR" || m[0].ExportValue != "/home/u/.cache/numba" {
 		t.Errorf("misses %+v: want the registry's variable, never the record's", m)
 	}
 	c.OtherRoots[0].Path = "/home/u/\x1b[2J"

@@ -1,8 +1,6 @@
 package advice
 
 import (
-	"fmt"
-	"path"
 	"sort"
 
 	"github.com/coldtrace/coldtrace/record"
@@ -26,8 +24,13 @@ type FileRead struct {
 	BaselineMBps float64 `json:"baseline_mb_per_s,omitempty"`
 	FS           string  `json:"fs,omitempty"`
 	Network      bool    `json:"network_fs,omitempty"`
-	Sentence     string  `json:"sentence"`
-	Action       *Action `json:"-"`
+	// Unordered is set when the file was read in an order that is not
+	// sequential at a quarter of the device's sequential rate or less:
+	// reading it in order would save the rest (Action).
+	Unordered bool `json:"-"`
+	// Sentence is filled in by report/words.
+	Sentence string  `json:"sentence"`
+	Action   *Action `json:"-"`
 }
 
 // minReadNS is the least fill time a file needs to be listed: below it
@@ -101,47 +104,14 @@ func describe(f record.File, baseline float64) FileRead {
 	if o.Misses > 0 {
 		fr.MissNS = fillNS(f) / int64(o.Misses)
 	}
-	how := "read"
-	if fr.FaultBytes > fr.ReadBytes {
-		how = "page faults"
-	}
-	order := fr.Order
-	if order == "" {
-		order = "few"
-	}
-	name := path.Base(f.Path)
-	fr.Sentence = fmt.Sprintf("%s was read by %s %s misses (%s) at %.2f MB/s, %s per miss",
-		name, count(o.Misses), order, how, fr.MBps, micro(fr.MissNS))
-	if fr.FS != "" {
-		fr.Sentence += ", on " + fr.FS
-		if fr.Network {
-			fr.Sentence += " (a network filesystem)"
-		}
-	}
-	if baseline > 0 {
-		fr.Sentence += fmt.Sprintf("; the best sequential read on that device ran at %.0f MB/s", baseline)
-	}
 	// A pattern that is not sequential at a quarter of the device's
 	// sequential rate or less: reading it in order would save the rest.
 	if fr.Order != "" && fr.Order != "sequential" && baseline > 0 && fr.MBps*4 <= baseline {
 		seqNS := int64(float64(f.BytesFromDisk) / 1e6 / baseline * 1e9)
-		saves := fillNS(f) - seqNS
-		fix := "read it in large sequential chunks"
-		if how == "page faults" {
-			fix = "pre-read it (`coldtrace prefetch`) or disable mmap"
-		}
-		fr.Sentence = fmt.Sprintf("%s was read by %s %s %s at %.2f MB/s (%s per miss); read sequentially it ran at %.0f MB/s: %s",
-			name, count(o.Misses), fr.Order, missWord(how), fr.MBps, micro(fr.MissNS), baseline, fix)
-		fr.Action = &Action{Action: fmt.Sprintf("%s: %s", f.Path, fix), SavesNS: saves, Evidence: fr.Sentence}
+		fr.Unordered = true
+		fr.Action = &Action{SavesNS: fillNS(f) - seqNS, Finding: fr}
 	}
 	return fr
-}
-
-func missWord(how string) string {
-	if how == "page faults" {
-		return "page faults"
-	}
-	return "reads"
 }
 
 // networkFS names the filesystems whose pages come over a network.
@@ -152,21 +122,4 @@ func networkFS(fs string) bool {
 		return true
 	}
 	return false
-}
-
-func count(n uint64) string {
-	switch {
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f M", float64(n)/1e6)
-	case n >= 1e4:
-		return fmt.Sprintf("%.0f k", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
-}
-
-func micro(ns int64) string {
-	if ns >= 1e6 {
-		return fmt.Sprintf("%.1f ms", float64(ns)/1e6)
-	}
-	return fmt.Sprintf("%.0f µs", float64(ns)/1e3)
 }

@@ -2,7 +2,6 @@ package advice
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/coldtrace/coldtrace/attribution"
@@ -18,7 +17,8 @@ type RecurringRead struct {
 	Bytes  uint64 `json:"bytes"`
 	FillNS int64  `json:"fill_ns"`
 	// Misses are page misses (the record keeps no request sizes).
-	Misses   uint64 `json:"misses,omitempty"`
+	Misses uint64 `json:"misses,omitempty"`
+	// Sentence is filled in by report/words.
 	Sentence string `json:"sentence"`
 }
 
@@ -32,13 +32,9 @@ func Recurring(r *record.Record) []RecurringRead {
 		}
 		fs := fsOf(f)
 		rr := RecurringRead{Path: f.Path, FS: fs, Bytes: f.BytesFromDisk, FillNS: fillAllNS(f)}
-		rr.Sentence = fmt.Sprintf("%s was read from %s (%s in %s", f.Path, fs, bytesWords(int64(f.BytesFromDisk)), seconds(rr.FillNS))
 		if o := f.Order; o != nil && o.Misses > 0 {
 			rr.Misses = o.Misses
-			rr.Sentence += fmt.Sprintf(", %d page misses at %s each", o.Misses, micro(rr.FillNS/int64(o.Misses)))
 		}
-		rr.Sentence += fmt.Sprintf(", %.1f MB/s) and is read again on every run: FUSE drops its cached pages at open "+
-			"unless the filesystem is mounted with kernel_cache; read it eagerly once, or copy it to local disk", fsRate(f))
 		out = append(out, rr)
 	}
 	slices.SortStableFunc(out, func(a, b RecurringRead) int { return cmp.Compare(b.FillNS, a.FillNS) })

@@ -2,7 +2,6 @@ package advice
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/coldtrace/coldtrace/record"
@@ -28,8 +27,9 @@ type SlowFSRead struct {
 	SequentialPath string  `json:"sequential_path,omitempty"`
 	Speedup        float64 `json:"speedup,omitempty"`
 	CostNS         int64   `json:"cost_ns"`
-	Sentence       string  `json:"sentence"`
-	Action         *Action `json:"-"`
+	// Sentence is filled in by report/words.
+	Sentence string  `json:"sentence"`
+	Action   *Action `json:"-"`
 }
 
 // minSlowSeqBytes is the least a sequentially read file must bring from
@@ -60,19 +60,10 @@ func SlowFS(r *record.Record) []SlowFSRead {
 		fills := max(o.Misses-min(o.Jumps[0], o.Misses), 1)
 		s := SlowFSRead{Path: f.Path, FS: fs, Fills: fills, FillBytes: f.BytesFromDisk / fills, FillNS: fillAllNS(f) / int64(fills),
 			Faults: o.FaultPages >= o.ReadPages, MBps: fsRate(f), CostNS: fillAllNS(f)}
-		how, fix := "reads", "read it in large sequential chunks, or copy it to local disk"
-		if s.Faults {
-			how, fix = "faults", "read it eagerly (one sequential read, vLLM: --safetensors-load-strategy eager) instead of mapping it, or copy it to local disk"
-		}
-		s.Sentence = fmt.Sprintf("%s on %s was filled by %d %s of ~%s at %s each (%.1f MB/s)",
-			f.Path, fs, fills, how, bytesWords(int64(s.FillBytes)), micro(s.FillNS), s.MBps)
 		if b := best[f.Dev]; b.mbps > s.MBps && s.MBps > 0 {
 			s.SequentialMBps, s.SequentialPath, s.Speedup = b.mbps, b.path, b.mbps/s.MBps
-			s.Sentence += fmt.Sprintf("; this run read %s on the same filesystem sequentially at %.1f MB/s, %.0f× faster", b.path, b.mbps, s.Speedup)
-			s.Action = &Action{Action: fmt.Sprintf("%s: %s", f.Path, fix),
-				SavesNS: s.CostNS - int64(float64(f.BytesFromDisk)/1e6/b.mbps*1e9), Evidence: s.Sentence}
+			s.Action = &Action{SavesNS: s.CostNS - int64(float64(f.BytesFromDisk)/1e6/b.mbps*1e9), Finding: s}
 		}
-		s.Sentence += ": " + fix
 		out = append(out, s)
 	}
 	slices.SortStableFunc(out, func(a, b SlowFSRead) int { return cmp.Compare(b.CostNS, a.CostNS) })

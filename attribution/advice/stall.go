@@ -2,7 +2,6 @@ package advice
 
 import (
 	"cmp"
-	"fmt"
 	"path/filepath"
 	"slices"
 
@@ -36,8 +35,11 @@ type DownloadStall struct {
 	// AfterShare is BytesAfter over the download's bytes (the
 	// connection's, for a connection's stall).
 	AfterShare float64 `json:"after_share"`
-	Sentence   string  `json:"sentence"`
-	Action     *Action `json:"-"`
+	// Connections is how many connections the download had.
+	Connections int `json:"-"`
+	// Sentence is filled in by report/words.
+	Sentence string  `json:"sentence"`
+	Action   *Action `json:"-"`
 }
 
 // The stall rule (docs/attribution.md): nothing received for
@@ -174,21 +176,8 @@ func describeStall(d record.Download, s Stall, conn int) DownloadStall {
 	if total > 0 {
 		ds.AfterShare = float64(s.After) / float64(total)
 	}
-	what := "download"
-	if conn > 0 {
-		what = fmt.Sprintf("connection %d of %d of the download", conn, len(d.Connections))
-	}
-	if name != "" {
-		what += " of " + name
-	}
-	how := "stalled"
-	if s.Slow {
-		how = fmt.Sprintf("slowed to under 5%% of its median rate (%s in all)", bytesWords(int64(s.During)))
-	}
-	ds.Sentence = fmt.Sprintf("%s from %s %s for %.1f s at +%.1f s after %s; %.0f%% of its bytes came after the stall",
-		what, host, how, float64(s.LengthNS)/1e9, float64(s.StartNS)/1e9, bytesWords(int64(s.Before)), 100*ds.AfterShare)
-	ds.Action = &Action{Action: fmt.Sprintf("%s from %s: set a read timeout so a stalled connection is retried (huggingface_hub: HF_HUB_DOWNLOAD_TIMEOUT), or fetch it ahead of the run", what, host),
-		SavesNS: s.LengthNS, Evidence: ds.Sentence}
+	ds.Connections = len(d.Connections)
+	ds.Action = &Action{SavesNS: s.LengthNS, Finding: ds}
 	return ds
 }
 

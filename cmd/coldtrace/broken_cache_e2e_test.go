@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/coldtrace/coldtrace/report/words"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,14 +111,14 @@ func TestBrokenSharedCacheIsReported(t *testing.T) {
 				t.Fatalf("broken caches = %+v, want the triton cache, seen failing", broken)
 			}
 			b := broken[0]
-			t.Logf("%s; warm estimate %v of %v wall, %v of compiles not kept", b.Sentence,
+			t.Logf("%s; warm estimate %v of %v wall, %v of compiles not kept", words.Finding(b),
 				time.Duration(res.WarmEstimateNS), time.Duration(rec.WallNS), time.Duration(res.NotKeptNS))
 			f := b.Failures[0]
 			if f.Op != "rename" || f.Errno != "EBUSY" || f.Count != 2*brokenKernels || len(b.Failures) != 1 {
 				t.Errorf("failures = %+v, want %d renames failing with EBUSY", b.Failures, 2*brokenKernels)
 			}
-			if !strings.Contains(stderr, "finding: "+b.Sentence) {
-				t.Errorf("the verdict does not name the cache %q:\n%s", b.Sentence, stderr)
+			if !strings.Contains(stderr, "finding: "+words.Finding(b)) {
+				t.Errorf("the verdict does not name the cache %q:\n%s", words.Finding(b), stderr)
 			}
 			jit := res.Row(attribution.JITCompile)
 			if jit == nil || jit.NS == 0 || b.CompileNS == 0 {
@@ -182,16 +183,16 @@ func TestBrokenBytecodeCacheIsInferred(t *testing.T) {
 				t.Fatalf("broken caches = %+v, want the python cache, inferred", broken)
 			}
 			b := broken[0]
-			t.Logf("%s; warm estimate %v of %v wall, %v of compiles not kept", b.Sentence,
+			t.Logf("%s; warm estimate %v of %v wall, %v of compiles not kept", words.Finding(b),
 				time.Duration(res.WarmEstimateNS), time.Duration(rec.WallNS), time.Duration(res.NotKeptNS))
 			if b.EntriesWritten < 10 || b.EntriesGone != b.EntriesWritten {
 				t.Errorf("%d of %d entries gone, want all of at least 10", b.EntriesGone, b.EntriesWritten)
 			}
-			if !strings.Contains(b.Sentence, "inferred") {
-				t.Errorf("the finding does not say it is inferred: %q", b.Sentence)
+			if !strings.Contains(words.Finding(b), "inferred") {
+				t.Errorf("the finding does not say it is inferred: %q", words.Finding(b))
 			}
-			if !strings.Contains(stderr, "finding: "+b.Sentence) {
-				t.Errorf("the verdict does not name the cache %q:\n%s", b.Sentence, stderr)
+			if !strings.Contains(stderr, "finding: "+words.Finding(b)) {
+				t.Errorf("the verdict does not name the cache %q:\n%s", words.Finding(b), stderr)
 			}
 			if res.NotKeptNS == 0 || res.WarmEstimateNS < res.NotKeptNS {
 				t.Errorf("not kept %d ns, warm estimate %d ns: the estimate counts on compiles that were not kept", res.NotKeptNS, res.WarmEstimateNS)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"github.com/coldtrace/coldtrace/report/words"
 	"net"
 	"os"
 	"path/filepath"
@@ -118,8 +119,8 @@ func TestDownloadStallIsReported(t *testing.T) {
 			clock.mu.Lock()
 			defer clock.mu.Unlock()
 			checkStall(t, stalls, rec.Downloads[0].StartNS, clock)
-			if !strings.Contains(stderr, "finding: "+stalls[0].Sentence) {
-				t.Errorf("the verdict does not name the stall %q:\n%s", stalls[0].Sentence, stderr)
+			if !strings.Contains(stderr, "finding: "+words.Finding(stalls[0])) {
+				t.Errorf("the verdict does not name the stall %q:\n%s", words.Finding(stalls[0]), stderr)
 			}
 		})
 	}
@@ -135,7 +136,7 @@ func checkStall(t *testing.T, stalls []advice.DownloadStall, firstNS int64, cloc
 	s := stalls[0]
 	wantStart, wantLen := clock.paused.Sub(clock.first), clock.resumd.Sub(clock.paused)
 	gotStart, gotLen := time.Duration(s.StartNS-firstNS), time.Duration(s.LengthNS)
-	t.Logf("stall: %s; server paused at +%v for %v, coldtrace says +%v for %v", s.Sentence, wantStart, wantLen, gotStart, gotLen)
+	t.Logf("stall: %s; server paused at +%v for %v, coldtrace says +%v for %v", words.Finding(s), wantStart, wantLen, gotStart, gotLen)
 	const tol = 300 * time.Millisecond
 	if d := gotStart - wantStart; d < -tol || d > tol {
 		t.Errorf("stall starts at +%v from the first byte, the server paused at +%v", gotStart, wantStart)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"github.com/coldtrace/coldtrace/report/words"
 	"net"
 	"os"
 	"os/exec"
@@ -84,15 +85,15 @@ func TestSilentConnectionIsReported(t *testing.T) {
 			}
 			<-accepted
 			w, c := waits[0], rec.Silent[0]
-			t.Logf("%s (thread waited %.1f s of it)", w.Sentence, float64(c.WaitNS)/1e9)
+			t.Logf("%s (thread waited %.1f s of it)", words.Finding(w), float64(c.WaitNS)/1e9)
 			if d := time.Duration(w.LengthNS) - pause; d < -500*time.Millisecond || d > 500*time.Millisecond {
 				t.Errorf("silence of %v, the server held the request %v", time.Duration(w.LengthNS), pause)
 			}
 			if !w.Received || c.Bytes < 4096 {
 				t.Errorf("the answer after the silence is not counted: %+v", c)
 			}
-			if !strings.Contains(stderr, "finding: "+w.Sentence) {
-				t.Errorf("the verdict does not name the wait %q:\n%s", w.Sentence, stderr)
+			if !strings.Contains(stderr, "finding: "+words.Finding(w)) {
+				t.Errorf("the verdict does not name the wait %q:\n%s", words.Finding(w), stderr)
 			}
 		})
 	}
@@ -214,12 +215,12 @@ func TestSlowNameLookupIsReported(t *testing.T) {
 			if len(slow) != 1 {
 				t.Fatalf("slow lookups = %+v (lookup %+v), want one", slow, rec.Downloads[0].Lookup)
 			}
-			t.Log(slow[0].Sentence)
+			t.Log(words.Finding(slow[0]))
 			if d := time.Duration(slow[0].LengthNS) - delay; d < -300*time.Millisecond || d > 300*time.Millisecond {
 				t.Errorf("the lookup took %v, the resolver answered after %v", time.Duration(slow[0].LengthNS), delay)
 			}
-			if !strings.Contains(stderr, "finding: "+slow[0].Sentence) {
-				t.Errorf("the verdict does not name the lookup %q:\n%s", slow[0].Sentence, stderr)
+			if !strings.Contains(stderr, "finding: "+words.Finding(slow[0])) {
+				t.Errorf("the verdict does not name the lookup %q:\n%s", words.Finding(slow[0]), stderr)
 			}
 		})
 	}

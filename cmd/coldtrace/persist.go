@@ -12,6 +12,7 @@ import (
 	"github.com/coldtrace/coldtrace/report/format"
 	"github.com/coldtrace/coldtrace/report/summary"
 	"github.com/coldtrace/coldtrace/report/text"
+	"github.com/coldtrace/coldtrace/report/words"
 )
 
 // writePersist writes `report --persist`: a comment per cache this run
@@ -36,7 +37,7 @@ func writePersist(w io.Writer, rec *record.Record) error {
 		lines = append(lines, line)
 	}
 	for _, c := range advice.MayBeCaches(rec) {
-		lines = append(lines, "# "+format.Escape(c.Sentence))
+		lines = append(lines, "# "+format.Escape(words.Finding(c)))
 	}
 	for _, p := range list {
 		if p.Skipped != "" {

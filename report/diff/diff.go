@@ -39,7 +39,10 @@ type run struct {
 }
 
 // WriteJSON writes d as indented JSON.
+//
+// It fills in the words of d's findings (words.FillDiff).
 func WriteJSON(w io.Writer, d *compare.Diff) error {
+	words.FillDiff(d)
 	doc := document{Schema: Schema, Diff: d, A: run{d.A, words.Verdict(d.A.Verdict), d.A.Verdict.Label},
 		B: run{d.B, words.Verdict(d.B.Verdict), d.B.Verdict.Label}, Verdict: words.Comparison(d.Verdict),
 		Machine: d.Verdict.Machine}
@@ -57,7 +60,10 @@ type TextOptions struct {
 }
 
 // WriteText writes d for people.
+//
+// It fills in the words of d's findings (words.FillDiff).
 func WriteText(w io.Writer, d *compare.Diff, opt TextOptions) error {
+	words.FillDiff(d)
 	if opt.TopFiles <= 0 {
 		opt.TopFiles = 10
 	}

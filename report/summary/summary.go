@@ -349,6 +349,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 		s.Segments = segments.ToJSON(attribution.Options{}.AnalyzeSegments(r, attribution.Segments(r, attribution.SegmentOptions{})))
 	}
 	a := advice.Of(r, baseline)
+	words.Fill(&a)
 	s.CacheMisses = append([]advice.CacheMiss{}, a.Misses...)
 	s.Persist = append([]advice.Persist{}, a.Persist...)
 	s.Reads = append([]advice.FileRead{}, a.Reads...)

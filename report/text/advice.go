@@ -6,6 +6,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution/advice"
 	"github.com/coldtrace/coldtrace/report/format"
+	"github.com/coldtrace/coldtrace/report/words"
 )
 
 // writeAdvice writes what the run says to change: why caches missed,
@@ -116,6 +117,6 @@ func writeTraps(b *strings.Builder, a advice.Advice) {
 		if i == advice.MaxVerdictTraps {
 			break
 		}
-		fmt.Fprintf(b, "  finding: %s\n", format.Escape(t.Sentence))
+		fmt.Fprintf(b, "  finding: %s\n", format.Escape(words.Finding(t.Finding)))
 	}
 }

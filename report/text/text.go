@@ -69,6 +69,7 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 	}
 
 	adv := advice.Of(r, opt.Baseline)
+	words.Fill(&adv)
 	writeBreakdown(&b, r, res)
 	writeTraps(&b, adv)
 
