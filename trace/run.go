@@ -24,10 +24,10 @@ import (
 	"github.com/coldtrace/coldtrace/trace/launch"
 	"github.com/coldtrace/coldtrace/trace/machine"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/pystack"
 	"github.com/coldtrace/coldtrace/trace/samples"
 	"github.com/coldtrace/coldtrace/trace/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
 	"github.com/coldtrace/coldtrace/trace/uprobes"
 )
 
@@ -194,11 +194,11 @@ func (s *session) load() error {
 	}()
 	var j *jit.Sensor
 	var jitSeen atomic.Pointer[jit.Sensor]
-	var fileSeen func(sensor.FileSeen)
+	var fileSeen func(probe.FileSeen)
 	if !s.opts.NoJIT {
 		// Path records reach the JIT sensor only once the command runs,
 		// after both lanes finished; until then there is none to see.
-		fileSeen = func(f sensor.FileSeen) {
+		fileSeen = func(f probe.FileSeen) {
 			if js := jitSeen.Load(); js != nil {
 				js.FileSeen(f)
 			}
@@ -291,8 +291,8 @@ func (s *session) adopt(pc *pagecache.Sensor, ev *evict.Sensor, mach *machine.Se
 
 // pagecacheOptions are the page-cache sensor's: the scheduler's maps and
 // ongoing waits, and the stack walker's maps when it is loaded.
-func pagecacheOptions(shared map[string]*ebpf.Map, waiting func() (io, fill map[sensor.FileKey]int64),
-	fileSeen func(sensor.FileSeen), kernel *btf.Cache, ps *pystack.Sensor) pagecache.Options {
+func pagecacheOptions(shared map[string]*ebpf.Map, waiting func() (io, fill map[probe.FileKey]int64),
+	fileSeen func(probe.FileSeen), kernel *btf.Cache, ps *pystack.Sensor) pagecache.Options {
 	o := pagecache.Options{Shared: shared, Waiting: waiting, FileSeen: fileSeen, BTF: kernel}
 	if ps != nil {
 		o.Stacks, o.InternStack, o.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
@@ -422,7 +422,7 @@ func (s *session) launch() error {
 		return err
 	}
 	pid := child.Pid() // its uprobe links were made during the load (trackGated)
-	if err := s.sched.Seed(pid, commName(s.opts.Command[0]), sensor.MonotonicNS()); err != nil {
+	if err := s.sched.Seed(pid, commName(s.opts.Command[0]), probe.MonotonicNS()); err != nil {
 		child.Abort()
 		return err
 	}
@@ -442,7 +442,7 @@ func (s *session) launch() error {
 	rec := &record.Record{Schema: record.Schema, Version: s.opts.Version, Command: s.opts.Command,
 		User: record.User{UID: a.Command.UID, GID: a.Command.GID, Name: a.Command.Name, Home: a.Command.Home},
 		Host: hostInfo(), IntervalNS: s.opts.Interval.Nanoseconds()}
-	s.startMono = sensor.MonotonicNS()
+	s.startMono = probe.MonotonicNS()
 	for _, sn := range s.sensors {
 		sn.Begin(s.startMono)
 	}
@@ -472,7 +472,7 @@ func (s *session) loop() *os.ProcessState {
 	for {
 		select {
 		case <-ticker.C:
-			s.poll(sensor.MonotonicNS(), false)
+			s.poll(probe.MonotonicNS(), false)
 		case <-s.ckpt.tick():
 			s.checkpoint()
 		case label, ok := <-marks:
@@ -541,7 +541,7 @@ var _ LazyPoller = (*pagecache.Sensor)(nil)
 func (s *session) poll(now uint64, all bool) {
 	// Room for as many deltas as last time: the sensors' appends would
 	// otherwise double their way up every poll.
-	sample := record.Sample{EndNS: sensor.Rel(now, s.startMono),
+	sample := record.Sample{EndNS: probe.Rel(now, s.startMono),
 		Threads: make([]record.ThreadDelta, 0, s.room.threads), Files: make([]record.FileDelta, 0, s.room.files)}
 	closes := all || s.timeline.Closes(sample.EndNS)
 	for _, sn := range s.sensors {
@@ -567,7 +567,7 @@ func (s *session) poll(now uint64, all bool) {
 func (s *session) finish(state *os.ProcessState) *record.Record {
 	rec := s.rec
 	running := s.stillRunning()
-	end := sensor.MonotonicNS()
+	end := probe.MonotonicNS()
 	if err := s.watch.Done(); err != nil {
 		rec.Warnings = append(rec.Warnings, err.Error())
 	}

@@ -24,7 +24,7 @@ import (
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
 	"github.com/coldtrace/coldtrace/internal/filehandle"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/uprobes"
 )
 
@@ -342,7 +342,7 @@ func (s *Sensor) Poll(nowMono uint64, sample *record.Sample) error {
 			return err
 		}
 	}
-	writes, err := sensor.SumPerCPU(s.objs.TableWrites, 0)
+	writes, err := probe.SumPerCPU(s.objs.TableWrites, 0)
 	if err != nil {
 		return fmt.Errorf("poll network tables: %w", err)
 	}
@@ -582,7 +582,7 @@ func (s *Sensor) detach() error {
 // lost adds what the kernel side could not record to rec: its count to
 // rec.Lost.Network, and a warning that says what was lost.
 func (s *Sensor) lost(rec *record.Record) error {
-	n, err := sensor.Lost(s.objs.NetLost, bpfdl.DownloadDlLostDL_RINGBUF, bpfdl.DownloadDlLostDL_CONNS, bpfdl.DownloadDlLostDL_WRITES)
+	n, err := probe.Lost(s.objs.NetLost, bpfdl.DownloadDlLostDL_RINGBUF, bpfdl.DownloadDlLostDL_CONNS, bpfdl.DownloadDlLostDL_WRITES)
 	if err != nil {
 		return fmt.Errorf("network: %w", err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
 // TestEvictionByThisProcess: the probes load with the scheduler's maps;
@@ -52,7 +52,7 @@ func TestEvictionByThisProcess(t *testing.T) {
 	}
 	// The files table's key: the superblock's s_dev in the kernel's encoding.
 	dev := uint32(unix.Major(fst.Dev))<<20 | uint32(unix.Minor(fst.Dev))
-	key := sensor.FileKey{Dev: dev, Ino: fst.Ino}
+	key := probe.FileKey{Dev: dev, Ino: fst.Ino}
 	if err := sc.Shared().Files.Put(struct {
 		Dev, Pad uint32
 		Ino      uint64

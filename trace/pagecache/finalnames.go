@@ -3,7 +3,7 @@ package pagecache
 import (
 	"github.com/coldtrace/coldtrace/internal/filehandle"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // maxHandles bounds the file handles kept for files the run created: a
@@ -16,7 +16,7 @@ const maxHandles = 16384
 // a file written under a temporary name and renamed, in any directory,
 // is named by its final name, its first name in FirstPath. A file seen
 // through another mount namespace (HostPath set) keeps its names.
-func (s *Sensor) followRename(key sensor.FileKey, rf *record.File) {
+func (s *Sensor) followRename(key probe.FileKey, rf *record.File) {
 	if rf.HostPath != "" {
 		return
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
 // TestLoadWithSharedMaps loads the page-cache probes with the scheduler
@@ -23,7 +23,7 @@ func TestLoadWithSharedMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sample record.Sample
-	if err := s.Poll(sensor.MonotonicNS(), &sample); err != nil {
+	if err := s.Poll(probe.MonotonicNS(), &sample); err != nil {
 		t.Error(err)
 	}
 	if err := s.Close(); err != nil {

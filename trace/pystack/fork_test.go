@@ -11,8 +11,8 @@ import (
 	bpfpy "github.com/coldtrace/coldtrace/bpf/pystack"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
 // traceWorkload runs python on spawn.py in mode how as a traced process
@@ -54,7 +54,7 @@ func traceWith(t *testing.T, sc *sched.Sensor, s *Sensor, python, name string, a
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := sc.Seed(cmd.Process.Pid, "sh", sensor.MonotonicNS()); err != nil {
+	if err := sc.Seed(cmd.Process.Pid, "sh", probe.MonotonicNS()); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	bpfpy "github.com/coldtrace/coldtrace/bpf/pystack"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"golang.org/x/sys/unix"
 )
 
@@ -122,7 +122,7 @@ func Prepare(opts Options) (*Sensor, error) {
 // attaches them, once.
 func (s *Sensor) Start() error {
 	t0 := time.Now()
-	maps := sensor.MapsByName(&s.objs.PystackMaps)
+	maps := probe.MapsByName(&s.objs.PystackMaps)
 	var rest struct {
 		bpfpy.PystackPrograms
 		bpfpy.PystackVariables
