@@ -18,6 +18,15 @@ type Sensor interface {
 	// kernel queued and write this sensor's part of the record (the
 	// scheduler's processes come first; later sensors may read them).
 	Finish(rec *record.Record) error
+	// Snapshot writes this sensor's part of a checkpoint, a record of the
+	// run so far, while the run goes on. It is called on the session's
+	// goroutine between polls, in load order (the scheduler's processes
+	// and the page cache's files first; later sensors add to them), and
+	// must not block on the kernel or on another goroutine's slow work:
+	// a checkpoint must never hold up the polls. A sensor whose data
+	// cannot be taken that cheaply says so in its Snapshot, which then
+	// adds nothing: its part is in the final record only.
+	Snapshot(rec *record.Record) error
 	// Close releases probes, maps and goroutines; it runs on every path.
 	Close() error
 }

@@ -166,7 +166,12 @@ func (s *Sensor) cgroupOf(pid int32, kind bpfevict.EvictEvictKind) string {
 
 // Finish writes each file's evictors and inserters into rec.Files (the
 // page-cache sensor, which finishes first, wrote the files).
-func (s *Sensor) Finish(rec *record.Record) error {
+func (s *Sensor) Finish(rec *record.Record) error { return s.fill(rec) }
+
+// fill writes the tables as the last poll read them into rec's files,
+// and the kernel's lost count; it reads no table, so a checkpoint
+// (Snapshot) takes it as well as the end of the run.
+func (s *Sensor) fill(rec *record.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	byKey := map[probe.FileKey]*record.File{}
