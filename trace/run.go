@@ -237,11 +237,12 @@ func (s *session) load() error {
 	ps = stacksStarted()
 	jitSeen.Store(j)
 
-	// Poll and finish order: the page cache right after the scheduler (it
-	// adds the scheduler's ongoing I/O waits to its files), evictions
-	// into the files it finished, the JIT sensor after both (it reads the
-	// processes), downloads after the page cache (the paths of written
-	// files) and the JIT sensor (the caches they land in).
+	// Poll and finish order is the table's (Sensors): the page cache
+	// right after the scheduler (it adds the scheduler's ongoing I/O
+	// waits to its files), evictions into the files it finished, the JIT
+	// sensor after both (it reads the processes), downloads after the
+	// page cache (the paths of written files) and the JIT sensor (the
+	// caches they land in).
 	var mach *machine.Sensor
 	err = errors.Join(schedErr, pcErr, evErr, jitErr)
 	if err == nil {
@@ -255,38 +256,32 @@ func (s *session) load() error {
 		return err
 	}
 	if !s.opts.NoGPU {
-		s.sensors = append(s.sensors, gpu.StartSensor(s.ctx, nvml.New(),
-			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
+		s.sensors = inTableOrder(append(s.sensors, gpu.StartSensor(s.ctx, nvml.New(),
+			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has})))
 	}
 	return nil
 }
 
-// adopt appends the loaded sensors (not the nil ones) to the session's,
-// in poll and finish order, the uprobe links' owner last: polled after
-// the sensors whose events told it of processes, closed first (all links
+// adopt puts the loaded sensors (not the nil ones) beside the
+// scheduler, in the table's order (Sensors): the stack sensor finishes
+// before the sensors that name stacks (its Finish decodes the last ones;
+// theirs intern them), the uprobe links' owner is polled after the
+// sensors whose events told it of processes and closed first (all links
 // together).
 func (s *session) adopt(pc *pagecache.Sensor, ev *evict.Sensor, mach *machine.Sensor, j *jit.Sensor, dl *download.Sensor, ps *pystack.Sensor) {
-	// The stack sensor finishes before the sensors that name stacks (its
-	// Finish decodes the last ones; theirs intern them).
-	if ps != nil {
-		s.sensors = append(s.sensors, ps)
+	loaded := append(s.sensors, s.uprobes)
+	add := func(sn Sensor, ok bool) {
+		if ok {
+			loaded = append(loaded, sn)
+		}
 	}
-	if pc != nil {
-		s.sensors = append(s.sensors, pc)
-	}
-	if ev != nil {
-		s.sensors = append(s.sensors, ev)
-	}
-	if mach != nil {
-		s.sensors = append(s.sensors, mach)
-	}
-	if j != nil {
-		s.sensors = append(s.sensors, j)
-	}
-	if dl != nil {
-		s.sensors = append(s.sensors, dl)
-	}
-	s.sensors = append(s.sensors, s.uprobes)
+	add(ps, ps != nil)
+	add(pc, pc != nil)
+	add(ev, ev != nil)
+	add(mach, mach != nil)
+	add(j, j != nil)
+	add(dl, dl != nil)
+	s.sensors = inTableOrder(loaded)
 }
 
 // pagecacheOptions are the page-cache sensor's: the scheduler's maps and
