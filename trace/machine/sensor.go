@@ -136,7 +136,7 @@ func (s *Sensor) noteCgroup(pid int32) {
 func (s *Sensor) Finish(rec *record.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.measure(&s.m)
+	s.measure(&s.m, true)
 	m := s.m
 	rec.Machine = &m
 	if len(s.errs) > 0 {
@@ -146,14 +146,16 @@ func (s *Sensor) Finish(rec *record.Record) error {
 }
 
 // measure writes into m what changed since Begin: memory and steal time
-// now, the CPU time other processes used since, and the cgroups seen.
-// Called with s.mu held.
-func (s *Sensor) measure(m *record.Machine) {
+// now, the cgroups seen, and with others the CPU time other processes
+// used since (a scan of every process). Called with s.mu held.
+func (s *Sensor) measure(m *record.Machine, others bool) {
 	m.MemEnd = s.meminfo()
 	if end := s.steal(); end > s.stealAt && s.stealAt >= 0 {
 		m.StealNS = end - s.stealAt
 	}
-	s.others(m, s.processCPU())
+	if others {
+		s.others(m, s.processCPU())
+	}
 	keys := make([]string, 0, len(s.cgroups))
 	for k := range s.cgroups {
 		keys = append(keys, k)
