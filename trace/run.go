@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
@@ -224,13 +223,13 @@ func (s *session) load() error {
 			ps, stacksStarted = s.loadStacks(sc.Shared(), kernel, &wg)
 		}
 		close(walker)
-		pc, pcErr = pagecache.Load(pagecacheOptions(shared, sc.Waiting, fileSeen, kernel, ps))
+		pc, pcErr = pagecache.New(pagecacheOptions(shared, sc.Waiting, fileSeen, kernel, ps))
 	}()
 	var evErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		ev, evErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel, Chained: true})
+		ev, evErr = evict.New(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel, Chained: true})
 	}()
 	j, dl, jitErr = s.loadJITAndNetwork(sc.Shared(), kernel, &jitSeen, walker, &ps)
 	wg.Wait()
@@ -256,8 +255,11 @@ func (s *session) load() error {
 		return err
 	}
 	if !s.opts.NoGPU {
-		s.sensors = inTableOrder(append(s.sensors, gpu.StartSensor(s.ctx, nvml.New(),
-			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has})))
+		g, err := gpu.New(gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has})
+		if err != nil {
+			return err
+		}
+		s.sensors = inTableOrder(append(s.sensors, g))
 	}
 	return nil
 }
@@ -325,7 +327,7 @@ func (s *session) loadJITAndNetwork(shared sched.Shared, kernel *btf.Cache, jitS
 	var j *jit.Sensor
 	var jitErr error
 	if !s.opts.NoJIT {
-		j, jitErr = jit.Load(jit.Options{Shared: shared.Replacements(), Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
+		j, jitErr = jit.New(jit.Options{Shared: shared.Replacements(), Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
 			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel,
 			Scoper: s.uprobes})
 		if errors.Is(jitErr, jit.ErrOption) {
@@ -392,12 +394,12 @@ func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownloa
 	if s.opts.NoNetwork {
 		return nil, nil
 	}
-	ds := download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
+	ds := download.Options{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
 		OnDownload: onDownload, Uprobes: s.uprobes, Chained: true}
 	if ps != nil {
 		ds.Stacks, ds.InternStack, ds.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
 	}
-	dl, err := download.Open(ds)
+	dl, err := download.Prepare(ds)
 	if err != nil {
 		return nil, err
 	}

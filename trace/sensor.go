@@ -2,10 +2,13 @@ package trace
 
 import "github.com/coldtrace/coldtrace/record"
 
-// Sensor is what every sensor package gives the session: the scheduler
-// (trace/sched), the page cache (trace/pagecache), JIT and kernel caches
-// (trace/jit), GPUs (trace/gpu). Each is loaded and attached by its own
-// package before the command is released; the session then calls:
+// Sensor is what every sensor package gives the session (the table of
+// them is Sensors). Each package makes its sensor one way, New(Options)
+// (*Sensor, error), loaded and attached before the command is released;
+// those whose maps others take before their programs load (the
+// scheduler, the stack walker) or that load in a lane of their own (the
+// network sensor) split it into Prepare(Options) and Start. The session
+// then calls:
 type Sensor interface {
 	// Begin once the command is released, with the CLOCK_MONOTONIC time
 	// (ns) the run's times count from.

@@ -18,12 +18,12 @@ import (
 // evicts with fadvise is counted, with this process as the evictor.
 func TestEvictionByThisProcess(t *testing.T) {
 	testenv.RequireTracing(t)
-	sc, err := sched.Load()
+	sc, err := sched.New(sched.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	s, err := Load(Options{Shared: sc.Shared().Replacements(), Traced: func(int32) bool { return false }})
+	s, err := New(Options{Shared: sc.Shared().Replacements(), Traced: func(int32) bool { return false }})
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}

@@ -62,8 +62,8 @@ type Sensor struct {
 	insVals []bpfevict.EvictInserterStats
 }
 
-// Load loads and attaches the eviction probes.
-func Load(opts Options) (*Sensor, error) {
+// New loads and attaches the eviction probes.
+func New(opts Options) (*Sensor, error) {
 	if opts.Traced == nil {
 		opts.Traced = func(int32) bool { return false }
 	}

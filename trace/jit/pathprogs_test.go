@@ -16,12 +16,12 @@ import (
 // object exists twice.
 func TestPathProgramsShareTheObjectsMaps(t *testing.T) {
 	testenv.RequireTracing(t)
-	sc, err := sched.Load()
+	sc, err := sched.New(sched.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	e, err := Load(Options{Shared: sc.Shared().Replacements()})
+	e, err := New(Options{Shared: sc.Shared().Replacements()})
 	if err != nil {
 		t.Fatal(err)
 	}

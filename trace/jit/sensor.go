@@ -131,8 +131,8 @@ type Sensor struct {
 	quiet         *quietSet // nil: every open reaches user space
 }
 
-// Load loads the JIT probes and attaches those needed from the start.
-func Load(opts Options) (*Sensor, error) {
+// New loads the JIT probes and attaches those needed from the start.
+func New(opts Options) (*Sensor, error) {
 	e := &Sensor{opts: opts}
 	if err := e.start(); err != nil {
 		e.Close()
@@ -163,7 +163,7 @@ func (e *Sensor) start() error {
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfjit.JitMapThreads: e.opts.Shared[bpfjit.JitMapThreads], bpfjit.JitMapTaskStates: e.opts.Shared[bpfjit.JitMapTaskStates]},
 		Cache: e.opts.BTF}
-	e.opts.BTF = nil // not held past the load (see evict.Load)
+	e.opts.BTF = nil // not held past the load (see evict.New)
 	spec, err := bpfjit.LoadJit()
 	if err != nil {
 		return fmt.Errorf("load JIT probes: %w", err)

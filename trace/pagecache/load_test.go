@@ -13,12 +13,12 @@ import (
 // object's maps in place of their own, polls and closes both.
 func TestLoadWithSharedMaps(t *testing.T) {
 	testenv.RequireTracing(t)
-	sc, err := sched.Load()
+	sc, err := sched.New(sched.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	s, err := Load(Options{Shared: sc.Shared().Replacements(), Waiting: sc.Waiting})
+	s, err := New(Options{Shared: sc.Shared().Replacements(), Waiting: sc.Waiting})
 	if err != nil {
 		t.Fatal(err)
 	}

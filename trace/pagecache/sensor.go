@@ -130,8 +130,8 @@ type Sensor struct {
 	polled     []polledFile
 }
 
-// Load reads the mount table, loads and attaches the page-cache probes.
-func Load(opts Options) (*Sensor, error) {
+// New reads the mount table, loads and attaches the page-cache probes.
+func New(opts Options) (*Sensor, error) {
 	if opts.MountInfo == "" {
 		opts.MountInfo = "/proc/self/mountinfo"
 	}
@@ -143,7 +143,7 @@ func Load(opts Options) (*Sensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.BTF = nil // not held past the load (see evict.Load)
+	opts.BTF = nil // not held past the load (see evict.New)
 	s := newSensor(p, mounts, opts)
 	if err := p.attach(); err != nil {
 		p.close()

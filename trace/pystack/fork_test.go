@@ -25,12 +25,12 @@ func traceWorkload(t *testing.T, python, how string, wrap ...string) map[int32]r
 // traced process (under the wrap command, if any).
 func traceScript(t *testing.T, python, name string, args []string, wrap ...string) map[int32]record.PyStack {
 	t.Helper()
-	sc, err := sched.Load()
+	sc, err := sched.New(sched.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	s, err := Load(Options{TaskStates: sc.Shared().TaskStates})
+	s, err := New(Options{TaskStates: sc.Shared().TaskStates})
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}
@@ -221,12 +221,12 @@ func TestKnownExecutableConfiguredAtExec(t *testing.T) {
 	if py.skip != "" {
 		t.Skip(py.skip)
 	}
-	sc, err := sched.Load()
+	sc, err := sched.New(sched.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	s, err := Load(Options{TaskStates: sc.Shared().TaskStates})
+	s, err := New(Options{TaskStates: sc.Shared().TaskStates})
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}

@@ -82,8 +82,8 @@ type proc struct {
 	codes  map[FrameKey]*code
 }
 
-// Load loads and attaches the walker.
-func Load(opts Options) (*Sensor, error) {
+// New loads and attaches the walker (Prepare, then Start).
+func New(opts Options) (*Sensor, error) {
 	s, err := Prepare(opts)
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 // once and closes them: every map and program is released.
 func TestLoadPollClose(t *testing.T) {
 	testenv.RequireTracing(t)
-	s, err := Load()
+	s, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestLoadPollClose(t *testing.T) {
 // task is seeded, so the probes never touch it.
 func TestWaitingDropsChargedWaits(t *testing.T) {
 	testenv.RequireTracing(t)
-	s, err := Load()
+	s, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,16 +126,9 @@ type Options struct {
 	TraceSecureExec bool
 }
 
-// Load loads and attaches the scheduler probes. Nothing is tracked until
-// Seed.
-func Load() (*Sensor, error) { return LoadWith(Options{}) }
-
-// LoadBTF is Load with a kernel BTF cache shared with the other sensors'
-// loads (nil: a cache of its own).
-func LoadBTF(kernel *btf.Cache) (*Sensor, error) { return LoadWith(Options{BTF: kernel}) }
-
-// LoadWith is Load with options.
-func LoadWith(o Options) (*Sensor, error) {
+// New loads and attaches the scheduler probes (Prepare, then Start).
+// Nothing is tracked until Seed.
+func New(o Options) (*Sensor, error) {
 	s, err := Prepare(o)
 	if err != nil {
 		return nil, err
