@@ -16,6 +16,7 @@ import (
 // TestEvictionByThisProcess: the probes load with the scheduler's maps;
 // a file with an entry in the files table that this (untraced) process
 // evicts with fadvise is counted, with this process as the evictor.
+// A checkpoint (Snapshot) holds it too.
 func TestEvictionByThisProcess(t *testing.T) {
 	testenv.RequireTracing(t)
 	sc, err := sched.New(sched.Options{})
@@ -66,11 +67,19 @@ func TestEvictionByThisProcess(t *testing.T) {
 	if err := s.Poll(0, nil); err != nil {
 		t.Fatal(err)
 	}
+	// A checkpoint holds the evictors as of the last poll, and the end
+	// of the run still has them.
+	ckpt := &record.Record{Files: []record.File{{Dev: key.Dev, Ino: key.Ino}}}
+	if err := s.Snapshot(ckpt); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Finish(rec); err != nil {
 		t.Fatal(err)
 	}
-	evs := rec.Files[0].Evictors
-	if len(evs) != 1 || evs[0].PID != int32(os.Getpid()) || evs[0].Kind != record.EvictSyscall || evs[0].Syscall != "fadvise64" || evs[0].Pages != 256 {
-		t.Errorf("evictors %+v, want 256 pages by pid %d's fadvise64", evs, os.Getpid())
+	for what, r := range map[string]*record.Record{"record": rec, "checkpoint": ckpt} {
+		evs := r.Files[0].Evictors
+		if len(evs) != 1 || evs[0].PID != int32(os.Getpid()) || evs[0].Kind != record.EvictSyscall || evs[0].Syscall != "fadvise64" || evs[0].Pages != 256 {
+			t.Errorf("%s: evictors %+v, want 256 pages by pid %d's fadvise64", what, evs, os.Getpid())
+		}
 	}
 }
