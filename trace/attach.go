@@ -13,9 +13,9 @@ import (
 	"github.com/coldtrace/coldtrace/internal/marks"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/jit"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/pystack"
 	"github.com/coldtrace/coldtrace/trace/samples"
-	"github.com/coldtrace/coldtrace/trace/sensor"
 	"github.com/coldtrace/coldtrace/trace/target"
 )
 
@@ -102,7 +102,7 @@ func Attach(ctx context.Context, o AttachOptions) (*record.Record, error) {
 	s.rec = &record.Record{Schema: record.Schema, Version: opts.Version, Command: attachCommand(o, procs),
 		User: record.User{UID: opts.Actor.Command.UID, GID: opts.Actor.Command.GID, Name: opts.Actor.Command.Name, Home: opts.Actor.Command.Home},
 		Host: hostInfo(), IntervalNS: opts.Interval.Nanoseconds()}
-	s.startMono = sensor.MonotonicNS()
+	s.startMono = probe.MonotonicNS()
 	for _, sn := range s.sensors {
 		sn.Begin(s.startMono)
 	}
@@ -199,7 +199,7 @@ type attacher struct {
 // by a thread not yet seeded, are caught by listing the threads again
 // until no new one shows up.
 func (a *attacher) seed(p target.Proc) {
-	now := sensor.MonotonicNS()
+	now := probe.MonotonicNS()
 	tids := p.TIDs
 	seededAny := false
 	for pass := 0; pass < 5 && len(tids) > 0; pass++ {
@@ -306,7 +306,7 @@ func (a *attacher) loop() {
 			if a.o.Cgroup != "" {
 				a.rescan()
 			}
-			s.poll(sensor.MonotonicNS(), false)
+			s.poll(probe.MonotonicNS(), false)
 		case <-s.ckpt.tick():
 			s.checkpoint()
 		case m, ok := <-markc:
@@ -333,7 +333,7 @@ func (a *attacher) loop() {
 // mark records a mark at its arrival: when its datagram was read, not
 // when the poll loop got to it.
 func (s *session) mark(m marks.Mark) {
-	at := sensor.Rel(m.MonoNS, s.startMono)
+	at := probe.Rel(m.MonoNS, s.startMono)
 	s.rec.Marks = append(s.rec.Marks, record.Mark{AtNS: at, Label: m.Label})
 	s.timeline.Mark(at)
 	s.opts.Notify(fmt.Sprintf("mark %q at +%.3fs", m.Label, float64(at)/1e9))
@@ -352,7 +352,7 @@ func (a *attacher) allExited() bool {
 func (a *attacher) finish() *record.Record {
 	s := a.s
 	rec := s.rec
-	end := sensor.MonotonicNS()
+	end := probe.MonotonicNS()
 	rec.WallNS = int64(end - s.startMono)
 	s.poll(end, true)
 	s.finishSensors(rec)

@@ -10,15 +10,6 @@ import (
 	"github.com/coldtrace/coldtrace/record"
 )
 
-// Snapshotter is a sensor that can write its part of a checkpoint, a
-// record of the run so far, while the run goes on. Snapshot is called on
-// the session's goroutine between polls, in load order (the scheduler's
-// processes first), and must not block on the kernel. A sensor that is
-// not one is missing from checkpoints, never from the final record.
-type Snapshotter interface {
-	Snapshot(rec *record.Record) error
-}
-
 // checkpoints writes checkpoints on a goroutine of their own, one at a
 // time: a slow disk delays the next checkpoint, never a poll.
 type checkpoints struct {
@@ -113,11 +104,7 @@ func (s *session) snapshot() *record.Record {
 		rec.Warnings = append(rec.Warnings, s.pollErr.Error())
 	}
 	for _, sn := range s.sensors {
-		sp, ok := sn.(Snapshotter)
-		if !ok {
-			continue
-		}
-		if err := sp.Snapshot(&rec); err != nil {
+		if err := sn.Snapshot(&rec); err != nil {
 			rec.Warnings = append(rec.Warnings, err.Error())
 		}
 	}

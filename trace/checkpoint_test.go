@@ -90,5 +90,10 @@ func TestCheckpoints(t *testing.T) {
 	if !read || len(last.Processes) < 2 || len(last.Threads) < 2 || last.JIT == nil && last.Self.EventsSeen == 0 {
 		t.Errorf("last checkpoint: data read %v, %d processes, %d threads, %d events", read, len(last.Processes), len(last.Threads), last.Self.EventsSeen)
 	}
+	// Every sensor says what a checkpoint holds: the machine's facts so
+	// far are in it, not left out by omission.
+	if m := last.Machine; m == nil || m.MemStart.TotalBytes == 0 || m.MemEnd.TotalBytes == 0 {
+		t.Errorf("last checkpoint: machine facts %+v, want memory at the release and at the checkpoint", m)
+	}
 	t.Logf("%d checkpoints; last at %v with %d samples", len(got), time.Duration(last.Partial.AtNS), len(last.Samples))
 }

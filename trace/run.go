@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
@@ -24,10 +23,10 @@ import (
 	"github.com/coldtrace/coldtrace/trace/launch"
 	"github.com/coldtrace/coldtrace/trace/machine"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/pystack"
 	"github.com/coldtrace/coldtrace/trace/samples"
 	"github.com/coldtrace/coldtrace/trace/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
 	"github.com/coldtrace/coldtrace/trace/uprobes"
 )
 
@@ -194,11 +193,11 @@ func (s *session) load() error {
 	}()
 	var j *jit.Sensor
 	var jitSeen atomic.Pointer[jit.Sensor]
-	var fileSeen func(sensor.FileSeen)
+	var fileSeen func(probe.FileSeen)
 	if !s.opts.NoJIT {
 		// Path records reach the JIT sensor only once the command runs,
 		// after both lanes finished; until then there is none to see.
-		fileSeen = func(f sensor.FileSeen) {
+		fileSeen = func(f probe.FileSeen) {
 			if js := jitSeen.Load(); js != nil {
 				js.FileSeen(f)
 			}
@@ -224,24 +223,25 @@ func (s *session) load() error {
 			ps, stacksStarted = s.loadStacks(sc.Shared(), kernel, &wg)
 		}
 		close(walker)
-		pc, pcErr = pagecache.Load(pagecacheOptions(shared, sc.Waiting, fileSeen, kernel, ps))
+		pc, pcErr = pagecache.New(pagecacheOptions(shared, sc.Waiting, fileSeen, kernel, ps))
 	}()
 	var evErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		ev, evErr = evict.Load(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel, Chained: true})
+		ev, evErr = evict.New(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel, Chained: true})
 	}()
 	j, dl, jitErr = s.loadJITAndNetwork(sc.Shared(), kernel, &jitSeen, walker, &ps)
 	wg.Wait()
 	ps = stacksStarted()
 	jitSeen.Store(j)
 
-	// Poll and finish order: the page cache right after the scheduler (it
-	// adds the scheduler's ongoing I/O waits to its files), evictions
-	// into the files it finished, the JIT sensor after both (it reads the
-	// processes), downloads after the page cache (the paths of written
-	// files) and the JIT sensor (the caches they land in).
+	// Poll and finish order is the table's (Sensors): the page cache
+	// right after the scheduler (it adds the scheduler's ongoing I/O
+	// waits to its files), evictions into the files it finished, the JIT
+	// sensor after both (it reads the processes), downloads after the
+	// page cache (the paths of written files) and the JIT sensor (the
+	// caches they land in).
 	var mach *machine.Sensor
 	err = errors.Join(schedErr, pcErr, evErr, jitErr)
 	if err == nil {
@@ -255,44 +255,41 @@ func (s *session) load() error {
 		return err
 	}
 	if !s.opts.NoGPU {
-		s.sensors = append(s.sensors, gpu.StartSensor(s.ctx, nvml.New(),
-			gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has}))
+		g, err := gpu.New(gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has})
+		if err != nil {
+			return err
+		}
+		s.sensors = inTableOrder(append(s.sensors, g))
 	}
 	return nil
 }
 
-// adopt appends the loaded sensors (not the nil ones) to the session's,
-// in poll and finish order, the uprobe links' owner last: polled after
-// the sensors whose events told it of processes, closed first (all links
+// adopt puts the loaded sensors (not the nil ones) beside the
+// scheduler, in the table's order (Sensors): the stack sensor finishes
+// before the sensors that name stacks (its Finish decodes the last ones;
+// theirs intern them), the uprobe links' owner is polled after the
+// sensors whose events told it of processes and closed first (all links
 // together).
 func (s *session) adopt(pc *pagecache.Sensor, ev *evict.Sensor, mach *machine.Sensor, j *jit.Sensor, dl *download.Sensor, ps *pystack.Sensor) {
-	// The stack sensor finishes before the sensors that name stacks (its
-	// Finish decodes the last ones; theirs intern them).
-	if ps != nil {
-		s.sensors = append(s.sensors, ps)
+	loaded := append(s.sensors, s.uprobes)
+	add := func(sn Sensor, ok bool) {
+		if ok {
+			loaded = append(loaded, sn)
+		}
 	}
-	if pc != nil {
-		s.sensors = append(s.sensors, pc)
-	}
-	if ev != nil {
-		s.sensors = append(s.sensors, ev)
-	}
-	if mach != nil {
-		s.sensors = append(s.sensors, mach)
-	}
-	if j != nil {
-		s.sensors = append(s.sensors, j)
-	}
-	if dl != nil {
-		s.sensors = append(s.sensors, dl)
-	}
-	s.sensors = append(s.sensors, s.uprobes)
+	add(ps, ps != nil)
+	add(pc, pc != nil)
+	add(ev, ev != nil)
+	add(mach, mach != nil)
+	add(j, j != nil)
+	add(dl, dl != nil)
+	s.sensors = inTableOrder(loaded)
 }
 
 // pagecacheOptions are the page-cache sensor's: the scheduler's maps and
 // ongoing waits, and the stack walker's maps when it is loaded.
-func pagecacheOptions(shared map[string]*ebpf.Map, waiting func() (io, fill map[sensor.FileKey]int64),
-	fileSeen func(sensor.FileSeen), kernel *btf.Cache, ps *pystack.Sensor) pagecache.Options {
+func pagecacheOptions(shared map[string]*ebpf.Map, waiting func() (io, fill map[probe.FileKey]int64),
+	fileSeen func(probe.FileSeen), kernel *btf.Cache, ps *pystack.Sensor) pagecache.Options {
 	o := pagecache.Options{Shared: shared, Waiting: waiting, FileSeen: fileSeen, BTF: kernel}
 	if ps != nil {
 		o.Stacks, o.InternStack, o.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
@@ -330,7 +327,7 @@ func (s *session) loadJITAndNetwork(shared sched.Shared, kernel *btf.Cache, jitS
 	var j *jit.Sensor
 	var jitErr error
 	if !s.opts.NoJIT {
-		j, jitErr = jit.Load(jit.Options{Shared: shared.Replacements(), Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
+		j, jitErr = jit.New(jit.Options{Shared: shared.Replacements(), Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
 			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel,
 			Scoper: s.uprobes})
 		if errors.Is(jitErr, jit.ErrOption) {
@@ -397,12 +394,12 @@ func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownloa
 	if s.opts.NoNetwork {
 		return nil, nil
 	}
-	ds := download.Shared{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
+	ds := download.Options{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
 		OnDownload: onDownload, Uprobes: s.uprobes, Chained: true}
 	if ps != nil {
 		ds.Stacks, ds.InternStack, ds.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
 	}
-	dl, err := download.Open(ds)
+	dl, err := download.Prepare(ds)
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +419,7 @@ func (s *session) launch() error {
 		return err
 	}
 	pid := child.Pid() // its uprobe links were made during the load (trackGated)
-	if err := s.sched.Seed(pid, commName(s.opts.Command[0]), sensor.MonotonicNS()); err != nil {
+	if err := s.sched.Seed(pid, commName(s.opts.Command[0]), probe.MonotonicNS()); err != nil {
 		child.Abort()
 		return err
 	}
@@ -442,7 +439,7 @@ func (s *session) launch() error {
 	rec := &record.Record{Schema: record.Schema, Version: s.opts.Version, Command: s.opts.Command,
 		User: record.User{UID: a.Command.UID, GID: a.Command.GID, Name: a.Command.Name, Home: a.Command.Home},
 		Host: hostInfo(), IntervalNS: s.opts.Interval.Nanoseconds()}
-	s.startMono = sensor.MonotonicNS()
+	s.startMono = probe.MonotonicNS()
 	for _, sn := range s.sensors {
 		sn.Begin(s.startMono)
 	}
@@ -472,7 +469,7 @@ func (s *session) loop() *os.ProcessState {
 	for {
 		select {
 		case <-ticker.C:
-			s.poll(sensor.MonotonicNS(), false)
+			s.poll(probe.MonotonicNS(), false)
 		case <-s.ckpt.tick():
 			s.checkpoint()
 		case m, ok := <-markc:
@@ -541,7 +538,7 @@ var _ LazyPoller = (*pagecache.Sensor)(nil)
 func (s *session) poll(now uint64, all bool) {
 	// Room for as many deltas as last time: the sensors' appends would
 	// otherwise double their way up every poll.
-	sample := record.Sample{EndNS: sensor.Rel(now, s.startMono),
+	sample := record.Sample{EndNS: probe.Rel(now, s.startMono),
 		Threads: make([]record.ThreadDelta, 0, s.room.threads), Files: make([]record.FileDelta, 0, s.room.files)}
 	closes := all || s.timeline.Closes(sample.EndNS)
 	for _, sn := range s.sensors {
@@ -567,7 +564,7 @@ func (s *session) poll(now uint64, all bool) {
 func (s *session) finish(state *os.ProcessState) *record.Record {
 	rec := s.rec
 	running := s.stillRunning()
-	end := sensor.MonotonicNS()
+	end := probe.MonotonicNS()
 	if err := s.watch.Done(); err != nil {
 		rec.Warnings = append(rec.Warnings, err.Error())
 	}

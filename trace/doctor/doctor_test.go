@@ -99,7 +99,9 @@ func TestDoctorPasses(t *testing.T) {
 	if f := r.Failed(); len(f) > 0 {
 		t.Errorf("failed here: %+v", f)
 	}
-	for _, want := range []string{"  ok    tp_btf sched_switch (scheduler)", "  ok    uprobes: a uprobe on coldtrace's own code fired once",
+	// Every BPF object of the session's table is checked, the stack
+	// walker's too.
+	for _, want := range []string{"  ok    tp_btf sched_switch (scheduler)", "  ok    tp_btf sched_process_exec (Python stacks)", "  ok    uprobes: a uprobe on coldtrace's own code fired once",
 		"2048 pages missed, 2048 accessed", "warm read of a 2048-page file", ": 0 pages missed, 2048 accessed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)

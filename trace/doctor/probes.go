@@ -17,11 +17,7 @@ import (
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 
-	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
-	bpfevict "github.com/coldtrace/coldtrace/bpf/evict"
-	bpfjit "github.com/coldtrace/coldtrace/bpf/jit"
-	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
-	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
+	"github.com/coldtrace/coldtrace/trace"
 	"github.com/coldtrace/coldtrace/trace/jit"
 )
 
@@ -33,16 +29,22 @@ type object struct {
 	// pathSyscalls: the object's syscalls:* programs attach to
 	// jit.PathSyscalls, not to the one their section names.
 	pathSyscalls bool
+	// optional: a run goes on without the sensor (a note, not a failure).
+	optional bool
 }
 
+// objects are the BPF objects of the session's table of sensors
+// (trace.Sensors), in its order.
 func objects() []object {
-	return []object{
-		{sensor: "scheduler", load: bpfsched.LoadSched, lacks: "everything: coldtrace cannot follow the command"},
-		{sensor: "page cache", load: bpfpc.LoadPagecache, lacks: "page-cache misses, hits and disk-read time"},
-		{sensor: "JIT", load: bpfjit.LoadJit, lacks: "compiles and kernel-cache hits and misses", pathSyscalls: true},
-		{sensor: "download", load: bpfdl.LoadDownload, lacks: "downloads"},
-		{sensor: "eviction", load: bpfevict.LoadEvict, lacks: "evictions during the run and who made them (re-reads, thrashing)"},
+	var out []object
+	for _, row := range trace.Sensors() {
+		if row.Object == nil {
+			continue
+		}
+		out = append(out, object{sensor: row.Name, load: row.Object, lacks: row.Lacks,
+			pathSyscalls: row.PathSyscalls, optional: row.Optional})
 	}
+	return out
 }
 
 // target is one attachment a sensor makes.
@@ -73,7 +75,13 @@ func hiddenName(name string) string { return name + "__hidden_by_coldtrace_docto
 func checkPrograms(hide map[string]bool) []Check {
 	var out []Check
 	for _, o := range objects() {
-		out = append(out, checkObject(o, hide)...)
+		for _, c := range checkObject(o, hide) {
+			if o.optional && c.Status == Fail {
+				// A run notes the sensor's absence and goes on.
+				c.Status = Note
+			}
+			out = append(out, c)
+		}
 	}
 	return out
 }

@@ -71,10 +71,10 @@ func receive(t *testing.T, n, size, ack int, check func()) int {
 
 // startSensor opens and starts the download sensor on maps standing in
 // for the core's; both are closed when the test ends.
-func startSensor(t *testing.T) (*Sensor, Shared) {
+func startSensor(t *testing.T) (*Sensor, Options) {
 	t.Helper()
 	shared := sharedMaps(t)
-	s, err := Open(shared)
+	s, err := Prepare(shared)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func startSensor(t *testing.T) (*Sensor, Shared) {
 // trackThread puts the calling thread, which the caller has locked to its
 // goroutine, into the tracked set (slot 1) until the returned function
 // runs.
-func trackThread(t *testing.T, shared Shared) (untrack func()) {
+func trackThread(t *testing.T, shared Options) (untrack func()) {
 	t.Helper()
 	fd, err := unix.PidfdOpen(unix.Gettid(), pidfdThread)
 	if err != nil {

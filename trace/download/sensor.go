@@ -24,13 +24,14 @@ import (
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
 	"github.com/coldtrace/coldtrace/internal/filehandle"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/uprobes"
 )
 
-// Shared are the core object's maps this sensor's programs use, so that
-// there is one tracked set.
-type Shared struct {
+// Options connect the sensor to the run: the core object's maps its
+// programs use, so that there is one tracked set, and the other sensors'
+// parts it calls.
+type Options struct {
 	// TaskStates is the core's task storage: present for tracked threads.
 	TaskStates *ebpf.Map
 	// Threads is the core's per-thread slot array.
@@ -68,10 +69,10 @@ type Shared struct {
 // Sensor is the loaded network probes and their reader.
 type Sensor struct {
 	onDownload func(pid int32)
-	chained    bool // Shared.Chained
+	chained    bool // Options.Chained
 	rights     interface{ Do(func() error) error }
 	// internStack and stackPID name connections' Python stacks
-	// (Shared.InternStack, StackPID); nil without stacks.
+	// (Options.InternStack, StackPID); nil without stacks.
 	internStack func(*record.Record, uint64) int
 	stackPID    func(uint64) int32
 	objs        bpfdl.DownloadObjects
@@ -120,9 +121,22 @@ type Sensor struct {
 	readErr error
 }
 
-// Open loads the network probes with the core's tracked set. It attaches
-// nothing: call Start.
-func Open(shared Shared) (*Sensor, error) {
+// New loads and attaches the network probes (Prepare, then Start).
+func New(opts Options) (*Sensor, error) {
+	s, err := Prepare(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Start(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Prepare loads the network probes with the core's tracked set. It
+// attaches nothing: call Start.
+func Prepare(shared Options) (*Sensor, error) {
 	if shared.TaskStates == nil || shared.Threads == nil {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
@@ -175,7 +189,7 @@ func (s *Sensor) tracepoints() map[string]*ebpf.Program {
 
 // WriteProgram is the program that links the pages a receiving thread
 // inserts to its connection, for the page-cache object's chain
-// (Shared.Chained).
+// (Options.Chained).
 func (s *Sensor) WriteProgram() *ebpf.Program { return s.objs.OnDlWrite }
 
 // Programs are the sensor's BPF programs by name, for cost accounting
@@ -315,7 +329,7 @@ func (s *Sensor) Poll(nowMono uint64, sample *record.Sample) error {
 			return err
 		}
 	}
-	writes, err := sensor.SumPerCPU(s.objs.TableWrites, 0)
+	writes, err := probe.SumPerCPU(s.objs.TableWrites, 0)
 	if err != nil {
 		return fmt.Errorf("poll network tables: %w", err)
 	}
@@ -565,7 +579,7 @@ func (s *Sensor) detach() error {
 // lost adds what the kernel side could not record to rec: its count to
 // rec.Lost.Network, and a warning that says what was lost.
 func (s *Sensor) lost(rec *record.Record) error {
-	n, err := sensor.Lost(s.objs.NetLost, bpfdl.DownloadDlLostDL_RINGBUF, bpfdl.DownloadDlLostDL_CONNS, bpfdl.DownloadDlLostDL_WRITES)
+	n, err := probe.Lost(s.objs.NetLost, bpfdl.DownloadDlLostDL_RINGBUF, bpfdl.DownloadDlLostDL_CONNS, bpfdl.DownloadDlLostDL_WRITES)
 	if err != nil {
 		return fmt.Errorf("network: %w", err)
 	}

@@ -107,7 +107,7 @@ func handler() http.Handler {
 
 // sharedMaps stands in for the core object: its tracked set and thread
 // slots, created from this object's own (identical) declarations.
-func sharedMaps(t *testing.T) Shared {
+func sharedMaps(t *testing.T) Options {
 	spec, err := bpfdl.LoadDownload()
 	if err != nil {
 		t.Fatal(err)
@@ -124,12 +124,12 @@ func sharedMaps(t *testing.T) Shared {
 	t.Cleanup(func() { th.Close() })
 	up := uprobes.New(uprobes.Options{})
 	t.Cleanup(func() { up.Close() })
-	return Shared{TaskStates: ts, Threads: th, Uprobes: up}
+	return Options{TaskStates: ts, Threads: th, Uprobes: up}
 }
 
 // track puts pid's main thread into the tracked set, in slot 0, the way
 // the core seeds the command.
-func track(t *testing.T, m Shared, pid int) {
+func track(t *testing.T, m Options, pid int) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		t.Fatalf("pidfd: %v", err)
@@ -316,7 +316,7 @@ type clientRun struct {
 
 // runClient runs testdata/client.py with ops, tracked from before its
 // first operation, and returns its results and its pid.
-func runClient(t *testing.T, shared Shared, ops ...string) (clientRun, int) {
+func runClient(t *testing.T, shared Options, ops ...string) (clientRun, int) {
 	t.Helper()
 	python, err := exec.LookPath("/usr/bin/python3")
 	if err != nil {
@@ -415,7 +415,7 @@ func TestDownloadsOfCommandLineClients(t *testing.T) {
 				t.Skipf("needs /usr/bin/%s", name)
 			}
 			shared := sharedMaps(t)
-			s, err := Open(shared)
+			s, err := Prepare(shared)
 			if err != nil {
 				t.Fatal(err)
 			}

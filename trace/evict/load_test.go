@@ -9,21 +9,22 @@ import (
 
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
 // TestEvictionByThisProcess: the probes load with the scheduler's maps;
 // a file with an entry in the files table that this (untraced) process
 // evicts with fadvise is counted, with this process as the evictor.
+// A checkpoint (Snapshot) holds it too.
 func TestEvictionByThisProcess(t *testing.T) {
 	testenv.RequireTracing(t)
-	sc, err := sched.Load()
+	sc, err := sched.New(sched.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	s, err := Load(Options{Shared: sc.Shared().Replacements(), Traced: func(int32) bool { return false }})
+	s, err := New(Options{Shared: sc.Shared().Replacements(), Traced: func(int32) bool { return false }})
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}
@@ -52,7 +53,7 @@ func TestEvictionByThisProcess(t *testing.T) {
 	}
 	// The files table's key: the superblock's s_dev in the kernel's encoding.
 	dev := uint32(unix.Major(fst.Dev))<<20 | uint32(unix.Minor(fst.Dev))
-	key := sensor.FileKey{Dev: dev, Ino: fst.Ino}
+	key := probe.FileKey{Dev: dev, Ino: fst.Ino}
 	if err := sc.Shared().Files.Put(struct {
 		Dev, Pad uint32
 		Ino      uint64
@@ -66,11 +67,19 @@ func TestEvictionByThisProcess(t *testing.T) {
 	if err := s.Poll(0, nil); err != nil {
 		t.Fatal(err)
 	}
+	// A checkpoint holds the evictors as of the last poll, and the end
+	// of the run still has them.
+	ckpt := &record.Record{Files: []record.File{{Dev: key.Dev, Ino: key.Ino}}}
+	if err := s.Snapshot(ckpt); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Finish(rec); err != nil {
 		t.Fatal(err)
 	}
-	evs := rec.Files[0].Evictors
-	if len(evs) != 1 || evs[0].PID != int32(os.Getpid()) || evs[0].Kind != record.EvictSyscall || evs[0].Syscall != "fadvise64" || evs[0].Pages != 256 {
-		t.Errorf("evictors %+v, want 256 pages by pid %d's fadvise64", evs, os.Getpid())
+	for what, r := range map[string]*record.Record{"record": rec, "checkpoint": ckpt} {
+		evs := r.Files[0].Evictors
+		if len(evs) != 1 || evs[0].PID != int32(os.Getpid()) || evs[0].Kind != record.EvictSyscall || evs[0].Syscall != "fadvise64" || evs[0].Pages != 256 {
+			t.Errorf("%s: evictors %+v, want 256 pages by pid %d's fadvise64", what, evs, os.Getpid())
+		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 	bpfevict "github.com/coldtrace/coldtrace/bpf/evict"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/machine"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // Options connect the sensor to the rest of the run.
@@ -62,8 +62,8 @@ type Sensor struct {
 	insVals []bpfevict.EvictInserterStats
 }
 
-// Load loads and attaches the eviction probes.
-func Load(opts Options) (*Sensor, error) {
+// New loads and attaches the eviction probes.
+func New(opts Options) (*Sensor, error) {
 	if opts.Traced == nil {
 		opts.Traced = func(int32) bool { return false }
 	}
@@ -79,10 +79,10 @@ func Load(opts Options) (*Sensor, error) {
 	// (twice that of RSS) for the whole run.
 	opts.BTF = nil
 	s := &Sensor{opts: opts, cgroups: map[int32]string{},
-		evKeys: make([]bpfevict.EvictEvictKey, sensor.BatchSize), evVals: make([]bpfevict.EvictEvictStats, sensor.BatchSize),
-		insKeys: make([]bpfevict.EvictInserterKey, sensor.BatchSize), insVals: make([]bpfevict.EvictInserterStats, sensor.BatchSize)}
+		evKeys: make([]bpfevict.EvictEvictKey, probe.BatchSize), evVals: make([]bpfevict.EvictEvictStats, probe.BatchSize),
+		insKeys: make([]bpfevict.EvictInserterKey, probe.BatchSize), insVals: make([]bpfevict.EvictInserterStats, probe.BatchSize)}
 	if err := spec.LoadAndAssign(&s.objs, &ebpf.CollectionOptions{MapReplacements: opts.Shared, Cache: kernel}); err != nil {
-		return nil, sensor.LoadError("eviction probes", err)
+		return nil, probe.LoadError("eviction probes", err)
 	}
 	o := &s.objs
 	for _, a := range []struct {
@@ -122,7 +122,7 @@ func (s *Sensor) Poll(_ uint64, _ *record.Sample) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Read before the tables: a write after it moves it again.
-	writes, err := sensor.SumPerCPU(s.objs.TableWrites, 0)
+	writes, err := probe.SumPerCPU(s.objs.TableWrites, 0)
 	if err != nil {
 		return fmt.Errorf("eviction table writes: %w", err)
 	}
@@ -131,7 +131,7 @@ func (s *Sensor) Poll(_ uint64, _ *record.Sample) error {
 	}
 	s.writes, s.polled = writes, true
 	evictors := make(map[bpfevict.EvictEvictKey]bpfevict.EvictEvictStats, len(s.evictors))
-	err = sensor.ReadMap(s.objs.Evictors, s.evKeys, s.evVals, func(k bpfevict.EvictEvictKey, v *bpfevict.EvictEvictStats) {
+	err = probe.ReadMap(s.objs.Evictors, s.evKeys, s.evVals, func(k bpfevict.EvictEvictKey, v *bpfevict.EvictEvictStats) {
 		s.cgroupOf(int32(k.Tgid), bpfevict.EvictEvictKind(k.Kind))
 		evictors[k] = *v
 	})
@@ -139,7 +139,7 @@ func (s *Sensor) Poll(_ uint64, _ *record.Sample) error {
 		return fmt.Errorf("read evictors: %w", err)
 	}
 	inserters := make(map[bpfevict.EvictInserterKey]bpfevict.EvictInserterStats, len(s.inserters))
-	err = sensor.ReadMap(s.objs.Inserters, s.insKeys, s.insVals, func(k bpfevict.EvictInserterKey, v *bpfevict.EvictInserterStats) {
+	err = probe.ReadMap(s.objs.Inserters, s.insKeys, s.insVals, func(k bpfevict.EvictInserterKey, v *bpfevict.EvictInserterStats) {
 		inserters[k] = *v
 	})
 	if err != nil {
@@ -166,30 +166,35 @@ func (s *Sensor) cgroupOf(pid int32, kind bpfevict.EvictEvictKind) string {
 
 // Finish writes each file's evictors and inserters into rec.Files (the
 // page-cache sensor, which finishes first, wrote the files).
-func (s *Sensor) Finish(rec *record.Record) error {
+func (s *Sensor) Finish(rec *record.Record) error { return s.fill(rec) }
+
+// fill writes the tables as the last poll read them into rec's files,
+// and the kernel's lost count; it reads no table, so a checkpoint
+// (Snapshot) takes it as well as the end of the run.
+func (s *Sensor) fill(rec *record.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	byKey := map[sensor.FileKey]*record.File{}
+	byKey := map[probe.FileKey]*record.File{}
 	for i := range rec.Files {
 		f := &rec.Files[i]
-		byKey[sensor.FileKey{Dev: f.Dev, Ino: f.Ino}] = f
+		byKey[probe.FileKey{Dev: f.Dev, Ino: f.Ino}] = f
 	}
 	for k, v := range s.evictors {
-		f := byKey[sensor.FileKey{Dev: k.Dev, Ino: k.Ino}]
+		f := byKey[probe.FileKey{Dev: k.Dev, Ino: k.Ino}]
 		if f == nil || v.Pages == 0 {
 			continue
 		}
 		kind := bpfevict.EvictEvictKind(k.Kind)
 		pid := int32(k.Tgid)
-		f.Evictors = append(f.Evictors, record.Evictor{Kind: kindName(kind), PID: pid, Comm: sensor.CString(v.Comm[:]),
+		f.Evictors = append(f.Evictors, record.Evictor{Kind: kindName(kind), PID: pid, Comm: probe.CString(v.Comm[:]),
 			Traced: s.opts.Traced(pid), Syscall: syscallName(k.Nr), Cgroup: s.cgroupOf(pid, kind), Pages: v.Pages})
 	}
 	for k, v := range s.inserters {
-		f := byKey[sensor.FileKey{Dev: k.Dev, Ino: k.Ino}]
+		f := byKey[probe.FileKey{Dev: k.Dev, Ino: k.Ino}]
 		if f == nil || v.Pages == 0 {
 			continue
 		}
-		f.Inserters = append(f.Inserters, record.Inserter{PID: int32(k.Tgid), Comm: sensor.CString(v.Comm[:]), Pages: v.Pages})
+		f.Inserters = append(f.Inserters, record.Inserter{PID: int32(k.Tgid), Comm: probe.CString(v.Comm[:]), Pages: v.Pages})
 	}
 	for i := range rec.Files {
 		f := &rec.Files[i]
@@ -206,7 +211,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 		}
 		f.PagesEvicted = max(f.PagesEvicted, evicted)
 	}
-	lost, err := sensor.Lost(s.objs.Lost, bpfevict.EvictLostKindLOST_PAGES)
+	lost, err := probe.Lost(s.objs.Lost, bpfevict.EvictLostKindLOST_PAGES)
 	if err != nil {
 		return fmt.Errorf("evict: %w", err)
 	}

@@ -42,6 +42,9 @@ type Options struct {
 	Now func() time.Time
 	// Comm names a process (reads /proc/PID/comm when nil); "" when unknown.
 	Comm func(pid int32) string
+	// NVML is the library the session's sensor (New) samples through
+	// (nvml.New() when nil); Open takes its own.
+	NVML nvml.Interface
 }
 
 // Sampler polls NVML. Its methods are safe for concurrent use.

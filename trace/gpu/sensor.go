@@ -14,11 +14,17 @@ type Sensor struct {
 	s *Sampler
 }
 
-// StartSensor opens NVML through lib and starts sampling.
-func StartSensor(ctx context.Context, lib nvml.Interface, opts Options) *Sensor {
+// New opens NVML through opts.NVML and starts sampling until Finish or
+// Close. A machine without NVML is no error: the sensor then samples
+// nothing and the record says why (record.GPU.Unavailable).
+func New(opts Options) (*Sensor, error) {
+	lib := opts.NVML
+	if lib == nil {
+		lib = nvml.New()
+	}
 	s := Open(lib, opts)
-	s.Start(ctx)
-	return &Sensor{s: s}
+	s.Start(context.Background())
+	return &Sensor{s: s}, nil
 }
 
 // Begin is part of the session's sensor interface: samples carry wall

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	bpfjit "github.com/coldtrace/coldtrace/bpf/jit"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // TestLayout holds the Go types the sensor decodes ring-buffer records
@@ -20,7 +20,7 @@ func TestLayout(t *testing.T) {
 		"fork_event":   bpfjit.JitForkEvent{},
 		"uprobe_event": bpfjit.JitUprobeEvent{},
 	} {
-		if err := sensor.CheckLayout(spec.Types, name, v); err != nil {
+		if err := probe.CheckLayout(spec.Types, name, v); err != nil {
 			t.Error(err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	bpfjit "github.com/coldtrace/coldtrace/bpf/jit"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // startObjects are the parts of the JIT object loaded before the command
@@ -49,13 +49,13 @@ type pathPrograms struct {
 // newPathPrograms prepares the later load of spec's path programs on the
 // maps (and data sections) of first; opts carries the kernel BTF.
 func newPathPrograms(spec *ebpf.CollectionSpec, first *startObjects, opts *ebpf.CollectionOptions) *pathPrograms {
-	maps := sensor.MapsByName(first) // the data sections too
+	maps := probe.MapsByName(first) // the data sections too
 	kernel := opts.Cache
 	return &pathPrograms{load: func() (pathObjects, error) {
 		var p pathObjects
 		err := spec.LoadAndAssign(&p, &ebpf.CollectionOptions{MapReplacements: maps, Cache: kernel})
 		if err != nil {
-			return p, sensor.LoadError("JIT path-syscall probes", err)
+			return p, probe.LoadError("JIT path-syscall probes", err)
 		}
 		return p, nil
 	}}

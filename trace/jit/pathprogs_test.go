@@ -6,8 +6,8 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/coldtrace/coldtrace/internal/testenv"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
 // TestPathProgramsShareTheObjectsMaps: the path-syscall programs, loaded
@@ -16,12 +16,12 @@ import (
 // object exists twice.
 func TestPathProgramsShareTheObjectsMaps(t *testing.T) {
 	testenv.RequireTracing(t)
-	sc, err := sched.Load()
+	sc, err := sched.New(sched.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	e, err := Load(Options{Shared: sc.Shared().Replacements()})
+	e, err := New(Options{Shared: sc.Shared().Replacements()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestPathProgramsShareTheObjectsMaps(t *testing.T) {
 		id, _ := info.ID()
 		own[id] = name
 	}
-	for name, m := range sensor.MapsByName(&e.objs.JitMaps) {
+	for name, m := range probe.MapsByName(&e.objs.JitMaps) {
 		add(name, m)
 	}
 	for _, m := range e.dataSections {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/registry"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // The path-syscall probes are the one source whose cost reaches every
@@ -131,7 +131,7 @@ func (e *Sensor) attachSyscalls(why string) error {
 			u.links = append(u.links, l)
 		}
 	}
-	u.spans = append(u.spans, pathSpan{from: time.Now(), fromMono: sensor.MonotonicNS(), why: why})
+	u.spans = append(u.spans, pathSpan{from: time.Now(), fromMono: probe.MonotonicNS(), why: why})
 	return nil
 }
 
@@ -143,7 +143,7 @@ func (e *Sensor) detachSyscalls(why string) {
 	}
 	e.closeSyscallLinks()
 	s := &u.spans[len(u.spans)-1]
-	s.to, s.toMono, s.off = time.Now(), sensor.MonotonicNS(), why
+	s.to, s.toMono, s.off = time.Now(), probe.MonotonicNS(), why
 }
 
 func (e *Sensor) closeSyscallLinks() {

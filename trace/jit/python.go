@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // Python's bytecode cache while no path syscall is traced. Tracing the
@@ -174,7 +174,7 @@ func (e *Sensor) pythonProc(pid int32) *pyProc {
 // events). The records are handed over at the end of the run: the
 // process's exec into Python (its environment: PYTHONPYCACHEPREFIX) may
 // reach the collector after them. Called with e.mu held.
-func (e *Sensor) pythonFile(f sensor.FileSeen) {
+func (e *Sensor) pythonFile(f probe.FileSeen) {
 	if e.path.covers(f.TS) {
 		return
 	}
@@ -182,13 +182,13 @@ func (e *Sensor) pythonFile(f sensor.FileSeen) {
 		e.pyDropped++
 		return
 	}
-	if f.Kind == sensor.SeenPythonRead && strings.HasSuffix(f.Path, ".pyc") {
+	if f.Kind == probe.SeenPythonRead && strings.HasSuffix(f.Path, ".pyc") {
 		if t := tagOfPyc(f.Path); t != "" {
 			e.lastTag = t
 		}
 	}
 	var pp *pyProc
-	if f.Kind == sensor.SeenPythonRead && strings.HasSuffix(f.Path, ".py") {
+	if f.Kind == probe.SeenPythonRead && strings.HasSuffix(f.Path, ".py") {
 		pp = e.pythonProc(f.PID)
 	}
 	e.pyPending = append(e.pyPending, pendingPython{f, pp})
@@ -205,7 +205,7 @@ const maxPythonRecords = 1 << 20
 // pendingPython is a page-cache record of a Python file waiting for the
 // end of the run, with its process's interpreter and script for a source.
 type pendingPython struct {
-	f  sensor.FileSeen
+	f  probe.FileSeen
 	pp *pyProc
 }
 
@@ -247,11 +247,11 @@ func (c *Collector) exeTag(pid int32) string {
 // when the process writes no bytecode (PYTHONDONTWRITEBYTECODE, -B);
 // otherwise only once its .pyc is written after it: a source read with
 // nothing written is data (a program reading .py files), not an import.
-func (c *Collector) PythonFile(f sensor.FileSeen, pp *pyProc) {
+func (c *Collector) PythonFile(f probe.FileSeen, pp *pyProc) {
 	c.Seen++
 	ev := FileEvent{TS: f.TS, PID: f.PID, TID: f.TID, CPUNS: f.CPUNS, Op: OpOpen, Path: f.Path}
 	switch {
-	case f.Kind == sensor.SeenCreated:
+	case f.Kind == probe.SeenCreated:
 		entry, ok := entryOfTemp(f.Path)
 		if !ok {
 			c.createdFile(ev, f.Dev, f.Ino)
@@ -266,7 +266,7 @@ func (c *Collector) PythonFile(f sensor.FileSeen, pp *pyProc) {
 		ev.Op, ev.Flags, ev.NewPath = OpRename, 0, entry
 		ev.TS++ // after the creation, however the sort orders equal times
 		c.observe(ev)
-	case f.Kind != sensor.SeenPythonRead:
+	case f.Kind != probe.SeenPythonRead:
 	case strings.HasSuffix(f.Path, ".pyc"):
 		c.observe(ev)
 	case pp != nil && f.Path != pp.script:

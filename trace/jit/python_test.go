@@ -3,7 +3,7 @@ package jit
 import (
 	"testing"
 
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 func TestPycacheNames(t *testing.T) {
@@ -87,23 +87,23 @@ func TestPythonFromPageCache(t *testing.T) {
 	s := newScript(t, Config{})
 	s.env(50, "PYTHONPYCACHEPREFIX=/pyc")
 	pp := &pyProc{tag: "cpython-311", script: "/app/main.py"}
-	seen := func(pid int32, kind sensor.SeenKind, p string, cpuMS uint64) {
+	seen := func(pid int32, kind probe.SeenKind, p string, cpuMS uint64) {
 		s.ts += 1e6
-		s.c.PythonFile(sensor.FileSeen{PID: pid, TID: pid, TS: s.ts, CPUNS: cpuMS * 1e6, Path: p, Kind: kind}, pp)
+		s.c.PythonFile(probe.FileSeen{PID: pid, TID: pid, TS: s.ts, CPUNS: cpuMS * 1e6, Path: p, Kind: kind}, pp)
 	}
-	seen(50, sensor.SeenPythonRead, "/app/main.py", 1) // the main script: no lookup
+	seen(50, probe.SeenPythonRead, "/app/main.py", 1) // the main script: no lookup
 	// Cold: json compiled and written; csv read, nothing written: data.
-	seen(50, sensor.SeenPythonRead, "/usr/lib/python3/json/__init__.py", 2)
-	seen(50, sensor.SeenCreated, "/pyc/usr/lib/python3/json/__init__.cpython-311.pyc.140234", 7)
-	seen(50, sensor.SeenPythonRead, "/usr/lib/python3/csv.py", 8)
+	seen(50, probe.SeenPythonRead, "/usr/lib/python3/json/__init__.py", 2)
+	seen(50, probe.SeenCreated, "/pyc/usr/lib/python3/json/__init__.cpython-311.pyc.140234", 7)
+	seen(50, probe.SeenPythonRead, "/usr/lib/python3/csv.py", 8)
 	// Warm: decimal found.
-	seen(50, sensor.SeenPythonRead, "/pyc/usr/lib/python3/decimal.cpython-311.pyc", 9)
+	seen(50, probe.SeenPythonRead, "/pyc/usr/lib/python3/decimal.cpython-311.pyc", 9)
 	// Stale: read, then its source read and the entry written again.
-	seen(50, sensor.SeenPythonRead, "/pyc/app/util.cpython-311.pyc", 10)
-	seen(50, sensor.SeenPythonRead, "/app/util.py", 11)
-	seen(50, sensor.SeenCreated, "/pyc/app/util.cpython-311.pyc.99", 14)
+	seen(50, probe.SeenPythonRead, "/pyc/app/util.cpython-311.pyc", 10)
+	seen(50, probe.SeenPythonRead, "/app/util.py", 11)
+	seen(50, probe.SeenCreated, "/pyc/app/util.cpython-311.pyc.99", 14)
 	// A new file that is no Python temp name is nothing.
-	seen(50, sensor.SeenCreated, "/pyc/app/notes.txt", 15)
+	seen(50, probe.SeenCreated, "/pyc/app/notes.txt", 15)
 	c := cacheIn(t, s.result(), "python")
 	if got := counts(c); got != "lookups 3 hits 1 misses 2 written 2" || c.Root != "/pyc" {
 		t.Errorf("python: %s at %s", got, c.Root)
@@ -117,8 +117,8 @@ func TestPythonFromPageCache(t *testing.T) {
 	// Bytecode writing off: each source read is a compile.
 	s = newScript(t, Config{})
 	s.env(52, "PYTHONPYCACHEPREFIX=/pyc", "PYTHONDONTWRITEBYTECODE=1")
-	seen(52, sensor.SeenPythonRead, "/usr/lib/python3/csv.py", 1)
-	seen(52, sensor.SeenPythonRead, "/pyc/usr/lib/python3/decimal.cpython-311.pyc", 2)
+	seen(52, probe.SeenPythonRead, "/usr/lib/python3/csv.py", 1)
+	seen(52, probe.SeenPythonRead, "/pyc/usr/lib/python3/decimal.cpython-311.pyc", 2)
 	c = cacheIn(t, s.result(), "python")
 	if got := counts(c); got != "lookups 2 hits 1 misses 1 written 0" {
 		t.Errorf("python, no bytecode written: %s", got)
@@ -127,7 +127,7 @@ func TestPythonFromPageCache(t *testing.T) {
 	// Without a cache tag a source read says nothing.
 	s = newScript(t, Config{})
 	s.env(51, "PYTHONDONTWRITEBYTECODE=1")
-	s.c.PythonFile(sensor.FileSeen{PID: 51, TID: 51, TS: 5e6, Path: "/app/x.py", Kind: sensor.SeenPythonRead}, &pyProc{})
+	s.c.PythonFile(probe.FileSeen{PID: 51, TID: 51, TS: 5e6, Path: "/app/x.py", Kind: probe.SeenPythonRead}, &pyProc{})
 	if j := s.result(); j != nil {
 		for _, c := range j.Caches {
 			if c.Name == "python" && c.Lookups != 0 {

@@ -24,7 +24,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/registry"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/uprobes"
 )
 
@@ -109,7 +109,7 @@ type Sensor struct {
 	pathProgs    *pathPrograms
 	dataSections []*ebpf.Map
 	links        []link.Link
-	ring         *sensor.Ring
+	ring         *probe.Ring
 
 	mu sync.Mutex
 	// path says when the path-syscall probes were attached, why, and
@@ -131,8 +131,8 @@ type Sensor struct {
 	quiet         *quietSet // nil: every open reaches user space
 }
 
-// Load loads the JIT probes and attaches those needed from the start.
-func Load(opts Options) (*Sensor, error) {
+// New loads the JIT probes and attaches those needed from the start.
+func New(opts Options) (*Sensor, error) {
 	e := &Sensor{opts: opts}
 	if err := e.start(); err != nil {
 		e.Close()
@@ -163,7 +163,7 @@ func (e *Sensor) start() error {
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpfjit.JitMapThreads: e.opts.Shared[bpfjit.JitMapThreads], bpfjit.JitMapTaskStates: e.opts.Shared[bpfjit.JitMapTaskStates]},
 		Cache: e.opts.BTF}
-	e.opts.BTF = nil // not held past the load (see evict.Load)
+	e.opts.BTF = nil // not held past the load (see evict.New)
 	spec, err := bpfjit.LoadJit()
 	if err != nil {
 		return fmt.Errorf("load JIT probes: %w", err)
@@ -184,7 +184,7 @@ func (e *Sensor) start() error {
 	}
 	var first startObjects
 	if err := spec.LoadAndAssign(&first, opts); err != nil {
-		return sensor.LoadError("JIT probes", err)
+		return probe.LoadError("JIT probes", err)
 	}
 	e.objs.JitMaps, e.objs.JitVariables = first.JitMaps, first.JitVariables
 	e.objs.OnJitExec, e.objs.OnJitFork = first.OnJitExec, first.OnJitFork
@@ -232,7 +232,7 @@ func (e *Sensor) start() error {
 	// polls for them too, every 50 ms like the other rings (20 ms was 0.3%
 	// of a core in a long run; plain opens no longer come this way), and
 	// every 400 ms while none come: the first record of a burst wakes it.
-	if e.ring, err = sensor.StartRing(e.objs.JitEvents, 50*time.Millisecond, 400*time.Millisecond, e.handleLocked); err != nil {
+	if e.ring, err = probe.StartRing(e.objs.JitEvents, 50*time.Millisecond, 400*time.Millisecond, e.handleLocked); err != nil {
 		return err
 	}
 	return nil
@@ -521,21 +521,21 @@ func (e *Sensor) envSeen(pid int32) {
 // traced still get their uprobes, a framework's library or package
 // brings the path-syscall probes in, and Python's bytecode cache is told
 // from them until then (python.go).
-func (e *Sensor) FileSeen(f sensor.FileSeen) {
+func (e *Sensor) FileSeen(f probe.FileSeen) {
 	if e.col == nil {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.useSeen(f.PID, f.Path)
-	if f.Kind == sensor.SeenPythonRead {
+	if f.Kind == probe.SeenPythonRead {
 		if pkg := ImportedFramework(f.Path); pkg != "" {
 			if err := e.needSyscalls(f.PID, fmt.Sprintf("pid %d imported %s", f.PID, pkg)); err != nil {
 				e.warnings = append(e.warnings, fmt.Sprintf("jit: attach the path-syscall probes: %v", err))
 			}
 		}
 	}
-	if f.Kind != sensor.SeenFirst {
+	if f.Kind != probe.SeenFirst {
 		e.pythonFile(f)
 	}
 	if strings.Contains(path.Base(f.Path), ".so") {
@@ -558,7 +558,7 @@ func (e *Sensor) handle(b []byte) {
 	}
 	switch bpfjit.JitJitEventKind(binary.LittleEndian.Uint32(b)) {
 	case bpfjit.JitJitEventKindJE_FILE:
-		ev, ok := sensor.Decode[bpfjit.JitFileEvent](b, unsafe.Offsetof(bpfjit.JitFileEvent{}.Path))
+		ev, ok := probe.Decode[bpfjit.JitFileEvent](b, unsafe.Offsetof(bpfjit.JitFileEvent{}.Path))
 		if !ok {
 			return
 		}
@@ -572,7 +572,7 @@ func (e *Sensor) handle(b []byte) {
 		}
 		r := RawFile{TS: ev.Ts, PID: int32(ev.Pid), TID: int32(ev.Tid), Op: op, CPUNS: ev.CpuNs,
 			Ret: ev.Ret, Dfd: ev.Dfd1, Dfd2: ev.Dfd2, Flags: ev.Flags,
-			Path: sensor.CString(ev.Path[:l1]), Path2: sensor.CString(ev.Path[l1 : l1+l2])}
+			Path: probe.CString(ev.Path[:l1]), Path2: probe.CString(ev.Path[l1 : l1+l2])}
 		fe, ok := e.col.File(r)
 		if ok && op == OpOpen && fe.Errno == 0 && strings.Contains(path.Base(fe.Path), ".so") {
 			// Its mappings are read, never the path it named.
@@ -580,22 +580,22 @@ func (e *Sensor) handle(b []byte) {
 		}
 	case bpfjit.JitJitEventKindJE_EXEC:
 		envAt := unsafe.Offsetof(bpfjit.JitExecEvent{}.Env)
-		ev, ok := sensor.Decode[bpfjit.JitExecEvent](b, envAt)
+		ev, ok := probe.Decode[bpfjit.JitExecEvent](b, envAt)
 		if !ok {
 			return
 		}
 		var env []byte // nil: read /proc instead
 		if n := int(ev.EnvLen); ev.EnvTruncated == 0 && int(envAt)+n <= len(b) && n <= len(ev.Env) {
-			env = bytes.Clone(sensor.Bytes(ev.Env[:n]))
+			env = bytes.Clone(probe.Bytes(ev.Env[:n]))
 		}
-		file := sensor.CString(ev.Filename[:])
+		file := probe.CString(ev.Filename[:])
 		e.col.Exec(int32(ev.Pid), ev.Uid, file, env)
 		e.scoper.TrackLater(int32(ev.Pid), false)
 		e.useSeen(int32(ev.Pid), file)
 		e.envSeen(int32(ev.Pid))
 		e.quiet.resolved(int32(ev.Pid), ev.Gen)
 	case bpfjit.JitJitEventKindJE_FORK:
-		ev, ok := sensor.Decode[bpfjit.JitForkEvent](b, unsafe.Sizeof(bpfjit.JitForkEvent{}))
+		ev, ok := probe.Decode[bpfjit.JitForkEvent](b, unsafe.Sizeof(bpfjit.JitForkEvent{}))
 		if !ok {
 			return
 		}
@@ -606,7 +606,7 @@ func (e *Sensor) handle(b []byte) {
 		e.path.forked(int32(ev.Pid), int32(ev.Ppid))
 		e.quiet.resolved(int32(ev.Pid), ev.Gen)
 	case bpfjit.JitJitEventKindJE_UPROBE:
-		ev, ok := sensor.Decode[bpfjit.JitUprobeEvent](b, unsafe.Sizeof(bpfjit.JitUprobeEvent{}))
+		ev, ok := probe.Decode[bpfjit.JitUprobeEvent](b, unsafe.Sizeof(bpfjit.JitUprobeEvent{}))
 		if !ok || ev.Cookie >= uint64(len(e.probes.Targets)) {
 			return
 		}
@@ -657,7 +657,7 @@ func (e *Sensor) Finish(rec *record.Record) error {
 	}
 	rec.Warnings = append(rec.Warnings, warns...)
 	rec.Self.EventsSeen += e.col.Seen
-	n, err := sensor.SumPerCPU(e.objs.Lost, uint32(bpfjit.JitLostKindLOST_RINGBUF))
+	n, err := probe.SumPerCPU(e.objs.Lost, uint32(bpfjit.JitLostKindLOST_RINGBUF))
 	if err != nil {
 		return fmt.Errorf("jit: read lost counters: %w", err)
 	}

@@ -55,7 +55,7 @@ func TestReadLimit(t *testing.T) {
 func TestOthers(t *testing.T) {
 	s := &Sensor{self: 1, opts: Options{Traced: func(pid int32) bool { return pid == 10 }},
 		startCPU: map[int]cpuMark{2: {"sh", 1e9}, 3: {"sh", 0}, 10: {"reader", 0}}}
-	s.others(map[int]cpuMark{1: {"coldtrace", 5e9}, 2: {"sh", 3e9}, 3: {"sh", 1e9}, 4: {"kswapd0", 5e8}, 10: {"reader", 9e9}})
+	s.others(&s.m, map[int]cpuMark{1: {"coldtrace", 5e9}, 2: {"sh", 3e9}, 3: {"sh", 1e9}, 4: {"kswapd0", 5e8}, 10: {"reader", 9e9}})
 	want := []record.OtherCPU{{Comm: "sh", Processes: 2, CPUNS: 3e9}, {Comm: "kswapd0", Processes: 1, CPUNS: 5e8}}
 	if len(s.m.Others) != 2 || s.m.Others[0] != want[0] || s.m.Others[1] != want[1] {
 		t.Errorf("others %+v, want %+v", s.m.Others, want)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,25 +136,37 @@ func (s *Sensor) noteCgroup(pid int32) {
 func (s *Sensor) Finish(rec *record.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.m.MemEnd = s.meminfo()
-	if end := s.steal(); end > s.stealAt && s.stealAt >= 0 {
-		s.m.StealNS = end - s.stealAt
-	}
-	s.others(s.processCPU())
-	keys := make([]string, 0, len(s.cgroups))
-	for k := range s.cgroups {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		s.m.Cgroups = append(s.m.Cgroups, *s.cgroups[k])
-	}
+	s.measure(&s.m, true)
 	m := s.m
 	rec.Machine = &m
 	if len(s.errs) > 0 {
 		return fmt.Errorf("machine: %s", strings.Join(s.errs, "; "))
 	}
 	return nil
+}
+
+// measure writes into m what changed since Begin: memory and steal time
+// now, the cgroups seen, and with others the CPU time other processes
+// used since (a scan of every process). Called with s.mu held.
+func (s *Sensor) measure(m *record.Machine, others bool) {
+	m.MemEnd = s.meminfo()
+	if end := s.steal(); end > s.stealAt && s.stealAt >= 0 {
+		m.StealNS = end - s.stealAt
+	}
+	if others {
+		s.others(m, s.processCPU())
+	}
+	keys := make([]string, 0, len(s.cgroups))
+	for k := range s.cgroups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cg := *s.cgroups[k]
+		// Later polls append to the sensor's own.
+		cg.PIDs = slices.Clone(cg.PIDs)
+		m.Cgroups = append(m.Cgroups, cg)
+	}
 }
 
 // Close is part of the sensor interface: nothing to release.
@@ -206,7 +219,7 @@ func (s *Sensor) processCPU() map[int]cpuMark {
 // start and end readings: the difference for those alive at both, the
 // whole for those that started during the run. Processes that started
 // and ended in between are not seen.
-func (s *Sensor) others(end map[int]cpuMark) {
+func (s *Sensor) others(m *record.Machine, end map[int]cpuMark) {
 	type agg struct {
 		n  int
 		ns int64
@@ -230,17 +243,17 @@ func (s *Sensor) others(end map[int]cpuMark) {
 		}
 		a.n++
 		a.ns += d
-		s.m.OthersCPUNS += d
-		s.m.OthersCount++
+		m.OthersCPUNS += d
+		m.OthersCount++
 	}
 	for comm, a := range byComm {
-		s.m.Others = append(s.m.Others, record.OtherCPU{Comm: comm, Processes: a.n, CPUNS: a.ns})
+		m.Others = append(m.Others, record.OtherCPU{Comm: comm, Processes: a.n, CPUNS: a.ns})
 	}
-	sort.Slice(s.m.Others, func(i, j int) bool {
-		x, y := s.m.Others[i], s.m.Others[j]
+	sort.Slice(m.Others, func(i, j int) bool {
+		x, y := m.Others[i], m.Others[j]
 		return x.CPUNS > y.CPUNS || x.CPUNS == y.CPUNS && x.Comm < y.Comm
 	})
-	if len(s.m.Others) > TopOthers {
-		s.m.Others = s.m.Others[:TopOthers]
+	if len(m.Others) > TopOthers {
+		m.Others = m.Others[:TopOthers]
 	}
 }

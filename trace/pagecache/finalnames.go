@@ -13,7 +13,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/internal/filehandle"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // maxHandles bounds the file handles kept for files the run created: a
@@ -26,7 +26,7 @@ const maxHandles = 16384
 // a file written under a temporary name and renamed, in any directory,
 // is named by its final name, its first name in FirstPath. A file seen
 // through another mount namespace (HostPath set) keeps its names.
-func (s *Sensor) followRename(key sensor.FileKey, rf *record.File) {
+func (s *Sensor) followRename(key probe.FileKey, rf *record.File) {
 	if rf.HostPath != "" {
 		return
 	}
@@ -71,7 +71,7 @@ const maxSiblingDirs = 64
 // those of the directories beside its first one (a staging directory
 // renamed from into the cache beside it: ".cache/x-stage" into
 // ".cache/x"), or "".
-func (s *Sensor) scannedName(key sensor.FileKey, first string) string {
+func (s *Sensor) scannedName(key probe.FileKey, first string) string {
 	if s.byIno == nil {
 		s.byIno = map[uint64][]string{}
 		s.scanned = map[string]bool{}
@@ -107,7 +107,7 @@ func (s *Sensor) scannedName(key sensor.FileKey, first string) string {
 }
 
 // inoAt is the path among those scanned that is file key now, or "".
-func (s *Sensor) inoAt(key sensor.FileKey) string {
+func (s *Sensor) inoAt(key probe.FileKey) string {
 	for _, p := range s.byIno[key.Ino] {
 		var st syscall.Stat_t
 		if syscall.Lstat(p, &st) == nil && filehandle.KeyOf(&st) == (filehandle.Key{Dev: key.Dev, Ino: key.Ino}) {

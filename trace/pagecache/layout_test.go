@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // TestLayout holds the Go types this package reads the kernel's data with
@@ -19,7 +19,7 @@ func TestLayout(t *testing.T) {
 		"file_stats": bpfpc.PagecacheFileStats{},
 		"file_key":   bpfpc.PagecacheFileKey{},
 	} {
-		if err := sensor.CheckLayout(spec.Types, name, v); err != nil {
+		if err := probe.CheckLayout(spec.Types, name, v); err != nil {
 			t.Error(err)
 		}
 	}

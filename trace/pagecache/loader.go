@@ -10,7 +10,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // probes owns the loaded object and its links.
@@ -26,7 +26,7 @@ func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, erro
 	if err != nil {
 		return nil, fmt.Errorf("load page-cache probes: %w", err)
 	}
-	sensor.SizeRing(spec, bpfpc.PagecacheMapPaths)
+	probe.SizeRing(spec, bpfpc.PagecacheMapPaths)
 	repl := make(map[string]*ebpf.Map, len(shared)+len(stacks))
 	for k, v := range shared {
 		repl[k] = v
@@ -48,7 +48,7 @@ func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, erro
 	}
 	p := &probes{}
 	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: repl, Cache: kernel}); err != nil {
-		return nil, sensor.LoadError("page-cache probes", err)
+		return nil, probe.LoadError("page-cache probes", err)
 	}
 	return p, nil
 }

@@ -7,7 +7,7 @@ import (
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
 	"github.com/coldtrace/coldtrace/internal/fstype"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // minOrderMisses is the least number of misses a file needs for its read
@@ -18,15 +18,15 @@ const minOrderMisses = 8
 // rec that missed often enough to show a pattern, with the filesystem
 // each is on.
 func (s *Sensor) readOrders(rec *record.Record) error {
-	byKey := map[sensor.FileKey]*record.File{}
+	byKey := map[probe.FileKey]*record.File{}
 	for i := range rec.Files {
 		f := &rec.Files[i]
-		byKey[sensor.FileKey{Dev: f.Dev, Ino: f.Ino}] = f
+		byKey[probe.FileKey{Dev: f.Dev, Ino: f.Ino}] = f
 	}
 	keys := make([]bpfpc.PagecacheFileKey, 256)
 	vals := make([]bpfpc.PagecacheReadOrder, 256)
-	err := sensor.ReadMap(s.p.objs.ReadOrders, keys, vals, func(k bpfpc.PagecacheFileKey, o *bpfpc.PagecacheReadOrder) {
-		f := byKey[sensor.FileKey{Dev: k.Dev, Ino: k.Ino}]
+	err := probe.ReadMap(s.p.objs.ReadOrders, keys, vals, func(k bpfpc.PagecacheFileKey, o *bpfpc.PagecacheReadOrder) {
+		f := byKey[probe.FileKey{Dev: k.Dev, Ino: k.Ino}]
 		if f == nil || o.Misses < minOrderMisses {
 			return
 		}

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 func TestParseMountInfo(t *testing.T) {
@@ -89,14 +89,14 @@ func TestFindInProc(t *testing.T) {
 func TestPathOfFallbacks(t *testing.T) {
 	root := kernelDev(254, 0)
 	c := newSensor(nil, mountTable{root: {{dev: root, root: "/", mountPoint: "/"}}}, Options{})
-	c.fsPaths[sensor.FileKey{Dev: root, Ino: 12}] = "/srv/model.bin"
+	c.fsPaths[probe.FileKey{Dev: root, Ino: 12}] = "/srv/model.bin"
 	cases := []struct {
-		key  sensor.FileKey
+		key  probe.FileKey
 		want string
 	}{
-		{sensor.FileKey{Dev: root, Ino: 12}, "/srv/model.bin"},
-		{sensor.FileKey{Dev: kernelDev(0, 3), Ino: uint64(root)}, "[filesystem metadata of 254:0, mounted on /]"},
-		{sensor.FileKey{Dev: kernelDev(0, 99), Ino: 5}, "[dev 0:99 ino 5]"},
+		{probe.FileKey{Dev: root, Ino: 12}, "/srv/model.bin"},
+		{probe.FileKey{Dev: kernelDev(0, 3), Ino: uint64(root)}, "[filesystem metadata of 254:0, mounted on /]"},
+		{probe.FileKey{Dev: kernelDev(0, 99), Ino: 5}, "[dev 0:99 ino 5]"},
 	}
 	for _, tc := range cases {
 		if got := c.pathOf(&fileAcc{key: tc.key}); got != tc.want {

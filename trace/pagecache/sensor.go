@@ -14,7 +14,7 @@ import (
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
 	"github.com/coldtrace/coldtrace/internal/filehandle"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // SmallFilesPath names the small files' row in records: files under
@@ -32,7 +32,7 @@ const DirectUnknownFormat = "[direct I/O, file unknown: process %d on device %d:
 const unknownDirect = 1 << 63
 
 // smallFiles is their key. No file has inode 0.
-var smallFiles = sensor.FileKey{}
+var smallFiles = probe.FileKey{}
 
 // The reader looks for path records every drainPeriod while they come,
 // slowing to idleDrain while the ring stays empty (its wake-ups were
@@ -58,13 +58,13 @@ type fileTimes struct {
 
 // polledFile is one file table entry as a poll read it.
 type polledFile struct {
-	key   sensor.FileKey
+	key   probe.FileKey
 	stats bpfpc.PagecacheFileStats
 }
 
 type fileAcc struct {
 	id    int
-	key   sensor.FileKey
+	key   probe.FileKey
 	lastP int32 // last process that touched it, for /proc lookups
 	prev  fileTimes
 }
@@ -77,11 +77,11 @@ type Options struct {
 	// Waiting returns, after each poll has read the file counters, the
 	// I/O waits and fill waits of ongoing off-CPU intervals by file that
 	// those counters cannot hold yet (sched.Sensor.Waiting, polled first).
-	Waiting func() (io, fill map[sensor.FileKey]int64)
+	Waiting func() (io, fill map[probe.FileKey]int64)
 	// FileSeen, when set, is told the path of each file the first time
 	// the run reads, maps or writes it, and of each Python process's first
 	// read of a .py or .pyc file. It is called from the reader goroutine.
-	FileSeen func(sensor.FileSeen)
+	FileSeen func(probe.FileSeen)
 	// BTF, when set, is the kernel BTF cache shared with the other
 	// sensors' loads: decoded once per run.
 	BTF *btf.Cache
@@ -104,19 +104,19 @@ type Options struct {
 // Sensor is the loaded page-cache sensor.
 type Sensor struct {
 	p    *probes
-	ring *sensor.Ring
+	ring *probe.Ring
 	opts Options
 
 	mu     sync.Mutex
 	mounts mountTable
 	// mountsReread is set once the mount table was read again at the end.
 	mountsReread bool
-	files        map[sensor.FileKey]*fileAcc
+	files        map[probe.FileKey]*fileAcc
 	fileOrder    []*fileAcc
-	fsPaths      map[sensor.FileKey]string
+	fsPaths      map[probe.FileKey]string
 	// cutPaths are the files whose walk was cut (a path over PATH_MAX):
 	// their fsPaths entry is the tail of the path only.
-	cutPaths map[sensor.FileKey]bool
+	cutPaths map[probe.FileKey]bool
 	seen     uint64
 
 	// ns resolves paths in other mount namespaces.
@@ -124,7 +124,7 @@ type Sensor struct {
 	// nsSeen is the path of a file as the process that first touched it
 	// saw it, resolved when its path arrived: a child in its own mount
 	// namespace (a bind mount) is often gone by the end of the run.
-	nsSeen map[sensor.FileKey]string
+	nsSeen map[probe.FileKey]string
 	// handles follow the files the run created across renames
 	// (finalnames.go).
 	handles *filehandle.Store
@@ -139,7 +139,7 @@ type Sensor struct {
 	// that was not cached, other than one evicted during the run, is a
 	// hole the filesystem filled with zeros, not a read from disk (as(1)
 	// seeks past the end and reads back the pages between).
-	born map[sensor.FileKey]bool
+	born map[probe.FileKey]bool
 	// byIno is the run's directories' files by inode, read once at the
 	// end when a renamed file had no handle (scannedName).
 	byIno   map[uint64][]string
@@ -150,8 +150,8 @@ type Sensor struct {
 	polled     []polledFile
 }
 
-// Load reads the mount table, loads and attaches the page-cache probes.
-func Load(opts Options) (*Sensor, error) {
+// New reads the mount table, loads and attaches the page-cache probes.
+func New(opts Options) (*Sensor, error) {
 	if opts.MountInfo == "" {
 		opts.MountInfo = "/proc/self/mountinfo"
 	}
@@ -163,13 +163,13 @@ func Load(opts Options) (*Sensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.BTF = nil // not held past the load (see evict.Load)
+	opts.BTF = nil // not held past the load (see evict.New)
 	s := newSensor(p, mounts, opts)
 	if err := p.attach(); err != nil {
 		p.close()
 		return nil, err
 	}
-	if s.ring, err = sensor.StartRing(p.objs.Paths, drainPeriod, idleDrain, s.handle); err != nil {
+	if s.ring, err = probe.StartRing(p.objs.Paths, drainPeriod, idleDrain, s.handle); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -178,10 +178,10 @@ func Load(opts Options) (*Sensor, error) {
 
 func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
 	return &Sensor{p: p, opts: opts, mounts: mounts, loaded: time.Now(),
-		files: map[sensor.FileKey]*fileAcc{}, fsPaths: map[sensor.FileKey]string{}, nsSeen: map[sensor.FileKey]string{}, born: map[sensor.FileKey]bool{}, cutPaths: map[sensor.FileKey]bool{},
+		files: map[probe.FileKey]*fileAcc{}, fsPaths: map[probe.FileKey]string{}, nsSeen: map[probe.FileKey]string{}, born: map[probe.FileKey]bool{}, cutPaths: map[probe.FileKey]bool{},
 		handles:    filehandle.New(maxHandles),
-		fileKeyBuf: make([]bpfpc.PagecacheFileKey, sensor.BatchSize),
-		fileBuf:    make([]bpfpc.PagecacheFileStats, sensor.BatchSize)}
+		fileKeyBuf: make([]bpfpc.PagecacheFileKey, probe.BatchSize),
+		fileBuf:    make([]bpfpc.PagecacheFileStats, probe.BatchSize)}
 }
 
 // Chain has the page-cache object's insertion program run the other
@@ -230,7 +230,7 @@ func (s *Sensor) handle(raw []byte) {
 	}
 	truncated := ev.Truncated != 0
 	fsPath := fsPathFromNames(names, truncated)
-	key := sensor.FileKey{Dev: ev.Dev, Ino: ev.Ino}
+	key := probe.FileKey{Dev: ev.Dev, Ino: ev.Ino}
 	s.mu.Lock()
 	s.seen++
 	s.fsPaths[key] = fsPath
@@ -248,13 +248,13 @@ func (s *Sensor) handle(raw []byte) {
 			s.born[key] = born
 		}
 	}
-	if resolved && !truncated && (sensor.SeenKind(ev.Kind) == sensor.SeenCreated || s.born[key]) {
+	if resolved && !truncated && (probe.SeenKind(ev.Kind) == probe.SeenCreated || s.born[key]) {
 		s.handles.Take(filehandle.Key{Dev: key.Dev, Ino: key.Ino}, p, p)
 	}
 	s.mu.Unlock()
 	if s.opts.FileSeen != nil && !truncated && resolved {
-		s.opts.FileSeen(sensor.FileSeen{PID: int32(ev.Tgid), TID: int32(ev.Tid), TS: ev.Ts, CPUNS: ev.CpuNs,
-			Path: p, Dev: ev.Dev, Ino: ev.Ino, Kind: sensor.SeenKind(ev.Kind)})
+		s.opts.FileSeen(probe.FileSeen{PID: int32(ev.Tgid), TID: int32(ev.Tid), TS: ev.Ts, CPUNS: ev.CpuNs,
+			Path: p, Dev: ev.Dev, Ino: ev.Ino, Kind: probe.SeenKind(ev.Kind)})
 	}
 }
 
@@ -267,8 +267,8 @@ func (s *Sensor) PollsLazily() {}
 func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var waiting, fillWaiting map[sensor.FileKey]int64
-	fileSample := func(k sensor.FileKey, fs *bpfpc.PagecacheFileStats) {
+	var waiting, fillWaiting map[probe.FileKey]int64
+	fileSample := func(k probe.FileKey, fs *bpfpc.PagecacheFileStats) {
 		acc := s.files[k]
 		if acc == nil {
 			acc = &fileAcc{id: len(s.fileOrder), key: k}
@@ -295,8 +295,8 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	// The counters first, then the ongoing waits they cannot hold yet
 	// (see sched.Sensor.Waiting).
 	s.polled = s.polled[:0]
-	err := sensor.ReadMap(s.p.objs.Files, s.fileKeyBuf, s.fileBuf, func(key bpfpc.PagecacheFileKey, fs *bpfpc.PagecacheFileStats) {
-		s.polled = append(s.polled, polledFile{sensor.FileKey{Dev: key.Dev, Ino: key.Ino}, *fs})
+	err := probe.ReadMap(s.p.objs.Files, s.fileKeyBuf, s.fileBuf, func(key bpfpc.PagecacheFileKey, fs *bpfpc.PagecacheFileStats) {
+		s.polled = append(s.polled, polledFile{probe.FileKey{Dev: key.Dev, Ino: key.Ino}, *fs})
 	})
 	if err != nil {
 		return fmt.Errorf("read file table: %w", err)
@@ -307,7 +307,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	for i := range s.polled {
 		fileSample(s.polled[i].key, &s.polled[i].stats)
 	}
-	smallPages, err := sensor.SumPerCPU(s.p.objs.SmallHits, 0)
+	smallPages, err := probe.SumPerCPU(s.p.objs.SmallHits, 0)
 	if err != nil {
 		return fmt.Errorf("read small-file hits: %w", err)
 	}
@@ -330,7 +330,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	if err := s.readOrders(rec); err != nil {
 		rec.Warnings = append(rec.Warnings, "pagecache: "+err.Error())
 	}
-	lost, err := sensor.Lost(s.p.objs.Lost, bpfpc.PagecacheLostKindLOST_RINGBUF, bpfpc.PagecacheLostKindLOST_FILES,
+	lost, err := probe.Lost(s.p.objs.Lost, bpfpc.PagecacheLostKindLOST_RINGBUF, bpfpc.PagecacheLostKindLOST_FILES,
 		bpfpc.PagecacheLostKindLOST_FILL_END, bpfpc.PagecacheLostKindLOST_PAGES)
 	if err != nil {
 		return fmt.Errorf("pagecache: %w", err)
@@ -339,7 +339,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	rec.Lost.FileTable += lost[bpfpc.PagecacheLostKindLOST_FILES]
 	rec.Lost.FillEnds += lost[bpfpc.PagecacheLostKindLOST_FILL_END]
 	rec.Lost.Pages += lost[bpfpc.PagecacheLostKindLOST_PAGES]
-	if n, err := sensor.SumPerCPU(s.p.objs.Lost, uint32(bpfpc.PagecacheLostKindLOST_STACKS)); err == nil && n > 0 {
+	if n, err := probe.SumPerCPU(s.p.objs.Lost, uint32(bpfpc.PagecacheLostKindLOST_STACKS)); err == nil && n > 0 {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("python stacks: %d charges found the file-stack table full; that time is in the files' totals without a stack", n))
 	}
 	rec.Self.EventsSeen += s.seen
@@ -406,7 +406,7 @@ func (s *Sensor) holesCreated(r *record.Record, pageSize uint64) {
 		if f.PagesMissed <= f.PagesReread {
 			continue
 		}
-		born, known := s.born[sensor.FileKey{Dev: f.Dev, Ino: f.Ino}]
+		born, known := s.born[probe.FileKey{Dev: f.Dev, Ino: f.Ino}]
 		if !known && strings.HasPrefix(f.Path, "/") {
 			// Its name had moved before it was read (a compiler's output
 			// renamed into place): its final name tells.

@@ -6,7 +6,7 @@ import (
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // Snapshot writes the files and lost counters as of the last poll into
@@ -25,7 +25,7 @@ func (s *Sensor) Snapshot(rec *record.Record) error {
 	if err := s.fileStacks(rec, rec.Host.PageSize); err != nil {
 		rec.Warnings = append(rec.Warnings, "pagecache: "+err.Error())
 	}
-	lost, err := sensor.Lost(s.p.objs.Lost, bpfpc.PagecacheLostKindLOST_RINGBUF, bpfpc.PagecacheLostKindLOST_FILES,
+	lost, err := probe.Lost(s.p.objs.Lost, bpfpc.PagecacheLostKindLOST_RINGBUF, bpfpc.PagecacheLostKindLOST_FILES,
 		bpfpc.PagecacheLostKindLOST_FILL_END)
 	if err != nil {
 		return fmt.Errorf("pagecache: %w", err)

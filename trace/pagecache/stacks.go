@@ -6,7 +6,7 @@ import (
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // fileStacks reads the kernel's charges per (file, Python stack) and
@@ -18,30 +18,30 @@ func (s *Sensor) fileStacks(rec *record.Record, pageSize int) error {
 		return nil
 	}
 	type charge struct {
-		key   sensor.FileKey
+		key   probe.FileKey
 		stack uint64
 		v     bpfpc.PagecacheFileStackStats
 	}
 	var all []charge
-	keys := make([]bpfpc.PagecacheFileStackKey, sensor.BatchSize)
-	vals := make([]bpfpc.PagecacheFileStackStats, sensor.BatchSize)
-	err := sensor.ReadMap(s.p.objs.FileStacks, keys, vals, func(k bpfpc.PagecacheFileStackKey, v *bpfpc.PagecacheFileStackStats) {
-		all = append(all, charge{sensor.FileKey{Dev: k.File.Dev, Ino: k.File.Ino}, k.Stack, *v})
+	keys := make([]bpfpc.PagecacheFileStackKey, probe.BatchSize)
+	vals := make([]bpfpc.PagecacheFileStackStats, probe.BatchSize)
+	err := probe.ReadMap(s.p.objs.FileStacks, keys, vals, func(k bpfpc.PagecacheFileStackKey, v *bpfpc.PagecacheFileStackStats) {
+		all = append(all, charge{probe.FileKey{Dev: k.File.Dev, Ino: k.File.Ino}, k.Stack, *v})
 	})
 	if err != nil {
 		return fmt.Errorf("read the files' stacks: %w", err)
 	}
-	byFile := map[sensor.FileKey]int{}
+	byFile := map[probe.FileKey]int{}
 	for i := range rec.Files {
 		f := &rec.Files[i]
-		byFile[sensor.FileKey{Dev: f.Dev, Ino: f.Ino}] = i
+		byFile[probe.FileKey{Dev: f.Dev, Ino: f.Ino}] = i
 	}
 	// Several walks (hashes) may decode to one stack: summed per file.
 	type site struct {
 		stack int
 		pid   int32
 	}
-	merged := map[sensor.FileKey]map[site]*record.StackCharge{}
+	merged := map[probe.FileKey]map[site]*record.StackCharge{}
 	for _, c := range all {
 		if _, ok := byFile[c.key]; !ok {
 			continue

@@ -11,8 +11,8 @@ import (
 	bpfpy "github.com/coldtrace/coldtrace/bpf/pystack"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"github.com/coldtrace/coldtrace/trace/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
 )
 
 // traceWorkload runs python on spawn.py in mode how as a traced process
@@ -25,12 +25,12 @@ func traceWorkload(t *testing.T, python, how string, wrap ...string) map[int32]r
 // traced process (under the wrap command, if any).
 func traceScript(t *testing.T, python, name string, args []string, wrap ...string) map[int32]record.PyStack {
 	t.Helper()
-	sc, err := sched.Load()
+	sc, err := sched.New(sched.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	s, err := Load(Options{TaskStates: sc.Shared().TaskStates})
+	s, err := New(Options{TaskStates: sc.Shared().TaskStates})
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}
@@ -61,7 +61,7 @@ func traceArgv(t *testing.T, sc *sched.Sensor, s *Sensor, argv []string) map[int
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := sc.Seed(cmd.Process.Pid, "sh", sensor.MonotonicNS()); err != nil {
+	if err := sc.Seed(cmd.Process.Pid, "sh", probe.MonotonicNS()); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatal(err)
@@ -270,12 +270,12 @@ func TestKnownExecutableConfiguredAtExec(t *testing.T) {
 	if py.skip != "" {
 		t.Skip(py.skip)
 	}
-	sc, err := sched.Load()
+	sc, err := sched.New(sched.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	s, err := Load(Options{TaskStates: sc.Shared().TaskStates})
+	s, err := New(Options{TaskStates: sc.Shared().TaskStates})
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}

@@ -16,12 +16,12 @@ import (
 // loadSensors loads the scheduler and the stack sensor for one test.
 func loadSensors(t *testing.T) (*sched.Sensor, *Sensor) {
 	t.Helper()
-	sc, err := sched.Load()
+	sc, err := sched.New(sched.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sc.Close() })
-	s, err := Load(Options{TaskStates: sc.Shared().TaskStates})
+	s, err := New(Options{TaskStates: sc.Shared().TaskStates})
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	bpfpy "github.com/coldtrace/coldtrace/bpf/pystack"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 	"golang.org/x/sys/unix"
 )
 
@@ -83,8 +83,8 @@ type proc struct {
 	codes  map[FrameKey]*code
 }
 
-// Load loads and attaches the walker.
-func Load(opts Options) (*Sensor, error) {
+// New loads and attaches the walker (Prepare, then Start).
+func New(opts Options) (*Sensor, error) {
 	s, err := Prepare(opts)
 	if err != nil {
 		return nil, err
@@ -123,7 +123,7 @@ func Prepare(opts Options) (*Sensor, error) {
 // attaches them, once.
 func (s *Sensor) Start() error {
 	t0 := time.Now()
-	maps := sensor.MapsByName(&s.objs.PystackMaps)
+	maps := probe.MapsByName(&s.objs.PystackMaps)
 	var rest struct {
 		bpfpy.PystackPrograms
 		bpfpy.PystackVariables

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // pidfdThread is PIDFD_THREAD (O_EXCL, Linux 6.9): a pidfd for one
@@ -47,7 +47,7 @@ func (s *Sensor) SeedThread(pid, tid int, nowNS uint64) (bool, error) {
 	if _, known := s.procs[int32(pid)]; !known {
 		// A process that joins later (a cgroup's) lives from now on, as
 		// far as the trace knows.
-		s.proc(int32(pid)).start = sensor.Rel(nowNS, s.startMono)
+		s.proc(int32(pid)).start = probe.Rel(nowNS, s.startMono)
 	}
 	return true, nil
 }

@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // TestWaitOutlivesExitEvent: the command's first process ends when
@@ -13,7 +13,7 @@ import (
 // after the exit event), even when its exit event is read later; its
 // thread time, which runs to the last switch out, then fits its lifetime.
 func TestWaitOutlivesExitEvent(t *testing.T) {
-	s := &Sensor{tracked: sensor.NewPIDSet(), threads: map[uint32]*threadAcc{}, procs: map[int32]*procAcc{}, startMono: 1e9}
+	s := &Sensor{tracked: probe.NewPIDSet(), threads: map[uint32]*threadAcc{}, procs: map[int32]*procAcc{}, startMono: 1e9}
 	s.proc(40)
 	s.Exited(40, 900e6, 3)
 	ev := bpfsched.SchedTaskEvent{Kind: uint32(bpfsched.SchedTaskEventKindEV_EXIT), Pid: 40, Tid: 40, Ts: 1e9 + 700e6, ExitCode: 0}

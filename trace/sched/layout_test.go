@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // TestLayout holds the Go types this package reads the kernel's data with
@@ -21,7 +21,7 @@ func TestLayout(t *testing.T) {
 		"tstate":     bpfsched.SchedTstate{},
 		"file_key":   bpfsched.SchedFileKey{},
 	} {
-		if err := sensor.CheckLayout(spec.Types, name, v); err != nil {
+		if err := probe.CheckLayout(spec.Types, name, v); err != nil {
 			t.Error(err)
 		}
 	}

@@ -8,19 +8,19 @@ import (
 	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // TestLoadPollClose loads and attaches the scheduler probes, polls them
 // once and closes them: every map and program is released.
 func TestLoadPollClose(t *testing.T) {
 	testenv.RequireTracing(t)
-	s, err := Load()
+	s, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sample record.Sample
-	if err := s.Poll(sensor.MonotonicNS(), &sample); err != nil {
+	if err := s.Poll(probe.MonotonicNS(), &sample); err != nil {
 		t.Error(err)
 	}
 	if err := s.Close(); err != nil {
@@ -35,13 +35,13 @@ func TestLoadPollClose(t *testing.T) {
 // task is seeded, so the probes never touch it.
 func TestWaitingDropsChargedWaits(t *testing.T) {
 	testenv.RequireTracing(t)
-	s, err := Load()
+	s, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	file := bpfsched.SchedFileKey{Dev: 8, Ino: 4242}
-	now := sensor.MonotonicNS()
+	now := probe.MonotonicNS()
 	waiting := bpfsched.SchedThread{Tid: 99999, Tgid: 99999, Flags: tfOutIO, LastTs: now - 5e6, WaitFile: file}
 	if err := s.p.objs.Threads.Update(uint32(0), &waiting, ebpf.UpdateAny); err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestWaitingDropsChargedWaits(t *testing.T) {
 	if err := s.Poll(now, &sample); err != nil {
 		t.Fatal(err)
 	}
-	key := sensor.FileKey{Dev: file.Dev, Ino: file.Ino}
+	key := probe.FileKey{Dev: file.Dev, Ino: file.Ino}
 	io, _ := s.Waiting()
 	if io[key] != 5e6 {
 		t.Fatalf("ongoing wait projected as %d ns, want 5ms: %v", io[key], io)

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // Shared are the maps of the scheduler object that the other BPF objects
@@ -76,12 +76,12 @@ func load(o Options) (*probes, error) {
 			return nil, fmt.Errorf("load scheduler probes: %w", err)
 		}
 	}
-	sensor.SizeRing(spec, bpfsched.SchedMapEvents)
+	probe.SizeRing(spec, bpfsched.SchedMapEvents)
 	p := &probes{ncpus: ncpus, spec: spec}
 	// The maps alone: they need no kernel BTF, and the other objects
 	// take them, so those load while this object's programs do.
 	if err := spec.LoadAndAssign(&p.objs.SchedMaps, nil); err != nil {
-		return nil, sensor.LoadError("scheduler maps", err)
+		return nil, probe.LoadError("scheduler maps", err)
 	}
 	return p, nil
 }
@@ -89,13 +89,13 @@ func load(o Options) (*probes, error) {
 // loadPrograms loads the object's programs (and its data sections) on
 // the maps load made.
 func (p *probes) loadPrograms(kernel *btf.Cache) error {
-	maps := sensor.MapsByName(&p.objs.SchedMaps)
+	maps := probe.MapsByName(&p.objs.SchedMaps)
 	var rest struct {
 		bpfsched.SchedPrograms
 		bpfsched.SchedVariables
 	}
 	if err := p.spec.LoadAndAssign(&rest, &ebpf.CollectionOptions{Cache: kernel, MapReplacements: maps}); err != nil {
-		return sensor.LoadError("scheduler probes", err)
+		return probe.LoadError("scheduler probes", err)
 	}
 	p.objs.SchedPrograms, p.objs.SchedVariables = rest.SchedPrograms, rest.SchedVariables
 	p.spec = nil

@@ -106,7 +106,7 @@ func TestSecureExecLeavesTrackedSet(t *testing.T) {
 	testenv.RequireTracing(t)
 	prog := setuidSleep(t)
 
-	s, err := Load()
+	s, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestSecureExecLeavesTrackedSet(t *testing.T) {
 		t.Errorf("untraced = %+v, want [%s, pid %d, setuid]", rec.Untraced, prog, pid)
 	}
 
-	root, err := LoadWith(Options{TraceSecureExec: true})
+	root, err := New(Options{TraceSecureExec: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // Thread flags and event kinds, from bpf/sched's enums.
@@ -73,7 +73,7 @@ type ongoingWait struct {
 	slot     uint32
 	lastTs   uint64 // the switch out that began it
 	flags    uint32
-	file     sensor.FileKey
+	file     probe.FileKey
 	io, fill int64
 }
 
@@ -93,9 +93,9 @@ type procAcc struct {
 // own goroutine; the other methods are called from the run session's.
 type Sensor struct {
 	p       *probes
-	ring    *sensor.Ring // nil until Start
-	kernel  *btf.Cache   // for Start
-	tracked *sensor.PIDSet
+	ring    *probe.Ring // nil until Start
+	kernel  *btf.Cache  // for Start
+	tracked *probe.PIDSet
 
 	mu        sync.Mutex
 	startMono uint64
@@ -129,16 +129,9 @@ type Options struct {
 	TraceSecureExec bool
 }
 
-// Load loads and attaches the scheduler probes. Nothing is tracked until
-// Seed.
-func Load() (*Sensor, error) { return LoadWith(Options{}) }
-
-// LoadBTF is Load with a kernel BTF cache shared with the other sensors'
-// loads (nil: a cache of its own).
-func LoadBTF(kernel *btf.Cache) (*Sensor, error) { return LoadWith(Options{BTF: kernel}) }
-
-// LoadWith is Load with options.
-func LoadWith(o Options) (*Sensor, error) {
+// New loads and attaches the scheduler probes (Prepare, then Start).
+// Nothing is tracked until Seed.
+func New(o Options) (*Sensor, error) {
 	s, err := Prepare(o)
 	if err != nil {
 		return nil, err
@@ -158,8 +151,8 @@ func Prepare(o Options) (*Sensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sensor{p: p, kernel: o.BTF, tracked: sensor.NewPIDSet(), threads: map[uint32]*threadAcc{}, procs: map[int32]*procAcc{},
-		tidBuf: make([]uint32, sensor.BatchSize), threadBuf: make([]bpfsched.SchedThread, sensor.BatchSize)}, nil
+	return &Sensor{p: p, kernel: o.BTF, tracked: probe.NewPIDSet(), threads: map[uint32]*threadAcc{}, procs: map[int32]*procAcc{},
+		tidBuf: make([]uint32, probe.BatchSize), threadBuf: make([]bpfsched.SchedThread, probe.BatchSize)}, nil
 }
 
 // Start loads and attaches the scheduler's programs, once.
@@ -171,7 +164,7 @@ func (s *Sensor) Start() error {
 	if err := s.p.attach(); err != nil {
 		return err
 	}
-	ring, err := sensor.StartRing(s.p.objs.Events, drainPeriod, idleDrain, s.handle)
+	ring, err := probe.StartRing(s.p.objs.Events, drainPeriod, idleDrain, s.handle)
 	if err != nil {
 		return err
 	}
@@ -186,7 +179,7 @@ func (s *Sensor) Shared() Shared {
 }
 
 // Tracked is every process that was part of the run so far.
-func (s *Sensor) Tracked() *sensor.PIDSet { return s.tracked }
+func (s *Sensor) Tracked() *probe.PIDSet { return s.tracked }
 
 // Seed makes pid (the gated command, not yet released) the first tracked
 // thread.
@@ -209,7 +202,7 @@ func (s *Sensor) Begin(startMono uint64) {
 
 func (s *Sensor) handle(raw []byte) {
 	// Events without argv come without its buffer (TASK_EVENT_HEAD).
-	ev, ok := sensor.Decode[bpfsched.SchedTaskEvent](raw, unsafe.Offsetof(bpfsched.SchedTaskEvent{}.Args))
+	ev, ok := probe.Decode[bpfsched.SchedTaskEvent](raw, unsafe.Offsetof(bpfsched.SchedTaskEvent{}.Args))
 	if !ok {
 		return
 	}
@@ -220,28 +213,28 @@ func (s *Sensor) handle(raw []byte) {
 	switch bpfsched.SchedTaskEventKind(ev.Kind) {
 	case bpfsched.SchedTaskEventKindEV_FORK:
 		p.ppid = int32(ev.Ppid)
-		p.comm = sensor.CString(ev.Comm[:])
-		p.start = sensor.Rel(ev.Ts, s.startMono)
+		p.comm = probe.CString(ev.Comm[:])
+		p.start = probe.Rel(ev.Ts, s.startMono)
 	case bpfsched.SchedTaskEventKindEV_EXEC:
-		p.comm = sensor.CString(ev.Comm[:])
-		p.exe, p.exeCut = execName(int(ev.Pid), sensor.CString(ev.Filename[:]), len(ev.Filename))
+		p.comm = probe.CString(ev.Comm[:])
+		p.exe, p.exeCut = execName(int(ev.Pid), probe.CString(ev.Filename[:]), len(ev.Filename))
 		if p.ppid == 0 {
 			p.ppid = int32(ev.Ppid)
 		}
-		p.args, p.argsCut = execArgs(int(ev.Pid), sensor.Bytes(ev.Args[:min(int(ev.ArgsLen), len(ev.Args))]), int(ev.ArgsTotal))
+		p.args, p.argsCut = execArgs(int(ev.Pid), probe.Bytes(ev.Args[:min(int(ev.ArgsLen), len(ev.Args))]), int(ev.ArgsTotal))
 	case bpfsched.SchedTaskEventKindEV_UNTRACK:
 		// The process runs on, untraced: its exit is not reported, nor
 		// is anything it forks. Its traced life ends here (not exited).
-		p.comm = sensor.CString(ev.Comm[:])
+		p.comm = probe.CString(ev.Comm[:])
 		if p.ppid == 0 {
 			p.ppid = int32(ev.Ppid)
 		}
-		p.end = sensor.Rel(ev.Ts, s.startMono)
-		s.untraced = append(s.untraced, record.Untraced{Path: sensor.CString(ev.Filename[:]), PID: int32(ev.Pid),
+		p.end = probe.Rel(ev.Ts, s.startMono)
+		s.untraced = append(s.untraced, record.Untraced{Path: probe.CString(ev.Filename[:]), PID: int32(ev.Pid),
 			Reason: untracedReason(ev.Reason), AtNS: p.end})
 	case bpfsched.SchedTaskEventKindEV_EXIT:
 		if p.comm == "" {
-			p.comm = sensor.CString(ev.Comm[:])
+			p.comm = probe.CString(ev.Comm[:])
 		}
 		p.exited = true
 		if p.waited {
@@ -251,7 +244,7 @@ func (s *Sensor) handle(raw []byte) {
 			// end and status stand.
 			break
 		}
-		p.end = sensor.Rel(ev.Ts, s.startMono)
+		p.end = probe.Rel(ev.Ts, s.startMono)
 		ws := unix.WaitStatus(ev.ExitCode)
 		if ws.Signaled() {
 			p.exitCode = 128 + int(ws.Signal())
@@ -319,7 +312,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	if err != nil {
 		return fmt.Errorf("read thread slots: %w", err)
 	}
-	err = sensor.ReadArray(s.p.objs.Threads, nslots, s.tidBuf, s.threadBuf, func(slot uint32, v *bpfsched.SchedThread) {
+	err = probe.ReadArray(s.p.objs.Threads, nslots, s.tidBuf, s.threadBuf, func(slot uint32, v *bpfsched.SchedThread) {
 		if v.Tid == 0 {
 			return // free
 		}
@@ -340,7 +333,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		if v.LastTs != 0 && end > v.LastTs && v.Flags&tfDead == 0 {
 			d := int64(end - v.LastTs)
 			w := ongoingWait{slot: slot, lastTs: v.LastTs, flags: v.Flags,
-				file: sensor.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}}
+				file: probe.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}}
 			switch {
 			case v.Flags&tfOnCPU != 0:
 				cur.cpu += d
@@ -439,10 +432,10 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 // again would count it twice (and the poller's running maximum would
 // keep the excess for good). A thread whose slot still shows the same
 // switch out had not run again when the files were read.
-func (s *Sensor) Waiting() (io, fill map[sensor.FileKey]int64) {
+func (s *Sensor) Waiting() (io, fill map[probe.FileKey]int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	io, fill = map[sensor.FileKey]int64{}, map[sensor.FileKey]int64{}
+	io, fill = map[probe.FileKey]int64{}, map[probe.FileKey]int64{}
 	var v bpfsched.SchedThread
 	for _, w := range s.waits {
 		if err := s.p.objs.Threads.Lookup(w.slot, &v); err != nil || v.LastTs != w.lastTs || v.Flags != w.flags {
@@ -470,7 +463,7 @@ func (s *Sensor) LivePIDs() ([]int, error) {
 	}
 	seen := map[int]bool{}
 	var pids []int
-	err = sensor.ReadArray(s.p.objs.Threads, nslots, s.tidBuf, s.threadBuf, func(_ uint32, v *bpfsched.SchedThread) {
+	err = probe.ReadArray(s.p.objs.Threads, nslots, s.tidBuf, s.threadBuf, func(_ uint32, v *bpfsched.SchedThread) {
 		if v.Tid != 0 && v.Flags&tfExited == 0 && !seen[int(v.Tgid)] {
 			seen[int(v.Tgid)] = true
 			pids = append(pids, int(v.Tgid))
@@ -503,13 +496,13 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	if s.recycleErrs > 0 {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("sched: %d thread slots could not be recycled (first: %v)", s.recycleErrs, s.recycleErr))
 	}
-	lost, err := sensor.Lost(s.p.objs.Lost, bpfsched.SchedLostKindLOST_RINGBUF, bpfsched.SchedLostKindLOST_THREADS)
+	lost, err := probe.Lost(s.p.objs.Lost, bpfsched.SchedLostKindLOST_RINGBUF, bpfsched.SchedLostKindLOST_THREADS)
 	if err != nil {
 		return fmt.Errorf("sched: %w", err)
 	}
 	rec.Lost.RingBuffer += lost[bpfsched.SchedLostKindLOST_RINGBUF]
 	rec.Lost.ThreadTable += lost[bpfsched.SchedLostKindLOST_THREADS]
-	if n, err := sensor.SumPerCPU(s.p.objs.Lost, uint32(bpfsched.SchedLostKindLOST_STACKS)); err == nil && n > 0 {
+	if n, err := probe.SumPerCPU(s.p.objs.Lost, uint32(bpfsched.SchedLostKindLOST_STACKS)); err == nil && n > 0 {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("python stacks: %d waits found the file-stack table full; that time is in the files' totals without a stack", n))
 	}
 	rec.Self.EventsSeen += s.seen

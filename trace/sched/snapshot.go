@@ -5,7 +5,7 @@ import (
 
 	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // Snapshot writes threads, processes and lost counters as of the last
@@ -16,7 +16,7 @@ func (s *Sensor) Snapshot(rec *record.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fill(rec)
-	lost, err := sensor.Lost(s.p.objs.Lost, bpfsched.SchedLostKindLOST_RINGBUF, bpfsched.SchedLostKindLOST_THREADS)
+	lost, err := probe.Lost(s.p.objs.Lost, bpfsched.SchedLostKindLOST_RINGBUF, bpfsched.SchedLostKindLOST_THREADS)
 	if err != nil {
 		return fmt.Errorf("sched: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/sensor"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // TestSecureExecEventListsUntraced: the kernel's report of a secure exec
@@ -15,7 +15,7 @@ import (
 // stays in the table, its traced life ending there, not exited (it runs
 // on, untraced).
 func TestSecureExecEventListsUntraced(t *testing.T) {
-	s := &Sensor{tracked: sensor.NewPIDSet(), threads: map[uint32]*threadAcc{}, procs: map[int32]*procAcc{}, startMono: 1e9}
+	s := &Sensor{tracked: probe.NewPIDSet(), threads: map[uint32]*threadAcc{}, procs: map[int32]*procAcc{}, startMono: 1e9}
 	send := func(pid uint32, path string, reason bpfsched.SchedSecureExecReason, ts uint64) {
 		ev := bpfsched.SchedTaskEvent{Kind: uint32(bpfsched.SchedTaskEventKindEV_UNTRACK), Pid: pid, Tid: pid, Ppid: 7, Ts: ts, Reason: uint32(reason)}
 		for i := range len(path) {

@@ -1,4 +1,4 @@
-package sensor
+package probe
 
 // FileSeen is one path record of the page-cache probes, resolved: what
 // tells the JIT sensor which libraries a process maps and, while no path
