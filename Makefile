@@ -10,12 +10,15 @@ build:
 
 # Packages whose tests need root (testenv.RequireRoot, RequireTracing),
 # found by their tests so that a package gaining a kernel test joins
-# test-kernel without an edit here. The binaries (cmd/) are test-e2e's.
-KERNEL_PKGS = $(filter-out ./cmd/%,$(call pkgs_calling,$(kernel_test_re)))
-# The binaries against real tools (the e2e tests run coldtrace's test
-# binary as coldtrace), and every other package with a test that -short
-# skips without needing root (chromium renders report/bench's plot).
-E2E_PKGS = ./cmd/... $(filter-out ./cmd/% $(KERNEL_PKGS),$(call pkgs_calling,$(short_test_re)))
+# test-kernel without an edit here. The binaries (cmd/) and the tests of
+# the built binary (test/) are test-e2e's.
+KERNEL_PKGS = $(filter-out ./cmd/% ./test/%,$(call pkgs_calling,$(kernel_test_re)))
+# The built coldtrace against real tools (test/e2e), the binaries' own
+# tests (cmd/coldtrace's run its test binary as coldtrace where they hold
+# it mid-run or call it in-process), and every other package with a test
+# that -short skips without needing root (chromium renders report/bench's
+# plot).
+E2E_PKGS = ./test/... ./cmd/... $(filter-out ./cmd/% ./test/% $(KERNEL_PKGS),$(call pkgs_calling,$(short_test_re)))
 kernel_test_re := testenv\.Require(Root|Tracing)\(
 short_test_re := testing\.Short\(\)
 pkgs_calling = $(shell grep -rlE --include='*_test.go' '$(1)' . | xargs -r -n1 dirname | sort -u)
@@ -64,7 +67,7 @@ test-e2e:
 N ?= 500
 SEED ?=
 shapes:
-	SHAPES_N=$(N) SHAPES_SEED=$(SEED) $(GO) test -count=1 -timeout 120m -run '^TestShapes$$' ./cmd/coldtrace
+	SHAPES_N=$(N) SHAPES_SEED=$(SEED) $(GO) test -count=1 -timeout 120m -run '^TestShapes$$' ./test/e2e
 
 # Rewrite docs/schemas from the Go types of the JSON documents; each
 # package's TestJSONSchema holds the committed files to those types.

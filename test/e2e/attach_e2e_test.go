@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -68,8 +68,8 @@ type attachRun struct {
 
 func startAttach(t *testing.T, args ...string) *attachRun {
 	t.Helper()
-	a := &attachRun{cmd: exec.Command(os.Args[0], append([]string{"attach"}, args...)...)}
-	a.cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	a := &attachRun{cmd: exec.Command(ctBin, append([]string{"attach"}, args...)...)}
+	a.cmd.Env = os.Environ()
 	a.cmd.Stderr = &a.stderr
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -425,8 +425,8 @@ func TestAttachUnderSudo(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = mine.Process.Kill(); _ = mine.Wait() })
-	a := &attachRun{cmd: exec.Command(os.Args[0], "attach", "--pid", strconv.Itoa(mine.Process.Pid), "--duration", "3s")}
-	a.cmd.Env = append(u.SudoEnviron(os.Environ()), asMainEnv+"=1")
+	a := &attachRun{cmd: exec.Command(ctBin, "attach", "--pid", strconv.Itoa(mine.Process.Pid), "--duration", "3s")}
+	a.cmd.Env = u.SudoEnviron(os.Environ())
 	a.cmd.Stderr = &a.stderr
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)

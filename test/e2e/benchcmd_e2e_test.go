@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -231,8 +231,8 @@ func TestBenchUsage(t *testing.T) {
 // and what was measured is still reported.
 func TestBenchInterrupted(t *testing.T) {
 	requireTracing(t)
-	cmd := exec.Command(os.Args[0], "bench", "-n", "5", "--a", "sleep 0.6", "--b", "sleep 0.6")
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	cmd := exec.Command(ctBin, "bench", "-n", "5", "--a", "sleep 0.6", "--b", "sleep 0.6")
+	cmd.Env = os.Environ()
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {

@@ -1,9 +1,8 @@
-package main
+package e2e
 
 import (
 	"bytes"
 	"context"
-	"github.com/coldtrace/coldtrace/report/words"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coldtrace/coldtrace/report/words"
 
 	"golang.org/x/sys/unix"
 

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -41,8 +41,8 @@ func killedRun(t *testing.T, dir string, args ...string) (inGroup, detached []st
 			}
 		}
 	})
-	cmd := exec.Command(os.Args[0], append(args, "-q", "--", "sh", "-c", script)...)
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	cmd := exec.Command(ctBin, append(args, "-q", "--", "sh", "-c", script)...)
+	cmd.Env = os.Environ()
 	// A file, not a pipe: the command that runs on keeps its stderr, and
 	// Wait would wait for it to close.
 	errf, err := os.Create(filepath.Join(dir, "stderr"))
@@ -183,8 +183,8 @@ func TestCheckpointRemovedOnFinish(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(shared) })
 	os.Chmod(shared, 0o777)
 	ready := filepath.Join(shared, "ready")
-	cmd := exec.Command(os.Args[0], "--checkpoint", "100ms", "-q", "--", "sh", "-c", "touch "+ready+"; sleep 1")
-	cmd.Env = append(u.SudoEnviron(os.Environ()), asMainEnv+"=1")
+	cmd := exec.Command(ctBin, "--checkpoint", "100ms", "-q", "--", "sh", "-c", "touch "+ready+"; sleep 1")
+	cmd.Env = u.SudoEnviron(os.Environ())
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {

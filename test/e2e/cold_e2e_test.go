@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"crypto/sha256"
@@ -492,7 +492,6 @@ env | grep -c '^TRITON_CACHE_DIR='`
 func TestRunColdNotRootChangesNothing(t *testing.T) {
 	testenv.RequireRoot(t)
 	dir := diskDir(t)
-	exe := executableByAll(t)
 	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -504,8 +503,8 @@ func TestRunColdNotRootChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	warmUp(t, file)
-	cmd := exec.Command(exe, "--cold", "--evict", file, "--", "true")
-	cmd.Env = append(os.Environ(), asMainEnv+"=1", "SUDO_UID=")
+	cmd := exec.Command(ctBin, "--cold", "--evict", file, "--", "true")
+	cmd.Env = append(os.Environ(), "SUDO_UID=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	got, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFailure || !strings.Contains(string(got), "needs root") {

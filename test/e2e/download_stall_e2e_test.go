@@ -1,9 +1,8 @@
-package main
+package e2e
 
 import (
 	"bufio"
 	"fmt"
-	"github.com/coldtrace/coldtrace/report/words"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coldtrace/coldtrace/report/words"
 
 	"github.com/coldtrace/coldtrace/attribution/advice"
 )

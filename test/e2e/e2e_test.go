@@ -1,8 +1,7 @@
-package main
+package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,12 +27,12 @@ func requireTracing(t *testing.T) {
 	testenv.RequireTracing(t)
 }
 
-// coldtrace runs the test binary as coldtrace with args and returns its
+// coldtrace runs the coldtrace binary with args and returns its
 // exit code, stdout and stderr.
 func coldtrace(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), asMainEnv+"=1"), env...)
+	cmd := exec.Command(ctBin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -341,8 +340,8 @@ func TestExitCodes(t *testing.T) {
 
 func TestStdioPassesThrough(t *testing.T) {
 	requireTracing(t)
-	cmd := exec.Command(os.Args[0], "-q", "--", "sh", "-c", "read x; echo out:$x; echo err:$x >&2")
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	cmd := exec.Command(ctBin, "-q", "--", "sh", "-c", "read x; echo out:$x; echo err:$x >&2")
+	cmd.Env = os.Environ()
 	cmd.Stdin = strings.NewReader("hello\n")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -362,8 +361,8 @@ func TestSIGINTIsForwarded(t *testing.T) {
 	out := filepath.Join(dir, "s.json")
 	rec := filepath.Join(dir, "r.ctrace")
 	script := fmt.Sprintf(`trap 'echo int > %s; exit 42' INT; touch %s; while :; do sleep 0.05; done`, marker, ready)
-	cmd := exec.Command(os.Args[0], "-q", "--json", out, "-o", rec, "--", "sh", "-c", script)
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	cmd := exec.Command(ctBin, "-q", "--json", out, "-o", rec, "--", "sh", "-c", script)
+	cmd.Env = os.Environ()
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
@@ -447,78 +446,24 @@ func TestNotRootSaysSo(t *testing.T) {
 		}
 		return
 	}
-	// As root, drop to nobody to see the message a user gets; nobody
-	// needs a copy of the test binary it can execute.
-	dir, err := os.MkdirTemp("", "coldtrace-nonroot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "coldtrace")
-	data, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--", "true")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	// As root, drop to nobody to see the message a user gets (TestMain
+	// built the binary where every user can run it).
+	cmd := exec.Command(ctBin, "--", "true")
+	cmd.Dir = "/"
+	cmd.Env = os.Environ()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
-		t.Skipf("cannot run the test binary as nobody (%v); the message is checked by non-root runs", err)
+		t.Skipf("cannot run coldtrace as nobody (%v); the message is checked by non-root runs", err)
 	}
 	if ee.ExitCode() != exitFailure || !strings.Contains(errb.String(), "needs root") {
 		t.Errorf("exit %d, stderr %q", ee.ExitCode(), errb.String())
 	}
 	if strings.Contains(errb.String(), "goroutine") {
 		t.Errorf("stack trace in the error: %s", errb.String())
-	}
-}
-
-// bpfFDs lists this process's file descriptors that hold BPF objects or
-// perf events (classic tracepoints and uprobes attach through them).
-func bpfFDs(t *testing.T) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found []string
-	for _, e := range entries {
-		target, err := os.Readlink("/proc/self/fd/" + e.Name())
-		if err != nil {
-			continue // the directory's own fd, closed by now
-		}
-		if strings.HasPrefix(target, "anon_inode:bpf") || target == "anon_inode:[perf_event]" {
-			found = append(found, e.Name()+" -> "+target)
-		}
-	}
-	return found
-}
-
-// TestNoProbesLeftBehind runs coldtrace in this process and checks that
-// every BPF program, map, link and perf event it opened is closed again.
-// Only this process's descriptors are looked at, so other tests loading
-// the same programs at the same time do not matter.
-func TestNoProbesLeftBehind(t *testing.T) {
-	requireTracing(t)
-	before := bpfFDs(t)
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"-q", "--", "true"}, &out, &errb, time.Now()); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	after := bpfFDs(t)
-	if len(after) > len(before) {
-		t.Errorf("descriptors left open after the run: %v (before: %v)", after, before)
 	}
 }
 

@@ -1,7 +1,7 @@
-package main
+package e2e
 
 // End-to-end tests of the GPU half on machines without a GPU: coldtrace
-// (the test binary as main) loads the scripted libnvidia-ml.so.1
+// loads the scripted libnvidia-ml.so.1
 // (testdata/gpu/fakenvml.c) the way it loads the real one, through
 // LD_LIBRARY_PATH, and traces testdata/gpu/workload.py, which marks its
 // rounds and steps the scenario's phases.

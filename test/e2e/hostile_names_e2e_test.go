@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // End-to-end tests of what a hostile record, a directory of planted file
 // names, a zombie's comm and root-only paths can make coldtrace print or

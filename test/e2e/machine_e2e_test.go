@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -214,9 +214,9 @@ func TestMachineEvictedByAnotherProcess(t *testing.T) {
 func readEvictedRun(t *testing.T, file string) machineRun {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "run.ctrace")
-	cmd := exec.Command(os.Args[0], "-q", "--interval", "20ms", "-o", out, "--", "sh", "-c",
+	cmd := exec.Command(ctBin, "-q", "--interval", "20ms", "-o", out, "--", "sh", "-c",
 		fmt.Sprintf("cat %s > /dev/null; cat %s > /dev/null", file, file))
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	cmd.Env = os.Environ()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -360,9 +360,9 @@ func TestMachineSharedRead(t *testing.T) {
 		mark, out := filepath.Join(dir, "started"), filepath.Join(dir, "run.ctrace")
 		// The workload says it started, sleeps 300 ms, then reads: the
 		// other reader starts 250 ms after the mark.
-		cmd := exec.Command(os.Args[0], "-q", "--interval", "20ms", "-o", out, "--", "sh", "-c",
+		cmd := exec.Command(ctBin, "-q", "--interval", "20ms", "-o", out, "--", "sh", "-c",
 			fmt.Sprintf("touch %s; sleep 0.3; exec %s %s 0 0 sequential", mark, bin, file))
-		cmd.Env = append(os.Environ(), asMainEnv+"=1")
+		cmd.Env = os.Environ()
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Start(); err != nil {

@@ -1,10 +1,9 @@
-package main
+package e2e
 
 import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
-	"github.com/coldtrace/coldtrace/report/words"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coldtrace/coldtrace/report/words"
 
 	"github.com/coldtrace/coldtrace/attribution/advice"
 )

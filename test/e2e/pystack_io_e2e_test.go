@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -457,8 +457,8 @@ func TestCheckpointCarriesFileStacks(t *testing.T) {
 	mk := spawnLines(t, script)
 	data := evictableFile(t, 16<<20)
 	out := filepath.Join(t.TempDir(), "run.rec")
-	cmd := exec.Command(os.Args[0], "run", "-q", "--checkpoint", "1s", "-o", out, "--", py.path, script, "read", data, "4")
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	cmd := exec.Command(ctBin, "run", "-q", "--checkpoint", "1s", "-o", out, "--", py.path, script, "read", data, "4")
+	cmd.Env = os.Environ()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

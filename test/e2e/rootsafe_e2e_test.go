@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // End-to-end tests of running coldtrace as root safely: which files an
 // output may replace and with whose rights, sudo granting only the user's
@@ -56,11 +56,11 @@ func runCT(t *testing.T, o ctOptions, args ...string) ctRun {
 	defer cancel()
 	var cmd *exec.Cmd
 	if o.umask != "" {
-		cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", "umask " + o.umask + `; exec "$0" "$@"`, os.Args[0]}, args...)...)
+		cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", "umask " + o.umask + `; exec "$0" "$@"`, ctBin}, args...)...)
 	} else {
-		cmd = exec.CommandContext(ctx, os.Args[0], args...)
+		cmd = exec.CommandContext(ctx, ctBin, args...)
 	}
-	cmd.Env = append(append(os.Environ(), asMainEnv+"=1"), o.env...)
+	cmd.Env = append(os.Environ(), o.env...)
 	cmd.ExtraFiles = o.extra
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -297,87 +297,6 @@ func TestArgvAbove128KiBStarts(t *testing.T) {
 	}
 }
 
-// A SIGTERM after the command exited, while coldtrace analyses, costs
-// nothing: both outputs are written, coldtrace exits with the command's 0,
-// and no temporary file is left beside them.
-func TestSignalAfterExitKeepsOutputsAndExitCode(t *testing.T) {
-	requireTracing(t)
-	dir := t.TempDir()
-	out, rec := filepath.Join(dir, "s.json"), filepath.Join(dir, "r.ctrace")
-	hold := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-q", "--json", out, "-o", rec, "--", "true")
-	cmd.Env = append(os.Environ(), asMainEnv+"=1", holdEnv+"="+hold)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFile(t, filepath.Join(hold, "held"), cmd, &errb)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	if err := os.WriteFile(filepath.Join(hold, "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("coldtrace ended with %v, want the command's exit 0; stderr: %s", err, errb.String())
-	}
-	if s := readSummary(t, out); s.ExitCode != 0 {
-		t.Errorf("summary exit_code %d", s.ExitCode)
-	}
-	if _, err := record.ReadFile(rec); err != nil {
-		t.Errorf("record: %v", err)
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 2 {
-		t.Errorf("files in the output directory: %v, want the two outputs only", ents)
-	}
-}
-
-// A FIFO with exec bits as the command fails at once with 127 (opening
-// it would wait for a writer forever), a SIGTERM early in the run ends it,
-// and no BPF descriptor stays open.
-func TestFIFOAsCommandFailsAtOnce(t *testing.T) {
-	requireTracing(t)
-	fifo := filepath.Join(t.TempDir(), "fc")
-	if err := unix.Mkfifo(fifo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(fifo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r := runCT(t, ctOptions{timeout: 10 * time.Second}, "-q", "--", fifo)
-	if r.code != 127 || !strings.Contains(r.stderr, "cannot run") || !strings.Contains(r.stderr, "permission denied") {
-		t.Errorf("FIFO as the command: exit %d, stderr %q; want 127 and why", r.code, r.stderr)
-	}
-	// SIGTERM early in the run ends it too.
-	cmd := exec.Command(os.Args[0], "-q", "--", fifo)
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond)
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("coldtrace with a FIFO command ignored SIGTERM for 10 s")
-	}
-	// In this process: every BPF object is closed again.
-	before := bpfFDs(t)
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"-q", "--", fifo}, &out, &errb, time.Now()); code != 127 {
-		t.Errorf("in-process run: exit %d: %s", code, errb.String())
-	}
-	if after := bpfFDs(t); len(after) > len(before) {
-		t.Errorf("BPF descriptors left open: %v (before: %v)", after, before)
-	}
-}
-
 // Under sudo a new output belongs to the user with the umask's mode, and
 // a replaced file of the user keeps its owner and its 0600.
 func TestOutputsBelongToTheUserAndKeepTheirMode(t *testing.T) {
@@ -436,8 +355,8 @@ func TestSignalsReachTheCommandsProcessGroup(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sleepArgv := []string{"sleep", c.duration}
-			cmd := exec.Command(os.Args[0], "-q", "--", "sh", "-c", c.script)
-			cmd.Env = append(os.Environ(), asMainEnv+"=1")
+			cmd := exec.Command(ctBin, "-q", "--", "sh", "-c", c.script)
+			cmd.Env = os.Environ()
 			var errb bytes.Buffer
 			cmd.Stderr = &errb
 			if err := cmd.Start(); err != nil {
@@ -691,5 +610,39 @@ func TestSudoRunRefusesNonRegularOutputs(t *testing.T) {
 	r = runCT(t, ctOptions{env: sudoEnv(u)}, "report", private)
 	if r.code != exitFailure || !strings.Contains(r.stderr, "permission denied") {
 		t.Errorf("report of a root-only record under sudo: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// A FIFO with exec bits as the command fails at once with 127 (opening
+// it would wait for a writer forever), a SIGTERM early in the run ends it,
+// and no BPF descriptor stays open.
+func TestFIFOAsCommandFailsAtOnce(t *testing.T) {
+	requireTracing(t)
+	fifo := filepath.Join(t.TempDir(), "fc")
+	if err := unix.Mkfifo(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runCT(t, ctOptions{timeout: 10 * time.Second}, "-q", "--", fifo)
+	if r.code != 127 || !strings.Contains(r.stderr, "cannot run") || !strings.Contains(r.stderr, "permission denied") {
+		t.Errorf("FIFO as the command: exit %d, stderr %q; want 127 and why", r.code, r.stderr)
+	}
+	// SIGTERM early in the run ends it too.
+	cmd := exec.Command(ctBin, "-q", "--", fifo)
+	cmd.Env = os.Environ()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("coldtrace with a FIFO command ignored SIGTERM for 10 s")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // End-to-end tests of secure execs (setuid, setgid, file capabilities):
 // under sudo a traced process leaves the trace at such an exec, with
@@ -347,8 +347,8 @@ func TestAttachStopsAtSecureExecUnderSudo(t *testing.T) {
 // returns once it has attached (its process list is written).
 func startAttachAs(t *testing.T, u testuser.User, args ...string) *attachRun {
 	t.Helper()
-	a := &attachRun{cmd: exec.Command(os.Args[0], append([]string{"attach"}, args...)...)}
-	a.cmd.Env = append(u.SudoEnviron(os.Environ()), asMainEnv+"=1")
+	a := &attachRun{cmd: exec.Command(ctBin, append([]string{"attach"}, args...)...)}
+	a.cmd.Env = u.SudoEnviron(os.Environ())
 	a.cmd.Stderr = &a.stderr
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)

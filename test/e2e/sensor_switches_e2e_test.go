@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os/exec"
@@ -25,7 +25,7 @@ func TestNoJITTurnsTheJITSensorOff(t *testing.T) {
 	}{
 		{"default", nil, nil, true, false},
 		{"flag", nil, []string{"--no-jit", "--no-network"}, false, false},
-		{"env", []string{noJITEnv + "=1"}, nil, false, true},
+		{"env", []string{"COLDTRACE_NO_JIT=1"}, nil, false, true},
 	} {
 		rec := filepath.Join(dir, c.name+".rec")
 		args := append(append([]string{"-q", "-o", rec}, c.flags...), "--", "python3", "-c", "pass")

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/coldtrace/coldtrace/record"
 )
 
 // waitFile waits for path to exist.
@@ -53,8 +51,8 @@ func TestThirdSignalKillsEverything(t *testing.T) {
 	// Durations no other process uses, to find them in /proc.
 	inGroup, detached := []string{"sleep", "20.731"}, []string{"sleep", "21.913"}
 	script := fmt.Sprintf(`trap "" TERM; setsid %s & touch %s; %s`, strings.Join(detached, " "), ready, strings.Join(inGroup, " "))
-	cmd := exec.Command(os.Args[0], "-q", "--", "sh", "-c", script)
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	cmd := exec.Command(ctBin, "-q", "--", "sh", "-c", script)
+	cmd.Env = os.Environ()
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
@@ -99,42 +97,5 @@ func TestThirdSignalKillsEverything(t *testing.T) {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
-	}
-}
-
-// TestSignalAfterExitKeepsOutputs: a signal that arrives after the
-// command exited, while coldtrace is about to write its outputs, neither
-// stops the writing nor changes the exit code.
-func TestSignalAfterExitKeepsOutputs(t *testing.T) {
-	requireTracing(t)
-	dir := t.TempDir()
-	out, rec := filepath.Join(dir, "s.json"), filepath.Join(dir, "r.ctrace")
-	cmd := exec.Command(os.Args[0], "-q", "--json", out, "-o", rec, "--", "sh", "-c", "exit 3")
-	cmd.Env = append(os.Environ(), asMainEnv+"=1", holdEnv+"="+dir)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFile(t, filepath.Join(dir, "held"), cmd, &errb)
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
-		if err := cmd.Process.Signal(sig); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(100 * time.Millisecond)
-	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-		t.Fatalf("coldtrace ended with %v, want the command's exit 3; stderr: %s", err, errb.String())
-	}
-	if s := readSummary(t, out); s.ExitCode != 3 {
-		t.Errorf("summary exit_code %d", s.ExitCode)
-	}
-	if _, err := record.ReadFile(rec); err != nil {
-		t.Errorf("record: %v", err)
 	}
 }

@@ -1,8 +1,8 @@
-package main
+package e2e
 
 // End-to-end tests of marks across users, stale state entries, pushes
 // under sudo, a dead stderr pipe and late signals. As in
-// rootsafe_e2e_test.go, the sudo cases run coldtrace (the test binary, as
+// rootsafe_e2e_test.go, the sudo cases run coldtrace (as
 // root) with SUDO_UID/SUDO_GID/SUDO_USER of accounts the test creates.
 
 import (
@@ -63,8 +63,8 @@ type bgTrace struct {
 
 func startTrace(t *testing.T, env []string, args ...string) *bgTrace {
 	t.Helper()
-	b := &bgTrace{cmd: exec.Command(os.Args[0], args...), done: make(chan struct{})}
-	b.cmd.Env = append(append(os.Environ(), asMainEnv+"=1"), env...)
+	b := &bgTrace{cmd: exec.Command(ctBin, args...), done: make(chan struct{})}
+	b.cmd.Env = append(os.Environ(), env...)
 	b.cmd.Stderr = &b.stderr
 	// A command left running when coldtrace is killed must not hold Wait
 	// on its stderr.
@@ -295,8 +295,8 @@ func TestDeadStderrPipeKeepsTheTrace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(os.Args[0], args(dir, script)...)
-		cmd.Env = append(u.SudoEnviron(os.Environ()), asMainEnv+"=1")
+		cmd := exec.Command(ctBin, args(dir, script)...)
+		cmd.Env = u.SudoEnviron(os.Environ())
 		cmd.Stdout, cmd.Stderr = w, w
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -339,53 +339,6 @@ func TestDeadStderrPipeKeepsTheTrace(t *testing.T) {
 		}
 		checkPipeRun(t, dir, exitOf(cmd), seen.String(), []string{"m"})
 	})
-}
-
-// TestLateSignalsKeepTheCommandsExitCode: signals that arrive after
-// coldtrace has written its outputs and returned the command's exit
-// code, as the process exits, are caught (coldtrace is held there, the
-// last moment a signal could arrive): 20 of 20 runs exit with the
-// command's 3, none "killed by signal", whichever of SIGINT, SIGHUP and
-// SIGTERM arrives, three times over.
-func TestLateSignalsKeepTheCommandsExitCode(t *testing.T) {
-	requireTracing(t)
-	const runs = 20
-	sigs := []syscall.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM}
-	kept := 0
-	for i := range runs {
-		dir, hold := t.TempDir(), t.TempDir()
-		rec := filepath.Join(dir, "r.rec")
-		cmd := exec.Command(os.Args[0], "-q", "-o", rec, "--", "sh", "-c", "exit 3")
-		cmd.Env = append(os.Environ(), asMainEnv+"=1", holdExitEnv+"="+hold)
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waitFile(t, filepath.Join(hold, "held"), cmd, &errb)
-		sig := sigs[i%len(sigs)]
-		for range 3 {
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(hold, "go"), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() == 3 {
-			kept++
-		} else {
-			t.Errorf("run %d (%v): coldtrace ended with %v, want the command's exit 3; stderr: %s", i, sig, err, errb.String())
-		}
-		if _, err := record.ReadFile(rec); err != nil {
-			t.Errorf("run %d: record: %v", i, err)
-		}
-	}
-	if kept != runs {
-		t.Errorf("%d of %d runs kept the command's exit code", kept, runs)
-	}
 }
 
 // fakeStaleEntry puts into marks.Dir what a coldtrace killed with SIGKILL

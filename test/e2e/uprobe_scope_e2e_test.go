@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -339,9 +339,9 @@ func TestUprobesSkipOtherUsersProcesses(t *testing.T) {
 	defer stats.Close()
 
 	rec := filepath.Join(userDir(t, u), "scope.ctrace")
-	ct := exec.Command(os.Args[0], "-q", "-o", rec, "--jit-uprobe", "libc.so.6:getpid", "--jit-uprobe", "libc.so.6:malloc",
+	ct := exec.Command(ctBin, "-q", "-o", rec, "--jit-uprobe", "libc.so.6:getpid", "--jit-uprobe", "libc.so.6:malloc",
 		"--jit-uprobe", "libc.so.6:free", "--", bin)
-	ct.Env = append(append(os.Environ(), asMainEnv+"=1"), sudoEnv(u)...)
+	ct.Env = append(os.Environ(), sudoEnv(u)...)
 	ctIn, err := ct.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -264,12 +264,11 @@ func TestCutNameSaidByFrom(t *testing.T) {
 	if err := record.WriteFile(rec, r); err != nil {
 		t.Fatal(err)
 	}
-	var out, errb bytes.Buffer
-	code := evictCommand([]string{"--from", rec}, &out, &errb)
-	if want := "file dev 254:0 inode 77 has its name cut in the record"; !strings.Contains(errb.String(), want) {
-		t.Errorf("evict --from (exit %d): stderr %q lacks %q", code, errb.String(), want)
+	code, stdout, stderr := coldtrace(t, nil, "evict", "--from", rec)
+	if want := "file dev 254:0 inode 77 has its name cut in the record"; !strings.Contains(stderr, want) {
+		t.Errorf("evict --from (exit %d): stderr %q lacks %q", code, stderr, want)
 	}
-	if strings.Contains(errb.String(), "tail/of/a/long/path") || !strings.Contains(out.String(), "1 file") {
-		t.Errorf("evict --from looked up the cut name, or not the whole one: stdout %q, stderr %q", out.String(), errb.String())
+	if strings.Contains(stderr, "tail/of/a/long/path") || !strings.Contains(stdout, "1 file") {
+		t.Errorf("evict --from looked up the cut name, or not the whole one: stdout %q, stderr %q", stdout, stderr)
 	}
 }
