@@ -243,7 +243,7 @@ func runShape(t *testing.T, env shapeEnv, seed uint64) shapeCase {
 	}
 	defer func() {
 		if t.Failed() {
-			t.Logf("replay: sudo SHAPES_SEEDS=%d go test -count=1 -v -run '^TestShapes$' ./cmd/coldtrace", seed)
+			t.Logf("replay: sudo SHAPES_SEEDS=%d go test -count=1 -v -run '^TestShapes$' ./test/e2e", seed)
 		}
 	}()
 	rec := filepath.Join(root, "run.rec")
