@@ -1,5 +1,11 @@
 package main
 
+// End-to-end tests that need more than the built binary (test/e2e has
+// those): run() called in this process, whose BPF descriptors are then
+// counted, and this test binary run as coldtrace and held by TestMain's
+// hooks between the command's exit and the outputs, or at the exit, while
+// signals arrive.
+
 import (
 	"bytes"
 	"context"
@@ -11,8 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coldtrace/coldtrace/record"
 	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/record"
 )
 
 // TestNoProbesLeftBehind runs coldtrace in this process and checks that
