@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coldtrace/coldtrace/report/words"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/attribution/advice"
+	"github.com/coldtrace/coldtrace/report/words"
 )
 
 // writableFUSE mounts testdata/workloads/fuseslow.py read-write over an

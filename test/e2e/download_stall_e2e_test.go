@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coldtrace/coldtrace/report/words"
-
 	"github.com/coldtrace/coldtrace/attribution/advice"
+	"github.com/coldtrace/coldtrace/report/words"
 )
 
 const (

@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coldtrace/coldtrace/report/words"
-
 	"github.com/coldtrace/coldtrace/attribution/advice"
+	"github.com/coldtrace/coldtrace/report/words"
 )
 
 // silentPause is how long the silent server holds an accepted request
