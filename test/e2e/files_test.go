@@ -1,5 +1,8 @@
 package e2e
 
+// Files, records and status documents the residency tests of the binary
+// (status, evict, prefetch, run --cold) share.
+
 import (
 	"bytes"
 	"encoding/json"
@@ -7,10 +10,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/status"
-	"golang.org/x/sys/unix"
 )
 
 const mib = 1 << 20
