@@ -106,7 +106,6 @@ struct write_key {
 
 struct write_stats {
 	__u64 pages;    /* pages the writes added to the page cache */
-	__u64 bytes;    /* bytes written to a tmpfs file (no page-cache insertions) */
 	__u64 first_ts;
 	__u64 last_ts;
 	__u32 tid;
@@ -472,10 +471,9 @@ static __always_inline struct rx_slot *current_rx(struct tstate *s, __u32 tid)
 	return r;
 }
 
-/* Counts pages (the page cache's insertions) or bytes (tmpfs writes) that
- * the current thread wrote to inode, against the connection it received
- * on last. */
-static __always_inline void link_write(struct rx_slot *r, struct inode *inode, __u64 pages, __u64 bytes)
+/* Counts the pages (the page cache's insertions) the current thread wrote
+ * to inode, against the connection it received on last. */
+static __always_inline void link_write(struct rx_slot *r, struct inode *inode, __u64 pages)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
@@ -503,10 +501,7 @@ static __always_inline void link_write(struct rx_slot *r, struct inode *inode, _
 		if (!w)
 			return;
 	}
-	if (pages)
-		__sync_fetch_and_add(&w->pages, pages);
-	if (bytes)
-		__sync_fetch_and_add(&w->bytes, bytes);
+	__sync_fetch_and_add(&w->pages, pages);
 	w->last_ts = now;
 	count_write();
 }
@@ -529,7 +524,7 @@ int BPF_PROG(on_dl_write, struct folio *folio)
 	__u32 order = 0;
 	if (folio->flags.f & (1ull << bpf_core_enum_value(enum pageflags, PG_head)))
 		order = folio->_flags_1 & 0xff;
-	link_write(r, inode, 1ull << (order & 31), 0);
+	link_write(r, inode, 1ull << (order & 31));
 	return 0;
 }
 

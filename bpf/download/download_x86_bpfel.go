@@ -209,7 +209,6 @@ type DownloadWriteKey struct {
 type DownloadWriteStats struct {
 	_       structs.HostLayout
 	Pages   uint64
-	Bytes   uint64
 	FirstTs uint64
 	LastTs  uint64
 	Tid     uint32

@@ -289,8 +289,8 @@ func match(r uint64, rx []record.DownloadSample, w window, files []written, link
 		d.kind, d.key, d.bytes = record.DestExpanded, expanded.key, expanded.bytes
 		d.expansion = float64(expanded.bytes) / float64(r)
 	default:
-		// No page-cache file followed it: a receiving thread's own file
-		// where the page-cache sensor saw no writes (tmpfs), as before.
+		// No file followed it: the largest the receiving threads
+		// wrote, if it holds at least half the body.
 		if lw, ok := largestLinked(linked, w, r); ok {
 			d.kind, d.key, d.bytes = record.DestFile, FileKey{Dev: lw.Dev, Ino: lw.Ino}, lw.Bytes
 			return d

@@ -544,7 +544,7 @@ func (s *Sensor) collect() ([]Conn, []Write, error) {
 	wit := s.objs.Writes.Iterate()
 	for wit.Next(&wk, &ws) {
 		writes = append(writes, Write{Sk: wk.Sk, ID: wk.Id, Dev: wk.Dev, Ino: wk.Ino,
-			Bytes: ws.Pages*page + ws.Bytes, FirstTS: ws.FirstTs, LastTS: ws.LastTs})
+			Bytes: ws.Pages * page, FirstTS: ws.FirstTs, LastTS: ws.LastTs})
 	}
 	if err := wit.Err(); err != nil {
 		return nil, nil, fmt.Errorf("read files written by downloads: %w", err)
