@@ -187,12 +187,14 @@ func TestBenchColdWarm(t *testing.T) {
 // few pairs to tell when slow-mode runs left fewer than abtest.MinPairs
 // (seen in CI: four pairs, all one way by chance); never a verdict. In a
 // shuffled order: on the CI VM the alternating one had the Bs 1–3%
-// faster in three runs out of three (README, bench).
+// faster in three runs out of three (README, bench). Ten runs a side: at
+// six, a CI run had four Bs between three As (three independent pairs),
+// every B below every A by chance, and a verdict.
 func TestBenchAAgainstA(t *testing.T) {
 	requireTracing(t)
 	mdPath := filepath.Join(t.TempDir(), "bench.md")
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
-	code, _, stderr := coldtrace(t, nil, "bench", "-n", "6", "--order", "shuffle", "--seed", "7", "--same-output", "--expect", "(?m)^same$",
+	code, _, stderr := coldtrace(t, nil, "bench", "-n", "10", "--order", "shuffle", "--seed", "7", "--same-output", "--expect", "(?m)^same$",
 		"--a", "sh -c 'sleep 0.05; echo same'", "--b", "sh -c 'sleep 0.05; echo same'",
 		"--json", jsonPath, "--markdown", mdPath)
 	if code != 0 {
