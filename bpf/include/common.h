@@ -213,13 +213,27 @@ static __always_inline struct thread *slot_thread(struct tstate *s)
 }
 
 /* The thread's on-CPU time up to now: the core's counter plus the
- * current stint when it is on a CPU (it is, when its probes run). */
+ * current stint. Called only in the thread itself, which is therefore on
+ * a CPU even when its switch in never reached the scheduler program
+ * (unseen_ins): then the kernel's own clock of the thread says how much
+ * of the time since its switch out it ran, as that switch out will
+ * count it. Trusting the flag alone read a call that spun 100 ms right
+ * after such a switch in as 0 ms of CPU. */
 static __always_inline __u64 thread_cpu(struct thread *t, __u64 now)
 {
 	if (!t)
 		return 0;
 	__u64 cpu = t->cpu_ns;
-	if ((t->flags & TF_ON_CPU) && now > t->last_ts)
-		cpu += now - t->last_ts;
-	return cpu;
+	if (now <= t->last_ts)
+		return cpu;
+	if (t->flags & TF_ON_CPU)
+		return cpu + now - t->last_ts;
+	if (!t->last_ts)
+		return cpu;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 exec = BPF_CORE_READ(task, se.sum_exec_runtime);
+	__u64 run = exec > t->exec_ns ? exec - t->exec_ns : 0;
+	if (run > now - t->last_ts)
+		run = now - t->last_ts;
+	return cpu + run;
 }
