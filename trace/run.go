@@ -6,25 +6,14 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
-
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/record"
-	"github.com/coldtrace/coldtrace/trace/download"
-	"github.com/coldtrace/coldtrace/trace/evict"
-	"github.com/coldtrace/coldtrace/trace/gpu"
-	"github.com/coldtrace/coldtrace/trace/jit"
 	"github.com/coldtrace/coldtrace/trace/launch"
-	"github.com/coldtrace/coldtrace/trace/machine"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
 	"github.com/coldtrace/coldtrace/trace/probe"
-	"github.com/coldtrace/coldtrace/trace/pystack"
 	"github.com/coldtrace/coldtrace/trace/samples"
 	"github.com/coldtrace/coldtrace/trace/sched"
 	"github.com/coldtrace/coldtrace/trace/uprobes"
@@ -138,276 +127,21 @@ func (s *session) abortGated() {
 }
 
 // trackGated covers the gated command with the uprobe links of the
-// libraries known now, once the sensors that own uprobes are loaded.
+// libraries known now, once the sensors that own uprobes are loaded
+// (makeUprobes).
 // Its links follow it through its exec: those libraries are probed from
 // the command's first instruction. They are made before the seed:
 // registering a uprobe takes tens of milliseconds under load, and
 // between the seed and the run's start that time counted in the
 // thread's life but not in its process's; made here, it overlaps the
 // other sensors' loads.
-func (s *session) trackGated() {
+func (s *session) trackGated(links *uprobes.Scoper) {
 	if s.gated == nil {
 		return // an attach: no command to start
 	}
 	if child, err := s.gated.wait(); err == nil {
-		s.uprobes.Track(int32(child.Pid()), true)
+		links.Track(int32(child.Pid()), true)
 	}
-}
-
-// load loads the sensors in dependency order: the scheduler creates the
-// shared maps the others take.
-func (s *session) load() error {
-	// One kernel BTF for every load: each object decoding its own was
-	// some 30 ms of CPU apiece at startup.
-	kernel := btf.NewCache()
-	// Decoded (some 10 ms) while the scheduler's maps are made: the
-	// first load that needs it waits for it; an error is theirs to say.
-	go func() { _, _ = kernel.Kernel() }()
-	// A secure exec (a setuid program) stays traced only for a real
-	// root login: under sudo the user would see what root read for it.
-	sc, err := sched.Prepare(sched.Options{BTF: kernel, TraceSecureExec: s.opts.Actor.IsRoot()})
-	if err != nil {
-		return err
-	}
-	s.sched = sc
-	s.sensors = append(s.sensors, sc)
-	shared := sc.Shared().Replacements()
-	// Every uprobe goes into traced processes only: the scheduler's
-	// tracked set says which.
-	s.uprobes = uprobes.New(uprobes.Options{LivePIDs: sc.LivePIDs})
-
-	// The other objects take only the scheduler's maps, so every object
-	// loads in lanes at once, the scheduler's programs too: the verifier
-	// runs in the loading thread, and one lane after another was some
-	// 150 ms of a 200 ms start on two CPUs; in two lanes the page cache's
-	// was the longest by some 30 ms. Lanes: the scheduler's programs,
-	// the stack walker's, the page cache (after the walker's maps),
-	// evictions, JIT, network (then, with both loaded, the command's
-	// uprobe links).
-	var schedErr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		schedErr = sc.Start()
-	}()
-	var j *jit.Sensor
-	var jitSeen atomic.Pointer[jit.Sensor]
-	var fileSeen func(probe.FileSeen)
-	if !s.opts.NoJIT {
-		// Path records reach the JIT sensor only once the command runs,
-		// after both lanes finished; until then there is none to see.
-		fileSeen = func(f probe.FileSeen) {
-			if js := jitSeen.Load(); js != nil {
-				js.FileSeen(f)
-			}
-		}
-	}
-	var pc *pagecache.Sensor
-	var ev *evict.Sensor
-	var dl *download.Sensor
-	var ps *pystack.Sensor
-	stacksStarted := func() *pystack.Sensor { return nil }
-	var pcErr, jitErr error
-	wg.Add(1)
-	// Closed once the stack walker is loaded (or will not be): the
-	// network probes take its maps too.
-	walker := make(chan struct{})
-	go func() {
-		defer wg.Done()
-		// The stack walker's maps first: an object that takes stacks
-		// itself (bpf/include/pywalk.h) loads with them,
-		// ps.Replacements(); the walker's programs load in a lane of
-		// their own.
-		if !s.opts.NoStacks {
-			ps, stacksStarted = s.loadStacks(sc.Shared(), kernel, &wg)
-		}
-		close(walker)
-		pc, pcErr = pagecache.New(pagecacheOptions(shared, sc.Waiting, fileSeen, kernel, ps))
-	}()
-	var evErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		ev, evErr = evict.New(evict.Options{Shared: shared, Traced: sc.Tracked().Has, BTF: kernel, Chained: true})
-	}()
-	j, dl, jitErr = s.loadJITAndNetwork(sc.Shared(), kernel, &jitSeen, walker, &ps)
-	wg.Wait()
-	ps = stacksStarted()
-	jitSeen.Store(j)
-
-	// Poll and finish order is the table's (Sensors): the page cache
-	// right after the scheduler (it adds the scheduler's ongoing I/O
-	// waits to its files), evictions into the files it finished, the JIT
-	// sensor after both (it reads the processes), downloads after the
-	// page cache (the paths of written files) and the JIT sensor (the
-	// caches they land in).
-	var mach *machine.Sensor
-	err = errors.Join(schedErr, pcErr, evErr, jitErr)
-	if err == nil {
-		err = chainInsertions(pc, ev, dl)
-	}
-	if err == nil {
-		mach, err = machine.New(machine.Options{Traced: sc.Tracked().Has, LivePIDs: sc.LivePIDs})
-	}
-	s.adopt(pc, ev, mach, j, dl, ps)
-	if err != nil {
-		return err
-	}
-	if !s.opts.NoGPU {
-		g, err := gpu.New(gpu.Options{Interval: s.opts.GPUInterval, Traced: sc.Tracked().Has})
-		if err != nil {
-			return err
-		}
-		s.sensors = inTableOrder(append(s.sensors, g))
-	}
-	return nil
-}
-
-// adopt puts the loaded sensors (not the nil ones) beside the
-// scheduler, in the table's order (Sensors): the stack sensor finishes
-// before the sensors that name stacks (its Finish decodes the last ones;
-// theirs intern them), the uprobe links' owner is polled after the
-// sensors whose events told it of processes and closed first (all links
-// together).
-func (s *session) adopt(pc *pagecache.Sensor, ev *evict.Sensor, mach *machine.Sensor, j *jit.Sensor, dl *download.Sensor, ps *pystack.Sensor) {
-	loaded := append(s.sensors, s.uprobes)
-	add := func(sn Sensor, ok bool) {
-		if ok {
-			loaded = append(loaded, sn)
-		}
-	}
-	add(ps, ps != nil)
-	add(pc, pc != nil)
-	add(ev, ev != nil)
-	add(mach, mach != nil)
-	add(j, j != nil)
-	add(dl, dl != nil)
-	s.sensors = inTableOrder(loaded)
-}
-
-// pagecacheOptions are the page-cache sensor's: the scheduler's maps and
-// ongoing waits, and the stack walker's maps when it is loaded.
-func pagecacheOptions(shared map[string]*ebpf.Map, waiting func() (io, fill map[probe.FileKey]int64),
-	fileSeen func(probe.FileSeen), kernel *btf.Cache, ps *pystack.Sensor) pagecache.Options {
-	o := pagecache.Options{Shared: shared, Waiting: waiting, FileSeen: fileSeen, BTF: kernel}
-	if ps != nil {
-		o.Stacks, o.InternStack, o.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
-	}
-	return o
-}
-
-// loadJITAndNetwork loads the JIT sensor and the network sensor (which
-// tells the JIT sensor of downloads, once jitSeen holds it) at once,
-// unless the options turn them off (nil then), and makes the gated
-// command's uprobe links, which are theirs. Sensors it returns with an
-// error are the session's to close.
-//
-// The network probes take the stack walker's maps: they wait for walker
-// to close, after which *ps holds the walker (nil without stacks).
-func (s *session) loadJITAndNetwork(shared sched.Shared, kernel *btf.Cache, jitSeen *atomic.Pointer[jit.Sensor],
-	walker <-chan struct{}, ps **pystack.Sensor) (*jit.Sensor, *download.Sensor, error) {
-	var dl *download.Sensor
-	var dlErr error
-	loaded := make(chan struct{})
-	go func() {
-		defer close(loaded)
-		var onDownload func(int32)
-		if !s.opts.NoJIT {
-			// Downloads are seen at polls, once the command runs.
-			onDownload = func(pid int32) {
-				if js := jitSeen.Load(); js != nil {
-					js.DownloadSeen(pid)
-				}
-			}
-		}
-		<-walker
-		dl, dlErr = s.loadDownload(shared, kernel, onDownload, *ps)
-	}()
-	var j *jit.Sensor
-	var jitErr error
-	if !s.opts.NoJIT {
-		j, jitErr = jit.New(jit.Options{Shared: shared.Replacements(), Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
-			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel,
-			Scoper: s.uprobes})
-		if errors.Is(jitErr, jit.ErrOption) {
-			jitErr = fmt.Errorf("%w: %v", ErrPreflight, jitErr)
-		}
-	}
-	<-loaded
-	if err := errors.Join(jitErr, dlErr); err != nil {
-		return j, dl, err
-	}
-	s.trackGated()
-	return j, dl, nil
-}
-
-// chainInsertions has the page cache's program on
-// mm_filemap_add_to_page_cache run the eviction and network sensors'
-// programs for that tracepoint: one program there, not three.
-func chainInsertions(pc *pagecache.Sensor, ev *evict.Sensor, dl *download.Sensor) error {
-	var untracked, tracked *ebpf.Program
-	if ev != nil {
-		untracked = ev.InsertProgram()
-	}
-	if dl != nil {
-		tracked = dl.WriteProgram()
-	}
-	return pc.Chain(untracked, tracked)
-}
-
-// loadStacks makes the Python stack sensor's maps and loads its programs
-// in a lane of wg's. A sensor that cannot load (a kernel without
-// bpf_loop) costs the run its stacks, not the run: once wg is done,
-// started returns the sensor, or nil (and releases it) if its programs
-// failed to load.
-func (s *session) loadStacks(shared sched.Shared, kernel *btf.Cache, wg *sync.WaitGroup) (ps *pystack.Sensor, started func() *pystack.Sensor) {
-	notify := func(err error) {
-		if s.opts.Notify != nil {
-			s.opts.Notify("no Python stacks: " + err.Error())
-		}
-	}
-	ps, err := pystack.Prepare(pystack.Options{TaskStates: shared.TaskStates, Threads: shared.Threads, BTF: kernel})
-	if err != nil {
-		notify(err)
-		return nil, func() *pystack.Sensor { return nil }
-	}
-	var startErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		startErr = ps.Start()
-	}()
-	return ps, func() *pystack.Sensor {
-		if startErr != nil {
-			notify(startErr)
-			ps.Close()
-			return nil
-		}
-		return ps
-	}
-}
-
-// loadDownload loads and attaches the network sensor, unless the options
-// turn it off (nil then).
-func (s *session) loadDownload(shared sched.Shared, kernel *btf.Cache, onDownload func(int32), ps *pystack.Sensor) (*download.Sensor, error) {
-	if s.opts.NoNetwork {
-		return nil, nil
-	}
-	ds := download.Options{TaskStates: shared.TaskStates, Threads: shared.Threads, Rights: s.opts.Actor.CommandActor(), BTF: kernel,
-		OnDownload: onDownload, Uprobes: s.uprobes, Chained: true}
-	if ps != nil {
-		ds.Stacks, ds.InternStack, ds.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
-	}
-	dl, err := download.Prepare(ds)
-	if err != nil {
-		return nil, err
-	}
-	if err := dl.Start(); err != nil {
-		dl.Close()
-		return nil, err
-	}
-	return dl, nil
 }
 
 // launch takes the command's gated shim, seeds it into the tracked set

@@ -23,8 +23,9 @@ import (
 // SensorSpec is one row of the table of sensors (Sensors): what a sensor
 // is, what its BPF object shares with the others', and what a report
 // lacks without it. The session orders its sensors by the table and the
-// doctor checks every object in it; a test holds the shared maps to the
-// objects themselves.
+// doctor checks every object in it; the session's loader makes each
+// row's sensor in a lane of its own, after the rows whose maps it takes.
+// A test holds the shared maps to the objects themselves.
 type SensorSpec struct {
 	// Name is how the doctor's checks and the docs name the sensor.
 	Name string
@@ -35,7 +36,7 @@ type SensorSpec struct {
 	Object func() (*ebpf.CollectionSpec, error)
 	// Creates are the maps its object makes that later objects take
 	// (their MapReplacements); Takes are those it takes from an earlier
-	// row's object. The session makes a row's maps before any object
+	// row's object. The loader makes a row's maps before any object
 	// that takes them loads; objects otherwise load in lanes at once.
 	Creates, Takes []string
 	// Lazy says what the sensor attaches only once it is needed, if
@@ -49,8 +50,21 @@ type SensorSpec struct {
 	// PathSyscalls: the object's syscalls:* programs attach to each of
 	// jit.PathSyscalls, not to the one their section names.
 	PathSyscalls bool
+	// Uprobes: the sensor makes uprobes through the uprobe links' owner;
+	// the gated command is covered by their links once every such row
+	// is loaded, while the other rows still load.
+	Uprobes bool
 	// is reports whether a loaded sensor is this row's.
 	is func(Sensor) bool
+	// off says whether the options turn the sensor off (nil: never).
+	off func(Options) bool
+	// make makes the sensor from the maps it takes (loader): the maps it
+	// creates exist when it returns; start, when not nil, then loads its
+	// programs in the row's lane.
+	make func(l *loader, taken map[string]*ebpf.Map) (sn Sensor, start func() error, err error)
+	// link, when not nil, joins the loaded sensors once every row is
+	// loaded, in the table's order.
+	link func(l *loader) error
 }
 
 // isA is a SensorSpec.is for the sensor type T.
@@ -68,54 +82,38 @@ var (
 	walkerTaken = append(append([]string(nil), trackedSet...), walkerMaps...)
 )
 
-// Sensors is the table of sensors in the session's order: loaded with
-// their shared maps first, then polled, finished and checkpointed in
+// Sensors is the table of sensors in the session's order: loaded in
+// lanes by it (loader: a row's lane waits for the maps it takes), then polled, finished and checkpointed in
 // this order (a row reads what the rows above it wrote: the scheduler's
 // processes, the page cache's files), and closed in reverse.
 func Sensors() []SensorSpec {
 	return []SensorSpec{
 		{Name: "scheduler", Package: "trace/sched", Object: bpfsched.LoadSched, Creates: schedShared,
-			Lacks: "everything: coldtrace cannot follow the command", is: isA[*sched.Sensor]},
+			Lacks: "everything: coldtrace cannot follow the command", is: isA[*sched.Sensor], make: makeSched},
 		{Name: "Python stacks", Package: "trace/pystack", Object: bpfpy.LoadPystack, Creates: walkerMaps, Takes: trackedSet,
-			Lacks: "Python stacks of reads, compiles and downloads", Optional: true, is: isA[*pystack.Sensor]},
+			Lacks: "Python stacks of reads, compiles and downloads", Optional: true, is: isA[*pystack.Sensor],
+			off: func(o Options) bool { return o.NoStacks }, make: makeStacks},
 		{Name: "page cache", Package: "trace/pagecache", Object: bpfpc.LoadPagecache,
 			Takes: append(append([]string(nil), schedShared...), walkerMaps...),
-			Lacks: "page-cache misses, hits and disk-read time", is: isA[*pagecache.Sensor]},
+			Lacks: "page-cache misses, hits and disk-read time", is: isA[*pagecache.Sensor], make: makePagecache, link: chainInsertions},
 		{Name: "eviction", Package: "trace/evict", Object: bpfevict.LoadEvict, Takes: schedShared,
 			Lazy:  "its insertion program runs chained from the page cache's",
-			Lacks: "evictions during the run and who made them (re-reads, thrashing)", is: isA[*evict.Sensor]},
+			Lacks: "evictions during the run and who made them (re-reads, thrashing)", is: isA[*evict.Sensor], make: makeEvict},
 		{Name: "machine", Package: "trace/machine",
-			Lacks: "memory, memory cgroups and limits, other processes' CPU, steal time", is: isA[*machine.Sensor]},
-		{Name: "JIT", Package: "trace/jit", Object: bpfjit.LoadJit, Takes: trackedSet, PathSyscalls: true,
+			Lacks: "memory, memory cgroups and limits, other processes' CPU, steal time", is: isA[*machine.Sensor], make: makeMachine},
+		{Name: "JIT", Package: "trace/jit", Object: bpfjit.LoadJit, Takes: trackedSet, PathSyscalls: true, Uprobes: true,
 			Lazy:  "the path-syscall probes, once a process uses a framework with a kernel cache",
-			Lacks: "compiles and kernel-cache hits and misses", is: isA[*jit.Sensor]},
-		{Name: "download", Package: "trace/download", Object: bpfdl.LoadDownload, Takes: walkerTaken,
+			Lacks: "compiles and kernel-cache hits and misses", is: isA[*jit.Sensor],
+			off: func(o Options) bool { return o.NoJIT }, make: makeJIT, link: jitSees},
+		{Name: "download", Package: "trace/download", Object: bpfdl.LoadDownload, Takes: walkerTaken, Uprobes: true,
 			Lazy:  "the tmpfs write probes, once a connection shaped like a download received 1 MiB",
-			Lacks: "downloads", is: isA[*download.Sensor]},
+			Lacks: "downloads", is: isA[*download.Sensor],
+			off: func(o Options) bool { return o.NoNetwork }, make: makeDownload},
 		{Name: "uprobe links", Package: "trace/uprobes",
 			Lazy:  "a process's links, once it maps a probed library",
-			Lacks: "in-process compile times and download host names", is: isA[*uprobes.Scoper]},
+			Lacks: "in-process compile times and download host names", is: isA[*uprobes.Scoper], make: makeUprobes},
 		{Name: "GPU", Package: "trace/gpu", Lazy: "samples on its own period, from a goroutine of its own",
-			Lacks: "GPU compute time, utilisation and VRAM", Optional: true, is: isA[*gpu.Sensor]},
+			Lacks: "GPU compute time, utilisation and VRAM", Optional: true, is: isA[*gpu.Sensor],
+			off: func(o Options) bool { return o.NoGPU }, make: makeGPU},
 	}
-}
-
-// inTableOrder orders loaded sensors as the table does; one of no row
-// (none today) goes last rather than unclosed.
-func inTableOrder(loaded []Sensor) []Sensor {
-	out := make([]Sensor, 0, len(loaded))
-	placed := make([]bool, len(loaded))
-	for _, row := range Sensors() {
-		for i, sn := range loaded {
-			if !placed[i] && row.is(sn) {
-				out, placed[i] = append(out, sn), true
-			}
-		}
-	}
-	for i, sn := range loaded {
-		if !placed[i] {
-			out = append(out, sn)
-		}
-	}
-	return out
 }

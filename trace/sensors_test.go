@@ -117,3 +117,36 @@ func TestArchitectureListsTheSensorTable(t *testing.T) {
 		t.Errorf("docs/architecture.md lists the sensors\n%q\nthe table is\n%q", got, want)
 	}
 }
+
+// Every row says how its sensor is made, and the options that turn a
+// sensor off leave its row out of the session while the rest still
+// load: the loader reads both from the table.
+func TestLoaderMakesTheTableRowsTheOptionsLeaveOn(t *testing.T) {
+	for _, row := range Sensors() {
+		if row.make == nil {
+			t.Errorf("%s: no maker", row.Name)
+		}
+	}
+	requireTracing(t)
+	self, err := actor.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := start(ctx, Options{Command: []string{"true"}, NoGPU: true, NoJIT: true, NoNetwork: true, NoStacks: true, Actor: self}.withDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	defer s.abortGated()
+	var names []string
+	for _, sn := range s.sensors {
+		row := slices.IndexFunc(Sensors(), func(r SensorSpec) bool { return r.is(sn) })
+		names = append(names, Sensors()[row].Name)
+	}
+	want := []string{"scheduler", "page cache", "eviction", "machine", "uprobe links"}
+	if !slices.Equal(names, want) {
+		t.Errorf("with the JIT, network, stacks and GPU off the session loaded %v, want %v", names, want)
+	}
+}

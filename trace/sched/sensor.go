@@ -178,6 +178,10 @@ func (s *Sensor) Shared() Shared {
 	return Shared{TaskStates: o.TaskStates, Threads: o.Threads, Files: o.Files, RunPages: o.RunPages, FileStacks: o.FileStacks}
 }
 
+// Replacements are Shared's maps by their names in the BPF objects:
+// what the table of sensors says the scheduler creates for the others.
+func (s *Sensor) Replacements() map[string]*ebpf.Map { return s.Shared().Replacements() }
+
 // Tracked is every process that was part of the run so far.
 func (s *Sensor) Tracked() *probe.PIDSet { return s.tracked }
 
