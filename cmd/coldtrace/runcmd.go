@@ -21,10 +21,6 @@ import (
 	"github.com/coldtrace/coldtrace/trace"
 )
 
-// beforeOutputs, when set, runs between the command's exit and the
-// writing of the outputs: a test holds coldtrace there to signal it.
-var beforeOutputs func()
-
 type runOptions struct {
 	traceOutputOptions
 	sensorOptions
@@ -130,9 +126,6 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, la
 	rec, err := traceRun(ctx, o, a, ckpt, launched, stderr)
 	if err != nil {
 		return fail(stderr, exitFailure, err)
-	}
-	if beforeOutputs != nil {
-		beforeOutputs()
 	}
 	failed := writeRunOutputs(ctx, o, a, jsonFD, stdout, stderr, rec)
 	finishCheckpoints(ckpt, failed, stderr)
