@@ -81,3 +81,28 @@ func TestMakeGivesFreshCachesAndRemovesThem(t *testing.T) {
 		t.Errorf("after cleanup: %v, %q, kept %v", err, b.String(), r.Made.KeptDirs)
 	}
 }
+
+// The files read from disk come in the order the run first touched them
+// (their first sample), then those no sample names; files only hit are
+// left out.
+func TestFilesFromDiskInFirstTouchOrder(t *testing.T) {
+	r := &record.Record{
+		Files: []record.File{
+			{ID: 0, Path: "/never-in-samples", PagesMissed: 1},
+			{ID: 1, Path: "/second", PagesMissed: 5},
+			{ID: 2, Path: "/hit-only", PagesAccessed: 9},
+			{ID: 3, Path: "/first", BytesFromDisk: 4096},
+		},
+		Samples: []record.Sample{
+			{EndNS: 1, Files: []record.FileDelta{{File: 3, PagesAccessed: 1}}},
+			{EndNS: 2, Files: []record.FileDelta{{File: 2, PagesAccessed: 1}, {File: 1, PagesMissed: 5}}},
+		},
+	}
+	var got []string
+	for _, f := range FilesFromDisk(r) {
+		got = append(got, f.Path)
+	}
+	if strings.Join(got, " ") != "/first /second /never-in-samples" {
+		t.Errorf("order %v", got)
+	}
+}
