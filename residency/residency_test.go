@@ -11,35 +11,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 )
 
 const mib = 1 << 20
-
-// diskDir is a directory on a disk-backed filesystem: page-cache
-// residency on tmpfs means nothing (its pages cannot be dropped).
-func diskDir(t *testing.T) string {
-	t.Helper()
-	for _, d := range []string{t.TempDir(), "/var/tmp"} {
-		var st unix.Statfs_t
-		if err := unix.Statfs(d, &st); err != nil {
-			t.Fatal(err)
-		}
-		if st.Type != unix.TMPFS_MAGIC && st.Type != unix.RAMFS_MAGIC {
-			if d == "/var/tmp" {
-				dir, err := os.MkdirTemp(d, "residency-test")
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { os.RemoveAll(dir) })
-				return dir
-			}
-			return d
-		}
-	}
-	t.Skip("no disk-backed directory: both TMPDIR and /var/tmp are tmpfs, where pages cannot be evicted")
-	return ""
-}
 
 // writeFile writes size bytes of a pattern, leaving them dirty in the
 // page cache (no fsync: Evict must write them back itself).
@@ -97,7 +73,7 @@ func statOneFile(t *testing.T, a Actor, path string) File {
 // 50% ± 1%; prefetch reads only the missing half; status 100%.
 func TestEvictStatusPrefetch(t *testing.T) {
 	testenv.RequireRoot(t)
-	path := filepath.Join(diskDir(t), "model.bin")
+	path := filepath.Join(e2eutil.DiskDir(t), "model.bin")
 	const size = 128 * mib
 	writeFile(t, path, size)
 
@@ -184,23 +160,12 @@ func TestEvictStatusPrefetch(t *testing.T) {
 	}
 }
 
-// openToAll makes dir and its parents up to the temp root traversable
-// by other users.
-func openToAll(t *testing.T, dir string) {
-	t.Helper()
-	for d := dir; d != "/" && d != os.TempDir() && d != "/var/tmp"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // As nobody, a root-owned file's residency is unknown: not 100%, which
 // is what mincore would claim.
 func TestUnknownAsNobody(t *testing.T) {
 	testenv.RequireRoot(t)
-	dir := diskDir(t)
-	openToAll(t, dir)
+	dir := e2eutil.DiskDir(t)
+	e2eutil.OpenToAll(t, dir)
 	path := filepath.Join(dir, "root-owned.bin")
 	writeFile(t, path, 4*mib)
 	if _, probs := Evict(Self{}, []string{path}); len(probs) != 0 {
@@ -240,7 +205,7 @@ func TestUnknownAsNobody(t *testing.T) {
 // Pages mapped by a process stay; Evict says how many and who maps them.
 func TestEvictReportsMappers(t *testing.T) {
 	testenv.RequireRoot(t)
-	path := filepath.Join(diskDir(t), "mapped.bin")
+	path := filepath.Join(e2eutil.DiskDir(t), "mapped.bin")
 	writeFile(t, path, 8*mib)
 	fh, err := os.Open(path)
 	if err != nil {
@@ -277,8 +242,8 @@ func TestEvictReportsMappers(t *testing.T) {
 // Bad input: one problem each, the rest done.
 func TestBadInput(t *testing.T) {
 	testenv.RequireRoot(t)
-	dir := diskDir(t)
-	openToAll(t, dir)
+	dir := e2eutil.DiskDir(t)
+	e2eutil.OpenToAll(t, dir)
 	good := filepath.Join(dir, "good.bin")
 	writeFile(t, good, mib)
 	if err := os.Chown(good, 65534, 65534); err != nil {
@@ -323,7 +288,7 @@ func TestBadInput(t *testing.T) {
 // a missing root is judged by where it would be created.
 func TestRootFacts(t *testing.T) {
 	testenv.RequireRoot(t)
-	disk := diskDir(t)
+	disk := e2eutil.DiskDir(t)
 	mnt := filepath.Join(t.TempDir(), "tmpfs")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
@@ -352,7 +317,7 @@ func TestRootFacts(t *testing.T) {
 // Several files at once, each read in full, results in plan order.
 func TestPrefetchSeveralFiles(t *testing.T) {
 	testenv.RequireRoot(t)
-	dir := diskDir(t)
+	dir := e2eutil.DiskDir(t)
 	var paths []string
 	for i := range 5 {
 		p := filepath.Join(dir, "shard"+strconv.Itoa(i))

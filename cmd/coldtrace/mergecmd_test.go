@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
@@ -52,7 +53,7 @@ func TestMergeWarnsOnDifferentCommands(t *testing.T) {
 // and 3 read it cached. merge names rank 2 and the file.
 func TestMergeOfRealRanks(t *testing.T) {
 	requireTracing(t)
-	path := evictableFile(t, 256<<20)
+	path := e2eutil.EvictableFile(t, 256<<20)
 	dir := t.TempDir()
 	var records []string
 	trace := func(rank int) {
@@ -72,10 +73,10 @@ func TestMergeOfRealRanks(t *testing.T) {
 	var stdout, stderr string
 	for try := 1; ; try++ {
 		records = nil
-		evict(t, path)
+		e2eutil.Evict(t, path)
 		trace(2) // cold: the file was just evicted
 		for _, rank := range []int{0, 1, 3} {
-			warmUp(t, path)
+			e2eutil.WarmUp(t, path)
 			trace(rank)
 		}
 		code, stdout, stderr = coldtrace(t, nil, append([]string{"merge"}, records...)...)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution/advice"
 	"github.com/coldtrace/coldtrace/attribution/invariants"
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -72,8 +73,8 @@ func fileOf(r *record.Record, path string) *record.File {
 func TestAdviceReadOrder(t *testing.T) {
 	requireTracing(t)
 	const pages = 4096
-	seq := evictableFile(t, 256<<20)
-	rnd := evictableFile(t, 256<<20)
+	seq := e2eutil.EvictableFile(t, 256<<20)
+	rnd := e2eutil.EvictableFile(t, 256<<20)
 	r, s := adviceRun(t, nil, "/usr/bin/python3", workloadPath(t, "readorder.py"), seq, rnd, "4096")
 
 	fs, fr := fileOf(r, seq), fileOf(r, rnd)
@@ -131,7 +132,7 @@ func TestAdviceReadOrder(t *testing.T) {
 
 	// The random read alone has no sequential rate to compare with: the
 	// rate alone, no advice; --baseline gives it the first run's.
-	evict(t, rnd)
+	e2eutil.Evict(t, rnd)
 	r2, s2 := adviceRun(t, nil, "/usr/bin/python3", workloadPath(t, "readorder.py"), "-", rnd, "4096")
 	if f := fileOf(r2, rnd); f == nil || f.Order.Order() != "random" {
 		t.Fatalf("random alone: %+v", f)

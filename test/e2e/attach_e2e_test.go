@@ -18,6 +18,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/attribution/invariants"
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/marks"
 	"github.com/coldtrace/coldtrace/internal/testuser"
 	"github.com/coldtrace/coldtrace/record"
@@ -178,7 +179,7 @@ func checkRounds(t *testing.T, rec *record.Record, data string) []attribution.Se
 
 func TestAttachRoundsWithMarks(t *testing.T) {
 	requireTracing(t)
-	data := evictableFile(t, 128<<20)
+	data := e2eutil.EvictableFile(t, 128<<20)
 	srv, port := startPyServer(t, data)
 	pid := srv.Process.Pid
 	rec := filepath.Join(t.TempDir(), "attach.rec")
@@ -260,7 +261,7 @@ func TestAttachCgroup(t *testing.T) {
 			t.Fatalf("move pid %d into %s: %v", pid, cg, err)
 		}
 	}
-	data := evictableFile(t, 128<<20)
+	data := e2eutil.EvictableFile(t, 128<<20)
 	srv, port := startPyServer(t, data)
 	join(srv.Process.Pid)
 	rec := filepath.Join(t.TempDir(), "cgroup.rec")
@@ -311,7 +312,7 @@ func TestAttachMountNamespace(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skip("no unshare(1)")
 	}
-	data := evictableFile(t, 128<<20)
+	data := e2eutil.EvictableFile(t, 128<<20)
 	mp := t.TempDir() // empty on the host; data's directory inside
 	used := filepath.Join(mp, filepath.Base(data))
 	srv, port := startPyServer(t, used, "unshare", "-m", "--propagation", "private", "/bin/sh", "-c",

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/schematest"
 )
 
@@ -131,8 +132,8 @@ func checkDiskFaster(t *testing.T, d benchDoc, stderr string) {
 // weigh as much as the read.
 func TestBenchEvictedAgainstCached(t *testing.T) {
 	requireTracing(t)
-	a, b := evictableFile(t, 128<<20), evictableFile(t, 128<<20)
-	warmUp(t, b)
+	a, b := e2eutil.EvictableFile(t, 128<<20), e2eutil.EvictableFile(t, 128<<20)
+	e2eutil.WarmUp(t, b)
 	dir := t.TempDir()
 	jsonPath, plot := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.svg")
 	code, _, stderr := coldtrace(t, nil, "bench", "-n", "6", "--a", "dd if="+a+" of=/dev/null bs=1M", "--b", "dd if="+b+" of=/dev/null bs=1M",
@@ -155,7 +156,7 @@ func TestBenchEvictedAgainstCached(t *testing.T) {
 // --cold-warm: coldtrace evicts what the previous runs read before each A.
 func TestBenchColdWarm(t *testing.T) {
 	requireTracing(t)
-	f := evictableFile(t, 128<<20)
+	f := e2eutil.EvictableFile(t, 128<<20)
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
 	code, _, stderr := coldtrace(t, nil, "bench", "-n", "6", "--same-output", "--json", jsonPath, "--cold-warm", "--", "dd", "if="+f, "of=/dev/null", "bs=1M")
 	if code != 0 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/internal/testuser"
 	"github.com/coldtrace/coldtrace/record"
@@ -182,7 +183,7 @@ func TestRunColdDemo(t *testing.T) {
 	}
 	t.Setenv("SUDO_UID", "")
 	py, demo := python3(t), demoScript(t)
-	dir := diskDir(t)
+	dir := e2eutil.DiskDir(t)
 	model := filepath.Join(dir, "model.bin")
 	const modelSize = 32 * mib
 	writeModel(t, model, modelSize)
@@ -196,7 +197,7 @@ func TestRunColdDemo(t *testing.T) {
 	before := treeHash(t, real)
 
 	// What an empty cache looks like: the reference for the cold run.
-	evict(t, model)
+	e2eutil.Evict(t, model)
 	if code, stdout, stderr := coldtrace(t, []string{"TRITON_CACHE_DIR=" + empty}, "-q", "--json", out("empty.json"), "--", py, demo, model); code != 0 || !strings.Contains(stdout, "cache miss") {
 		t.Fatalf("run on an empty cache: exit %d, %q\n%s", code, stdout, stderr)
 	}
@@ -208,7 +209,7 @@ func TestRunColdDemo(t *testing.T) {
 
 	// The cold run, with the model in the page cache and the user's cache
 	// full: both must look as if they were not.
-	warmUp(t, model)
+	e2eutil.WarmUp(t, model)
 	code, stdout, stderr := coldtrace(t, []string{"TRITON_CACHE_DIR=" + real}, "--cold", "--evict", model,
 		"-o", out("cold.ctrace"), "--json", out("cold.json"), "--", py, demo, model)
 	if code != 0 {
@@ -413,11 +414,11 @@ func TestRunColdNumba(t *testing.T) {
 func TestRunColdRecordOfAnotherHost(t *testing.T) {
 	requireTracing(t)
 	t.Setenv("SUDO_UID", "")
-	dir := diskDir(t)
+	dir := e2eutil.DiskDir(t)
 	model := filepath.Join(dir, "model.bin")
 	writeModel(t, model, 8*mib)
 	rec := writeRecord(t, dir, model, filepath.Join(dir, "triton"), "elsewhere.example")
-	warmUp(t, model)
+	e2eutil.WarmUp(t, model)
 	code, _, stderr := coldtrace(t, nil, "--cold=page-cache", "--from", rec, "--evict", filepath.Join(dir, "missing.bin"),
 		"--json", filepath.Join(dir, "s.json"), "--", "true")
 	if code != 0 {
@@ -433,7 +434,7 @@ func TestRunColdRecordOfAnotherHost(t *testing.T) {
 	if m == nil || m.EvictedFiles != 1 || m.EvictedBytes < 8*mib*9/10 || len(m.EvictProblems) != 1 || len(m.CacheDirs) != 0 {
 		t.Errorf("made_cold %+v: want the record's file evicted, the missing one a problem, no cache moved", m)
 	}
-	if n := residentPages(t, model); n > 8*mib/4096/10 {
+	if n := e2eutil.ResidentPages(t, model); n > 8*mib/4096/10 {
 		t.Errorf("%d pages of the record's file still cached", n)
 	}
 }
@@ -491,7 +492,7 @@ env | grep -c '^TRITON_CACHE_DIR='`
 // have evicted the file (their own).
 func TestRunColdNotRootChangesNothing(t *testing.T) {
 	testenv.RequireRoot(t)
-	dir := diskDir(t)
+	dir := e2eutil.DiskDir(t)
 	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -502,7 +503,7 @@ func TestRunColdNotRootChangesNothing(t *testing.T) {
 	if err := os.Chown(file, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	warmUp(t, file)
+	e2eutil.WarmUp(t, file)
 	cmd := exec.Command(ctBin, "--cold", "--evict", file, "--", "true")
 	cmd.Env = append(os.Environ(), "SUDO_UID=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -513,7 +514,7 @@ func TestRunColdNotRootChangesNothing(t *testing.T) {
 	if strings.Contains(string(got), "cold run") {
 		t.Errorf("--cold as nobody did something before failing:\n%s", got)
 	}
-	if n, want := residentPages(t, file), 4*mib/os.Getpagesize(); n != want {
+	if n, want := e2eutil.ResidentPages(t, file), 4*mib/os.Getpagesize(); n != want {
 		t.Errorf("%d of %d pages cached after a refused --cold", n, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
 )
@@ -149,7 +150,7 @@ func checkRecurring(t *testing.T, w waitsRun) {
 func TestDirectReadChargedToItsFile(t *testing.T) {
 	requireTracing(t)
 	const size = 8 << 20
-	f := directFile(t, diskDir(t), "direct.bin", size)
+	f := directFile(t, e2eutil.DiskDir(t), "direct.bin", size)
 	dd := []string{"dd", "if=" + f, "of=/dev/null", "iflag=direct", "bs=1M"}
 	var w waitsRun
 	for try := 1; ; try++ {
@@ -203,7 +204,7 @@ func TestDirectReadsOfFourThreads(t *testing.T) {
 	if err != nil {
 		t.Skip("no python3")
 	}
-	dir := diskDir(t)
+	dir := e2eutil.DiskDir(t)
 	sizes := []int{2 << 20, 3 << 20, 5 << 20, 6 << 20}
 	var files []string
 	for i, n := range sizes {
@@ -224,7 +225,7 @@ func TestAsyncUringReadIsTracked(t *testing.T) {
 	requireTracing(t)
 	reader := buildC(t, "uring_async_read")
 	const size = 8 << 20
-	f := evictableFile(t, size)
+	f := e2eutil.EvictableFile(t, size)
 	w := traceWaits(t, reader, f)
 	got := w.file(t, f)
 	if pages := uint64(size / os.Getpagesize()); got.PagesMissed != pages {
@@ -254,7 +255,7 @@ func TestAsyncUringReadIsTracked(t *testing.T) {
 // path, detached at the end of t.
 func loopDevice(t *testing.T, size int) string {
 	t.Helper()
-	img := directFile(t, diskDir(t), "disk.img", size)
+	img := directFile(t, e2eutil.DiskDir(t), "disk.img", size)
 	out, err := exec.Command("losetup", "-f", "--show", img).Output()
 	if err != nil {
 		t.Skipf("no loop device to read a block device directly: losetup: %v", err)
@@ -287,7 +288,7 @@ func TestAsyncUringDirectRead(t *testing.T) {
 	requireTracing(t)
 	reader := buildC(t, "uring_async_read")
 	const size = 8 << 20
-	f := directFile(t, diskDir(t), "direct.bin", size)
+	f := directFile(t, e2eutil.DiskDir(t), "direct.bin", size)
 	w := traceWaits(t, reader, f, "1048576", "direct")
 	got := w.file(t, f)
 	if got.DirectBytes != size || got.PagesMissed != 0 {

@@ -12,10 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
@@ -31,19 +29,7 @@ func requireTracing(t *testing.T) {
 // exit code, stdout and stderr.
 func coldtrace(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(ctBin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run coldtrace: %v", err)
-	}
-	return code, out.String(), errb.String()
+	return e2eutil.Run(t, ctBin, env, args...)
 }
 
 type summaryJSON struct {
@@ -104,50 +90,6 @@ func (s summaryJSON) category(name string) int64 {
 	return -1
 }
 
-// evictableFile writes a file of size bytes of random-ish data in a
-// directory whose page cache can be dropped (not tmpfs) and evicts it.
-func evictableFile(t *testing.T, size int64) string {
-	t.Helper()
-	dir := t.TempDir()
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.TMPFS_MAGIC {
-		t.Skipf("%s is on tmpfs: its pages cannot be evicted; set TMPDIR to a disk-backed directory", dir)
-	}
-	path := filepath.Join(dir, "data.bin")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 1<<20)
-	for i := range buf {
-		buf[i] = byte(i*7 + i>>8)
-	}
-	for written := int64(0); written < size; written += int64(len(buf)) {
-		buf[0]++
-		if _, err := f.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	evict(t, path)
-	return path
-}
-
-func evict(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatalf("evict %s: %v", path, err)
-	}
-}
-
 // buildC compiles a workload from testdata/workloads.
 func buildC(t *testing.T, name string, extra ...string) string {
 	t.Helper()
@@ -177,54 +119,9 @@ func fileEntry(t *testing.T, s summaryJSON, path string) (accessed, missed uint6
 
 const filePages = 256 << 20 >> 12 // 65,536 pages of 4 KiB
 
-// residentPages counts the pages of path in the page cache (mincore), the
-// ground truth the counts are checked against.
-func residentPages(t *testing.T, path string) int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
-	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-		t.Fatalf("mincore: %v", errno)
-	}
-	n := 0
-	for _, v := range vec {
-		n += int(v & 1)
-	}
-	return n
-}
-
-// warmUp reads path until the page cache holds all of it: DAMON may page
-// out idle file pages between two runs on these machines.
-func warmUp(t *testing.T, path string) {
-	t.Helper()
-	for i := 0; i < 3; i++ {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if residentPages(t, path) == (len(data)+os.Getpagesize()-1)/os.Getpagesize() {
-			return
-		}
-	}
-	t.Fatalf("%s does not stay in the page cache", path)
-}
-
 func checkColdWarm(t *testing.T, reader ...string) {
-	path := evictableFile(t, 256<<20)
-	if n := residentPages(t, path); n > filePages/100 {
+	path := e2eutil.EvictableFile(t, 256<<20)
+	if n := e2eutil.ResidentPages(t, path); n > filePages/100 {
 		t.Fatalf("after eviction %d pages are still cached", n)
 	}
 	out := filepath.Join(t.TempDir(), "s.json")
@@ -252,7 +149,7 @@ func checkColdWarm(t *testing.T, reader ...string) {
 	if s.LostEvents != 0 {
 		t.Errorf("cold: %d lost events", s.LostEvents)
 	}
-	if n := residentPages(t, path); uint64(n) < missed*95/100 {
+	if n := e2eutil.ResidentPages(t, path); uint64(n) < missed*95/100 {
 		t.Errorf("cold run missed %d pages but only %d are cached after it", missed, n)
 	}
 
@@ -260,7 +157,7 @@ func checkColdWarm(t *testing.T, reader ...string) {
 	// run (it did in about 1 of 10 runs after a long benchmark): one more
 	// try is allowed, never more.
 	for try := 1; ; try++ {
-		warmUp(t, path)
+		e2eutil.WarmUp(t, path)
 		code, _, stderr = coldtrace(t, nil, args...)
 		if code != 0 {
 			t.Fatalf("warm run exit %d: %s", code, stderr)
@@ -290,7 +187,7 @@ func TestColdWarmMmap(t *testing.T) {
 
 func TestGrandchildIsTracked(t *testing.T) {
 	requireTracing(t)
-	path := evictableFile(t, 16<<20)
+	path := e2eutil.EvictableFile(t, 16<<20)
 	out := filepath.Join(t.TempDir(), "s.json")
 	code, _, stderr := coldtrace(t, nil, "-q", "--json", out, "--", "sh", "-c", fmt.Sprintf(`sh -c "cat %s > /dev/null"`, path))
 	if code != 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/coldtrace/coldtrace/attribution/invariants"
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/timelinecheck"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestExportsOfRealRuns(t *testing.T) {
 	requireTracing(t)
 	bin := buildC(t, "groundtruth", "-lpthread")
-	file := evictableFile(t, 512<<20)
+	file := e2eutil.EvictableFile(t, 512<<20)
 	dir := t.TempDir()
 	cold, warm := filepath.Join(dir, "cold.ctrace"), filepath.Join(dir, "warm.ctrace")
 	prof, timeline := filepath.Join(dir, "cold.pb.gz"), filepath.Join(dir, "cold.trace.json")
@@ -40,7 +41,7 @@ func TestExportsOfRealRuns(t *testing.T) {
 	// It did even then, in about 1 of 10 runs (1–2% of the file missed
 	// warm): one more try is allowed.
 	for try := 1; try <= 2; try++ {
-		warmUp(t, file)
+		e2eutil.WarmUp(t, file)
 		if code, _, stderr = coldtrace(t, nil, "-q", "-o", warm, "--", bin, file, "100", "100"); code != 0 {
 			t.Fatalf("warm run exit %d: %s", code, stderr)
 		}

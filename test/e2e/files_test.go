@@ -10,37 +10,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/status"
 )
 
 const mib = 1 << 20
-
-// diskDir is a directory on a disk-backed filesystem (page-cache
-// residency on tmpfs means nothing).
-func diskDir(t *testing.T) string {
-	t.Helper()
-	d := t.TempDir()
-	var st unix.Statfs_t
-	if err := unix.Statfs(d, &st); err != nil {
-		t.Fatal(err)
-	}
-	if st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC {
-		dir, err := os.MkdirTemp("/var/tmp", "coldtrace-test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		if err := unix.Statfs(dir, &st); err != nil || st.Type == unix.TMPFS_MAGIC {
-			t.Skip("no disk-backed directory: TMPDIR and /var/tmp are tmpfs, whose pages cannot be evicted")
-		}
-		return dir
-	}
-	return d
-}
 
 // writeModel writes size bytes (whole MiB) of a repeated pattern to path.
 func writeModel(t *testing.T, path string, size int) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 )
 
 // phases is what testdata/workloads/groundtruth.c measures of itself.
@@ -26,7 +28,7 @@ type phases struct {
 func runGroundTruth(t *testing.T, mode ...string) (phases, summaryJSON) {
 	t.Helper()
 	bin := buildC(t, "groundtruth", "-lpthread")
-	file := evictableFile(t, 512<<20)
+	file := e2eutil.EvictableFile(t, 512<<20)
 	out := filepath.Join(t.TempDir(), "s.json")
 	// A fine interval keeps the read phase (0.2 s on a fast disk) from
 	// being absorbed into its neighbours by the phase smoothing.

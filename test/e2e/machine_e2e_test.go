@@ -17,6 +17,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/attribution/invariants"
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/report/words"
 )
@@ -122,7 +123,7 @@ func TestMachineThrash(t *testing.T) {
 	requireTracing(t)
 	const size = 512 << 20
 	procs := memoryCgroup(t, 256<<20)
-	file := evictableFile(t, size)
+	file := e2eutil.EvictableFile(t, size)
 	m := traceMachine(t, "sh", "-c", fmt.Sprintf(`echo $$ > %s && for i in 1 2 3; do cat %s > /dev/null; done`, procs, file))
 	if m.broken != nil {
 		t.Error(m.broken)
@@ -179,9 +180,9 @@ func TestMachineThrash(t *testing.T) {
 // the eviction makes visible, not in the eviction counts).
 func TestMachineEvictedByAnotherProcess(t *testing.T) {
 	requireTracing(t)
-	file := evictableFile(t, 512<<20)
+	file := e2eutil.EvictableFile(t, 512<<20)
 	retryOnce(t, func() []string {
-		evict(t, file)
+		e2eutil.Evict(t, file)
 		m := readEvictedRun(t, file)
 		var errs []string
 		if m.broken != nil {
@@ -311,11 +312,11 @@ func near(got, want int64, tol float64) bool {
 func TestMachineContention(t *testing.T) {
 	requireTracing(t)
 	bin := buildC(t, "groundtruth", "-lpthread")
-	file := evictableFile(t, 512<<20)
+	file := e2eutil.EvictableFile(t, 512<<20)
 	busyLoops(t, 2)
 	time.Sleep(100 * time.Millisecond)
 	retryOnce(t, func() []string {
-		evict(t, file)
+		e2eutil.Evict(t, file)
 		m := traceMachine(t, bin, file, "500", "500", "sequential")
 		ph := groundTruthPhases(t, m.stdout)
 		var errs []string
@@ -353,9 +354,9 @@ func TestMachineContention(t *testing.T) {
 func TestMachineSharedRead(t *testing.T) {
 	requireTracing(t)
 	bin := buildC(t, "groundtruth", "-lpthread")
-	file := evictableFile(t, 512<<20)
+	file := e2eutil.EvictableFile(t, 512<<20)
 	retryOnce(t, func() []string {
-		evict(t, file)
+		e2eutil.Evict(t, file)
 		dir := t.TempDir()
 		mark, out := filepath.Join(dir, "started"), filepath.Join(dir, "run.ctrace")
 		// The workload says it started, sleeps 300 ms, then reads: the

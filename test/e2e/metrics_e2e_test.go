@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/report/metrics"
 )
 
@@ -182,7 +183,7 @@ scrape_configs:
 	waitReady(t, pgwURL+"/-/ready", 30*time.Second)
 	waitReady(t, promURL+"/-/ready", 60*time.Second)
 
-	path := evictableFile(t, 64<<20)
+	path := e2eutil.EvictableFile(t, 64<<20)
 	reader := []string{"dd", "if=" + path, "of=/dev/null", "bs=1M", "status=none"}
 	runNode := func(host string) summaryJSON {
 		out := filepath.Join(t.TempDir(), host+".json")
@@ -195,7 +196,7 @@ scrape_configs:
 		return readSummary(t, out)
 	}
 	cold := runNode("node1")
-	warmUp(t, path)
+	e2eutil.WarmUp(t, path)
 	warm := runNode("node2")
 	// A warm dd of 64 MiB takes milliseconds, so a few pages paged out
 	// since the warm-up (DAMON takes idle file pages back: the file's, or
@@ -204,7 +205,7 @@ scrape_configs:
 	// warm-up; its push replaces the group.
 	for i := 0; i < 3 && warm.category("disk_read") > 0; i++ {
 		t.Logf("the warm run read from disk for %v; warming up and running it again", time.Duration(warm.category("disk_read")))
-		warmUp(t, path)
+		e2eutil.WarmUp(t, path)
 		warm = runNode("node2")
 	}
 	sums := map[string]summaryJSON{"node1": cold, "node2": warm}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
 )
@@ -55,13 +56,13 @@ func TestSmallCachedFiles(t *testing.T) {
 
 	resident := func() (total int) {
 		for _, p := range paths {
-			total += residentPages(t, p)
+			total += e2eutil.ResidentPages(t, p)
 		}
 		return total
 	}
 	for try := 1; ; try++ {
 		for _, p := range paths {
-			warmUp(t, p)
+			e2eutil.WarmUp(t, p)
 		}
 		code, _, stderr := coldtrace(t, nil, args...)
 		if code != 0 {
@@ -91,7 +92,7 @@ func TestSmallCachedFiles(t *testing.T) {
 	}
 
 	for _, p := range paths {
-		evict(t, p)
+		e2eutil.Evict(t, p)
 	}
 	if r := resident(); r > int(pages)/100 {
 		t.Fatalf("after eviction %d pages are still cached", r)

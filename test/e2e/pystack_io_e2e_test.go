@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 )
@@ -91,7 +92,7 @@ func TestDiskReadsCarryPythonLineInRecordTextAndPprof(t *testing.T) {
 
 func checkReadStack(t *testing.T, python, script, how string, want []string) {
 	t.Helper()
-	data := evictableFile(t, 16<<20)
+	data := e2eutil.EvictableFile(t, 16<<20)
 	dir := t.TempDir()
 	rec, pp, sum := filepath.Join(dir, "rec.json"), filepath.Join(dir, "p.pb.gz"), filepath.Join(dir, "sum.json")
 	r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--pprof", pp, "--json", sum, "--", python, script, how, data)
@@ -276,7 +277,7 @@ func TestThreadsMissingEachOnItsOwnFileGetTheirOwnStacks(t *testing.T) {
 	const n = 64
 	files := make([]string, n)
 	for i := range files {
-		files[i] = evictableFile(t, 1<<20)
+		files[i] = e2eutil.EvictableFile(t, 1<<20)
 	}
 	work, dir := t.TempDir(), t.TempDir()
 	rec := filepath.Join(dir, "rec.json")
@@ -319,7 +320,7 @@ func TestTwoCallSitesSplitOneFileByBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	mk := spawnLines(t, script)
-	data := evictableFile(t, 32<<20)
+	data := e2eutil.EvictableFile(t, 32<<20)
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "rec.json")
 	r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--", py.path, script, "split", data)
@@ -431,7 +432,7 @@ func TestDiskReadStacksInPidNamespaceAndForkChild(t *testing.T) {
 // finds want as the file's first stack in the record.
 func checkRecordedStack(t *testing.T, argv, want []string) {
 	t.Helper()
-	data := evictableFile(t, 16<<20)
+	data := e2eutil.EvictableFile(t, 16<<20)
 	rec := filepath.Join(t.TempDir(), "rec.json")
 	r := runCT(t, ctOptions{}, append(append([]string{"run", "-q", "-o", rec, "--"}, argv...), data)...)
 	if r.code != 0 {
@@ -455,7 +456,7 @@ func TestCheckpointCarriesFileStacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	mk := spawnLines(t, script)
-	data := evictableFile(t, 16<<20)
+	data := e2eutil.EvictableFile(t, 16<<20)
 	out := filepath.Join(t.TempDir(), "run.rec")
 	cmd := exec.Command(ctBin, "run", "-q", "--checkpoint", "1s", "-o", out, "--", py.path, script, "read", data, "4")
 	cmd.Env = os.Environ()

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 )
 
@@ -60,7 +61,7 @@ func diskReadBytes(t *testing.T, ps *os.ProcessState) int64 {
 func TestEvictStatusPrefetchCommands(t *testing.T) {
 	testenv.RequireRoot(t)
 	t.Setenv("SUDO_UID", "")
-	dir := diskDir(t)
+	dir := e2eutil.DiskDir(t)
 	model := filepath.Join(dir, "model.bin")
 	writeModel(t, model, 128*mib)
 	triton := filepath.Join(dir, "triton")
@@ -188,23 +189,12 @@ func readHalf(t *testing.T, path string) {
 	}
 }
 
-// openToAll makes dir and the directories above it, up to the temporary
-// directory, searchable by every user.
-func openToAll(t *testing.T, dir string) {
-	t.Helper()
-	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // As nobody on a root-owned file, status says "unknown", not 100% (what
 // mincore would claim).
 func TestStatusUnknownAsNobody(t *testing.T) {
 	testenv.RequireRoot(t)
-	dir := diskDir(t)
-	openToAll(t, dir)
+	dir := e2eutil.DiskDir(t)
+	e2eutil.OpenToAll(t, dir)
 	file := filepath.Join(dir, "root-owned.bin")
 	writeModel(t, file, 4*mib)
 	residency(t, "evict", file)
@@ -240,8 +230,8 @@ func TestStatusUnknownAsNobody(t *testing.T) {
 // one line each, the rest is done.
 func TestStatusBadInputAsSudoUser(t *testing.T) {
 	testenv.RequireRoot(t)
-	dir := diskDir(t)
-	openToAll(t, dir)
+	dir := e2eutil.DiskDir(t)
+	e2eutil.OpenToAll(t, dir)
 	t.Setenv("SUDO_UID", "65534")
 	t.Setenv("SUDO_GID", "65534")
 	own := filepath.Join(dir, "own.bin")
@@ -298,7 +288,7 @@ func TestPrefetchRefusesInSmallCgroup(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(memRoot, "memory.limit_in_bytes")); err != nil {
 		t.Skipf("no cgroup v1 memory controller at %s: %v", memRoot, err)
 	}
-	dir := diskDir(t)
+	dir := e2eutil.DiskDir(t)
 	model := filepath.Join(dir, "model.bin")
 	writeModel(t, model, 128*mib)
 	residency(t, "evict", model)
@@ -409,7 +399,7 @@ func TestResidencyUsage(t *testing.T) {
 func TestStatusFromTracedRun(t *testing.T) {
 	requireTracing(t)
 	t.Setenv("SUDO_UID", "")
-	dir := diskDir(t)
+	dir := e2eutil.DiskDir(t)
 	model := filepath.Join(dir, "model.bin")
 	writeModel(t, model, 64*mib)
 	residency(t, "evict", model)
@@ -452,7 +442,7 @@ func TestStatusFromTracedRun(t *testing.T) {
 func TestEvictNamesMappers(t *testing.T) {
 	testenv.RequireRoot(t)
 	t.Setenv("SUDO_UID", "")
-	path := filepath.Join(diskDir(t), "mapped.bin")
+	path := filepath.Join(e2eutil.DiskDir(t), "mapped.bin")
 	writeModel(t, path, 4*mib)
 	fh, err := os.Open(path)
 	if err != nil {

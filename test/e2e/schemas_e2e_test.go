@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/schematest"
 )
 
@@ -18,7 +19,7 @@ import (
 // prefetch --dry-run of the file read.
 func TestEveryDocumentMatchesItsSchema(t *testing.T) {
 	requireTracing(t)
-	dir := diskDir(t)
+	dir := e2eutil.DiskDir(t)
 	data := filepath.Join(dir, "data.bin")
 	if err := os.WriteFile(data, bytes.Repeat([]byte("coldtrace"), 1<<17), 0o644); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/attribution/invariants"
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/marks"
 	"github.com/coldtrace/coldtrace/internal/testuser"
 	"github.com/coldtrace/coldtrace/record"
@@ -88,8 +89,8 @@ func newPrivReader(t *testing.T) privReader {
 		t.Fatal(err)
 	}
 	unix.Sync()
-	evict(t, p.file)
-	evict(t, p.childFile)
+	e2eutil.Evict(t, p.file)
+	e2eutil.Evict(t, p.childFile)
 	return p
 }
 

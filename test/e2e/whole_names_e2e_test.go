@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -103,7 +104,7 @@ func checkNamesRecorded(t *testing.T, recPath string, paths []string) {
 func checkResident(t *testing.T, step string, paths []string, all bool) {
 	t.Helper()
 	for _, p := range paths {
-		n := residentPages(t, p)
+		n := e2eutil.ResidentPages(t, p)
 		if (all && n != namedFilePages) || (!all && n != 0) {
 			t.Errorf("after %s: %q has %d of %d pages cached", step, p, n, namedFilePages)
 		}
@@ -199,10 +200,10 @@ func checkSummaryNames(t *testing.T, sumPath string, paths []string) {
 func TestWholeNamesRoundTrip(t *testing.T) {
 	requireTracing(t)
 	t.Setenv("SUDO_UID", "")
-	dir := diskDir(t)
+	dir := e2eutil.DiskDir(t)
 	paths := namedPaths(t, dir)
 	for _, p := range paths {
-		evict(t, p)
+		e2eutil.Evict(t, p)
 	}
 	checkResident(t, "evicting", paths, false)
 	rec := filepath.Join(t.TempDir(), "names.ctrace")

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace"
@@ -185,7 +186,7 @@ func inoOf(t *testing.T, path string) uint64 {
 // Encode and Decode.
 func TestWholeNamesByteExact(t *testing.T) {
 	testenv.RequireTracing(t)
-	base := diskDir(t)
+	base := e2eutil.DiskDir(t)
 	cases := nameCases(base)
 	var paths []string
 	for _, c := range cases {
@@ -224,7 +225,7 @@ func TestPathOverPathMaxFlaggedCut(t *testing.T) {
 	if err != nil {
 		t.Skip("python3 not found: it reads the file by relative opens")
 	}
-	base := diskDir(t)
+	base := e2eutil.DiskDir(t)
 	rel := deepRel(42, 100, "over")
 	dirfd, err := unix.Open(base, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 	if err != nil {
@@ -273,17 +274,6 @@ func TestPathOverPathMaxFlaggedCut(t *testing.T) {
 	if f.PagesMissed-f.PagesReread != nameFilePages {
 		t.Errorf("pages missed %d (re-read %d), want %d", f.PagesMissed, f.PagesReread, nameFilePages)
 	}
-}
-
-// diskDir is a test directory whose files' pages can be evicted.
-func diskDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.TMPFS_MAGIC {
-		t.Skipf("%s is on tmpfs: its pages cannot be evicted; set TMPDIR to a disk-backed directory", dir)
-	}
-	return dir
 }
 
 // roundTrip is rec after Encode and Decode.
