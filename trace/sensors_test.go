@@ -53,19 +53,7 @@ func TestSensorTableSharedMapsMatchTheObjects(t *testing.T) {
 // Every sensor a run loads is a row of the table, and the session polls,
 // finishes and checkpoints them in the table's order.
 func TestSessionOrdersSensorsByTheTable(t *testing.T) {
-	requireTracing(t)
-	self, err := actor.Self()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := start(ctx, Options{Command: []string{"true"}, NoGPU: true, Actor: self}.withDefaults())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	defer s.abortGated()
+	s := startTrue(t, Options{NoGPU: true})
 	table := Sensors()
 	var names []string
 	last := -1
@@ -127,19 +115,7 @@ func TestLoaderMakesTheTableRowsTheOptionsLeaveOn(t *testing.T) {
 			t.Errorf("%s: no maker", row.Name)
 		}
 	}
-	requireTracing(t)
-	self, err := actor.Self()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := start(ctx, Options{Command: []string{"true"}, NoGPU: true, NoJIT: true, NoNetwork: true, NoStacks: true, Actor: self}.withDefaults())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	defer s.abortGated()
+	s := startTrue(t, Options{NoGPU: true, NoJIT: true, NoNetwork: true, NoStacks: true})
 	var names []string
 	for _, sn := range s.sensors {
 		row := slices.IndexFunc(Sensors(), func(r SensorSpec) bool { return r.is(sn) })
@@ -149,4 +125,27 @@ func TestLoaderMakesTheTableRowsTheOptionsLeaveOn(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("with the JIT, network, stacks and GPU off the session loaded %v, want %v", names, want)
 	}
+}
+
+// startTrue loads a session's sensors for `true` with opts, released
+// when the test ends (the command is never started).
+func startTrue(t *testing.T, opts Options) *session {
+	t.Helper()
+	requireTracing(t)
+	self, err := actor.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	opts.Command, opts.Actor = []string{"true"}, self
+	s, err := start(ctx, opts.withDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.abortGated()
+		s.close()
+	})
+	return s
 }

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace"
@@ -61,30 +61,6 @@ func diskFile(t *testing.T) string {
 	return path
 }
 
-// resident counts the pages of path in the page cache (mincore).
-func resident(t *testing.T, path string) int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := unix.Mmap(int(f.Fd()), 0, fileBytes, unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	vec := make([]byte, filePages)
-	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-		t.Fatalf("mincore: %v", errno)
-	}
-	n := 0
-	for _, v := range vec {
-		n += int(v & 1)
-	}
-	return n
-}
-
 // makeCold evicts path (posix_fadvise DONTNEED) and checks that it went.
 func makeCold(t *testing.T, path string) {
 	t.Helper()
@@ -97,12 +73,12 @@ func makeCold(t *testing.T, path string) {
 		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 			t.Fatalf("evict %s: %v", path, err)
 		}
-		if resident(t, path) == 0 {
+		if e2eutil.ResidentPages(t, path) == 0 {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("%d pages of %s stay cached after eviction", resident(t, path), path)
+	t.Fatalf("%d pages of %s stay cached after eviction", e2eutil.ResidentPages(t, path), path)
 }
 
 // makeWarm reads path until all of it is cached: DAMON may page out idle
@@ -113,11 +89,11 @@ func makeWarm(t *testing.T, path string) {
 		if _, err := os.ReadFile(path); err != nil {
 			t.Fatal(err)
 		}
-		if resident(t, path) == filePages {
+		if e2eutil.ResidentPages(t, path) == filePages {
 			return
 		}
 	}
-	t.Fatalf("%s does not stay in the page cache (%d of %d pages)", path, resident(t, path), filePages)
+	t.Fatalf("%s does not stay in the page cache (%d of %d pages)", path, e2eutil.ResidentPages(t, path), filePages)
 }
 
 func traceFile(t *testing.T, path string, command []string) record.File {
