@@ -37,12 +37,7 @@ const (
 // diskFile writes the test file where its pages can be evicted.
 func diskFile(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.TMPFS_MAGIC {
-		t.Skipf("%s is on tmpfs: its pages cannot be evicted; set TMPDIR to a disk-backed directory", dir)
-	}
-	path := filepath.Join(dir, "data.bin")
+	path := filepath.Join(e2eutil.DiskDir(t), "data.bin")
 	data := make([]byte, fileBytes)
 	for i := range data {
 		data[i] = byte(i*7 + i>>9)
