@@ -7,9 +7,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/internal/schematest"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 // recordDoc is the record file's JSON (gzip-compressed on disk).

@@ -8,8 +8,8 @@ import (
 
 	"github.com/coldtrace/coldtrace/attribution/compare"
 	"github.com/coldtrace/coldtrace/attribution/invariants"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 	"github.com/coldtrace/coldtrace/report/diff"
 	"github.com/coldtrace/coldtrace/report/words"
 )

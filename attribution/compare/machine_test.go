@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/attribution"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 func machineKinds(cs []MachineChange) map[string]MachineChange {

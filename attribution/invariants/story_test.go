@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/attribution/invariants"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 func storyViolations(r *record.Record) []string {

@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/internal/timelinecheck"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 	"github.com/coldtrace/coldtrace/report/summary"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/internal/e2eutil"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 // writeLabelled writes fixture name with labels to dir, for merge.

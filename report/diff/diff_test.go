@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/attribution/compare"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 	"github.com/coldtrace/coldtrace/report/words"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/attribution/compare"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/internal/schematest"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 // diffDoc is `coldtrace diff --json`.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/attribution/merge"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 func job(t *testing.T) *merge.Job {

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/attribution/merge"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/internal/schematest"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 // mergeDoc is `coldtrace merge --json`.

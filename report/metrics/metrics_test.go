@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/coldtrace/coldtrace/attribution"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 func TestParseLabels(t *testing.T) {

@@ -16,8 +16,8 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/coldtrace/coldtrace/attribution"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 	"github.com/coldtrace/coldtrace/report/format"
 )
 

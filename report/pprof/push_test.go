@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 // received is what a stand-in server saw of one push.

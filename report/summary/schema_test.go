@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/internal/schematest"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 // summaryDoc is `run --json`, `attach --json` and `report --json`.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 // The persist table escapes the record's strings, the roots included,

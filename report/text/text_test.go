@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 func TestTextShowsLedgerGPUAndFiles(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/internal/schematest"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 // timelineDoc is the Chrome trace-event file of --timeline and

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/attribution"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/internal/timelinecheck"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 // parsedEvent is a timeline read back with times in nanoseconds.

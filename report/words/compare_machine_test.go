@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/attribution/compare"
-	"github.com/coldtrace/coldtrace/internal/fixtures"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 )
 
 func TestComparisonSaysTheMachine(t *testing.T) {

@@ -21,10 +21,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/coldtrace/coldtrace/internal/fixtures"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/internal/testuser"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/record/fixtures"
 	"github.com/coldtrace/coldtrace/report/status"
 )
 
