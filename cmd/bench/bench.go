@@ -31,6 +31,20 @@ type results struct {
 	// Collateral is what untraced processes pay while coldtrace runs.
 	Collateral *collateralResult `json:"collateral,omitempty"`
 	Misses     []string          `json:"misses"`
+	// Verdict is the one-line answer: every budget met, or how many were
+	// missed and which.
+	Verdict string `json:"verdict"`
+}
+
+// verdict is the results' one-line answer.
+func (res *results) verdict() string {
+	switch {
+	case res.Smoke:
+		return "smoke run, budgets not checked"
+	case len(res.Misses) == 0:
+		return fmt.Sprintf("every budget met (%d workloads)", len(res.Workloads))
+	}
+	return fmt.Sprintf("%d budget(s) missed: %s", len(res.Misses), strings.Join(res.Misses, "; "))
 }
 
 // overheadSchema names the results document of the overhead harness
@@ -112,6 +126,7 @@ func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 		}
 		res.Misses = append(res.Misses, res.Collateral.Misses...)
 	}
+	res.Verdict = res.verdict()
 	if len(res.Workloads) > 0 {
 		printTable(stdout, res, time.Since(begin))
 	}

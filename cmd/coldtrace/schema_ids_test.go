@@ -14,6 +14,10 @@ import (
 // names itself with an id no other document uses (the timeline, whose id
 // sits in its otherData, included), so a reader can tell them apart by
 // the id alone.
+//
+// Each also says its one-line answer under verdict, but for the record
+// (the data every other document answers from) and the timeline (Chrome's
+// trace-event format, read by Perfetto).
 func TestEverySchemaIDIsDistinct(t *testing.T) {
 	files, err := filepath.Glob("../../docs/schemas/*.schema.json")
 	if err != nil || len(files) < 10 {
@@ -26,7 +30,12 @@ func TestEverySchemaIDIsDistinct(t *testing.T) {
 			t.Fatal(err)
 		}
 		var s struct {
-			Title string `json:"title"`
+			Title      string                     `json:"title"`
+			Ref        string                     `json:"$ref"`
+			Properties map[string]json.RawMessage `json:"properties"`
+			Defs       map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"$defs"`
 		}
 		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatalf("%s: %v", f, err)
@@ -39,9 +48,19 @@ func TestEverySchemaIDIsDistinct(t *testing.T) {
 			t.Errorf("%s: title %q is not a schema id", name, s.Title)
 			continue
 		}
+		props := s.Properties
+		if def, ok := s.Defs[strings.TrimPrefix(s.Ref, "#/$defs/")]; ok && s.Ref != "" {
+			props = def.Properties
+		}
+		if _, ok := props["verdict"]; !ok && !noVerdict[name] {
+			t.Errorf("%s has no verdict: every document says its one-line answer under verdict", name)
+		}
 		if other, dup := seen[s.Title]; dup {
 			t.Errorf("%s and %s both claim %s", other, name, s.Title)
 		}
 		seen[s.Title] = name
 	}
 }
+
+// noVerdict are the documents without a one-line answer of their own.
+var noVerdict = map[string]bool{"record": true, "timeline": true}

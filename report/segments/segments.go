@@ -46,15 +46,35 @@ const Schema = "coldtrace.segments/v1"
 
 // document is the JSON of `report --segments --json`.
 type document struct {
-	Schema   string `json:"schema"`
+	Schema string `json:"schema"`
+	// Verdict is the one-line answer: how many segments, and the longest
+	// one's wall time and top cause.
+	Verdict  string `json:"verdict"`
 	Segments []JSON `json:"segments"`
 }
 
-// WriteJSON writes {"schema": Schema, "segments": [...]}.
+// WriteJSON writes {"schema": Schema, "verdict": …, "segments": [...]}.
 func WriteJSON(w io.Writer, segs []attribution.SegmentResult) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(document{Schema: Schema, Segments: ToJSON(segs)})
+	return enc.Encode(document{Schema: Schema, Verdict: Verdict(segs), Segments: ToJSON(segs)})
+}
+
+// Verdict says how many segments there are and which took longest, with
+// its top cause: "3 segments; the longest, 2 \"request 1\", took 2.1s:
+// disk reads: model.bin".
+func Verdict(segs []attribution.SegmentResult) string {
+	if len(segs) == 0 {
+		return "no segments"
+	}
+	longest := segs[0]
+	for _, s := range segs[1:] {
+		if s.EndNS-s.StartNS > longest.EndNS-longest.StartNS {
+			longest = s
+		}
+	}
+	return fmt.Sprintf("%s; the longest, %d %q, took %s: %s", format.Counted(uint64(len(segs)), "segment", "segments"),
+		longest.Index, format.Escape(longest.Label), format.Duration(longest.EndNS-longest.StartNS), TopCause(longest.Result))
 }
 
 // Attached says how an attached record began, or "" for a run.

@@ -12,16 +12,13 @@ import (
 // WriteEvictText says what `coldtrace evict` dropped, and why pages stayed.
 func WriteEvictText(w io.Writer, done []residency.Evicted) error {
 	var b strings.Builder
-	var dropped, size int64
-	var unknown int
+	unknown := 0
 	for _, e := range done {
-		dropped += e.DroppedBytes
-		size += e.Size
 		if !e.Known {
 			unknown++
 		}
 	}
-	fmt.Fprintf(&b, "coldtrace evict: %s (%s), %s dropped from the page cache\n", counted(int64(len(done)), "file", "files"), format.Bytes(uint64(size)), format.Bytes(uint64(dropped)))
+	fmt.Fprintf(&b, "coldtrace evict: %s\n", evictVerdict(done))
 	if unknown > 0 {
 		fmt.Fprintf(&b, "  %s asked to go, but this user may not see how much went\n", counted(int64(unknown), "file", "files"))
 	}
@@ -37,6 +34,17 @@ func WriteEvictText(w io.Writer, done []residency.Evicted) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// evictVerdict is evict's one-line answer: "1 file (128.0 MiB), 128.0 MiB
+// dropped from the page cache".
+func evictVerdict(done []residency.Evicted) string {
+	var dropped, size int64
+	for _, e := range done {
+		dropped += e.DroppedBytes
+		size += e.Size
+	}
+	return fmt.Sprintf("%s (%s), %s dropped from the page cache", counted(int64(len(done)), "file", "files"), format.Bytes(uint64(size)), format.Bytes(uint64(dropped)))
 }
 
 // keptWhy says why pages stayed: dirty, under writeback, or mapped.
@@ -67,11 +75,13 @@ const EvictSchema = "coldtrace.evict/v1"
 
 // EvictDocument is `coldtrace evict --json`.
 type EvictDocument struct {
-	Schema string              `json:"schema"`
-	Files  []residency.Evicted `json:"files"`
+	Schema string `json:"schema"`
+	// Verdict is the one-line answer, the text's first line.
+	Verdict string              `json:"verdict"`
+	Files   []residency.Evicted `json:"files"`
 }
 
 // NewEvictDocument is what was evicted as the --json document.
 func NewEvictDocument(done []residency.Evicted) EvictDocument {
-	return EvictDocument{Schema: EvictSchema, Files: done}
+	return EvictDocument{Schema: EvictSchema, Verdict: evictVerdict(done), Files: done}
 }

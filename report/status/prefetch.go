@@ -12,7 +12,8 @@ import (
 
 // NewPrefetchDocument is what prefetch read, as the --json document.
 func NewPrefetchDocument(plan residency.Plan, res residency.Result) PrefetchDocument {
-	out := PrefetchDocument{Schema: PrefetchSchema, ReadBytes: res.ReadBytes, TotalBytes: plan.TotalBytes, ElapsedNS: int64(res.Elapsed)}
+	out := PrefetchDocument{Schema: PrefetchSchema, Verdict: prefetchVerdict(plan, res), ReadBytes: res.ReadBytes, TotalBytes: plan.TotalBytes,
+		ElapsedNS: int64(res.Elapsed)}
 	for _, f := range res.Files {
 		e := PrefetchedFile{Path: f.Path, ReadBytes: f.ReadBytes}
 		if f.Err != nil {
@@ -25,10 +26,23 @@ func NewPrefetchDocument(plan residency.Plan, res residency.Result) PrefetchDocu
 
 // WritePrefetchText says what prefetch read.
 func WritePrefetchText(w io.Writer, plan residency.Plan, res residency.Result) error {
-	_, err := fmt.Fprintf(w, "coldtrace prefetch: read %s of %s (%s; the rest was cached) in %s, %.0f MB/s\n",
+	_, err := fmt.Fprintf(w, "coldtrace prefetch: %s\n", prefetchVerdict(plan, res))
+	return err
+}
+
+// prefetchVerdict is prefetch's one-line answer: "read 64.0 MiB of 1 file
+// (128.0 MiB; the rest was cached) in 0.4s, 160 MB/s".
+func prefetchVerdict(plan residency.Plan, res residency.Result) string {
+	return fmt.Sprintf("read %s of %s (%s; the rest was cached) in %s, %.0f MB/s",
 		format.Bytes(uint64(res.ReadBytes)), counted(int64(len(plan.Files)), "file", "files"), format.Bytes(uint64(plan.TotalBytes)),
 		format.Duration(int64(res.Elapsed)), float64(res.ReadBytes)/max(res.Elapsed.Seconds(), 1e-9)/1e6)
-	return err
+}
+
+// planVerdict is --dry-run's one-line answer: "would read 64.0 MiB of 1
+// file (128.0 MiB)".
+func planVerdict(plan residency.Plan) string {
+	return fmt.Sprintf("would read %s of %s (%s)", format.Bytes(uint64(plan.MissingBytes)),
+		counted(int64(len(plan.Files)), "file", "files"), format.Bytes(uint64(plan.TotalBytes)))
 }
 
 // The schema ids of prefetch's two documents: what was read, and with
@@ -62,7 +76,8 @@ func prefetchETA(plan residency.Plan, rate float64) int64 {
 // rate (bytes per second; 0 when not known), and whether it fits (fit
 // is the refusal, nil when it does).
 func NewPrefetchPlanDocument(plan residency.Plan, rate float64, fit error) PrefetchPlanDocument {
-	out := PrefetchPlanDocument{Schema: PrefetchPlanSchema, DryRun: true, Plan: plan, Fits: fit == nil, Rate: rate, ETANS: prefetchETA(plan, rate)}
+	out := PrefetchPlanDocument{Schema: PrefetchPlanSchema, Verdict: planVerdict(plan), DryRun: true, Plan: plan, Fits: fit == nil, Rate: rate,
+		ETANS: prefetchETA(plan, rate)}
 	if fit != nil {
 		out.Refusal = fit.Error()
 	}
@@ -74,8 +89,7 @@ func NewPrefetchPlanDocument(plan residency.Plan, rate float64, fit error) Prefe
 func WritePrefetchPlanText(w io.Writer, plan residency.Plan, rate float64, fit error) error {
 	etaNS := prefetchETA(plan, rate)
 	var b strings.Builder
-	fmt.Fprintf(&b, "coldtrace prefetch --dry-run: would read %s of %s (%s)\n", format.Bytes(uint64(plan.MissingBytes)),
-		counted(int64(len(plan.Files)), "file", "files"), format.Bytes(uint64(plan.TotalBytes)))
+	fmt.Fprintf(&b, "coldtrace prefetch --dry-run: %s\n", planVerdict(plan))
 	for _, f := range plan.Files {
 		switch {
 		case !f.Known:
@@ -100,7 +114,9 @@ func WritePrefetchPlanText(w io.Writer, plan residency.Plan, rate float64, fit e
 
 // PrefetchDocument is `coldtrace prefetch --json`: what was read.
 type PrefetchDocument struct {
-	Schema     string           `json:"schema"`
+	Schema string `json:"schema"`
+	// Verdict is the one-line answer, the text's.
+	Verdict    string           `json:"verdict"`
 	Files      []PrefetchedFile `json:"files"`
 	ReadBytes  int64            `json:"read_bytes"`
 	TotalBytes int64            `json:"total_bytes"`
@@ -117,7 +133,9 @@ type PrefetchedFile struct {
 // PrefetchPlanDocument is `coldtrace prefetch --dry-run --json`: what would be
 // read, and whether it fits.
 type PrefetchPlanDocument struct {
-	Schema  string         `json:"schema"`
+	Schema string `json:"schema"`
+	// Verdict is the one-line answer, the text's first line.
+	Verdict string         `json:"verdict"`
 	DryRun  bool           `json:"dry_run"`
 	Plan    residency.Plan `json:"plan"`
 	Fits    bool           `json:"fits"`
