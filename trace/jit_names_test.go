@@ -107,8 +107,16 @@ func TestJitBytecodeKeysByteExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		key := strings.TrimPrefix(src, "/") + "/" + mod + suffix
+		// A second module's entry is a directory: its lookups and its
+		// write fail (EISDIR), which the path syscalls see.
+		if err := os.WriteFile(filepath.Join(src, "blocked.py"), []byte("Y = 2\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(prefix, strings.TrimPrefix(src, "/"), "blocked"+suffix), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		cmd := []string{"env", "-u", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX=" + prefix, "PYTHONPATH=" + src,
-			py, "-c", "import " + mod}
+			py, "-c", "import " + mod + ", blocked"}
 		for _, warm := range []bool{false, true} {
 			rec, _ := jitRun(t, Options{Command: cmd, JITSyscalls: mode})
 			c := findCache(rec, "python", prefix)
@@ -133,8 +141,14 @@ func TestJitBytecodeKeysByteExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			if b := findCache(back, "python", prefix); b == nil || !slices.Equal(b.MissedKeys, c.MissedKeys) ||
-				!slices.Equal(b.WrittenKeys, c.WrittenKeys) || !slices.Equal(b.HitKeys, c.HitKeys) {
+				!slices.Equal(b.WrittenKeys, c.WrittenKeys) || !slices.Equal(b.HitKeys, c.HitKeys) ||
+				!slices.EqualFunc(b.Failures, c.Failures, func(x, y record.CacheFailure) bool { return x.Path == y.Path }) {
 				t.Errorf("%s warm %v: the record's file does not give the cache back: %+v", mode, warm, b)
+			}
+			if mode == JITSyscallsAlways && !slices.ContainsFunc(c.Failures, func(f record.CacheFailure) bool {
+				return strings.Contains(f.Path, "/"+dirName+"/blocked"+suffix)
+			}) {
+				t.Errorf("%s warm %v: no failure under the blocked entry's whole name: %+v", mode, warm, c.Failures)
 			}
 		}
 	}
