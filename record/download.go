@@ -193,9 +193,9 @@ type DownloadFile struct {
 	// from Path (a temporary name).
 	WrittenPath string `json:"written_path,omitempty"`
 	// BytesWritten counts the pages the writes added to the page cache,
-	// in bytes; on tmpfs (no page-cache insertions to see), the bytes
-	// write(2) and pwrite64(2) were asked to write once the download had
-	// received its first MiB.
+	// in bytes; on tmpfs (no page-cache insertions to see), the growth
+	// of the pages it holds, polled while its writer downloads. Either
+	// way the file has its row in Record.Files.
 	BytesWritten uint64 `json:"bytes_written"`
 	// Gone is set when the file no longer existed at the end of the run
 	// (a temporary file deleted before exit).

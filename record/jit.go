@@ -95,6 +95,9 @@ type Cache struct {
 	// MissedKeys, WrittenKeys and StaleKeys name those entries (paths
 	// below Root), sorted, at most 2,000 each (KeysCapped: more were
 	// left out), so that a diff can tell a changed key from a moved root.
+	// Keys hold exact bytes, which need not be UTF-8: JSON carries every
+	// key's base64 in missed_keys_b64 (written_keys_b64, stale_keys_b64,
+	// hit_keys_b64) then, when any one is not (Cache.MarshalJSON).
 	MissedKeys  []string `json:"missed_keys,omitempty"`
 	WrittenKeys []string `json:"written_keys,omitempty"`
 	StaleKeys   []string `json:"stale_keys,omitempty"`
@@ -137,7 +140,8 @@ type CacheFailure struct {
 	Errno string `json:"errno"`
 	Count uint64 `json:"count"`
 	// Path is the first failed call's path (a rename's new name), and
-	// FirstNS when it failed.
+	// FirstNS when it failed. Its exact bytes, which need not be UTF-8,
+	// are in path_b64 then (CacheFailure.MarshalJSON).
 	Path    string `json:"path"`
 	FirstNS int64  `json:"first_ns"`
 	// PIDs are the processes whose calls failed (at most 64), sorted.
@@ -147,6 +151,7 @@ type CacheFailure struct {
 // OtherRoot is a location of a cache the run did not use, and what it
 // holds.
 type OtherRoot struct {
+	// Path holds exact bytes: path_b64 when not UTF-8, as a file's.
 	Path      string `json:"path"`
 	Files     int64  `json:"files"`
 	SizeBytes int64  `json:"size_bytes"`
@@ -177,7 +182,8 @@ type JITWindow struct {
 // JITUprobe is one probed compile entry point. Name is "LIB:SYMBOL" with
 // LIB as the user gave it (or the library's base name for the built-in
 // probes); Path is the file the probe was attached to. TotalNS sums the
-// calls' entry→return times; CPUNS their threads' on-CPU time.
+// calls' entry→return times; CPUNS their threads' on-CPU time. Path's
+// exact bytes, when not UTF-8, are in path_b64 (JITUprobe.MarshalJSON).
 type JITUprobe struct {
 	Name    string `json:"name"`
 	Path    string `json:"path,omitempty"`

@@ -24,6 +24,9 @@ type byteExactNames interface{ byteExactNames() }
 
 func (File) byteExactNames()         {}
 func (Cache) byteExactNames()        {}
+func (CacheFailure) byteExactNames() {}
+func (OtherRoot) byteExactNames()    {}
+func (JITUprobe) byteExactNames()    {}
 func (Download) byteExactNames()     {}
 func (DownloadFile) byteExactNames() {}
 func (Process) byteExactNames()      {}
@@ -102,21 +105,32 @@ func nameFromJSON(text, b64 string) (string, error) {
 type cacheFields Cache
 
 // cacheJSON is Cache as JSON holds it: its root byte-exact, as File's
-// names ("root_b64" beside "root" when the root is not UTF-8).
+// names ("root_b64" beside "root" when the root is not UTF-8), and its
+// entry keys as argv ("missed_keys_b64" beside "missed_keys", and so on:
+// every key's base64, in order, when any one key is not UTF-8). Its
+// failures' paths and other roots' paths carry "path_b64" as a file's.
 type cacheJSON struct {
 	cacheFields
-	RootB64 string `json:"root_b64,omitempty"`
+	RootB64        string   `json:"root_b64,omitempty"`
+	MissedKeysB64  []string `json:"missed_keys_b64,omitempty"`
+	WrittenKeysB64 []string `json:"written_keys_b64,omitempty"`
+	StaleKeysB64   []string `json:"stale_keys_b64,omitempty"`
+	HitKeysB64     []string `json:"hit_keys_b64,omitempty"`
 }
 
-// MarshalJSON writes c with its root byte-exact (see cacheJSON).
+// MarshalJSON writes c with its root and keys byte-exact (see cacheJSON).
 func (c Cache) MarshalJSON() ([]byte, error) {
 	w := cacheJSON{cacheFields: cacheFields(c)}
 	w.Root, w.RootB64 = nameJSON(c.Root)
+	w.MissedKeys, w.MissedKeysB64 = argsJSON(c.MissedKeys)
+	w.WrittenKeys, w.WrittenKeysB64 = argsJSON(c.WrittenKeys)
+	w.StaleKeys, w.StaleKeysB64 = argsJSON(c.StaleKeys)
+	w.HitKeys, w.HitKeysB64 = argsJSON(c.HitKeys)
 	return json.Marshal(&w)
 }
 
 // UnmarshalJSON reads a Cache written by MarshalJSON, or by a version
-// that wrote "root" alone.
+// that wrote "root" and the keys as text alone.
 func (c *Cache) UnmarshalJSON(b []byte) error {
 	var w cacheJSON
 	if err := json.Unmarshal(b, &w); err != nil {
@@ -126,7 +140,111 @@ func (c *Cache) UnmarshalJSON(b []byte) error {
 	if w.Root, err = nameFromJSON(w.Root, w.RootB64); err != nil {
 		return fmt.Errorf("cache %s: root_b64: %w", w.Name, err)
 	}
+	for _, k := range []struct {
+		name string
+		text *[]string
+		b64  []string
+	}{
+		{"missed_keys_b64", &w.MissedKeys, w.MissedKeysB64},
+		{"written_keys_b64", &w.WrittenKeys, w.WrittenKeysB64},
+		{"stale_keys_b64", &w.StaleKeys, w.StaleKeysB64},
+		{"hit_keys_b64", &w.HitKeys, w.HitKeysB64},
+	} {
+		if *k.text, err = argsFromJSON(*k.text, k.b64); err != nil {
+			return fmt.Errorf("cache %s: %s: %w", w.Name, k.name, err)
+		}
+	}
 	*c = Cache(w.cacheFields)
+	return nil
+}
+
+// cacheFailureFields is CacheFailure without its methods.
+type cacheFailureFields CacheFailure
+
+type cacheFailureJSON struct {
+	cacheFailureFields
+	PathB64 string `json:"path_b64,omitempty"`
+}
+
+// MarshalJSON writes f with its path byte-exact.
+func (f CacheFailure) MarshalJSON() ([]byte, error) {
+	w := cacheFailureJSON{cacheFailureFields: cacheFailureFields(f)}
+	w.Path, w.PathB64 = nameJSON(f.Path)
+	return json.Marshal(&w)
+}
+
+// UnmarshalJSON reads a CacheFailure written by MarshalJSON or by a
+// version that wrote "path" alone.
+func (f *CacheFailure) UnmarshalJSON(b []byte) error {
+	var w cacheFailureJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var err error
+	if w.Path, err = nameFromJSON(w.Path, w.PathB64); err != nil {
+		return fmt.Errorf("cache failure %s %s: path_b64: %w", w.Op, w.Errno, err)
+	}
+	*f = CacheFailure(w.cacheFailureFields)
+	return nil
+}
+
+// otherRootFields is OtherRoot without its methods.
+type otherRootFields OtherRoot
+
+type otherRootJSON struct {
+	otherRootFields
+	PathB64 string `json:"path_b64,omitempty"`
+}
+
+// MarshalJSON writes o with its path byte-exact.
+func (o OtherRoot) MarshalJSON() ([]byte, error) {
+	w := otherRootJSON{otherRootFields: otherRootFields(o)}
+	w.Path, w.PathB64 = nameJSON(o.Path)
+	return json.Marshal(&w)
+}
+
+// UnmarshalJSON reads an OtherRoot written by MarshalJSON or by a
+// version that wrote "path" alone.
+func (o *OtherRoot) UnmarshalJSON(b []byte) error {
+	var w otherRootJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var err error
+	if w.Path, err = nameFromJSON(w.Path, w.PathB64); err != nil {
+		return fmt.Errorf("other cache root: path_b64: %w", err)
+	}
+	*o = OtherRoot(w.otherRootFields)
+	return nil
+}
+
+// jitUprobeFields is JITUprobe without its methods.
+type jitUprobeFields JITUprobe
+
+type jitUprobeJSON struct {
+	jitUprobeFields
+	PathB64 string `json:"path_b64,omitempty"`
+}
+
+// MarshalJSON writes u with the path of the file it probed byte-exact.
+func (u JITUprobe) MarshalJSON() ([]byte, error) {
+	w := jitUprobeJSON{jitUprobeFields: jitUprobeFields(u)}
+	w.Path, w.PathB64 = nameJSON(u.Path)
+	return json.Marshal(&w)
+}
+
+// UnmarshalJSON reads a JITUprobe written by MarshalJSON or by a version
+// that wrote "path" alone.
+func (u *JITUprobe) UnmarshalJSON(b []byte) error {
+	var w jitUprobeJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var err error
+	if w.Path, err = nameFromJSON(w.Path, w.PathB64); err != nil {
+		return fmt.Errorf("uprobe %s: path_b64: %w", w.Name, err)
+	}
+	*u = JITUprobe(w.jitUprobeFields)
 	return nil
 }
 

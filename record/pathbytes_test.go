@@ -185,3 +185,75 @@ func TestCommandRoundTripsByteExact(t *testing.T) {
 		}
 	}
 }
+
+// TestJITNamesRoundTripByteExact: a cache's entry keys, its failures'
+// paths, its other roots and a probed library's path keep bytes that are
+// not UTF-8, and 255-byte names, through Encode and Decode; a cache whose
+// names are all UTF-8 adds no _b64 key.
+func TestJITNamesRoundTripByteExact(t *testing.T) {
+	long := strings.Repeat("k", 250) + "\xff.pyc"
+	bad := "src\xfe/mod.cpython-311.pyc"
+	r := sample()
+	r.JIT = &JIT{
+		Caches: []Cache{{Name: "python", Root: "/c/py\xff", MissedKeys: []string{bad, "ok.pyc", long}, WrittenKeys: []string{long},
+			StaleKeys: []string{"a\xc3"}, HitKeys: []string{"plain", "\x80"},
+			Failures:   []CacheFailure{{Op: "rename", Errno: "EISDIR", Count: 1, Path: "/c/py\xff/" + long, PIDs: []int32{4}}},
+			OtherRoots: []OtherRoot{{Path: "/home/\xe9/.cache/python", Files: 1}}},
+			{Name: "triton", Root: "/c/t", MissedKeys: []string{"k1"}, HitKeys: []string{"k2"}}},
+		Uprobes: []JITUprobe{{Name: "libx.so:f", Path: "/lib/\xffx.so"}},
+	}
+	var buf bytes.Buffer
+	if err := Encode(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.JIT == nil || len(got.JIT.Caches) != 2 || len(got.JIT.Uprobes) != 1 {
+		t.Fatalf("JIT back: %+v", got.JIT)
+	}
+	c, want := got.JIT.Caches[0], r.JIT.Caches[0]
+	for _, k := range []struct {
+		name      string
+		got, want []string
+	}{
+		{"missed", c.MissedKeys, want.MissedKeys}, {"written", c.WrittenKeys, want.WrittenKeys},
+		{"stale", c.StaleKeys, want.StaleKeys}, {"hit", c.HitKeys, want.HitKeys},
+	} {
+		if !slices.Equal(k.got, k.want) {
+			t.Errorf("%s keys %q, want %q", k.name, k.got, k.want)
+		}
+	}
+	if len(c.Failures) != 1 || c.Failures[0].Path != want.Failures[0].Path || c.Failures[0].Errno != "EISDIR" {
+		t.Errorf("failures %+v", c.Failures)
+	}
+	if len(c.OtherRoots) != 1 || c.OtherRoots[0].Path != want.OtherRoots[0].Path || c.OtherRoots[0].Files != 1 {
+		t.Errorf("other roots %+v", c.OtherRoots)
+	}
+	if u := got.JIT.Uprobes[0]; u.Path != "/lib/\xffx.so" || u.Name != "libx.so:f" {
+		t.Errorf("uprobe %+v", u)
+	}
+	if k := got.JIT.Caches[1]; !slices.Equal(k.MissedKeys, []string{"k1"}) || !slices.Equal(k.HitKeys, []string{"k2"}) {
+		t.Errorf("UTF-8 cache back: %+v", k)
+	}
+	b, err := json.Marshal(r.JIT.Caches[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("_b64")) {
+		t.Errorf("all-UTF-8 cache: %s", b)
+	}
+	b, err = json.Marshal(r.JIT.Caches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"missed_keys_b64":[`, `"written_keys_b64":[`, `"stale_keys_b64":[`, `"hit_keys_b64":[`, `"path_b64":`} {
+		if !bytes.Contains(b, []byte(key)) {
+			t.Errorf("cache with names not UTF-8 lacks %s: %s", key, b)
+		}
+	}
+	if !utf8.Valid(b) {
+		t.Errorf("cache JSON is not UTF-8: %q", b)
+	}
+}

@@ -13,7 +13,9 @@ import (
 
 // RuleOneStory: the sections of one report tell one story. A download
 // names a cache the caches table lists, lies under its root, and is
-// "kept" exactly when that cache survives; a body no file was found for
+// "kept" exactly when that cache survives; the file it was written to
+// has its row in the files table under the same name (on tmpfs too,
+// where no page-cache event sees it); a body no file was found for
 // was not written whole into a surviving cache's file; each export line
 // brings its cache back to the root the table shows.
 const RuleOneStory = "sections-tell-one-story"
@@ -30,10 +32,15 @@ func (c *checker) story() {
 			}
 		}
 	}
+	rows := make(map[[2]uint64]*record.File, len(r.Files))
+	for i := range r.Files {
+		rows[[2]uint64{uint64(r.Files[i].Dev), r.Files[i].Ino}] = &r.Files[i]
+	}
 	for i, d := range r.Downloads {
 		subject := fmt.Sprintf("download %d (%s from %s)", i, d.Path, d.Peer)
 		c.downloadCache(subject, d, caches)
 		c.downloadBody(subject, d, caches)
+		c.downloadFileRow(subject, d, rows)
 	}
 	for _, p := range advice.PersistList(r) {
 		c.exportFindsRoot(p)
@@ -61,6 +68,31 @@ func (c *checker) downloadCache(subject string, d record.Download, caches map[st
 	if survives(k) != fate.Kept() {
 		c.add(RuleOneStory, subject, "the caches table says the %s cache is %q, but the download says %q", d.Cache, survivalWords(k.Survival), fate)
 	}
+}
+
+// downloadFileRow: a download written to a file (its destination is the
+// first of its files) has that file's row in files[], named as the
+// download names it (its final name, or the one it was written under).
+// A full file table (Lost.FileTable) excuses a missing row.
+func (c *checker) downloadFileRow(subject string, d record.Download, rows map[[2]uint64]*record.File) {
+	if d.Path == "" || len(d.Files) == 0 || (d.Destination != record.DestFile && d.Destination != record.DestExpanded) {
+		return
+	}
+	df := d.Files[0]
+	f, ok := rows[[2]uint64{uint64(df.Dev), df.Ino}]
+	if !ok {
+		if c.r.Lost.FileTable == 0 {
+			c.add(RuleOneStory, subject, "was written to %s, which the files table does not list",
+				record.File{Dev: df.Dev, Ino: df.Ino}.Name())
+		}
+		return
+	}
+	for _, name := range []string{d.Path, df.WrittenPath} {
+		if name != "" && (name == f.Path || name == f.FirstPath || name == f.HostPath) {
+			return
+		}
+	}
+	c.add(RuleOneStory, subject, "the files table names its file %s", f.Name())
 }
 
 // downloadBody: a download said to be fetched again (kept in memory, or

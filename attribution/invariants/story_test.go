@@ -38,6 +38,17 @@ func TestSectionsDisagreeingFail(t *testing.T) {
 			r.Files = append(r.Files, record.File{ID: len(r.Files), Path: d.Path, PagesCreated: d.Bytes / 4096})
 			d.Path, d.Name, d.Cache = "", "", ""
 		}, "is said to be fetched again (memory), but"},
+		{"download written to a file the files table lacks", func(r *record.Record) {
+			d := &r.Downloads[0]
+			d.Destination = record.DestFile
+			d.Files = []record.DownloadFile{{Dev: 44, Ino: 9, Path: d.Path, WrittenPath: d.Path + ".incomplete"}}
+		}, "was written to (dev 0:44 inode 9), which the files table does not list"},
+		{"download and files table naming its file apart", func(r *record.Record) {
+			d := &r.Downloads[0]
+			d.Destination = record.DestFile
+			d.Files = []record.DownloadFile{{Dev: 44, Ino: 9, Path: d.Path, WrittenPath: d.Path + ".incomplete"}}
+			r.Files = append(r.Files, record.File{ID: len(r.Files), Dev: 44, Ino: 9, Path: "/dev/shm/other", FS: "tmpfs"})
+		}, "the files table names its file /dev/shm/other"},
 		{"export line that moves the cache", func(r *record.Record) {
 			k := hub(r)
 			k.Name, k.Root, k.MovedBy, k.EntriesWritten = "torch_hub", "/w/home/nothub", "TORCH_HOME", 1
@@ -66,6 +77,25 @@ func TestSectionsDisagreeingFail(t *testing.T) {
 				t.Errorf("violations %v, want one saying %q", v, tc.msg)
 			}
 		})
+	}
+}
+
+// TestDownloadFileRowAgrees: a download's file listed in the files table
+// under its final or its first name tells one story.
+func TestDownloadFileRowAgrees(t *testing.T) {
+	for _, name := range []string{"final", "first"} {
+		r := fixtures.Record(t, "cold-ml")
+		d := &r.Downloads[0]
+		d.Destination = record.DestFile
+		d.Files = []record.DownloadFile{{Dev: 44, Ino: 9, Path: d.Path, WrittenPath: d.Path + ".incomplete"}}
+		row := record.File{ID: len(r.Files), Dev: 44, Ino: 9, Path: d.Path, PagesCreated: d.Bytes / 4096, FS: "tmpfs"}
+		if name == "first" {
+			row.Path = d.Path + ".incomplete"
+		}
+		r.Files = append(r.Files, row)
+		if v := storyViolations(r); len(v) != 0 {
+			t.Errorf("row under its %s name: %v", name, v)
+		}
 	}
 }
 

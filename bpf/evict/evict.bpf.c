@@ -241,11 +241,18 @@ int BPF_PROG(on_delete, struct folio *folio)
 	return 0;
 }
 
+/* Set at load time when on_other_insert runs only by tail call from
+ * bpf/pagecache's on_add_to_cache, through the slot it takes for threads
+ * the run does not track: that program has already looked the thread up,
+ * so the slot is the answer and the lookup here is dead code the verifier
+ * drops. Unset (attached on its own), the program asks itself. */
+const volatile __u32 chained_untracked = 0;
+
 SEC("tp_btf/mm_filemap_add_to_page_cache")
 int BPF_PROG(on_other_insert, struct folio *folio)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	if (task_state(task))
+	if (!chained_untracked && task_state(task))
 		return 0; /* the run's own: bpf/pagecache */
 	struct inode *inode = folio->mapping->host;
 	struct file_key key = {};

@@ -192,6 +192,7 @@ const (
 	EvictVarBtfAnchorEvictKind  = "_btf_anchor_evict_kind"
 	EvictVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	EvictVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
+	EvictVarChainedUntracked    = "chained_untracked"
 )
 
 // LoadEvict returns the embedded CollectionSpec for Evict.
@@ -267,6 +268,7 @@ type EvictVariableSpecs struct {
 	BtfAnchorEvictKind  *ebpf.VariableSpec `ebpf:"_btf_anchor_evict_kind"`
 	BtfAnchorLostKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
+	ChainedUntracked    *ebpf.VariableSpec `ebpf:"chained_untracked"`
 }
 
 // EvictObjects contains all objects after they have been loaded into the kernel.
@@ -323,6 +325,7 @@ type EvictVariables struct {
 	BtfAnchorEvictKind  *ebpf.Variable `ebpf:"_btf_anchor_evict_kind"`
 	BtfAnchorLostKind   *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
+	ChainedUntracked    *ebpf.Variable `ebpf:"chained_untracked"`
 }
 
 // EvictPrograms contains all programs after they have been loaded into the kernel.

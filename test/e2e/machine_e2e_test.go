@@ -408,6 +408,16 @@ func TestMachineSharedRead(t *testing.T) {
 		if !named {
 			errs = append(errs, fmt.Sprintf("file row does not name the other reader %d: %+v", pid, f.Inserters))
 		}
+		// The run's own insertions are the page cache's, never another
+		// reader's: only untracked threads reach the insertion program
+		// chained behind it, which does not ask again.
+		for _, in := range f.Inserters {
+			for _, p := range m.rec.Processes {
+				if in.PID == p.PID {
+					errs = append(errs, fmt.Sprintf("traced process %d (%s) named as another reader: %+v", p.PID, p.Comm, in))
+				}
+			}
+		}
 		noted := false
 		for _, n := range m.res.Notes {
 			noted = noted || n.Kind == attribution.NoteSharedRead && n.Inserter != nil && n.Inserter.PID == pid

@@ -483,6 +483,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 			d.Cache = cacheOf(d.Path, rec.JIT.Caches)
 		}
 	}
+	s.tmpfs.fileRows(rec, uint64(cmp.Or(rec.Host.PageSize, os.Getpagesize())))
 	rec.Silent = Silent(conns, Env{StartMono: s.startMono, Samples: rec.Samples, IntervalNS: rec.IntervalNS},
 		s.startMono+uint64(max(rec.WallNS, 0)))
 	if err := s.lost(rec); err != nil {

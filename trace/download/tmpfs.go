@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/record"
 )
 
 // A file on tmpfs fills no page cache the page-cache events see (shmem
@@ -29,6 +31,7 @@ const maxPolledFiles = 256
 type polledFile struct {
 	fd     int   // O_PATH: fstat works after a close or a rename
 	size   int64 // bytes allocated (st_blocks × 512)
+	length int64 // st_size when last read: the file's size for files[]
 	points []point
 	lastNS int64 // when it last grew (ns from the run's start)
 }
@@ -78,7 +81,7 @@ func (t *tmpfsSizes) watch(pid int32, nowNS int64, names map[FileKey]string) {
 		// What it held when first seen was written since the run began
 		// when the run created it, else it is where its growth counts
 		// from (a file the run appends to).
-		f := &polledFile{fd: fd, size: again.Blocks * 512, lastNS: nowNS}
+		f := &polledFile{fd: fd, size: again.Blocks * 512, length: again.Size, lastNS: nowNS}
 		if f.size > 0 && bornInRun(fd, nowNS) {
 			f.points = append(f.points, point{End: nowNS, Bytes: uint64(f.size)})
 		}
@@ -105,6 +108,7 @@ func (t *tmpfsSizes) poll(nowNS int64) {
 			t.release(f)
 			continue
 		}
+		f.length = st.Size
 		if size := st.Blocks * 512; size > f.size {
 			f.points = append(f.points, point{End: nowNS, Bytes: uint64(size - f.size)})
 			f.lastNS = nowNS
@@ -150,4 +154,32 @@ func bornInRun(fd int, nowNS int64) bool {
 	}
 	born := time.Unix(st.Btime.Sec, int64(st.Btime.Nsec))
 	return !born.Before(time.Now().Add(-time.Duration(nowNS)))
+}
+
+// fileRows gives every file a download wrote that only the polls
+// measured (on tmpfs, where the page-cache sensor sees no insertion) its
+// row in rec.Files, so that files[] holds each file downloads[] names:
+// the pages the run created in it (its growth, as a page-cache file's
+// PagesCreated), its size at its last poll, its final and first names as
+// the download's, and no read from disk, which tmpfs never does. A row's
+// ID is its index, as the page-cache sensor's are.
+func (t *tmpfsSizes) fileRows(rec *record.Record, pageSize uint64) {
+	have := make(map[FileKey]bool, len(rec.Files))
+	for _, f := range rec.Files {
+		have[FileKey{Dev: f.Dev, Ino: f.Ino}] = true
+	}
+	for _, d := range rec.Downloads {
+		for _, df := range d.Files {
+			k := FileKey{Dev: df.Dev, Ino: df.Ino}
+			pf, polled := t.files[k]
+			if !polled || have[k] || len(pf.points) == 0 || df.Path == "" {
+				continue
+			}
+			have[k] = true
+			created := sumPoints(pf.points)
+			rec.Files = append(rec.Files, record.File{ID: len(rec.Files), Dev: df.Dev, Ino: df.Ino,
+				Path: df.Path, FirstPath: df.WrittenPath, SizeBytes: pf.length,
+				PagesCreated: (created + pageSize - 1) / pageSize, FS: "tmpfs"})
+		}
+	}
 }

@@ -2,9 +2,12 @@ package download
 
 import (
 	"os"
+	"reflect"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/record"
 )
 
 // TestTmpfsSizesFollowWrites: a file on tmpfs this process has open is
@@ -76,5 +79,58 @@ func TestTmpfsSizesFollowWrites(t *testing.T) {
 	fresh.poll(2)
 	if got := fresh.written(); len(got) != 1 || len(got[0].Points) != 1 || got[0].Points[0] != (point{2, 1 << 12}) {
 		t.Errorf("a file older than the run: %+v, want its one page of growth", got)
+	}
+}
+
+// TestTmpfsDestinationGetsFileRow: a download's file that only the polls
+// measured gets its files[] row (its index as ID, the pages created, its
+// size, its final and first names byte for byte, nothing from disk); a
+// file the page-cache sensor already has a row for, or one never
+// polled, gets none.
+func TestTmpfsDestinationGetsFileRow(t *testing.T) {
+	var fs unix.Statfs_t
+	if unix.Statfs("/dev/shm", &fs) != nil || fs.Type != unix.TMPFS_MAGIC {
+		t.Skip("no tmpfs at /dev/shm")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "coldtrace-tmpfs-test-")
+	if err != nil {
+		t.Skipf("/dev/shm: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	written := dir + "/blob\xff.incomplete"
+	f, err := os.Create(written)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ts := newTmpfsSizes()
+	defer ts.close()
+	ts.watch(int32(os.Getpid()), 1, map[FileKey]string{})
+	if _, err := f.Write(make([]byte, 5<<12+10)); err != nil {
+		t.Fatal(err)
+	}
+	ts.poll(2)
+	w := ts.written()
+	if len(w) != 1 {
+		t.Fatalf("%d files polled, want 1", len(w))
+	}
+	k := w[0].Key
+	final := dir + "/blob\xff"
+	rec := &record.Record{
+		Files: []record.File{{ID: 0, Dev: 1, Ino: 2, Path: "/x", PagesCreated: 3}},
+		Downloads: []record.Download{{Path: final, Files: []record.DownloadFile{
+			{Dev: k.Dev, Ino: k.Ino, Path: final, WrittenPath: written, BytesWritten: 6 << 12},
+			{Dev: 1, Ino: 2, Path: "/x"},
+			{Dev: 9, Ino: 9, Path: "/never-polled"},
+		}}},
+	}
+	ts.fileRows(rec, 4096)
+	ts.fileRows(rec, 4096) // twice: still one row
+	if len(rec.Files) != 2 {
+		t.Fatalf("files %+v, want the page cache's row and one for the tmpfs file", rec.Files)
+	}
+	want := record.File{ID: 1, Dev: k.Dev, Ino: k.Ino, Path: final, FirstPath: written, SizeBytes: 5<<12 + 10, PagesCreated: 6, FS: "tmpfs"}
+	if got := rec.Files[1]; !reflect.DeepEqual(got, want) {
+		t.Errorf("row %+v, want %+v", got, want)
 	}
 }

@@ -31,7 +31,9 @@ type Options struct {
 	BTF *btf.Cache
 	// Chained leaves the insertion program (InsertProgram) unattached:
 	// the page-cache object runs it by tail call, so that
-	// mm_filemap_add_to_page_cache carries one program.
+	// mm_filemap_add_to_page_cache carries one program. The page
+	// cache's program takes the chain's untracked slot only for threads
+	// it found untracked, so the insertion program skips its own lookup.
 	Chained bool
 }
 
@@ -73,6 +75,11 @@ func New(opts Options) (*Sensor, error) {
 	spec, err := bpfevict.LoadEvict()
 	if err != nil {
 		return nil, fmt.Errorf("load eviction probes: %w", err)
+	}
+	if opts.Chained {
+		if err := spec.Variables[bpfevict.EvictVarChainedUntracked].Set(uint32(1)); err != nil {
+			return nil, fmt.Errorf("load eviction probes: chained insertion program: %w", err)
+		}
 	}
 	kernel := opts.BTF
 	// Not held past the load: the decoded kernel BTF is megabytes of heap
