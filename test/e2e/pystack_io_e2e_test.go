@@ -107,9 +107,9 @@ func checkReadStack(t *testing.T, python, script, how string, want []string) {
 	if sc == nil {
 		t.Fatalf("%s: no stack %q among the file's stacks:%s", how, want, describeStacks(got, f))
 	}
-	// Every fill's CPU is the stack's; of the I/O waits, those of a
-	// fault on a page its own earlier readahead still has in flight fall
-	// outside any fill (no stack): a good part of an mmap's.
+	// Every fill's CPU is the stack's; I/O waits outside a fill (pages
+	// another thread reads) are not (TestColdMappingWaitsCarryTheFaultingLine
+	// holds the mapping's to 90%).
 	total := f.IOWaitNS + f.MissCPUNS + f.FillWaitNS
 	if sc.NS*4 < total || sc.MissCPUNS*10 < f.MissCPUNS*9 {
 		t.Errorf("%s: the stack carries %d ns (fill CPU %d) of the file's %d ns (fill CPU %d):%s", how, sc.NS, sc.MissCPUNS,
@@ -479,5 +479,43 @@ func TestCheckpointCarriesFileStacks(t *testing.T) {
 	f := fileByPath(t, rec, data)
 	if sc := chainOf(rec, f, want); sc == nil || sc.NS <= 0 {
 		t.Errorf("the checkpoint's file has no stack %q:%s", want, describeStacks(rec, f))
+	}
+}
+
+// TestColdMappingWaitsCarryTheFaultingLine: a function at a known line
+// faulting an evicted 128 MiB mapping page by page carries at least 90%
+// of the file's fill CPU and waits. Fault-around maps only the pages
+// already read in; the fault that follows on a page its own readahead
+// still has in flight waits for it after the fill that inserted it has
+// closed, and that wait is the faulting line's too.
+func TestColdMappingWaitsCarryTheFaultingLine(t *testing.T) {
+	testenv.RequireTracing(t)
+	py := firstInterpreter(t)
+	script, err := filepath.Abs("../../testdata/pystack/reads.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := spawnLines(t, script)
+	want := []string{fmt.Sprintf("reads.py:%d map_weights", mk["map_weights"]), fmt.Sprintf("reads.py:%d <module>", mk["module_mmap"])}
+	data := evictableFile(t, 128<<20)
+	rec := filepath.Join(t.TempDir(), "rec.json")
+	r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--", py.path, script, "mmap", data)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	got := readRecord(t, rec)
+	f := fileByPath(t, got, data)
+	if f.BytesFromDisk < 64<<20 {
+		t.Fatalf("%s: %d bytes from disk of 128 MiB (evicted before the run?)", data, f.BytesFromDisk)
+	}
+	sc := chainOf(got, f, want)
+	if sc == nil {
+		t.Fatalf("no stack %q among the file's stacks:%s", want, describeStacks(got, f))
+	}
+	total := f.IOWaitNS + f.MissCPUNS + f.FillWaitNS
+	t.Logf("the faulting line carries %d of %d ns (I/O wait %d of %d)", sc.NS, total, sc.IOWaitNS, f.IOWaitNS)
+	if sc.NS*10 < total*9 {
+		t.Errorf("the faulting line carries %d ns of the file's %d ns (I/O wait %d of %d):%s", sc.NS, total,
+			sc.IOWaitNS, f.IOWaitNS, describeStacks(got, f))
 	}
 }
