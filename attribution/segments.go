@@ -307,9 +307,22 @@ func sliceSamples(r *record.Record, start, end int64) []record.Sample {
 		for _, fd := range s.Files {
 			ns.Files = append(ns.Files, record.FileDelta{File: fd.File, PagesAccessed: scaleU(fd.PagesAccessed, f),
 				PagesMissed: scaleU(fd.PagesMissed, f), PagesEvicted: scaleU(fd.PagesEvicted, f),
-				IOWaitNS: scale(fd.IOWaitNS, f), MissCPUNS: scale(fd.MissCPUNS, f), PagesCreated: scaleU(fd.PagesCreated, f)})
+				IOWaitNS: scale(fd.IOWaitNS, f), MissCPUNS: scale(fd.MissCPUNS, f), PagesCreated: scaleU(fd.PagesCreated, f),
+				Stacks: scaleStacks(fd.Stacks, f)})
 		}
 		out = append(out, ns)
+	}
+	return out
+}
+
+// scaleStacks is a file delta's stacks' share of an interval cut.
+func scaleStacks(st []record.SampleStack, f float64) []record.SampleStack {
+	if len(st) == 0 || f >= 1 {
+		return st
+	}
+	out := make([]record.SampleStack, len(st))
+	for i, s := range st {
+		out[i] = record.SampleStack{N: s.N, NS: scale(s.NS, f)}
 	}
 	return out
 }

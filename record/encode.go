@@ -111,6 +111,20 @@ func appendSample(b []byte, s *Sample) []byte {
 			b = appendInt(b, `,"fwait":`, f.FillWaitNS)
 			b = appendInt(b, `,"dwait":`, f.DirectWaitNS)
 			b = appendUint(b, `,"new":`, f.PagesCreated)
+			if len(f.Stacks) > 0 {
+				b = append(b, `,"stk":[`...)
+				for j, st := range f.Stacks {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					b = append(b, `{"n":`...)
+					b = strconv.AppendInt(b, int64(st.N), 10)
+					b = append(b, `,"ns":`...)
+					b = strconv.AppendInt(b, st.NS, 10)
+					b = append(b, '}')
+				}
+				b = append(b, ']')
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')

@@ -48,6 +48,9 @@ func randomSample(rng *rand.Rand) Sample {
 	for range rng.Intn(4) {
 		var fd FileDelta
 		fill(reflect.ValueOf(&fd).Elem())
+		for range rng.Intn(3) {
+			fd.Stacks = append(fd.Stacks, SampleStack{N: int(rng.Int31()), NS: val()})
+		}
 		s.Files = append(s.Files, fd)
 	}
 	return s

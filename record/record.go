@@ -5,6 +5,8 @@
 package record
 
 import (
+	"cmp"
+	"slices"
 	"time"
 )
 
@@ -72,8 +74,12 @@ type Record struct {
 	Processes []Process `json:"processes"`
 	// Stacks are the Python stacks the run's processes were started from
 	// (trace/pystack), interned: Process.Stack is 1 + an index here.
-	Stacks  []PyStack `json:"stacks,omitempty"`
-	Threads []Thread  `json:"threads"`
+	Stacks []PyStack `json:"stacks,omitempty"`
+	// SampleStacks names the stack numbers the samples' file deltas use
+	// (FileDelta.Stacks): number n is 1 + the index here, and its value
+	// is 1 + an index in Stacks, 0 for a stack never decoded.
+	SampleStacks []int    `json:"sample_stacks,omitempty"`
+	Threads      []Thread `json:"threads"`
 	// Samples are the timeline; Encode writes them last, one at a time.
 	Samples []Sample `json:"samples,omitempty"`
 	// SampleStream, when set, is more of the timeline, after Samples,
@@ -388,6 +394,41 @@ type FileDelta struct {
 	// cache in the interval: what a download's destination is matched
 	// by, poll by poll.
 	PagesCreated uint64 `json:"new,omitempty"`
+	// Stacks are the Python stacks the file's fill CPU and waits were
+	// charged to in the interval, most first, at most MaxSampleStacks.
+	Stacks []SampleStack `json:"stk,omitempty"`
+}
+
+// MaxSampleStacks bounds FileDelta.Stacks: a timeline slice names the
+// stack with the most time in it, and a few runners-up keep a sum of
+// intervals close to right.
+const MaxSampleStacks = 4
+
+// SampleStack is a stack's part of a file's time in one interval.
+type SampleStack struct {
+	// N is 1 + an index in Record.SampleStacks.
+	N  int   `json:"n"`
+	NS int64 `json:"ns"`
+}
+
+// SortSampleStacks orders a file's stacks in an interval, most time
+// first (then by number, so that equal ones keep one order).
+func SortSampleStacks(st []SampleStack) {
+	slices.SortFunc(st, func(x, y SampleStack) int {
+		if x.NS != y.NS {
+			return cmp.Compare(y.NS, x.NS)
+		}
+		return cmp.Compare(x.N, y.N)
+	})
+}
+
+// SampleStackAt is the Stacks index (1 + index, as StackAt takes) of
+// sample stack number n, 0 when unknown.
+func (r *Record) SampleStackAt(n int) int {
+	if r == nil || n <= 0 || n > len(r.SampleStacks) {
+		return 0
+	}
+	return r.SampleStacks[n-1]
 }
 
 // SelfCost is what coldtrace itself cost while tracing.

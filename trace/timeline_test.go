@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +34,8 @@ func sumDeltas(ss []record.Sample) deltaSums {
 		d.threads[td.TID] = td
 	}
 	for _, fd := range all.Files {
+		// Stacks keep the few with the most time, not exact sums.
+		fd.Stacks = nil
 		d.files[fd.File] = fd
 	}
 	return d
@@ -105,7 +108,7 @@ func TestTimelineCoarsened(t *testing.T) {
 		}
 	}
 	for id, w := range want.files {
-		if got.files[id] != w {
+		if !reflect.DeepEqual(got.files[id], w) {
 			t.Errorf("file %d: samples sum to %+v, polls to %+v", id, got.files[id], w)
 		}
 	}

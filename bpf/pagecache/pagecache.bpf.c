@@ -614,8 +614,15 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 			open_fill(t, start ? start : now, now);
 		}
 	}
+	/* A read or a fault consumes the pages it names. Fault-around
+	 * (map_pages) names its whole range yet maps only the pages already
+	 * read in: the fault that follows on a page of the range still under
+	 * I/O waits for the thread's own readahead, and must find it still
+	 * unconsumed so that its wait is the fill's (and its stack's).
+	 * Measured on a cold 256 MiB mapping: each such wait ~1 ms, 5-14% of
+	 * the file's wait went without a stack. */
 	if (same_file(&t->ra_file, &key) && hi >= t->ra_lo && lo <= t->ra_hi) {
-		if (hi + 1 > t->ra_lo)
+		if ((batched || start) && hi + 1 > t->ra_lo)
 			t->ra_lo = hi + 1;
 		__u64 now = bpf_ktime_get_ns();
 		open_fill(t, start ? start : now, now);

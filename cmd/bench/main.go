@@ -51,6 +51,10 @@
 //	pyimport     every importable non-test module of the standard
 //	             library, numpy and torch (when installed), .pyc present
 //	pyread       the cold 1 GiB read in Python, 1 MiB os.read calls
+//	pyread64k    the cold 1 GiB read in Python, 64 KiB os.read calls in a
+//	             function (a Python stack at each fill)
+//	pymmapcold   the cold 1 GiB file mapped in Python, one byte per page
+//	pycoldimport 2,000 modules of a package whose .py and .pyc are evicted
 //
 // The collateral row (collateral.go, helpers testdata/bench/collateral.c
 // and collateral.py): untraced loops pinned to one CPU — getppid, a

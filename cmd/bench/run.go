@@ -59,7 +59,7 @@ type traceResult struct {
 	PyReuses   uint64   `json:"python_reuses"`
 	Processes  int      `json:"processes"`
 	Files      int      `json:"files"`
-	FileMissed uint64   `json:"file_pages_missed"` // of the workload's data file
+	FileMissed uint64   `json:"file_pages_missed"` // of the workload's data file (or the files under its directory)
 	Warnings   []string `json:"warnings,omitempty"`
 }
 
@@ -223,8 +223,9 @@ func readTrace(path, dataFile string) (*traceResult, error) {
 		CPUNS: s.Self.CPUNS, MaxRSSBytes: s.Self.MaxRSSBytes, EventsSeen: s.Self.EventsSeen, PyWalks: s.Self.PyWalks, PyReuses: s.Self.PyReuses,
 		Processes: len(s.Processes), Files: len(s.Files), Warnings: s.Warnings}
 	for _, f := range s.Files {
-		if dataFile != "" && f.Path == dataFile {
-			tr.FileMissed = f.PagesMissed
+		// A directory's (an evicted package's) are its files' together.
+		if dataFile != "" && (f.Path == dataFile || strings.HasPrefix(f.Path, dataFile+"/")) {
+			tr.FileMissed += f.PagesMissed
 		}
 	}
 	return tr, nil

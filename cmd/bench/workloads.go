@@ -46,7 +46,10 @@ type workload struct {
 }
 
 var workloadNames = append([]string{"seqread", "mmap", "smallfiles", "forkexec", "ctxswitch", "groundtruth",
-	"pysmallfiles", "pyimport", "pyread"}, networkWorkloadNames...)
+	"pysmallfiles", "pyimport", "pyread", "pyread64k", "pymmapcold", "pycoldimport"}, networkWorkloadNames...)
+
+// coldModules is the size of the evicted package pycoldimport imports.
+const coldModules = 2000
 
 // python is the interpreter of the Python workloads: the system's, as a
 // user would run it.
@@ -177,6 +180,11 @@ func setup(o options, dir, src string, log func(string, ...any)) (work string, w
 		return "", nil, err
 	}
 	ws = append(ws, pyws...)
+	stws, err := setupPythonStacks(dir, src, sz, want, big, log)
+	if err != nil {
+		return "", nil, err
+	}
+	ws = append(ws, stws...)
 	ws = append(ws, networkWorkloads(sz, want)...)
 	return work, ws, nil
 }
@@ -234,6 +242,50 @@ func setupPython(dir, src string, sz sizes, want func(string) bool, big string, 
 		}
 		ws = append(ws, &workload{Name: "pyread", Title: fmt.Sprintf("Python: cold read %s, 1 MiB os.read", human(sz.bigFile)),
 			Budget: 1.02, NoLoss: true, File: big, Cold: true, Prog: prog, Args: []string{"pyread", big}})
+	}
+	return ws, nil
+}
+
+// setupPythonStacks returns the cold Python workloads whose fills take
+// Python stacks (each from a function of the script's own, so the walker
+// has frames to walk): 64 KiB reads of the evicted big file, page faults
+// on it mapped, and the import of an evicted package of coldModules
+// modules (.py and .pyc evicted; their directories' entries stay cached).
+func setupPythonStacks(dir, src string, sz sizes, want func(string) bool, big string, log func(string, ...any)) ([]*workload, error) {
+	if !want("pyread64k") && !want("pymmapcold") && !want("pycoldimport") {
+		return nil, nil
+	}
+	if _, err := os.Stat(python); err != nil {
+		log("no %s: the Python workloads are skipped", python)
+		return nil, nil
+	}
+	prog := []string{python, filepath.Join(src, "work.py")}
+	var ws []*workload
+	if want("pyread64k") || want("pymmapcold") {
+		if _, err := os.Stat(big); err != nil {
+			log("writing %s (%d MiB)", big, sz.bigFile>>20)
+			if err := writeDataFile(big, sz.bigFile, 1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if want("pyread64k") {
+		ws = append(ws, &workload{Name: "pyread64k", Title: fmt.Sprintf("Python: cold read %s, 64 KiB reads, stacks", human(sz.bigFile)),
+			Budget: 1.02, NoLoss: true, File: big, Cold: true, Prog: prog, Args: []string{"pyread64k", big}})
+	}
+	if want("pymmapcold") {
+		ws = append(ws, &workload{Name: "pymmapcold", Title: fmt.Sprintf("Python: cold mmap faults %s, stacks", human(sz.bigFile)),
+			Budget: 1.02, NoLoss: true, File: big, Cold: true, Prog: prog, Args: []string{"pymmap", big}})
+	}
+	if want("pycoldimport") {
+		root := filepath.Join(dir, "coldpkg")
+		log("writing a package of %d modules under %s", coldModules, root)
+		n := strconv.Itoa(coldModules)
+		if out, err := exec.Command(prog[0], prog[1], "0", "mkcoldpkg", root, n).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("write the evicted package: %v: %s", err, out)
+		}
+		ws = append(ws, &workload{Name: "pycoldimport", Title: fmt.Sprintf("Python: import %d evicted modules, stacks", coldModules),
+			Budget: 1.05, NoLoss: true, File: root, Cold: true, Prog: prog, Args: []string{"pycoldimport", root, n}})
 	}
 	return ws, nil
 }

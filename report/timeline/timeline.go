@@ -285,6 +285,7 @@ func (tb *builder) threads(groups []interval) {
 		deltas := map[key]*record.ThreadDelta{}
 		var order []key
 		ioFile, fillFile := map[int]int64{}, map[int]int64{}
+		fileStacks := map[int]map[int]int64{} // file → record stack → ns
 		for _, s := range g.samples {
 			for _, td := range s.Threads {
 				k := key{td.PID, td.TID}
@@ -303,10 +304,11 @@ func (tb *builder) threads(groups []interval) {
 			for _, fd := range s.Files {
 				ioFile[fd.File] += max(fd.IOWaitNS, 0)
 				fillFile[fd.File] += max(fd.MissCPUNS, 0)
+				tb.addStacks(fileStacks, fd)
 			}
 		}
-		ioName, ioArgs := tb.fileState("I/O wait", ioFile)
-		fillName, fillArgs := tb.fileState("page-cache fill", fillFile)
+		ioName, ioArgs := tb.fileState("I/O wait", ioFile, fileStacks)
+		fillName, fillArgs := tb.fileState("page-cache fill", fillFile, fileStacks)
 		length := g.end - g.start
 		for _, k := range order {
 			d := deltas[k]
@@ -338,7 +340,9 @@ func (tb *builder) threads(groups []interval) {
 					continue
 				}
 				end := t + st.ns
-				if e := open[k]; e != nil && e.Name == st.name && e.end == t {
+				// A slice goes on into the next interval in the same state
+				// at the same call site.
+				if e := open[k]; e != nil && e.Name == st.name && e.end == t && e.Args["stack"] == st.args["stack"] {
 					e.end = end
 					*e.Dur = micros(end - int64(e.TS))
 				} else {
@@ -350,9 +354,38 @@ func (tb *builder) threads(groups []interval) {
 	}
 }
 
+// addStacks adds a file delta's stacks to the interval's, by the record's
+// stack (several kernel stacks may decode to one).
+func (tb *builder) addStacks(fileStacks map[int]map[int]int64, fd record.FileDelta) {
+	for _, st := range fd.Stacks {
+		idx := tb.r.SampleStackAt(st.N)
+		if idx == 0 || st.NS <= 0 {
+			continue
+		}
+		m := fileStacks[fd.File]
+		if m == nil {
+			m = map[int]int64{}
+			fileStacks[fd.File] = m
+		}
+		m[idx] += st.NS
+	}
+}
+
+// topStack is the stack with the most time in the interval among byStack,
+// 0 for none.
+func topStack(byStack map[int]int64) int {
+	best, bestNS := 0, int64(0)
+	for idx, ns := range byStack {
+		if ns > bestNS || ns == bestNS && ns > 0 && idx < best {
+			best, bestNS = idx, ns
+		}
+	}
+	return best
+}
+
 // fileState names an I/O state by the file that carried most of it in the
-// interval.
-func (tb *builder) fileState(state string, byFile map[int]int64) (string, map[string]any) {
+// interval, and the stack with the most of that file's time in it.
+func (tb *builder) fileState(state string, byFile map[int]int64, fileStacks map[int]map[int]int64) (string, map[string]any) {
 	type fw struct {
 		id int
 		ns int64
@@ -373,12 +406,14 @@ func (tb *builder) fileState(state string, byFile map[int]int64) (string, map[st
 		name += fmt.Sprintf(" (+%d)", len(fs)-1)
 	}
 	args := map[string]any{"file": top}
-	if f := tb.r.FileByID(fs[0].id); f != nil && len(f.Stacks) > 0 {
-		// The file's stack with the most time (stacks are not kept per
-		// interval).
-		if site := format.CallSite(tb.r.StackAt(f.Stacks[0].Stack)); site != "" {
-			args["stack"] = site
-		}
+	idx := topStack(fileStacks[fs[0].id])
+	if f := tb.r.FileByID(fs[0].id); idx == 0 && len(tb.r.SampleStacks) == 0 && f != nil && len(f.Stacks) > 0 {
+		// A record without stacks per interval: the file's stack with
+		// the most time over the run.
+		idx = f.Stacks[0].Stack
+	}
+	if site := format.CallSite(tb.r.StackAt(idx)); site != "" {
+		args["stack"] = site
 	}
 	if len(fs) > 1 {
 		var all []string

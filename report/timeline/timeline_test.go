@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -402,5 +403,53 @@ func TestSlicesCarryTheirStack(t *testing.T) {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("no %s in the timeline", want)
 		}
+	}
+}
+
+// TestSlicesNameTheStackOfTheirInterval: a file read from one line, then
+// from another, gives slices naming each interval's own stack, though
+// the second line has the most time over the run.
+func TestSlicesNameTheStackOfTheirInterval(t *testing.T) {
+	r := &record.Record{
+		WallNS: 2e9, IntervalNS: 1e9,
+		Stacks: []record.PyStack{
+			{Frames: []record.PyFrame{{File: "/src/main.py", Line: 12, Func: "head"}}},
+			{Frames: []record.PyFrame{{File: "/src/main.py", Line: 30, Func: "rest"}}},
+		},
+		// Sample stack 1 is record stack 2, 2 is 1.
+		SampleStacks: []int{2, 1},
+		Files: []record.File{{ID: 0, Path: "/m/w.bin", PagesMissed: 10, IOWaitNS: 2e9,
+			Stacks: []record.StackCharge{{Stack: 2, PID: 7, NS: 1.1e9}, {Stack: 1, PID: 7, NS: 0.9e9}}}},
+		Samples: []record.Sample{
+			{EndNS: 1e9, Files: []record.FileDelta{{File: 0, PagesMissed: 5, IOWaitNS: 0.9e9,
+				Stacks: []record.SampleStack{{N: 2, NS: 0.8e9}, {N: 1, NS: 0.1e9}}}},
+				Threads: []record.ThreadDelta{{TID: 7, PID: 7, IOWaitNS: 0.9e9}}},
+			{EndNS: 2e9, Files: []record.FileDelta{{File: 0, PagesMissed: 5, IOWaitNS: 1e9,
+				Stacks: []record.SampleStack{{N: 1, NS: 1e9}}}},
+				Threads: []record.ThreadDelta{{TID: 7, PID: 7, IOWaitNS: 1e9}}}},
+		Processes: []record.Process{{PID: 7, Comm: "python3", EndNS: 2e9}},
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, r, attribution.Analyze(r)); err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			TS   float64        `json:"ts"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &tr); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range tr.TraceEvents {
+		if strings.HasPrefix(e.Name, "I/O wait") {
+			got = append(got, fmt.Sprint(e.Args["stack"]))
+		}
+	}
+	if want := []string{"main.py:12 head", "main.py:30 rest"}; !slices.Equal(got, want) {
+		t.Errorf("I/O-wait slices name %q, want %q", got, want)
 	}
 }

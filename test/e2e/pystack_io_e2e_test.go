@@ -108,9 +108,9 @@ func checkReadStack(t *testing.T, python, script, how string, want []string) {
 	if sc == nil {
 		t.Fatalf("%s: no stack %q among the file's stacks:%s", how, want, describeStacks(got, f))
 	}
-	// Every fill's CPU is the stack's; of the I/O waits, those of a
-	// fault on a page its own earlier readahead still has in flight fall
-	// outside any fill (no stack): a good part of an mmap's.
+	// Every fill's CPU is the stack's; I/O waits outside a fill (pages
+	// another thread reads) are not (TestColdMappingWaitsCarryTheFaultingLine
+	// holds the mapping's to 90%).
 	total := f.IOWaitNS + f.MissCPUNS + f.FillWaitNS
 	if sc.NS*4 < total || sc.MissCPUNS*10 < f.MissCPUNS*9 {
 		t.Errorf("%s: the stack carries %d ns (fill CPU %d) of the file's %d ns (fill CPU %d):%s", how, sc.NS, sc.MissCPUNS,
@@ -480,5 +480,131 @@ func TestCheckpointCarriesFileStacks(t *testing.T) {
 	f := fileByPath(t, rec, data)
 	if sc := chainOf(rec, f, want); sc == nil || sc.NS <= 0 {
 		t.Errorf("the checkpoint's file has no stack %q:%s", want, describeStacks(rec, f))
+	}
+}
+
+// TestColdMappingWaitsCarryTheFaultingLine: a function at a known line
+// faulting an evicted 128 MiB mapping page by page carries at least 90%
+// of the file's fill CPU and waits. Fault-around maps only the pages
+// already read in; the fault that follows on a page its own readahead
+// still has in flight waits for it after the fill that inserted it has
+// closed, and that wait is the faulting line's too.
+func TestColdMappingWaitsCarryTheFaultingLine(t *testing.T) {
+	testenv.RequireTracing(t)
+	py := firstInterpreter(t)
+	script, err := filepath.Abs("../../testdata/pystack/reads.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := spawnLines(t, script)
+	want := []string{fmt.Sprintf("reads.py:%d map_weights", mk["map_weights"]), fmt.Sprintf("reads.py:%d <module>", mk["module_mmap"])}
+	data := evictableFile(t, 128<<20)
+	rec := filepath.Join(t.TempDir(), "rec.json")
+	r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--", py.path, script, "mmap", data)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	got := readRecord(t, rec)
+	f := fileByPath(t, got, data)
+	if f.BytesFromDisk < 64<<20 {
+		t.Fatalf("%s: %d bytes from disk of 128 MiB (evicted before the run?)", data, f.BytesFromDisk)
+	}
+	sc := chainOf(got, f, want)
+	if sc == nil {
+		t.Fatalf("no stack %q among the file's stacks:%s", want, describeStacks(got, f))
+	}
+	total := f.IOWaitNS + f.MissCPUNS + f.FillWaitNS
+	t.Logf("the faulting line carries %d of %d ns (I/O wait %d of %d)", sc.NS, total, sc.IOWaitNS, f.IOWaitNS)
+	if sc.NS*10 < total*9 {
+		t.Errorf("the faulting line carries %d ns of the file's %d ns (I/O wait %d of %d):%s", sc.NS, total,
+			sc.IOWaitNS, f.IOWaitNS, describeStacks(got, f))
+	}
+}
+
+// TestTimelineSlicesNameTheirPhaseLine: a file read from one function,
+// then half a second later from another, gives I/O slices that name the
+// first function's line and then the second's, in the final record's
+// timeline and in a checkpoint's.
+func TestTimelineSlicesNameTheirPhaseLine(t *testing.T) {
+	testenv.RequireTracing(t)
+	py := firstInterpreter(t)
+	script, err := filepath.Abs("../../testdata/pystack/reads.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := spawnLines(t, script)
+	head := fmt.Sprintf(":%d head_of", mk["head_of"])
+	rest := fmt.Sprintf(":%d rest_of", mk["rest_of"])
+	data := evictableFile(t, 64<<20)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.json")
+	cmd := exec.Command(ctBin, "run", "-q", "--checkpoint", "1s", "-o", rec, "--", py.path, script, "phases", data, "2")
+	cmd.Env = os.Environ()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// A checkpoint past the second phase (which ends within about 1.2 s
+	// of the start), while the script sleeps.
+	partial := filepath.Join(dir, "partial.json")
+	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		r, err := record.ReadFile(rec + ".partial")
+		if err == nil && r.Partial != nil && r.Partial.AtNS > 1.5e9 {
+			b, err := os.ReadFile(rec + ".partial")
+			if err == nil && os.WriteFile(partial, b, 0o644) == nil {
+				break
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for _, path := range []string{rec, partial} {
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("no %s: %v", filepath.Base(path), err)
+			continue
+		}
+		checkPhaseSlices(t, path, filepath.Base(data), head, rest)
+	}
+}
+
+// checkPhaseSlices: the timeline of the record at path has I/O slices of
+// file (by base name) naming head's line, then rest's, never head's
+// after rest's.
+func checkPhaseSlices(t *testing.T, path, file, head, rest string) {
+	t.Helper()
+	r := runCT(t, ctOptions{}, "report", "--timeline", "-", path)
+	if r.code != 0 {
+		t.Fatalf("report --timeline %s: exit %d: %s", path, r.code, r.stderr)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			TS   float64        `json:"ts"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &tr); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var seq []string
+	for _, e := range tr.TraceEvents {
+		if !strings.HasPrefix(e.Name, "I/O wait "+file) && !strings.HasPrefix(e.Name, "page-cache fill "+file) {
+			continue
+		}
+		site, _ := e.Args["stack"].(string)
+		switch {
+		case strings.Contains(site, head):
+			seq = append(seq, "head")
+		case strings.Contains(site, rest):
+			seq = append(seq, "rest")
+		default:
+			seq = append(seq, "other:"+site)
+		}
+	}
+	got := strings.Join(seq, " ")
+	t.Logf("%s: the file's slices name %s", filepath.Base(path), got)
+	if !strings.HasPrefix(got, "head") || !strings.HasSuffix(got, "rest") || strings.Contains(got, "rest head") ||
+		strings.Contains(got, "other") {
+		t.Errorf("%s: the file's slices name %q, want head_of's line (%s) then rest_of's (%s)", filepath.Base(path), got, head, rest)
 	}
 }

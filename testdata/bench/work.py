@@ -10,6 +10,12 @@ the harness compares traced and untraced runs of Python as it does C:
                           mkfiles layout), N files, absolute paths
     pyimport LIST         import every module named in LIST (one a line)
     pyread FILE           read FILE start to end, 1 MiB os.read calls
+    pyread64k FILE        the same in 64 KiB reads, from a function of its own
+                          (a Python stack at each cold fill)
+    pymmap FILE           map FILE and read one byte of each page
+    pycoldimport DIR N    import coldpkg.m0000 ... N modules from DIR (the
+                          harness evicts their .py and .pyc first)
+    mkcoldpkg DIR N       write DIR/coldpkg with N modules and their .pyc (setup)
     pymodules OUT         write the importable modules to OUT (setup)
     pylong SECONDS DIR    32 threads reading and re-reading DIR's files,
                           a compiler subprocess every few seconds
@@ -67,6 +73,75 @@ def read_file(path):
     finally:
         os.close(fd)
     return total
+
+
+def read_chunks(path, chunk):
+    fd = os.open(path, os.O_RDONLY)
+    total = 0
+    try:
+        while True:
+            b = os.read(fd, chunk)
+            if not b:
+                break
+            total += len(b)
+    finally:
+        os.close(fd)
+    return total
+
+
+def fault_pages(path):
+    import mmap
+
+    with open(path, "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+        total = 0
+        for off in range(0, len(m), 4096):
+            total += m[off]
+        m.close()
+    return total
+
+
+MODULE = '''"""Module {i} of the bench's evicted package."""
+
+TABLE = {table!r}
+
+
+def value(x):
+    return sum(TABLE) + x * {i}
+
+
+class Thing{i}:
+    def __init__(self, n):
+        self.n = n
+
+    def scaled(self):
+        return value(self.n)
+'''
+
+
+def make_cold_package(root, n):
+    import compileall
+
+    pkg = os.path.join(root, "coldpkg")
+    os.makedirs(pkg, exist_ok=True)
+    with open(os.path.join(pkg, "__init__.py"), "w") as f:
+        f.write("")
+    for i in range(n):
+        with open(os.path.join(pkg, "m%04d.py" % i), "w") as f:
+            f.write(MODULE.format(i=i, table=list(range(i % 97, i % 97 + 200))))
+    compileall.compile_dir(pkg, quiet=1)
+    # Clean pages only: the harness evicts them before each run.
+    os.sync()
+    return n
+
+
+def cold_imports(root, n):
+    import importlib
+
+    sys.path.insert(0, root)
+    for i in range(n):
+        importlib.import_module("coldpkg.m%04d" % i)
+    return n
 
 
 # Modules with effects beyond their import (a browser, a GUI, printed
@@ -178,6 +253,14 @@ def main():
         check = imports(args[0])
     elif mode == "pyread":
         check = read_file(args[0])
+    elif mode == "pyread64k":
+        check = read_chunks(args[0], 64 << 10)
+    elif mode == "pymmap":
+        check = fault_pages(args[0])
+    elif mode == "pycoldimport":
+        check = cold_imports(args[0], int(args[1]))
+    elif mode == "mkcoldpkg":
+        check = make_cold_package(args[0], int(args[1]))
     elif mode == "pymodules":
         check = modules(args[0])
     elif mode == "pylong":

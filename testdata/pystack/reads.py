@@ -96,6 +96,13 @@ if __name__ == "__main__":
     elif how == "split":
         head_of(args[0])  # @module_head
         rest_of(args[0])  # @module_rest
+    elif how == "phases":
+        # Two phases apart in time, each reading from its own line.
+        head_of(args[0])  # @phase_head
+        time.sleep(0.5)
+        rest_of(args[0])  # @phase_rest
+        if len(args) > 1:
+            time.sleep(float(args[1]))
     elif how == "threads":
         many_threads(args[0], args[1:])
     elif how == "fork":

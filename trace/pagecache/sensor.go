@@ -148,6 +148,8 @@ type Sensor struct {
 	fileKeyBuf []bpfpc.PagecacheFileKey
 	fileBuf    []bpfpc.PagecacheFileStats
 	polled     []polledFile
+	// stacks are the files' stack charges as of the last poll.
+	stacks sampleStacks
 }
 
 // New reads the mount table, loads and attaches the page-cache probes.
@@ -314,7 +316,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	if smallPages > 0 {
 		fileSample(smallFiles, &bpfpc.PagecacheFileStats{Accessed: smallPages})
 	}
-	return nil
+	return s.pollStacks(sample)
 }
 
 // Finish drains the path records and writes the files and the page
@@ -327,6 +329,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	if err := s.fileStacks(rec, rec.Host.PageSize); err != nil {
 		rec.Warnings = append(rec.Warnings, "pagecache: "+err.Error())
 	}
+	s.sampleStackNames(rec)
 	if err := s.readOrders(rec); err != nil {
 		rec.Warnings = append(rec.Warnings, "pagecache: "+err.Error())
 	}

@@ -25,6 +25,7 @@ func (s *Sensor) Snapshot(rec *record.Record) error {
 	if err := s.fileStacks(rec, rec.Host.PageSize); err != nil {
 		rec.Warnings = append(rec.Warnings, "pagecache: "+err.Error())
 	}
+	s.sampleStackNames(rec)
 	lost, err := probe.Lost(s.p.objs.Lost, bpfpc.PagecacheLostKindLOST_RINGBUF, bpfpc.PagecacheLostKindLOST_FILES,
 		bpfpc.PagecacheLostKindLOST_FILL_END)
 	if err != nil {

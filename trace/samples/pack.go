@@ -36,6 +36,11 @@ func pack(smp record.Sample) packed {
 		f := &smp.Files[i]
 		b = binary.AppendVarint(b, int64(f.File))
 		b = appendFields(b, int64(f.PagesAccessed), int64(f.PagesMissed), int64(f.PagesEvicted), f.IOWaitNS, f.MissCPUNS, f.FillWaitNS, f.DirectWaitNS, int64(f.PagesCreated))
+		b = binary.AppendUvarint(b, uint64(len(f.Stacks)))
+		for _, st := range f.Stacks {
+			b = binary.AppendVarint(b, int64(st.N))
+			b = binary.AppendVarint(b, st.NS)
+		}
 	}
 	if cap(b) > len(b) {
 		b = append([]byte(nil), b...)
@@ -118,8 +123,27 @@ func unpackInto(p packed, dst *record.Sample) error {
 		if !ok || !fields(8) {
 			return errCorrupt
 		}
-		dst.Files = append(dst.Files, record.FileDelta{File: int(id), PagesAccessed: uint64(v[0]), PagesMissed: uint64(v[1]),
-			PagesEvicted: uint64(v[2]), IOWaitNS: v[3], MissCPUNS: v[4], FillWaitNS: v[5], DirectWaitNS: v[6], PagesCreated: uint64(v[7])})
+		fd := record.FileDelta{File: int(id), PagesAccessed: uint64(v[0]), PagesMissed: uint64(v[1]),
+			PagesEvicted: uint64(v[2]), IOWaitNS: v[3], MissCPUNS: v[4], FillWaitNS: v[5], DirectWaitNS: v[6], PagesCreated: uint64(v[7])}
+		n, c := binary.Uvarint(b)
+		if c <= 0 || n > record.MaxSampleStacks {
+			return errCorrupt
+		}
+		b = b[c:]
+		if n > 0 {
+			// A slice of its own: a sample handed out is never written
+			// by the store, nor is one decoded into dst's old room.
+			fd.Stacks = make([]record.SampleStack, n)
+			for i := range fd.Stacks {
+				sn, ok1 := next()
+				ns, ok2 := next()
+				if !ok1 || !ok2 {
+					return errCorrupt
+				}
+				fd.Stacks[i] = record.SampleStack{N: int(sn), NS: ns}
+			}
+		}
+		dst.Files = append(dst.Files, fd)
 	}
 	if len(b) != 0 {
 		return errCorrupt

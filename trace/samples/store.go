@@ -377,4 +377,32 @@ func addFile(f *record.FileDelta, d record.FileDelta) {
 	f.FillWaitNS += d.FillWaitNS
 	f.DirectWaitNS += d.DirectWaitNS
 	f.PagesCreated += d.PagesCreated
+	f.Stacks = MergeStacks(f.Stacks, d.Stacks)
+}
+
+// MergeStacks sums two intervals' stacks of one file into a new slice,
+// most time first, at most record.MaxSampleStacks (the runners-up past
+// it are dropped: a slice names only the first).
+func MergeStacks(a, b []record.SampleStack) []record.SampleStack {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return b
+	}
+	out := make([]record.SampleStack, 0, len(a)+len(b))
+	out = append(out, a...)
+	for _, st := range b {
+		i := slices.IndexFunc(out, func(o record.SampleStack) bool { return o.N == st.N })
+		if i < 0 {
+			out = append(out, st)
+			continue
+		}
+		out[i].NS += st.NS
+	}
+	record.SortSampleStacks(out)
+	if len(out) > record.MaxSampleStacks {
+		out = out[:record.MaxSampleStacks:record.MaxSampleStacks]
+	}
+	return out
 }

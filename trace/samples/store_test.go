@@ -167,6 +167,7 @@ func TestMergeSumsEveryField(t *testing.T) {
 	fill(reflect.ValueOf(&td).Elem(), 1)
 	fill(reflect.ValueOf(&fd).Elem(), 1)
 	td.TID, td.PID, fd.File = 7, 3, 5
+	fd.Stacks = []record.SampleStack{{N: 1, NS: 1}}
 	m := Merge(record.Sample{EndNS: 1, Threads: []record.ThreadDelta{td}, Files: []record.FileDelta{fd}},
 		record.Sample{EndNS: 2, Threads: []record.ThreadDelta{td}, Files: []record.FileDelta{fd}})
 	want := func(v reflect.Value, skip ...string) {
@@ -184,7 +185,10 @@ func TestMergeSumsEveryField(t *testing.T) {
 		t.Fatalf("merged %+v: want one thread, one file, ending at 2", m)
 	}
 	want(reflect.ValueOf(m.Threads[0]), "TID", "PID")
-	want(reflect.ValueOf(m.Files[0]), "File")
+	want(reflect.ValueOf(m.Files[0]), "File", "Stacks")
+	if want := []record.SampleStack{{N: 1, NS: 2}}; !reflect.DeepEqual(m.Files[0].Stacks, want) {
+		t.Errorf("merged stacks %+v, want %+v", m.Files[0].Stacks, want)
+	}
 	if m.Threads[0].TID != 7 || m.Threads[0].PID != 3 || m.Files[0].File != 5 {
 		t.Errorf("merged keys %+v %+v", m.Threads[0], m.Files[0])
 	}
@@ -327,4 +331,30 @@ func containsInt(list []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// TestMergeKeepsTheStacksWithTheMostTime: two intervals' stacks of one
+// file sum per stack, most time first, bounded, and the inputs stay as
+// they were.
+func TestMergeKeepsTheStacksWithTheMostTime(t *testing.T) {
+	a := []record.SampleStack{{N: 1, NS: 10}, {N: 2, NS: 5}, {N: 3, NS: 4}}
+	b := []record.SampleStack{{N: 2, NS: 20}, {N: 4, NS: 3}, {N: 5, NS: 2}}
+	got := MergeStacks(a, b)
+	want := []record.SampleStack{{N: 2, NS: 25}, {N: 1, NS: 10}, {N: 3, NS: 4}, {N: 4, NS: 3}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("merged %+v, want %+v", got, want)
+	}
+	if a[1].NS != 5 || b[0].NS != 20 {
+		t.Errorf("the inputs were written: %+v %+v", a, b)
+	}
+}
+
+// TestPackKeepsFileStacks: a file delta's stacks come back from the
+// packed form.
+func TestPackKeepsFileStacks(t *testing.T) {
+	smp := record.Sample{EndNS: 9, Files: []record.FileDelta{{File: 1, IOWaitNS: 7, Stacks: []record.SampleStack{{N: 3, NS: 5}, {N: 1, NS: 2}}},
+		{File: 2, PagesAccessed: 1}}}
+	if got := unpacked(pack(smp)); !reflect.DeepEqual(got, smp) {
+		t.Errorf("unpacked %+v, want %+v", got, smp)
+	}
 }
