@@ -498,7 +498,7 @@ func TestColdMappingWaitsCarryTheFaultingLine(t *testing.T) {
 	}
 	mk := spawnLines(t, script)
 	want := []string{fmt.Sprintf("reads.py:%d map_weights", mk["map_weights"]), fmt.Sprintf("reads.py:%d <module>", mk["module_mmap"])}
-	data := evictableFile(t, 128<<20)
+	data := e2eutil.EvictableFile(t, 128<<20)
 	rec := filepath.Join(t.TempDir(), "rec.json")
 	r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--", py.path, script, "mmap", data)
 	if r.code != 0 {
@@ -535,7 +535,7 @@ func TestTimelineSlicesNameTheirPhaseLine(t *testing.T) {
 	mk := spawnLines(t, script)
 	head := fmt.Sprintf(":%d head_of", mk["head_of"])
 	rest := fmt.Sprintf(":%d rest_of", mk["rest_of"])
-	data := evictableFile(t, 64<<20)
+	data := e2eutil.EvictableFile(t, 64<<20)
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "rec.json")
 	cmd := exec.Command(ctBin, "run", "-q", "--checkpoint", "1s", "-o", rec, "--", py.path, script, "phases", data, "2")
