@@ -303,8 +303,8 @@ func pagecacheOptions(shared map[string]*ebpf.Map, waiting func() (io, fill map[
 // command's uprobe links, which are theirs. Sensors it returns with an
 // error are the session's to close.
 //
-// The network probes take the stack walker's maps: they wait for walker
-// to close, after which *ps holds the walker (nil without stacks).
+// The network and JIT probes take the stack walker's maps: they wait for
+// walker to close, after which *ps holds the walker (nil without stacks).
 func (s *session) loadJITAndNetwork(shared sched.Shared, kernel *btf.Cache, jitSeen *atomic.Pointer[jit.Sensor],
 	walker <-chan struct{}, ps **pystack.Sensor) (*jit.Sensor, *download.Sensor, error) {
 	var dl *download.Sensor
@@ -327,9 +327,16 @@ func (s *session) loadJITAndNetwork(shared sched.Shared, kernel *btf.Cache, jitS
 	var j *jit.Sensor
 	var jitErr error
 	if !s.opts.NoJIT {
-		j, jitErr = jit.New(jit.Options{Shared: shared.Replacements(), Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
+		jo := jit.Options{Shared: shared.Replacements(), Command: s.opts.Command, Env: s.opts.Env, CacheDirs: s.opts.CacheDirs,
 			Uprobes: s.opts.JITUprobes, Syscalls: s.opts.JITSyscalls, Actor: s.opts.Actor.CommandActor(), BTF: kernel,
-			Scoper: s.uprobes})
+			Scoper: s.uprobes}
+		// Its lookups and compile calls take stacks: the walker's maps
+		// (made first, in a moment) are its too.
+		<-walker
+		if *ps != nil {
+			jo.Stacks, jo.InternStack, jo.StackPID = (*ps).Replacements(), (*ps).Intern, (*ps).PIDOf
+		}
+		j, jitErr = jit.New(jo)
 		if errors.Is(jitErr, jit.ErrOption) {
 			jitErr = fmt.Errorf("%w: %v", ErrPreflight, jitErr)
 		}

@@ -64,7 +64,7 @@ var (
 	schedShared = []string{bpfsched.SchedMapTaskStates, bpfsched.SchedMapThreads, bpfsched.SchedMapFiles,
 		bpfsched.SchedMapRunPages, bpfsched.SchedMapFileStacks}
 	trackedSet  = []string{bpfsched.SchedMapTaskStates, bpfsched.SchedMapThreads}
-	walkerMaps  = []string{bpfpy.PystackMapPyConfs, bpfpy.PystackMapPyStacks, bpfpy.PystackMapPyScratch, bpfpy.PystackMapPyEvents, bpfpy.PystackMapPyLost}
+	walkerMaps  = []string{bpfpy.PystackMapPyConfs, bpfpy.PystackMapPyStacks, bpfpy.PystackMapPyScratch, bpfpy.PystackMapPyEvents, bpfpy.PystackMapPyLost, bpfpy.PystackMapPyNatives}
 	walkerTaken = append(append([]string(nil), trackedSet...), walkerMaps...)
 )
 

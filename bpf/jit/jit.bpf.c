@@ -12,7 +12,7 @@
  * this object's own lost counters, which user space adds to the record's.
  * Tracepoints and uprobes only: kprobes and fentry are not available. */
 
-#include "common.h"
+#include "pywalk.h"
 #include "syscall64.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -63,6 +63,9 @@ struct file_event {
 	__u32 len2;
 	__u32 cut;
 	__u32 pad;
+	/* The Python stack of the looking-up thread (bpf/include/pywalk.h),
+	 * 0 for none or a thread that is not Python. */
+	__u64 stack;
 	char path[2 * PATH_LEN];
 };
 
@@ -106,6 +109,7 @@ struct uprobe_event {
 	__u64 start;
 	__u64 end;
 	__u64 cpu_ns; /* the thread's on-CPU time inside the call */
+	__u64 stack;  /* the calling thread's Python stack at the entry, 0: none */
 };
 
 struct ucall_key {
@@ -117,6 +121,7 @@ struct ucall_key {
 struct ucall {
 	__u64 start;
 	__u64 cpu_ns;
+	__u64 stack;
 };
 
 /* A ring buffer's pages are all mapped into coldtrace when its reader
@@ -544,6 +549,14 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 	if ((a.nr == NR_openat || a.nr == NR_open || a.nr == NR_openat2) && ret >= 0 &&
 	    !(flags & (O_ACCMODE_ | O_CREAT_ | O_TRUNC_ | O_DIRECTORY_ | O_PATH_)) && quiet_open(ev, n1, id >> 32))
 		return 0;
+	/* A lookup, fill or failure that reaches user space carries the
+	 * Python stack that made it (reused without a walk while the
+	 * thread's two innermost frames are unchanged). */
+	ev->stack = 0;
+	if ((s->flags & TF_PYTHON) && py_stacks_on && a.nr != NR_chdir && a.nr != NR_fchdir) {
+		py_stack_current();
+		ev->stack = s->py_last;
+	}
 	__u64 size = offsetof(struct file_event, path) + n1 + n2;
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
@@ -638,6 +651,11 @@ int on_uprobe_entry(struct pt_regs *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	struct ucall_key k = {.tid = tid, .cookie = bpf_get_attach_cookie(ctx)};
 	struct ucall c = {.start = now, .cpu_ns = thread_cpu(t, now)};
+	/* The call's Python stack: the line whose call compiled. */
+	if ((s->flags & TF_PYTHON) && py_stacks_on) {
+		py_stack_current();
+		c.stack = s->py_last;
+	}
 	bpf_map_update_elem(&ucalls, &k, &c, BPF_ANY);
 	return 0;
 }
@@ -672,6 +690,7 @@ int on_uprobe_return(struct pt_regs *ctx)
 	ev->start = call.start;
 	ev->end = now;
 	ev->cpu_ns = cpu > call.cpu_ns ? cpu - call.cpu_ns : 0;
+	ev->stack = call.stack;
 	bpf_ringbuf_submit(ev, 0);
 	return 0;
 }

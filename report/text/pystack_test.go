@@ -32,11 +32,11 @@ func TestWhereSectionGroupsCompilesByCallSite(t *testing.T) {
 	want := "where in the code: compiles\n" +
 		"  build.py:12 compile_kernel ← :30 <module>  5.0s, 2 runs\n" +
 		"  build.py:7 compile_kernel ← :30 <module>  2.0s, 1 run\n"
-	if got := whereSection(r); got != want {
+	if got := whereSection(r, nil); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	r.Stacks = nil
-	if got := whereSection(r); got != "" {
+	if got := whereSection(r, nil); got != "" {
 		t.Errorf("without stacks: %q", got)
 	}
 }

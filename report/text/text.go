@@ -79,7 +79,11 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 		b.WriteString("\n")
 		b.WriteString(jit)
 	}
-	if where := whereSection(r); where != "" {
+	if where := whereSection(r, res); where != "" {
+		b.WriteString("\n")
+		b.WriteString(where)
+	}
+	if where := whereCachesSection(r); where != "" {
 		b.WriteString("\n")
 		b.WriteString(where)
 	}
