@@ -363,6 +363,69 @@ static __always_inline bool path_goes_on(const char *p)
 	return bpf_probe_read_user(&c, 1, p + PATH_LEN - 1) == 0 && c != 0;
 }
 
+/* Whether the name ending at buf[end] (its NUL) is Python bytecode: a
+ * .pyc, or the temp name importlib writes it under ("X.pyc.123456").
+ * Every import looks one up: their stacks, a new one per import, would
+ * fill the stack table and cost a walk each, for a cache the page-cache
+ * probes already tell. */
+#define PYC_TAIL 32
+static __always_inline bool pyc_name(const char *buf, __u32 end)
+{
+	char t[PYC_TAIL];
+	__u32 start = end > PYC_TAIL ? end - PYC_TAIL : 0;
+	if (start > 2 * PATH_LEN - PYC_TAIL)
+		return false;
+	if (bpf_probe_read_kernel(t, sizeof(t), buf + start))
+		return false;
+	__u32 len = end - start; /* the name's bytes in t */
+	bool found = false;
+#pragma unroll
+	for (int k = 0; k + 3 < PYC_TAIL; k++) {
+		if (t[k] == '/' && k < len)
+			found = false; /* only the last component counts */
+		if (k + 4 <= len && t[k] == '.' && t[k + 1] == 'p' && t[k + 2] == 'y' && t[k + 3] == 'c')
+			found = true;
+	}
+	return found;
+}
+
+/* stack_wanted says whether a Python thread's path event in ev (its
+ * paths n1 and n2 bytes long, NULs included) may concern a cache, and
+ * so takes the thread's stack: its path (a rename's new name) is
+ * absolute and under a root user space put in root_prefixes, or has a
+ * component named like an in-tree cache (anywhere_hash), and it is not
+ * bytecode. A Python program fails hundreds of lookups outside every
+ * cache (imports, library searches): a walk each would cost more than
+ * the events. Its own frame: the event's stack holds enough already. */
+static __noinline bool stack_wanted(struct file_event *ev, long n1, long n2)
+{
+	__u32 off = 0;
+	long n = n1;
+	if (n2 > 0) {
+		off = n1;
+		n = n2;
+	}
+	if (off > PATH_LEN || n < 2 || n > PATH_LEN)
+		return false;
+	const char *p = ev->path + off;
+	if (p[0] != '/' || pyc_name(ev->path, off + n - 1))
+		return false;
+	struct root_prefix key = {};
+	__u32 len = n - 1;
+	if (len > PREFIX_LEN)
+		len = PREFIX_LEN;
+	key.prefixlen = len * 8;
+	if (bpf_probe_read_kernel(key.data, PREFIX_LEN, p))
+		return false;
+	if (bpf_map_lookup_elem(&root_prefixes, &key))
+		return true;
+	if (n > SCAN_LEN)
+		return false;
+	struct scan sc = {.path = p, .n = n, .h = FNV_OFFSET};
+	bpf_loop(SCAN_LEN, scan_byte, &sc, 0);
+	return sc.pass;
+}
+
 /* A program may read no further into its context than the smallest
  * record of the tracepoints it is attached to, so there is one entry
  * program per argument count. */
@@ -549,11 +612,11 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 	if ((a.nr == NR_openat || a.nr == NR_open || a.nr == NR_openat2) && ret >= 0 &&
 	    !(flags & (O_ACCMODE_ | O_CREAT_ | O_TRUNC_ | O_DIRECTORY_ | O_PATH_)) && quiet_open(ev, n1, id >> 32))
 		return 0;
-	/* A lookup, fill or failure that reaches user space carries the
-	 * Python stack that made it (reused without a walk while the
-	 * thread's two innermost frames are unchanged). */
+	/* A lookup, fill or failure in a cache carries the Python stack
+	 * that made it (reused without a walk while the thread's two
+	 * innermost frames are unchanged). */
 	ev->stack = 0;
-	if ((s->flags & TF_PYTHON) && py_stacks_on && a.nr != NR_chdir && a.nr != NR_fchdir) {
+	if ((s->flags & TF_PYTHON) && py_stacks_on && a.nr != NR_chdir && a.nr != NR_fchdir && stack_wanted(ev, n1, n2)) {
 		py_stack_current();
 		ev->stack = s->py_last;
 	}
