@@ -63,8 +63,9 @@ func isA[T Sensor](s Sensor) bool {
 var (
 	schedShared = []string{bpfsched.SchedMapTaskStates, bpfsched.SchedMapThreads, bpfsched.SchedMapFiles,
 		bpfsched.SchedMapRunPages, bpfsched.SchedMapFileStacks}
-	trackedSet  = []string{bpfsched.SchedMapTaskStates, bpfsched.SchedMapThreads}
-	walkerMaps  = []string{bpfpy.PystackMapPyConfs, bpfpy.PystackMapPyStacks, bpfpy.PystackMapPyScratch, bpfpy.PystackMapPyEvents, bpfpy.PystackMapPyLost, bpfpy.PystackMapPyNatives}
+	trackedSet = []string{bpfsched.SchedMapTaskStates, bpfsched.SchedMapThreads}
+	walkerMaps = []string{bpfpy.PystackMapPyConfs, bpfpy.PystackMapPyStacks, bpfpy.PystackMapPyScratch, bpfpy.PystackMapPyEvents, bpfpy.PystackMapPyLost,
+		bpfpy.PystackMapPyNatives}
 	walkerTaken = append(append([]string(nil), trackedSet...), walkerMaps...)
 )
 
@@ -86,7 +87,7 @@ func Sensors() []SensorSpec {
 			Lacks: "evictions during the run and who made them (re-reads, thrashing)", is: isA[*evict.Sensor]},
 		{Name: "machine", Package: "trace/machine",
 			Lacks: "memory, memory cgroups and limits, other processes' CPU, steal time", is: isA[*machine.Sensor]},
-		{Name: "JIT", Package: "trace/jit", Object: bpfjit.LoadJit, Takes: trackedSet, PathSyscalls: true,
+		{Name: "JIT", Package: "trace/jit", Object: bpfjit.LoadJit, Takes: walkerTaken, PathSyscalls: true,
 			Lazy:  "the path-syscall probes, once a process uses a framework with a kernel cache",
 			Lacks: "compiles and kernel-cache hits and misses", is: isA[*jit.Sensor]},
 		{Name: "download", Package: "trace/download", Object: bpfdl.LoadDownload, Takes: walkerTaken,

@@ -117,7 +117,9 @@ func numbaCache(t *testing.T, r *record.Record) *record.Cache {
 // give that line its miss and the miss's compile time.
 func checkNumbaRecord(t *testing.T, r *record.Record, want []string) {
 	t.Helper()
-	is := func(idx int) bool { return strings.Join(numbaChain(r.StackAt(idx)), " ← ") == strings.Join(want, " ← ") }
+	is := func(idx int) bool {
+		return strings.Join(numbaChain(r.StackAt(idx)), " ← ") == strings.Join(want, " ← ")
+	}
 	kinds := map[string]bool{}
 	var windows []string
 	for _, w := range r.JIT.Windows {
