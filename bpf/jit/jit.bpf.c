@@ -369,24 +369,42 @@ static __always_inline bool path_goes_on(const char *p)
  * fill the stack table and cost a walk each, for a cache the page-cache
  * probes already tell. */
 #define PYC_TAIL 32
+
+struct tail {
+	char t[PYC_TAIL];
+	__u32 len; /* the name's bytes in t */
+	bool found;
+};
+
+/* One byte of the tail per call, by bpf_loop: an unrolled loop made
+ * the path programs' load some 30 ms longer. */
+static long pyc_byte(__u64 k, void *arg)
+{
+	struct tail *tl = arg;
+	if (k >= tl->len)
+		return 1;
+	char c = tl->t[k & (PYC_TAIL - 1)];
+	if (c == '/') {
+		tl->found = false; /* only the last component counts */
+		return 0;
+	}
+	if (c == '.' && k + 4 <= tl->len && tl->t[(k + 1) & (PYC_TAIL - 1)] == 'p' &&
+	    tl->t[(k + 2) & (PYC_TAIL - 1)] == 'y' && tl->t[(k + 3) & (PYC_TAIL - 1)] == 'c')
+		tl->found = true;
+	return 0;
+}
+
 static __always_inline bool pyc_name(const char *buf, __u32 end)
 {
-	char t[PYC_TAIL];
+	struct tail tl = {};
 	__u32 start = end > PYC_TAIL ? end - PYC_TAIL : 0;
 	if (start > 2 * PATH_LEN - PYC_TAIL)
 		return false;
-	if (bpf_probe_read_kernel(t, sizeof(t), buf + start))
+	if (bpf_probe_read_kernel(tl.t, sizeof(tl.t), buf + start))
 		return false;
-	__u32 len = end - start; /* the name's bytes in t */
-	bool found = false;
-#pragma unroll
-	for (int k = 0; k + 3 < PYC_TAIL; k++) {
-		if (t[k] == '/' && k < len)
-			found = false; /* only the last component counts */
-		if (k + 4 <= len && t[k] == '.' && t[k + 1] == 'p' && t[k + 2] == 'y' && t[k + 3] == 'c')
-			found = true;
-	}
-	return found;
+	tl.len = end - start;
+	bpf_loop(PYC_TAIL, pyc_byte, &tl, 0);
+	return tl.found;
 }
 
 /* stack_wanted says whether a Python thread's path event in ev (its
@@ -396,31 +414,36 @@ static __always_inline bool pyc_name(const char *buf, __u32 end)
  * component named like an in-tree cache (anywhere_hash), and it is not
  * bytecode. A Python program fails hundreds of lookups outside every
  * cache (imports, library searches): a walk each would cost more than
- * the events. Its own frame: the event's stack holds enough already. */
-static __noinline bool stack_wanted(struct file_event *ev, long n1, long n2)
+ * the events. Global: verified once, not on every path of its caller
+ * (as a static function it made the path programs' load 16 ms longer). */
+__noinline int stack_wanted(struct file_event *ev, long n1, long n2)
 {
+	if (!ev)
+		return 0;
 	__u32 off = 0;
 	long n = n1;
 	if (n2 > 0) {
-		off = n1;
+		if (n1 <= 0 || n1 >= PATH_LEN)
+			return 0;
+		off = n1 & (PATH_LEN - 1);
 		n = n2;
 	}
-	if (off > PATH_LEN || n < 2 || n > PATH_LEN)
-		return false;
+	if (n < 2 || n > PATH_LEN)
+		return 0;
 	const char *p = ev->path + off;
 	if (p[0] != '/' || pyc_name(ev->path, off + n - 1))
-		return false;
+		return 0;
 	struct root_prefix key = {};
 	__u32 len = n - 1;
 	if (len > PREFIX_LEN)
 		len = PREFIX_LEN;
 	key.prefixlen = len * 8;
 	if (bpf_probe_read_kernel(key.data, PREFIX_LEN, p))
-		return false;
+		return 0;
 	if (bpf_map_lookup_elem(&root_prefixes, &key))
-		return true;
+		return 1;
 	if (n > SCAN_LEN)
-		return false;
+		return 0;
 	struct scan sc = {.path = p, .n = n, .h = FNV_OFFSET};
 	bpf_loop(SCAN_LEN, scan_byte, &sc, 0);
 	return sc.pass;
