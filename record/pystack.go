@@ -111,11 +111,15 @@ func (st *PyStack) UserFrame() *PyFrame {
 
 // SiteName names a stack's call site in one line, for comparing runs:
 // its innermost frame of the user's own code as "qualname (file.py:LINE)"
-// with the file's base name; "" for a stack without one. Not escaped.
+// with the file's base name, a native leaf as "FUNC (MODULE, native)";
+// "" for a stack without one. Not escaped.
 func (st *PyStack) SiteName() string {
 	f := st.UserFrame()
 	if f == nil {
 		return ""
+	}
+	if f.Native {
+		return fmt.Sprintf("%s (%s, native)", f.Func, filepath.Base(f.File))
 	}
 	return fmt.Sprintf("%s (%s:%d)", f.Func, filepath.Base(f.File), f.Line)
 }
