@@ -10,6 +10,17 @@ import (
 	"github.com/coldtrace/coldtrace/report/format"
 )
 
+// writeWhere writes the "where in the code" sections: compiles, cache
+// lookups, disk reads, downloads, each only when it names a call site.
+func writeWhere(b *strings.Builder, r *record.Record, res *attribution.Result) {
+	for _, where := range []string{whereSection(r, res), whereCachesSection(r), whereReadsSection(r, res), whereDownloadsSection(r)} {
+		if where != "" {
+			b.WriteString("\n")
+			b.WriteString(where)
+		}
+	}
+}
+
 // maxCallSites is how many call sites a category lists.
 const maxCallSites = 5
 
