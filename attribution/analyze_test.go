@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -257,7 +258,7 @@ var analyzeCases = []analyzeCase{
 			for i, w := range want {
 				g := jit.Compilers[i]
 				g.Share = 0
-				if g != w {
+				if !reflect.DeepEqual(g, w) {
 					t.Errorf("compiler %d = %+v, want %+v", i, g, w)
 				}
 			}

@@ -10,8 +10,8 @@ import (
 // CallSiteTime is one call site's part of one category of a run: the
 // innermost frame of the user's own Python code (record.PyStack.SiteName)
 // behind disk reads (the files' parts of the disk_read row split over
-// their stacks), compiles (compiler runs by the stack that started them)
-// and downloads (their spans split over their connections' stacks).
+// their stacks), compiles (compiler runs by the stack that started them,
+// in-process compiles by their windows' stacks) and downloads (their spans split over their connections' stacks).
 type CallSiteTime struct {
 	Category Category `json:"category"`
 	Site     string   `json:"site"`
@@ -37,6 +37,14 @@ func CallSiteTimes(r *record.Record, res *Result) []CallSiteTime {
 		for _, fe := range row.Files {
 			for _, sh := range fe.Stacks {
 				add(DiskRead, sh.Stack, sh.NS)
+			}
+		}
+	}
+	if row := res.Row(JITCompile); row != nil {
+		// In-process compiles: the stacks of their windows.
+		for _, ce := range row.Compilers {
+			for _, sh := range ce.Stacks {
+				add(JITCompile, sh.Stack, sh.NS)
 			}
 		}
 	}

@@ -123,6 +123,12 @@ type CompilerEvidence struct {
 	// else counted from the processes.
 	Runs  int   `json:"runs,omitempty"`
 	CPUNS int64 `json:"cpu_ns,omitempty"`
+	// Stacks split NS over the Python stacks of the source's windows (a
+	// compile call's stack at the call, an in-process cache miss's at
+	// the miss: record.JITWindow.Stack), in proportion to their time,
+	// most first; the rest of NS took no stack. A compiler subprocess's
+	// stack is its process's (record.Process.Stack), not here.
+	Stacks []StackShare `json:"stacks,omitempty"`
 }
 
 // CacheEvidence is one kernel/JIT cache directory from the record, with
@@ -318,6 +324,8 @@ func (a *analyzer) compilerEvidence(rowNS int64) []CompilerEvidence {
 		ce := CompilerEvidence{Kind: k.kind, Name: k.name, NS: ns[i], Share: share(ns[i], rowNS)}
 		if k.kind == "compiler" {
 			ce.Runs, ce.CPUNS = a.compilerTotals(k.name)
+		} else {
+			ce.Stacks = a.windowStacks(k, ns[i])
 		}
 		out = append(out, ce)
 	}
@@ -337,6 +345,40 @@ func (a *analyzer) compilerEvidence(rowNS int64) []CompilerEvidence {
 		return nil
 	}
 	return out
+}
+
+// windowStacks splits ns, the row's time of JIT source k, over the Python
+// stacks of k's windows by their length.
+func (a *analyzer) windowStacks(k srcKey, ns int64) []StackShare {
+	if a.r.JIT == nil || len(a.r.Stacks) == 0 {
+		return nil
+	}
+	var total int64
+	by := map[[2]int64]*record.StackCharge{}
+	var order [][2]int64
+	for _, w := range a.r.JIT.Windows {
+		d := w.EndNS - w.StartNS
+		if windowSource(w) != k || d <= 0 {
+			continue
+		}
+		total += d
+		if w.Stack <= 0 {
+			continue
+		}
+		key := [2]int64{int64(w.Stack), int64(w.PID)}
+		c := by[key]
+		if c == nil {
+			c = &record.StackCharge{Stack: w.Stack, PID: w.PID}
+			by[key] = c
+			order = append(order, key)
+		}
+		c.NS += d
+	}
+	charges := make([]record.StackCharge, 0, len(order))
+	for _, key := range order {
+		charges = append(charges, *by[key])
+	}
+	return stackShares(charges, ns, total)
 }
 
 // compilerTotals is the record's run count and CPU time for a compiler,

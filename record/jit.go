@@ -120,6 +120,12 @@ type Cache struct {
 	// KeyIncludes says what the framework puts in an entry's key (from
 	// the registry), for a cache whose lookups matched no entry it held.
 	KeyIncludes string `json:"key_includes,omitempty"`
+	// Stacks split the cache's lookups by the Python stack of the thread
+	// that made them (seen by the path-syscall probes, in that thread):
+	// per stack its misses, their compile time (NS, the part of
+	// CompileNS of the misses it started) and its hits, most time first.
+	// Lookups of threads without a Python stack are in the totals only.
+	Stacks []StackCharge `json:"stacks,omitempty"`
 	// Failures are the calls under Root that failed in a way a lookup
 	// does not (a rename or unlink, an open for anything but ENOENT), by
 	// call and errno, most first: seen only while the path syscalls were
@@ -177,6 +183,11 @@ type JITWindow struct {
 	Kind    string `json:"kind"`   // "compiler", "in_process", "uprobe"
 	Source  string `json:"source"` // compiler name, cache name or LIB:SYMBOL
 	CPUNS   int64  `json:"cpu_ns"`
+	// Stack is 1 + the index in Record.Stacks of the Python stack behind
+	// the window, 0 for none: for "uprobe", the calling thread's at the
+	// call; for "in_process", the missing thread's at the miss. Windows
+	// of other stacks are not merged into one.
+	Stack int `json:"stack,omitempty"`
 }
 
 // JITUprobe is one probed compile entry point. Name is "LIB:SYMBOL" with

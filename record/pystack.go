@@ -41,9 +41,11 @@ func (r *Record) StackOf(p *Process) *PyStack {
 	return &r.Stacks[p.Stack-1]
 }
 
-// StackCharge is the part of a subject's time (a file's, a download's)
-// charged to one Python stack: where the thread stood in its Python code
-// when it filled the file's pages or opened the connection.
+// StackCharge is the part of a subject's time (a file's, a download's, a
+// cache's) charged to one Python stack: where the thread stood in its
+// Python code when it filled the file's pages, opened the connection or
+// looked the cache up (a thread with no Python stack: its leaf native
+// frame, for files and downloads).
 type StackCharge struct {
 	// Stack is 1 + the index in Record.Stacks.
 	Stack int `json:"stack"`
@@ -51,7 +53,8 @@ type StackCharge struct {
 	PID int32 `json:"pid,omitempty"`
 	// NS is thread time: for a file, the fill CPU, I/O waits and fill
 	// waits of the kernel entries the stack started (MissCPUNS +
-	// IOWaitNS + FillWaitNS); for a download, its time.
+	// IOWaitNS + FillWaitNS); for a download, its time; for a cache, the
+	// compile time of the misses the stack started.
 	NS         int64 `json:"ns"`
 	MissCPUNS  int64 `json:"miss_cpu_ns,omitempty"`
 	IOWaitNS   int64 `json:"io_wait_ns,omitempty"`
@@ -63,6 +66,10 @@ type StackCharge struct {
 	// while the stack's fill was open, its readahead's included (which
 	// later reads may consume under another stack).
 	BytesFromDisk uint64 `json:"bytes_from_disk,omitempty"`
+	// Misses and Hits: for a cache, the lookups the stack made that
+	// missed and hit (NS is then its misses' compile time).
+	Misses uint64 `json:"misses,omitempty"`
+	Hits   uint64 `json:"hits,omitempty"`
 }
 
 // StackAt is the stack a StackCharge (or a Process) names, nil when none.
@@ -104,11 +111,15 @@ func (st *PyStack) UserFrame() *PyFrame {
 
 // SiteName names a stack's call site in one line, for comparing runs:
 // its innermost frame of the user's own code as "qualname (file.py:LINE)"
-// with the file's base name; "" for a stack without one. Not escaped.
+// with the file's base name, a native leaf as "FUNC (MODULE, native)";
+// "" for a stack without one. Not escaped.
 func (st *PyStack) SiteName() string {
 	f := st.UserFrame()
 	if f == nil {
 		return ""
+	}
+	if f.Native {
+		return fmt.Sprintf("%s (%s, native)", f.Func, filepath.Base(f.File))
 	}
 	return fmt.Sprintf("%s (%s:%d)", f.Func, filepath.Base(f.File), f.Line)
 }

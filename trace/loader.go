@@ -310,9 +310,13 @@ func makeMachine(l *loader, _ map[string]*ebpf.Map) (Sensor, func() error, error
 
 func makeJIT(l *loader, taken map[string]*ebpf.Map) (Sensor, func() error, error) {
 	o := l.s.opts
-	j, err := jit.New(jit.Options{Shared: taken, Command: o.Command, Env: o.Env, CacheDirs: o.CacheDirs,
+	jo := jit.Options{Shared: taken, Command: o.Command, Env: o.Env, CacheDirs: o.CacheDirs,
 		Uprobes: o.JITUprobes, Syscalls: o.JITSyscalls, Actor: o.Actor.CommandActor(), BTF: l.kernel,
-		Scoper: need[*uprobes.Scoper](l)})
+		Scoper: need[*uprobes.Scoper](l)}
+	if ps := need[*pystack.Sensor](l); ps != nil {
+		jo.Stacks, jo.InternStack, jo.StackPID = ps.Replacements(), ps.Intern, ps.PIDOf
+	}
+	j, err := jit.New(jo)
 	if errors.Is(err, jit.ErrOption) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrPreflight, err)
 	}

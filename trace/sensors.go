@@ -77,8 +77,9 @@ func isA[T Sensor](s Sensor) bool {
 var (
 	schedShared = []string{bpfsched.SchedMapTaskStates, bpfsched.SchedMapThreads, bpfsched.SchedMapFiles,
 		bpfsched.SchedMapRunPages, bpfsched.SchedMapFileStacks}
-	trackedSet  = []string{bpfsched.SchedMapTaskStates, bpfsched.SchedMapThreads}
-	walkerMaps  = []string{bpfpy.PystackMapPyConfs, bpfpy.PystackMapPyStacks, bpfpy.PystackMapPyScratch, bpfpy.PystackMapPyEvents, bpfpy.PystackMapPyLost}
+	trackedSet = []string{bpfsched.SchedMapTaskStates, bpfsched.SchedMapThreads}
+	walkerMaps = []string{bpfpy.PystackMapPyConfs, bpfpy.PystackMapPyStacks, bpfpy.PystackMapPyScratch, bpfpy.PystackMapPyEvents, bpfpy.PystackMapPyLost,
+		bpfpy.PystackMapPyNatives}
 	walkerTaken = append(append([]string(nil), trackedSet...), walkerMaps...)
 )
 
@@ -101,7 +102,7 @@ func Sensors() []SensorSpec {
 			Lacks: "evictions during the run and who made them (re-reads, thrashing)", is: isA[*evict.Sensor], make: makeEvict},
 		{Name: "machine", Package: "trace/machine",
 			Lacks: "memory, memory cgroups and limits, other processes' CPU, steal time", is: isA[*machine.Sensor], make: makeMachine},
-		{Name: "JIT", Package: "trace/jit", Object: bpfjit.LoadJit, Takes: trackedSet, PathSyscalls: true, Uprobes: true,
+		{Name: "JIT", Package: "trace/jit", Object: bpfjit.LoadJit, Takes: walkerTaken, PathSyscalls: true, Uprobes: true,
 			Lazy:  "the path-syscall probes, once a process uses a framework with a kernel cache",
 			Lacks: "compiles and kernel-cache hits and misses", is: isA[*jit.Sensor],
 			off: func(o Options) bool { return o.NoJIT }, make: makeJIT, link: jitSees},

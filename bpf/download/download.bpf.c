@@ -368,10 +368,7 @@ int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int
 		else
 			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_v6_daddr, 16);
 		name_peer(&c);
-		if (s->flags & TF_PYTHON) {
-			py_stack_current();
-			c.stack = s->py_last;
-		}
+		c.stack = py_stack_or_leaf();
 		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
 			count_net_lost(DL_CONNS);
 		count_write();

@@ -229,6 +229,7 @@ const (
 	DownloadMapPyConfs             = "py_confs"
 	DownloadMapPyEvents            = "py_events"
 	DownloadMapPyLost              = "py_lost"
+	DownloadMapPyNatives           = "py_natives"
 	DownloadMapPyScratch           = "py_scratch"
 	DownloadMapPyStacks            = "py_stacks"
 	DownloadMapRxSlots             = "rx_slots"
@@ -244,6 +245,7 @@ const (
 	DownloadVarBtfAnchorDlLost     = "_btf_anchor_dl_lost"
 	DownloadVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	DownloadVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
+	DownloadVarPyStacksOn          = "py_stacks_on"
 )
 
 // LoadDownload returns the embedded CollectionSpec for Download.
@@ -309,6 +311,7 @@ type DownloadMapSpecs struct {
 	PyConfs       *ebpf.MapSpec `ebpf:"py_confs"`
 	PyEvents      *ebpf.MapSpec `ebpf:"py_events"`
 	PyLost        *ebpf.MapSpec `ebpf:"py_lost"`
+	PyNatives     *ebpf.MapSpec `ebpf:"py_natives"`
 	PyScratch     *ebpf.MapSpec `ebpf:"py_scratch"`
 	PyStacks      *ebpf.MapSpec `ebpf:"py_stacks"`
 	RxSlots       *ebpf.MapSpec `ebpf:"rx_slots"`
@@ -325,6 +328,7 @@ type DownloadVariableSpecs struct {
 	BtfAnchorDlLost     *ebpf.VariableSpec `ebpf:"_btf_anchor_dl_lost"`
 	BtfAnchorLostKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
+	PyStacksOn          *ebpf.VariableSpec `ebpf:"py_stacks_on"`
 }
 
 // DownloadObjects contains all objects after they have been loaded into the kernel.
@@ -357,6 +361,7 @@ type DownloadMaps struct {
 	PyConfs       *ebpf.Map `ebpf:"py_confs"`
 	PyEvents      *ebpf.Map `ebpf:"py_events"`
 	PyLost        *ebpf.Map `ebpf:"py_lost"`
+	PyNatives     *ebpf.Map `ebpf:"py_natives"`
 	PyScratch     *ebpf.Map `ebpf:"py_scratch"`
 	PyStacks      *ebpf.Map `ebpf:"py_stacks"`
 	RxSlots       *ebpf.Map `ebpf:"rx_slots"`
@@ -378,6 +383,7 @@ func (m *DownloadMaps) Close() error {
 		m.PyConfs,
 		m.PyEvents,
 		m.PyLost,
+		m.PyNatives,
 		m.PyScratch,
 		m.PyStacks,
 		m.RxSlots,
@@ -395,6 +401,7 @@ type DownloadVariables struct {
 	BtfAnchorDlLost     *ebpf.Variable `ebpf:"_btf_anchor_dl_lost"`
 	BtfAnchorLostKind   *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
+	PyStacksOn          *ebpf.Variable `ebpf:"py_stacks_on"`
 }
 
 // DownloadPrograms contains all programs after they have been loaded into the kernel.

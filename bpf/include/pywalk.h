@@ -157,6 +157,15 @@ struct {
 	__type(value, __u64);
 } py_lost SEC(".maps");
 
+/* Native leaf frames already sent, by id (process, image, address): a
+ * process forking, reading or connecting from one place sends it once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u8);
+} py_natives SEC(".maps");
+
 static __always_inline void py_count(__u32 k)
 {
 	__u64 *v = bpf_map_lookup_elem(&py_lost, &k);
@@ -413,4 +422,72 @@ __noinline int py_stack_current(void)
 	if (s)
 		py_stack_reuse(s);
 	return 0;
+}
+
+/* py_native_leaf is the id of task's leaf native frame, for an event of a
+ * thread with no Python stack to take (not Python, an interpreter whose
+ * layout is not known, a thread without Python frames): the user
+ * instruction pointer its kernel entry returns to, in the C library's
+ * wrapper when the program calls the system through it (read, connect,
+ * fork), or the instruction that faulted. The id mixes the process, its
+ * image (mm: an exec maps other code at the same address) and the
+ * address; a new one is sent to user space at once, to be symbolized
+ * while the process lives. A known one costs a hash lookup. */
+static __always_inline __u64 py_native_leaf(struct task_struct *task, __u32 tgid)
+{
+	if (!task)
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return 0;
+	__u64 ip = BPF_CORE_READ(regs, ip);
+	if (!ip)
+		return 0;
+	__u64 id = py_mix(py_mix(0x6e61746976650000ULL ^ tgid, (__u64)BPF_CORE_READ(task, mm)), ip);
+	if (!id)
+		id = 1;
+	if (bpf_map_lookup_elem(&py_natives, &id))
+		return id;
+	__u8 one = 1;
+	bpf_map_update_elem(&py_natives, &id, &one, BPF_ANY);
+	struct py_event *ev = bpf_ringbuf_reserve(&py_events, sizeof(*ev), 0);
+	if (!ev) {
+		py_count(PY_LOST_RING);
+		return id;
+	}
+	ev->kind = PY_EV_NATIVE;
+	ev->pid = tgid;
+	ev->ppid = 0;
+	ev->pad = 0;
+	ev->stack = id;
+	ev->ts = bpf_ktime_get_ns();
+	ev->ip = ip;
+	/* Woken at once: symbolized from the process's mappings while it
+	 * lives. */
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+	return id;
+}
+
+/* Set at load by user space when the walker's maps are the stack
+ * sensor's (not --no-stacks): without a reader, a leaf would only fill
+ * the tables and the ring. */
+const volatile __u32 py_stacks_on = 0;
+
+/* py_stack_or_leaf is the current thread's Python stack (kept in its
+ * state s, reused while its two innermost frames are unchanged) or, when
+ * it has none, its leaf native frame. Global, like py_stack_current. */
+__noinline __u64 py_stack_or_leaf(void)
+{
+	if (!py_stacks_on)
+		return 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct tstate *s = bpf_task_storage_get(&task_states, task, 0, 0);
+	if (!s)
+		return 0;
+	__u64 stack = 0;
+	if (s->flags & TF_PYTHON)
+		stack = py_stack_reuse(s);
+	if (!stack)
+		stack = py_native_leaf(task, bpf_get_current_pid_tgid() >> 32);
+	return stack;
 }

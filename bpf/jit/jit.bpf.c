@@ -12,7 +12,7 @@
  * this object's own lost counters, which user space adds to the record's.
  * Tracepoints and uprobes only: kprobes and fentry are not available. */
 
-#include "common.h"
+#include "pywalk.h"
 #include "syscall64.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -63,6 +63,9 @@ struct file_event {
 	__u32 len2;
 	__u32 cut;
 	__u32 pad;
+	/* The Python stack of the looking-up thread (bpf/include/pywalk.h),
+	 * 0 for none or a thread that is not Python. */
+	__u64 stack;
 	char path[2 * PATH_LEN];
 };
 
@@ -106,6 +109,7 @@ struct uprobe_event {
 	__u64 start;
 	__u64 end;
 	__u64 cpu_ns; /* the thread's on-CPU time inside the call */
+	__u64 stack;  /* the calling thread's Python stack at the entry, 0: none */
 };
 
 struct ucall_key {
@@ -117,6 +121,7 @@ struct ucall_key {
 struct ucall {
 	__u64 start;
 	__u64 cpu_ns;
+	__u64 stack;
 };
 
 /* A ring buffer's pages are all mapped into coldtrace when its reader
@@ -358,6 +363,92 @@ static __always_inline bool path_goes_on(const char *p)
 	return bpf_probe_read_user(&c, 1, p + PATH_LEN - 1) == 0 && c != 0;
 }
 
+/* Whether the name ending at buf[end] (its NUL) is Python bytecode: a
+ * .pyc, or the temp name importlib writes it under ("X.pyc.123456").
+ * Every import looks one up: their stacks, a new one per import, would
+ * fill the stack table and cost a walk each, for a cache the page-cache
+ * probes already tell. */
+#define PYC_TAIL 32
+
+struct tail {
+	char t[PYC_TAIL];
+	__u32 len; /* the name's bytes in t */
+	bool found;
+};
+
+/* One byte of the tail per call, by bpf_loop: an unrolled loop made
+ * the path programs' load some 30 ms longer. */
+static long pyc_byte(__u64 k, void *arg)
+{
+	struct tail *tl = arg;
+	if (k >= tl->len)
+		return 1;
+	char c = tl->t[k & (PYC_TAIL - 1)];
+	if (c == '/') {
+		tl->found = false; /* only the last component counts */
+		return 0;
+	}
+	if (c == '.' && k + 4 <= tl->len && tl->t[(k + 1) & (PYC_TAIL - 1)] == 'p' &&
+	    tl->t[(k + 2) & (PYC_TAIL - 1)] == 'y' && tl->t[(k + 3) & (PYC_TAIL - 1)] == 'c')
+		tl->found = true;
+	return 0;
+}
+
+static __always_inline bool pyc_name(const char *buf, __u32 end)
+{
+	struct tail tl = {};
+	__u32 start = end > PYC_TAIL ? end - PYC_TAIL : 0;
+	if (start > 2 * PATH_LEN - PYC_TAIL)
+		return false;
+	if (bpf_probe_read_kernel(tl.t, sizeof(tl.t), buf + start))
+		return false;
+	tl.len = end - start;
+	bpf_loop(PYC_TAIL, pyc_byte, &tl, 0);
+	return tl.found;
+}
+
+/* stack_wanted says whether a Python thread's path event in ev (its
+ * paths n1 and n2 bytes long, NULs included) may concern a cache, and
+ * so takes the thread's stack: its path (a rename's new name) is
+ * absolute and under a root user space put in root_prefixes, or has a
+ * component named like an in-tree cache (anywhere_hash), and it is not
+ * bytecode. A Python program fails hundreds of lookups outside every
+ * cache (imports, library searches): a walk each would cost more than
+ * the events. Global: verified once, not on every path of its caller
+ * (as a static function it made the path programs' load 16 ms longer). */
+__noinline int stack_wanted(struct file_event *ev, long n1, long n2)
+{
+	if (!ev)
+		return 0;
+	__u32 off = 0;
+	long n = n1;
+	if (n2 > 0) {
+		if (n1 <= 0 || n1 >= PATH_LEN)
+			return 0;
+		off = n1 & (PATH_LEN - 1);
+		n = n2;
+	}
+	if (n < 2 || n > PATH_LEN)
+		return 0;
+	const char *p = ev->path + off;
+	if (p[0] != '/' || pyc_name(ev->path, off + n - 1))
+		return 0;
+	struct root_prefix key = {};
+	__u32 len = n - 1;
+	if (len > PREFIX_LEN)
+		len = PREFIX_LEN;
+	key.prefixlen = len * 8;
+	if (bpf_probe_read_kernel(key.data, PREFIX_LEN, p))
+		return 0;
+	if (bpf_map_lookup_elem(&root_prefixes, &key))
+		return 1;
+	if (n > SCAN_LEN)
+		return 0;
+	struct scan sc = {.path = p, .n = n, .h = FNV_OFFSET};
+	bpf_loop(SCAN_LEN, scan_byte, &sc, 0);
+	return sc.pass;
+}
+
 /* A program may read no further into its context than the smallest
  * record of the tracepoints it is attached to, so there is one entry
  * program per argument count. */
@@ -544,6 +635,14 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 	if ((a.nr == NR_openat || a.nr == NR_open || a.nr == NR_openat2) && ret >= 0 &&
 	    !(flags & (O_ACCMODE_ | O_CREAT_ | O_TRUNC_ | O_DIRECTORY_ | O_PATH_)) && quiet_open(ev, n1, id >> 32))
 		return 0;
+	/* A lookup, fill or failure in a cache carries the Python stack
+	 * that made it (reused without a walk while the thread's two
+	 * innermost frames are unchanged). */
+	ev->stack = 0;
+	if ((s->flags & TF_PYTHON) && py_stacks_on && a.nr != NR_chdir && a.nr != NR_fchdir && stack_wanted(ev, n1, n2)) {
+		py_stack_current();
+		ev->stack = s->py_last;
+	}
 	__u64 size = offsetof(struct file_event, path) + n1 + n2;
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
@@ -638,6 +737,11 @@ int on_uprobe_entry(struct pt_regs *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	struct ucall_key k = {.tid = tid, .cookie = bpf_get_attach_cookie(ctx)};
 	struct ucall c = {.start = now, .cpu_ns = thread_cpu(t, now)};
+	/* The call's Python stack: the line whose call compiled. */
+	if ((s->flags & TF_PYTHON) && py_stacks_on) {
+		py_stack_current();
+		c.stack = s->py_last;
+	}
 	bpf_map_update_elem(&ucalls, &k, &c, BPF_ANY);
 	return 0;
 }
@@ -672,6 +776,7 @@ int on_uprobe_return(struct pt_regs *ctx)
 	ev->start = call.start;
 	ev->end = now;
 	ev->cpu_ns = cpu > call.cpu_ns ? cpu - call.cpu_ns : 0;
+	ev->stack = call.stack;
 	bpf_ringbuf_submit(ev, 0);
 	return 0;
 }

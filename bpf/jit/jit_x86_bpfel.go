@@ -49,6 +49,7 @@ type JitFileEvent struct {
 	Len2  uint32
 	Cut   uint32
 	Pad   uint32
+	Stack uint64
 	Path  [8192]int8
 }
 
@@ -93,6 +94,50 @@ type JitPending struct {
 type JitProcVerdict struct {
 	_   structs.HostLayout
 	Gen uint64
+}
+
+type JitPyConf struct {
+	_             structs.HostLayout
+	Runtime       uint64
+	CodeType      uint64
+	InterpHead    uint32
+	ThreadsHead   uint32
+	TsNext        uint32
+	TsNativeTid   uint32
+	TsCframe      uint32
+	CframeCurrent uint32
+	FrCode        uint32
+	FrPrevious    uint32
+	FrInstr       uint32
+	FrOwner       uint32
+	CoFilename    uint32
+	CoQualname    uint32
+	CoFirstlineno uint32
+	SkipCstack    uint32
+}
+
+type JitPyScratch struct {
+	_    structs.HostLayout
+	Hash uint64
+	Ts   uint64
+	St   JitPyStack
+}
+
+type JitPyStack struct {
+	_         structs.HostLayout
+	Pid       uint32
+	Len       uint32
+	Truncated uint32
+	Total     uint32
+	Frames    [128]struct {
+		_           structs.HostLayout
+		Code        uint64
+		Instr       uint64
+		Qualname    uint64
+		Filename    uint64
+		Firstlineno uint32
+		NameTag     uint32
+	}
 }
 
 type JitRootPrefix struct {
@@ -184,6 +229,7 @@ type JitUcall struct {
 	_     structs.HostLayout
 	Start uint64
 	CpuNs uint64
+	Stack uint64
 }
 
 type JitUcallKey struct {
@@ -203,6 +249,7 @@ type JitUprobeEvent struct {
 	Start  uint64
 	End    uint64
 	CpuNs  uint64
+	Stack  uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -217,6 +264,12 @@ const (
 	JitMapPending               = "pending"
 	JitMapProcGen               = "proc_gen"
 	JitMapProcVerdicts          = "proc_verdicts"
+	JitMapPyConfs               = "py_confs"
+	JitMapPyEvents              = "py_events"
+	JitMapPyLost                = "py_lost"
+	JitMapPyNatives             = "py_natives"
+	JitMapPyScratch             = "py_scratch"
+	JitMapPyStacks              = "py_stacks"
 	JitMapRootPrefixes          = "root_prefixes"
 	JitMapTaskStates            = "task_states"
 	JitMapThreads               = "threads"
@@ -241,6 +294,7 @@ const (
 	JitVarAnywhereCount         = "anywhere_count"
 	JitVarAnywhereHash          = "anywhere_hash"
 	JitVarGenSeq                = "gen_seq"
+	JitVarPyStacksOn            = "py_stacks_on"
 )
 
 // LoadJit returns the embedded CollectionSpec for Jit.
@@ -309,6 +363,12 @@ type JitMapSpecs struct {
 	Pending      *ebpf.MapSpec `ebpf:"pending"`
 	ProcGen      *ebpf.MapSpec `ebpf:"proc_gen"`
 	ProcVerdicts *ebpf.MapSpec `ebpf:"proc_verdicts"`
+	PyConfs      *ebpf.MapSpec `ebpf:"py_confs"`
+	PyEvents     *ebpf.MapSpec `ebpf:"py_events"`
+	PyLost       *ebpf.MapSpec `ebpf:"py_lost"`
+	PyNatives    *ebpf.MapSpec `ebpf:"py_natives"`
+	PyScratch    *ebpf.MapSpec `ebpf:"py_scratch"`
+	PyStacks     *ebpf.MapSpec `ebpf:"py_stacks"`
 	RootPrefixes *ebpf.MapSpec `ebpf:"root_prefixes"`
 	TaskStates   *ebpf.MapSpec `ebpf:"task_states"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
@@ -329,6 +389,7 @@ type JitVariableSpecs struct {
 	AnywhereCount         *ebpf.VariableSpec `ebpf:"anywhere_count"`
 	AnywhereHash          *ebpf.VariableSpec `ebpf:"anywhere_hash"`
 	GenSeq                *ebpf.VariableSpec `ebpf:"gen_seq"`
+	PyStacksOn            *ebpf.VariableSpec `ebpf:"py_stacks_on"`
 }
 
 // JitObjects contains all objects after they have been loaded into the kernel.
@@ -359,6 +420,12 @@ type JitMaps struct {
 	Pending      *ebpf.Map `ebpf:"pending"`
 	ProcGen      *ebpf.Map `ebpf:"proc_gen"`
 	ProcVerdicts *ebpf.Map `ebpf:"proc_verdicts"`
+	PyConfs      *ebpf.Map `ebpf:"py_confs"`
+	PyEvents     *ebpf.Map `ebpf:"py_events"`
+	PyLost       *ebpf.Map `ebpf:"py_lost"`
+	PyNatives    *ebpf.Map `ebpf:"py_natives"`
+	PyScratch    *ebpf.Map `ebpf:"py_scratch"`
+	PyStacks     *ebpf.Map `ebpf:"py_stacks"`
 	RootPrefixes *ebpf.Map `ebpf:"root_prefixes"`
 	TaskStates   *ebpf.Map `ebpf:"task_states"`
 	Threads      *ebpf.Map `ebpf:"threads"`
@@ -375,6 +442,12 @@ func (m *JitMaps) Close() error {
 		m.Pending,
 		m.ProcGen,
 		m.ProcVerdicts,
+		m.PyConfs,
+		m.PyEvents,
+		m.PyLost,
+		m.PyNatives,
+		m.PyScratch,
+		m.PyStacks,
 		m.RootPrefixes,
 		m.TaskStates,
 		m.Threads,
@@ -396,6 +469,7 @@ type JitVariables struct {
 	AnywhereCount         *ebpf.Variable `ebpf:"anywhere_count"`
 	AnywhereHash          *ebpf.Variable `ebpf:"anywhere_hash"`
 	GenSeq                *ebpf.Variable `ebpf:"gen_seq"`
+	PyStacksOn            *ebpf.Variable `ebpf:"py_stacks_on"`
 }
 
 // JitPrograms contains all programs after they have been loaded into the kernel.

@@ -230,18 +230,16 @@ static __always_inline bool close_at_return(struct tstate *s)
  * and arrange for its close. Without a task work the interval is charged
  * up to now and closed, so that it cannot run on into user time. A
  * Python thread's interval carries its stack, taken here, in the filling
- * thread: its time is charged per (file, stack) until the interval
- * closes. Returns the interval's stack (0: none). */
+ * thread (another thread's its leaf native frame): its time is charged
+ * per (file, stack) until the interval closes. Returns the interval's stack (0: none). */
 static __always_inline __u64 open_fill(struct tstate *s, __u64 start, __u64 now)
 {
 	if (!(s->flags & TF_MISSED)) {
 		s->flags |= TF_MISSED;
 		s->mark_ts = start;
-		s->fill_stack = 0;
-		if (s->flags & TF_PYTHON) {
-			py_stack_current();
-			s->fill_stack = s->py_last;
-		}
+		/* A thread without a Python stack gets its leaf native frame
+		 * (on the read path, the C library's wrapper). */
+		s->fill_stack = py_stack_or_leaf();
 		struct thread *th = slot_thread(s);
 		if (th)
 			th->fill_mark = start;

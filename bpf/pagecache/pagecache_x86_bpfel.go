@@ -244,6 +244,7 @@ const (
 	PagecacheMapPyConfs             = "py_confs"
 	PagecacheMapPyEvents            = "py_events"
 	PagecacheMapPyLost              = "py_lost"
+	PagecacheMapPyNatives           = "py_natives"
 	PagecacheMapPyScratch           = "py_scratch"
 	PagecacheMapPySeen              = "py_seen"
 	PagecacheMapPyStacks            = "py_stacks"
@@ -260,6 +261,7 @@ const (
 	PagecacheVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	PagecacheVarBtfAnchorPathKind   = "_btf_anchor_path_kind"
 	PagecacheVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
+	PagecacheVarPyStacksOn          = "py_stacks_on"
 )
 
 // LoadPagecache returns the embedded CollectionSpec for Pagecache.
@@ -327,6 +329,7 @@ type PagecacheMapSpecs struct {
 	PyConfs     *ebpf.MapSpec `ebpf:"py_confs"`
 	PyEvents    *ebpf.MapSpec `ebpf:"py_events"`
 	PyLost      *ebpf.MapSpec `ebpf:"py_lost"`
+	PyNatives   *ebpf.MapSpec `ebpf:"py_natives"`
 	PyScratch   *ebpf.MapSpec `ebpf:"py_scratch"`
 	PySeen      *ebpf.MapSpec `ebpf:"py_seen"`
 	PyStacks    *ebpf.MapSpec `ebpf:"py_stacks"`
@@ -344,6 +347,7 @@ type PagecacheVariableSpecs struct {
 	BtfAnchorLostKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorPathKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
+	PyStacksOn          *ebpf.VariableSpec `ebpf:"py_stacks_on"`
 }
 
 // PagecacheObjects contains all objects after they have been loaded into the kernel.
@@ -378,6 +382,7 @@ type PagecacheMaps struct {
 	PyConfs     *ebpf.Map `ebpf:"py_confs"`
 	PyEvents    *ebpf.Map `ebpf:"py_events"`
 	PyLost      *ebpf.Map `ebpf:"py_lost"`
+	PyNatives   *ebpf.Map `ebpf:"py_natives"`
 	PyScratch   *ebpf.Map `ebpf:"py_scratch"`
 	PySeen      *ebpf.Map `ebpf:"py_seen"`
 	PyStacks    *ebpf.Map `ebpf:"py_stacks"`
@@ -402,6 +407,7 @@ func (m *PagecacheMaps) Close() error {
 		m.PyConfs,
 		m.PyEvents,
 		m.PyLost,
+		m.PyNatives,
 		m.PyScratch,
 		m.PySeen,
 		m.PyStacks,
@@ -420,6 +426,7 @@ type PagecacheVariables struct {
 	BtfAnchorLostKind   *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorPathKind   *ebpf.Variable `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
+	PyStacksOn          *ebpf.Variable `ebpf:"py_stacks_on"`
 }
 
 // PagecachePrograms contains all programs after they have been loaded into the kernel.

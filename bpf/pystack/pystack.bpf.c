@@ -35,15 +35,6 @@ struct {
 	__type(value, struct py_conf);
 } py_exes SEC(".maps");
 
-/* Native leaf frames already sent, by id (process, image, address): a
- * process forking from one place sends it once. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, __u8);
-} py_natives SEC(".maps");
-
 BTF_ANCHOR(struct py_event, py_event);
 BTF_ANCHOR(enum py_event_kind, py_event_kind);
 BTF_ANCHOR(enum py_lost_kind, py_lost_kind);
@@ -75,33 +66,6 @@ static __always_inline void emit(__u32 kind, __u32 pid, __u32 ppid, __u64 stack,
 	bpf_ringbuf_submit(ev, wake);
 }
 
-/* native_leaf is the id of the parent's leaf native frame, for a fork
- * with no Python stack to take or inherit (not Python, an interpreter
- * whose layout is not known, a thread without Python frames): the user
- * instruction pointer the fork's system call returns to, in the C
- * library's wrapper when the program forks through it. The id mixes the
- * process, its image (mm: an exec maps other code at the same address)
- * and the address; a new one is sent to user space at once, to be
- * symbolized while the process lives. */
-static __always_inline __u64 native_leaf(struct task_struct *task, __u32 tgid)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if (!regs)
-		return 0;
-	__u64 ip = BPF_CORE_READ(regs, ip);
-	if (!ip)
-		return 0;
-	__u64 id = py_mix(py_mix(0x6e61746976650000ULL ^ tgid, (__u64)BPF_CORE_READ(task, mm)), ip);
-	if (!id)
-		id = 1;
-	if (bpf_map_lookup_elem(&py_natives, &id))
-		return id;
-	__u8 one = 1;
-	bpf_map_update_elem(&py_natives, &id, &one, BPF_ANY);
-	emit(PY_EV_NATIVE, tgid, 0, id, ip);
-	return id;
-}
-
 /* Runs in the parent, before the child is woken. */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_py_fork, struct task_struct *parent, struct task_struct *child)
@@ -126,7 +90,7 @@ int BPF_PROG(on_py_fork, struct task_struct *parent, struct task_struct *child)
 			stack = *inh;
 	}
 	if (!stack)
-		stack = native_leaf(parent, ptgid);
+		stack = py_native_leaf(parent, ptgid);
 	if (!stack)
 		return 0;
 	bpf_map_update_elem(&fork_stacks, &ctgid, &stack, BPF_ANY);

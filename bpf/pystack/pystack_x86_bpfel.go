@@ -207,6 +207,7 @@ const (
 	PystackVarBtfAnchorPyEventKind = "_btf_anchor_py_event_kind"
 	PystackVarBtfAnchorPyLostKind  = "_btf_anchor_py_lost_kind"
 	PystackVarBtfAnchorThreadFlag  = "_btf_anchor_thread_flag"
+	PystackVarPyStacksOn           = "py_stacks_on"
 )
 
 // LoadPystack returns the embedded CollectionSpec for Pystack.
@@ -283,6 +284,7 @@ type PystackVariableSpecs struct {
 	BtfAnchorPyEventKind *ebpf.VariableSpec `ebpf:"_btf_anchor_py_event_kind"`
 	BtfAnchorPyLostKind  *ebpf.VariableSpec `ebpf:"_btf_anchor_py_lost_kind"`
 	BtfAnchorThreadFlag  *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
+	PyStacksOn           *ebpf.VariableSpec `ebpf:"py_stacks_on"`
 }
 
 // PystackObjects contains all objects after they have been loaded into the kernel.
@@ -344,6 +346,7 @@ type PystackVariables struct {
 	BtfAnchorPyEventKind *ebpf.Variable `ebpf:"_btf_anchor_py_event_kind"`
 	BtfAnchorPyLostKind  *ebpf.Variable `ebpf:"_btf_anchor_py_lost_kind"`
 	BtfAnchorThreadFlag  *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
+	PyStacksOn           *ebpf.Variable `ebpf:"py_stacks_on"`
 }
 
 // PystackPrograms contains all programs after they have been loaded into the kernel.

@@ -522,7 +522,9 @@ func jitSubjects(r *record.Record, row *attribution.Row, pi *procIndex) []subjec
 		if c.NS == 0 {
 			continue
 		}
-		s := subject{ns: c.NS, prior: map[int32]float64{}, labels: map[string]string{}}
+		// An in-process compile's stacks (its windows') hang under the
+		// process that compiled, the frames of the line that called.
+		s := subject{ns: c.NS, prior: map[int32]float64{}, labels: map[string]string{}, stacks: c.Stacks}
 		switch c.Kind {
 		case "compiler":
 			s.frame.name = c.Name + " (compiler)"

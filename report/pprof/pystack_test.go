@@ -96,3 +96,41 @@ func TestNativeLeafNamedBySymbol(t *testing.T) {
 		t.Errorf("frames %+v, want vfork in libc.so.6", got)
 	}
 }
+
+// TestInProcessCompileStacksHangUnderTheCache: an in-process compile of
+// a cache charged to its windows' stacks hangs under category → cache →
+// process → the stack's frames, in proportion to the windows' time.
+func TestInProcessCompileStacksHangUnderTheCache(t *testing.T) {
+	r := &record.Record{
+		WallNS: 4e9,
+		Stacks: []record.PyStack{
+			{Frames: []record.PyFrame{{File: "/src/jit.py", Line: 7, Func: "compile_kernel"}, {File: "/src/jit.py", Line: 30, Func: "<module>"}}},
+			{Frames: []record.PyFrame{{File: "/src/jit.py", Line: 12, Func: "warm"}, {File: "/src/jit.py", Line: 31, Func: "<module>"}}},
+		},
+		Processes: []record.Process{{PID: 7, Comm: "python3", EndNS: 4e9}},
+		Samples:   []record.Sample{{EndNS: 4e9, Threads: []record.ThreadDelta{{TID: 7, PID: 7, CPUNS: 4e9}}}},
+		JIT: &record.JIT{
+			Windows: []record.JITWindow{{PID: 7, StartNS: 0, EndNS: 3e9, Kind: "in_process", Source: "numba", Stack: 1},
+				{PID: 7, StartNS: 3e9, EndNS: 4e9, Kind: "in_process", Source: "numba", Stack: 2}},
+			Caches: []record.Cache{{Name: "numba", Root: "/c", Misses: 2, CompileNS: 4e9}},
+		},
+	}
+	p, err := Build(r, attribution.Analyze(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, s := range p.Sample {
+		var names []string
+		for i := len(s.Location) - 1; i >= 0; i-- {
+			l := s.Location[i].Line[0]
+			names = append(names, fmt.Sprintf("%s:%d", l.Function.Name, l.Line))
+		}
+		got[strings.Join(names, " > ")] += s.Value[0]
+	}
+	first := got["JIT compile:0 > numba cache (in-process JIT):0 > python3[7]:0 > jit.<module>:30 > jit.compile_kernel:7"]
+	second := got["JIT compile:0 > numba cache (in-process JIT):0 > python3[7]:0 > jit.<module>:31 > jit.warm:12"]
+	if first <= 0 || second <= 0 || first != 3*second {
+		t.Errorf("compile_kernel %d ns, warm %d ns; samples:\n%v", first, second, got)
+	}
+}

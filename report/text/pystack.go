@@ -10,26 +10,32 @@ import (
 	"github.com/coldtrace/coldtrace/report/format"
 )
 
+// writeWhere writes the "where in the code" sections: compiles, cache
+// lookups, disk reads, downloads, each only when it names a call site.
+func writeWhere(b *strings.Builder, r *record.Record, res *attribution.Result) {
+	for _, where := range []string{whereSection(r, res), whereCachesSection(r), whereReadsSection(r, res), whereDownloadsSection(r)} {
+		if where != "" {
+			b.WriteString("\n")
+			b.WriteString(where)
+		}
+	}
+}
+
 // maxCallSites is how many call sites a category lists.
 const maxCallSites = 5
 
 // whereSection names the lines of the user's Python code that ran the
 // compilers: each compiler process's stack (the Python thread that
-// forked it or an ancestor), grouped by call site, most compile time
-// first. Empty when no compiler process carries a stack.
-func whereSection(r *record.Record) string {
+// forked it or an ancestor) and each in-process compile's (the thread's
+// at the compile call or the cache miss), grouped by call site, most
+// compile time first. Empty when no compile carries a stack.
+func whereSection(r *record.Record, res *attribution.Result) string {
 	if r == nil || r.JIT == nil || len(r.Stacks) == 0 {
 		return ""
 	}
 	procs := map[int32]*record.Process{}
 	for i := range r.Processes {
 		procs[r.Processes[i].PID] = &r.Processes[i]
-	}
-	type site struct {
-		name  string
-		runs  int
-		wall  int64
-		procs map[int32]bool
 	}
 	sites := map[string]*site{}
 	for _, w := range r.JIT.Windows {
@@ -51,6 +57,7 @@ func whereSection(r *record.Record) string {
 		}
 		s.wall += w.EndNS - w.StartNS
 	}
+	inProcessSites(r, res, sites)
 	if len(sites) == 0 {
 		return ""
 	}
@@ -71,9 +78,47 @@ func whereSection(r *record.Record) string {
 			fmt.Fprintf(&b, "  … %d more call sites (see the record's stacks)\n", len(list)-i)
 			break
 		}
+		if s.runs == 0 {
+			fmt.Fprintf(&b, "  %s  %s in process\n", s.name, format.Duration(s.wall))
+			continue
+		}
 		fmt.Fprintf(&b, "  %s  %s, %d %s\n", s.name, format.Duration(s.wall), s.runs, plural(s.runs, "run", "runs"))
 	}
 	return b.String()
+}
+
+// site is one call site's compiles: runs counts compiler processes.
+type site struct {
+	name  string
+	runs  int
+	wall  int64
+	procs map[int32]bool
+}
+
+// inProcessSites adds to sites the JIT row's in-process compile time by
+// its windows' stacks (attribution's CompilerEvidence.Stacks).
+func inProcessSites(r *record.Record, res *attribution.Result, sites map[string]*site) {
+	if res == nil {
+		return
+	}
+	row := res.Row(attribution.JITCompile)
+	if row == nil {
+		return
+	}
+	for _, ce := range row.Compilers {
+		for _, sh := range ce.Stacks {
+			name := format.CallSite(r.StackAt(sh.Stack))
+			if name == "" || sh.NS <= 0 {
+				continue
+			}
+			s := sites[name]
+			if s == nil {
+				s = &site{name: name, procs: map[int32]bool{}}
+				sites[name] = s
+			}
+			s.wall += sh.NS
+		}
+	}
 }
 
 func plural(n int, one, many string) string {
@@ -231,5 +276,64 @@ func whereDownloadsSection(r *record.Record) string {
 	var b strings.Builder
 	b.WriteString("where in the code: downloads\n")
 	writeSites(&b, "  ", list)
+	return b.String()
+}
+
+// whereCachesSection names, for each kernel cache whose lookups carry
+// stacks, the lines of the user's Python code that looked it up: their
+// misses, the misses' compile time and their hits, most time first.
+func whereCachesSection(r *record.Record) string {
+	if r == nil || r.JIT == nil || len(r.Stacks) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range r.JIT.Caches {
+		type line struct {
+			name         string
+			ns           int64
+			misses, hits uint64
+		}
+		by := map[string]*line{}
+		var list []*line
+		for _, sc := range c.Stacks {
+			name := format.CallSite(r.StackAt(sc.Stack))
+			if name == "" {
+				continue
+			}
+			l := by[name]
+			if l == nil {
+				l = &line{name: name}
+				by[name] = l
+				list = append(list, l)
+			}
+			l.ns += sc.NS
+			l.misses += sc.Misses
+			l.hits += sc.Hits
+		}
+		if len(list) == 0 {
+			continue
+		}
+		sort.SliceStable(list, func(i, j int) bool {
+			if list[i].ns != list[j].ns {
+				return list[i].ns > list[j].ns
+			}
+			return list[i].misses+list[i].hits > list[j].misses+list[j].hits
+		})
+		if b.Len() == 0 {
+			b.WriteString("where in the code: cache lookups\n")
+		}
+		fmt.Fprintf(&b, "  %s (%s)\n", format.Escape(c.Name), format.Escape(c.Root))
+		for i, l := range list {
+			if i == maxCallSites {
+				fmt.Fprintf(&b, "    … %d more call sites (see the record's stacks)\n", len(list)-i)
+				break
+			}
+			fmt.Fprintf(&b, "    %s  %d %s", l.name, l.misses, plural(int(l.misses), "miss", "misses"))
+			if l.ns > 0 {
+				fmt.Fprintf(&b, " (%s compiling)", format.Duration(l.ns))
+			}
+			fmt.Fprintf(&b, ", %d %s\n", l.hits, plural(int(l.hits), "hit", "hits"))
+		}
+	}
 	return b.String()
 }

@@ -32,11 +32,11 @@ func TestWhereSectionGroupsCompilesByCallSite(t *testing.T) {
 	want := "where in the code: compiles\n" +
 		"  build.py:12 compile_kernel ← :30 <module>  5.0s, 2 runs\n" +
 		"  build.py:7 compile_kernel ← :30 <module>  2.0s, 1 run\n"
-	if got := whereSection(r); got != want {
+	if got := whereSection(r, nil); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	r.Stacks = nil
-	if got := whereSection(r); got != "" {
+	if got := whereSection(r, nil); got != "" {
 		t.Errorf("without stacks: %q", got)
 	}
 }
@@ -71,6 +71,44 @@ func TestWhereReadsSectionSplitsFilesByCallSite(t *testing.T) {
 	}
 	r.Stacks = nil
 	if got := whereReadsSection(r, res); got != "" {
+		t.Errorf("without stacks: %q", got)
+	}
+}
+
+// TestWhereSectionsNameInProcessCompilesAndCacheLookups: an in-process
+// compile's time is named by its windows' call sites (no run count), and
+// each cache's lookups by theirs: misses with their compile time, hits.
+func TestWhereSectionsNameInProcessCompilesAndCacheLookups(t *testing.T) {
+	frames := func(line int) []record.PyFrame {
+		return []record.PyFrame{{File: "/src/jit.py", Line: line, Func: "compile_kernel"}, {File: "/src/jit.py", Line: 30, Func: "<module>"}}
+	}
+	r := &record.Record{
+		WallNS:    4e9,
+		Stacks:    []record.PyStack{{Frames: frames(7)}, {Frames: frames(12)}},
+		Processes: []record.Process{{PID: 7, Comm: "python3", EndNS: 4e9}},
+		Samples:   []record.Sample{{EndNS: 4e9, Threads: []record.ThreadDelta{{TID: 7, PID: 7, CPUNS: 4e9}}}},
+		JIT: &record.JIT{
+			Windows: []record.JITWindow{{PID: 7, StartNS: 0, EndNS: 3e9, Kind: "in_process", Source: "numba", Stack: 1},
+				{PID: 7, StartNS: 3e9, EndNS: 4e9, Kind: "in_process", Source: "numba", Stack: 2}},
+			Caches: []record.Cache{{Name: "numba", Root: "/c", Misses: 1, Hits: 2, CompileNS: 3e9,
+				Stacks: []record.StackCharge{{Stack: 1, NS: 3e9, Misses: 1}, {Stack: 2, Hits: 2}}}},
+		},
+	}
+	res := attribution.Analyze(r)
+	want := "where in the code: compiles\n" +
+		"  jit.py:7 compile_kernel ← :30 <module>  3.0s in process\n" +
+		"  jit.py:12 compile_kernel ← :30 <module>  1.0s in process\n"
+	if got := whereSection(r, res); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	want = "where in the code: cache lookups\n  numba (/c)\n" +
+		"    jit.py:7 compile_kernel ← :30 <module>  1 miss (3.0s compiling), 0 hits\n" +
+		"    jit.py:12 compile_kernel ← :30 <module>  0 misses, 2 hits\n"
+	if got := whereCachesSection(r); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	r.Stacks = nil
+	if got := whereCachesSection(r); got != "" {
 		t.Errorf("without stacks: %q", got)
 	}
 }

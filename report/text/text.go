@@ -79,18 +79,7 @@ func Write(w io.Writer, r *record.Record, res *attribution.Result, opt Options) 
 		b.WriteString("\n")
 		b.WriteString(jit)
 	}
-	if where := whereSection(r); where != "" {
-		b.WriteString("\n")
-		b.WriteString(where)
-	}
-	if where := whereReadsSection(r, res); where != "" {
-		b.WriteString("\n")
-		b.WriteString(where)
-	}
-	if where := whereDownloadsSection(r); where != "" {
-		b.WriteString("\n")
-		b.WriteString(where)
-	}
+	writeWhere(&b, r, res)
 
 	writeDownloads(&b, r)
 

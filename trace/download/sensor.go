@@ -160,6 +160,10 @@ func Prepare(shared Options) (*Sensor, error) {
 	}
 	if shared.Stacks == nil {
 		shrinkWalker(spec)
+	} else if err := spec.Variables[bpfdl.DownloadVarPyStacksOn].Set(uint32(1)); err != nil {
+		// Connections of threads without a Python stack take their leaf
+		// native frame.
+		return nil, fmt.Errorf("load network probes: %w", err)
 	}
 	if err := s.scoper.Prepare(spec, bpfdl.DownloadProgOnGetaddrinfo, bpfdl.DownloadProgOnGaiReturn); err != nil {
 		return nil, fmt.Errorf("load network probes: %w", err)

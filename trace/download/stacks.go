@@ -14,7 +14,7 @@ import (
 // can be, when no walker is loaded (--no-stacks): they stay empty, so no
 // walk runs.
 func shrinkWalker(spec *ebpf.CollectionSpec) {
-	for _, name := range []string{bpfdl.DownloadMapPyConfs, bpfdl.DownloadMapPyStacks} {
+	for _, name := range []string{bpfdl.DownloadMapPyConfs, bpfdl.DownloadMapPyStacks, bpfdl.DownloadMapPyNatives} {
 		if m := spec.Maps[name]; m != nil {
 			m.MaxEntries = 1
 		}

@@ -49,6 +49,7 @@ type FileEvent struct {
 	Flags    uint32 // open flags
 	Errno    int    // 0 on success
 	CPUNS    uint64 // the thread's on-CPU time so far
+	Stack    uint64 // the thread's Python stack id (bpf/include/pywalk.h), 0: none
 }
 
 type kind uint8
@@ -137,6 +138,7 @@ type stamp struct {
 	ts       uint64
 	pid, tid int32
 	cpu      uint64
+	stack    uint64 // the thread's Python stack id, 0: none
 }
 
 type mark struct {
@@ -193,6 +195,9 @@ type rootState struct {
 	// failures are the calls under the root that failed in a way no
 	// lookup does: what was compiled was not kept (see failure).
 	failures map[failKey]*failAgg
+	// stackHits and stackMisses count hits and misses by the Python
+	// stack of the lookup that made them (0: none).
+	stackHits, stackMisses map[uint64]uint64
 }
 
 type failKey struct {
@@ -255,7 +260,7 @@ type cacheState struct {
 }
 
 func (cs *cacheState) apply(ev *FileEvent) {
-	st := stamp{ev.TS, ev.PID, ev.TID, ev.CPUNS}
+	st := stamp{ev.TS, ev.PID, ev.TID, ev.CPUNS, ev.Stack}
 	switch ev.Op {
 	case OpOpen:
 		if ev.Flags&oTmpfile == oTmpfile {
@@ -395,6 +400,7 @@ func (cs *cacheState) read(r *rootState, key string, st stamp) {
 	if _, ok := e.hitBy[st.pid]; !ok {
 		e.hitBy[st.pid] = st
 		r.hits++
+		r.countStack(&r.stackHits, st.stack, 1)
 		r.keys.hit.add(key)
 	}
 }
@@ -417,6 +423,7 @@ func (cs *cacheState) fill(r *rootState, key, p string, st stamp, birth *stamp) 
 			// stale, so the read was a miss.
 			delete(e.hitBy, st.pid)
 			r.hits--
+			r.countStack(&r.stackHits, h.stack, -1)
 			r.stale++
 			r.keys.stale.add(key)
 			r.keys.hit.remove(key)
@@ -427,8 +434,9 @@ func (cs *cacheState) fill(r *rootState, key, p string, st stamp, birth *stamp) 
 		ep = &episode{root: r, key: key, start: start}
 		e.marks[start.pid] = &mark{stamp: start}
 	}
-	for pid := range e.marks {
+	for pid, m := range e.marks {
 		r.misses++
+		r.countStack(&r.stackMisses, m.stack, 1)
 		e.own[pid] = true
 	}
 	r.keys.missed.add(key)
@@ -443,6 +451,24 @@ func (cs *cacheState) fill(r *rootState, key, p string, st stamp, birth *stamp) 
 	e.last = ep
 }
 
+// countStack adds d to (*m)[stack], made on first use; a stack of 0 (none)
+// is not kept.
+func (r *rootState) countStack(m *map[uint64]uint64, stack uint64, d int) {
+	if stack == 0 {
+		return
+	}
+	if *m == nil {
+		*m = map[uint64]uint64{}
+	}
+	if d < 0 {
+		if (*m)[stack] > 0 {
+			(*m)[stack]--
+		}
+		return
+	}
+	(*m)[stack] += uint64(d)
+}
+
 // finish counts the failed lookups that were never filled as misses.
 func (cs *cacheState) finish() {
 	for _, r := range cs.roots.byKey {
@@ -451,6 +477,9 @@ func (cs *cacheState) finish() {
 				r.keys.missed.add(key)
 			}
 			r.misses += uint64(len(e.marks))
+			for _, m := range e.marks {
+				r.countStack(&r.stackMisses, m.stack, 1)
+			}
 			clear(e.marks)
 			e.open = nil
 		}

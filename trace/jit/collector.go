@@ -80,6 +80,7 @@ type RawFile struct {
 	Flags    uint32
 	Ret      int64
 	CPUNS    uint64
+	Stack    uint64 // the thread's Python stack id, 0: none
 }
 
 type proc struct {
@@ -98,6 +99,7 @@ type uprobeAcc struct {
 	total   int64
 	cpu     int64
 	windows []record.JITWindow // start/end still CLOCK_MONOTONIC
+	stacks  []uint64           // each window's Python stack id (0: none)
 }
 
 // envSeed keys the environment hashes of one process's collectors.
@@ -401,7 +403,7 @@ func (c *Collector) abs(pid int32, p *proc, dfd int32, name string) string {
 func (c *Collector) File(r RawFile) (FileEvent, bool) {
 	c.Seen++
 	p := c.proc(r.PID)
-	ev := FileEvent{TS: r.TS, PID: r.PID, TID: r.TID, Op: r.Op, Flags: r.Flags, CPUNS: r.CPUNS}
+	ev := FileEvent{TS: r.TS, PID: r.PID, TID: r.TID, Op: r.Op, Flags: r.Flags, CPUNS: r.CPUNS, Stack: r.Stack}
 	if r.Ret < 0 {
 		ev.Errno = int(-r.Ret)
 	}
@@ -602,9 +604,9 @@ func (c *Collector) keep(ev *FileEvent) bool {
 	return c.roots.any(ev.Path) || (ev.NewPath != "" && c.roots.any(ev.NewPath))
 }
 
-// Uprobe records one call of a probed compile entry point; times are
-// CLOCK_MONOTONIC ns.
-func (c *Collector) Uprobe(name string, pid int32, start, end, cpu uint64) {
+// Uprobe records one call of a probed compile entry point, made from
+// Python stack id stack (0: none); times are CLOCK_MONOTONIC ns.
+func (c *Collector) Uprobe(name string, pid int32, start, end, cpu, stack uint64) {
 	c.Seen++
 	u := c.uprobes[name]
 	if u == nil {
@@ -618,6 +620,7 @@ func (c *Collector) Uprobe(name string, pid int32, start, end, cpu uint64) {
 	u.cpu += int64(cpu)
 	u.windows = append(u.windows, record.JITWindow{PID: pid, StartNS: int64(start), EndNS: int64(end),
 		Kind: "uprobe", Source: name, CPUNS: int64(cpu)})
+	u.stacks = append(u.stacks, stack)
 }
 
 // Warn adds a warning to the result.
@@ -641,6 +644,11 @@ type ResultInput struct {
 	Probes    []ProbeState
 	// FS, when set, sizes the written entries and describes each root.
 	FS FS
+	// Intern names a Python stack id in the record (1 + its index in
+	// record.Stacks, 0: not decoded); StackPID is the process it was
+	// walked in. Nil: windows and caches carry no stacks.
+	Intern   func(id uint64) int
+	StackPID func(id uint64) int32
 }
 
 // Result classifies everything gathered and returns the record's JIT
@@ -655,12 +663,12 @@ func (c *Collector) Result(in ResultInput) (*record.JIT, []string) {
 	cs := c.replay(in.FS)
 	tree := newProcTree(in.Processes, in.WallNS)
 	comps, windows, runs := compilerRuns(tree, c.matcher)
-	compile, inproc := compileTimes(cs, tree, runs, rel)
+	compile, inproc := compileTimes(cs, tree, runs, rel, in.Intern)
 	windows = append(windows, inproc...)
 
-	jit := &record.JIT{Compilers: comps, Caches: c.caches(cs, compile, in.FS, rel)}
+	jit := &record.JIT{Compilers: comps, Caches: c.caches(cs, compile, in, rel)}
 	var uwindows []record.JITWindow
-	jit.Uprobes, uwindows = c.uprobeRecords(in.Probes, rel)
+	jit.Uprobes, uwindows = c.uprobeRecords(in.Probes, rel, in.Intern)
 	windows = append(windows, uwindows...)
 	sort.SliceStable(windows, func(i, j int) bool {
 		if windows[i].StartNS != windows[j].StartNS {
@@ -694,11 +702,19 @@ func (c *Collector) replay(fsys FS) *cacheState {
 	return cs
 }
 
+// rootCompile is one root's compile time, in all and by the Python stack
+// of the miss that started each episode (0: none).
+type rootCompile struct {
+	ns      int64
+	byStack map[uint64]int64
+}
+
 // compileTimes are the compile time of each root (in-process compile
 // time of each filled miss, less that of the misses nested in it on the
 // same thread, plus the compiler runs it started) and the in-process
-// compile windows.
-func compileTimes(cs *cacheState, tree *procTree, runs []compilerRun, rel func(uint64) int64) (map[*rootState]int64, []record.JITWindow) {
+// compile windows, each with its miss's stack when intern names it.
+func compileTimes(cs *cacheState, tree *procTree, runs []compilerRun, rel func(uint64) int64,
+	intern func(uint64) int) (map[*rootState]*rootCompile, []record.JITWindow) {
 	var eps []*episode
 	for _, r := range cs.sortedRoots() {
 		if !r.root.Spec.Compiles {
@@ -728,12 +744,25 @@ func compileTimes(cs *cacheState, tree *procTree, runs []compilerRun, rel func(u
 			best.compSpan = append(best.compSpan, run.span)
 		}
 	}
-	compile := map[*rootState]int64{}
+	compile := map[*rootState]*rootCompile{}
 	var inproc []record.JITWindow
 	for _, ep := range eps {
-		compile[ep.root] += int64(ep.inproc) + unionLen(ep.compSpan)
-		inproc = append(inproc, record.JITWindow{PID: ep.start.pid, StartNS: rel(ep.start.ts), EndNS: rel(ep.end.ts),
-			Kind: "in_process", Source: ep.root.root.Spec.Name, CPUNS: int64(ep.inproc)})
+		rc := compile[ep.root]
+		if rc == nil {
+			rc = &rootCompile{byStack: map[uint64]int64{}}
+			compile[ep.root] = rc
+		}
+		ns := int64(ep.inproc) + unionLen(ep.compSpan)
+		rc.ns += ns
+		if ep.start.stack != 0 {
+			rc.byStack[ep.start.stack] += ns
+		}
+		w := record.JITWindow{PID: ep.start.pid, StartNS: rel(ep.start.ts), EndNS: rel(ep.end.ts),
+			Kind: "in_process", Source: ep.root.root.Spec.Name, CPUNS: int64(ep.inproc)}
+		if intern != nil && ep.start.stack != 0 {
+			w.Stack = intern(ep.start.stack)
+		}
+		inproc = append(inproc, w)
 	}
 	return compile, mergeWindows(inproc, 1e6)
 }
@@ -741,7 +770,8 @@ func compileTimes(cs *cacheState, tree *procTree, runs []compilerRun, rel func(u
 // caches are the record's caches: the roots with activity, a switch a
 // process that used the framework had, a --cache-dir, or a download;
 // the costliest first.
-func (c *Collector) caches(cs *cacheState, compile map[*rootState]int64, fsys FS, rel func(uint64) int64) []record.Cache {
+func (c *Collector) caches(cs *cacheState, compile map[*rootState]*rootCompile, in ResultInput, rel func(uint64) int64) []record.Cache {
+	fsys := in.FS
 	var out []record.Cache
 	for _, r := range cs.sortedRoots() {
 		// A switch counts when a process that had it used the framework
@@ -759,8 +789,17 @@ func (c *Collector) caches(cs *cacheState, compile map[*rootState]int64, fsys FS
 		if !r.active() && len(sws) == 0 && r.root.Via != "--cache-dir" && !r.downloadedInto(fsys) {
 			continue
 		}
-		rc := c.cacheRecord(r, compile[r], fsys)
+		var ns int64
+		if comp := compile[r]; comp != nil {
+			ns = comp.ns
+		}
+		rc := c.cacheRecord(r, ns, fsys)
 		rc.Failures = r.failureRecords(rel)
+		var comp *rootCompile
+		if r.root.Spec.Compiles {
+			comp = compile[r]
+		}
+		rc.Stacks = r.stackCharges(comp, in.Intern, in.StackPID)
 		out = append(out, rc)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -784,7 +823,7 @@ func (c *Collector) caches(cs *cacheState, compile map[*rootState]int64, fsys FS
 
 // uprobeRecords are the compile uprobes, those attached first, and the
 // windows of their calls.
-func (c *Collector) uprobeRecords(probes []ProbeState, rel func(uint64) int64) ([]record.JITUprobe, []record.JITWindow) {
+func (c *Collector) uprobeRecords(probes []ProbeState, rel func(uint64) int64, intern func(uint64) int) ([]record.JITUprobe, []record.JITWindow) {
 	var ups []record.JITUprobe
 	var windows []record.JITWindow
 	names := map[string]bool{}
@@ -810,6 +849,9 @@ func (c *Collector) uprobeRecords(probes []ProbeState, rel func(uint64) int64) (
 		ws := make([]record.JITWindow, len(u.windows))
 		for i, w := range u.windows {
 			w.StartNS, w.EndNS = rel(uint64(w.StartNS)), rel(uint64(w.EndNS))
+			if intern != nil && u.stacks[i] != 0 {
+				w.Stack = intern(u.stacks[i])
+			}
 			ws[i] = w
 		}
 		windows = append(windows, mergeWindows(ws, 1e5)...)
@@ -928,8 +970,8 @@ func inprocCPU(eps []*episode) {
 	}
 }
 
-// mergeWindows joins windows of the same process, kind and source that
-// overlap or lie within gap ns of each other.
+// mergeWindows joins windows of the same process, kind, source and
+// Python stack that overlap or lie within gap ns of each other.
 func mergeWindows(ws []record.JITWindow, gap int64) []record.JITWindow {
 	if len(ws) == 0 {
 		return nil
@@ -942,12 +984,15 @@ func mergeWindows(ws []record.JITWindow, gap int64) []record.JITWindow {
 		if a.Source != b.Source {
 			return a.Source < b.Source
 		}
+		if a.Stack != b.Stack {
+			return a.Stack < b.Stack
+		}
 		return a.StartNS < b.StartNS
 	})
 	out := []record.JITWindow{ws[0]}
 	for _, w := range ws[1:] {
 		last := &out[len(out)-1]
-		if w.PID == last.PID && w.Kind == last.Kind && w.Source == last.Source && w.StartNS <= last.EndNS+gap {
+		if w.PID == last.PID && w.Kind == last.Kind && w.Source == last.Source && w.Stack == last.Stack && w.StartNS <= last.EndNS+gap {
 			last.EndNS = max(last.EndNS, w.EndNS)
 			last.CPUNS += w.CPUNS
 			continue

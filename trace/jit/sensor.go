@@ -89,6 +89,14 @@ type Options struct {
 	// Scoper installs the compile uprobes in traced processes only; nil:
 	// the sensor keeps one of its own, told only by its own events.
 	Scoper *uprobes.Scoper
+	// Stacks are the Python stack walker's maps by name
+	// (pystack.Sensor.Replacements): a Python thread's cache lookups and
+	// compile calls take its stack. Nil: no stacks.
+	Stacks map[string]*ebpf.Map
+	// InternStack and StackPID name a stack id in the record and its
+	// process (pystack.Sensor.Intern, PIDOf).
+	InternStack func(*record.Record, uint64) int
+	StackPID    func(uint64) int32
 }
 
 // ErrOption marks an option the sensor cannot use.
@@ -166,6 +174,9 @@ func (e *Sensor) start() error {
 	e.opts.BTF = nil // not held past the load (see evict.New)
 	spec, err := bpfjit.LoadJit()
 	if err != nil {
+		return fmt.Errorf("load JIT probes: %w", err)
+	}
+	if err := withStacks(spec, opts, e.opts.Stacks); err != nil {
 		return fmt.Errorf("load JIT probes: %w", err)
 	}
 	if err := e.scoper.Prepare(spec, "on_uprobe_entry", "on_uprobe_return"); err != nil {
@@ -570,7 +581,7 @@ func (e *Sensor) handle(b []byte) {
 		if l1+l2 > len(ev.Path) {
 			return
 		}
-		r := RawFile{TS: ev.Ts, PID: int32(ev.Pid), TID: int32(ev.Tid), Op: op, CPUNS: ev.CpuNs,
+		r := RawFile{TS: ev.Ts, PID: int32(ev.Pid), TID: int32(ev.Tid), Op: op, CPUNS: ev.CpuNs, Stack: ev.Stack,
 			Ret: ev.Ret, Dfd: ev.Dfd1, Dfd2: ev.Dfd2, Flags: ev.Flags,
 			Path: probe.CString(ev.Path[:l1]), Path2: probe.CString(ev.Path[l1 : l1+l2])}
 		fe, ok := e.col.File(r)
@@ -610,7 +621,7 @@ func (e *Sensor) handle(b []byte) {
 		if !ok || ev.Cookie >= uint64(len(e.probes.Targets)) {
 			return
 		}
-		e.col.Uprobe(e.probes.Targets[ev.Cookie].Name, int32(ev.Pid), ev.Start, ev.End, ev.CpuNs)
+		e.col.Uprobe(e.probes.Targets[ev.Cookie].Name, int32(ev.Pid), ev.Start, ev.End, ev.CpuNs, ev.Stack)
 	}
 }
 
@@ -643,8 +654,7 @@ func (e *Sensor) Finish(rec *record.Record) error {
 	defer e.mu.Unlock()
 	e.flushPython()
 	probes := e.probeStates()
-	j, warns := e.col.Result(ResultInput{StartMono: e.startMono, WallNS: rec.WallNS,
-		Processes: rec.Processes, Probes: probes, FS: rightsFS{fs: DefaultFS, a: e.opts.Actor}})
+	j, warns := e.col.Result(e.resultInput(rec, probes, rightsFS{fs: DefaultFS, a: e.opts.Actor}))
 	if j != nil {
 		e.pathSyscallsResult(j, rec.Start, rec.WallNS)
 		e.survival(j.Caches)
@@ -666,6 +676,18 @@ func (e *Sensor) Finish(rec *record.Record) error {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("jit: %d path/exec events lost (ring buffer full): cache counts are lower bounds", n))
 	}
 	return nil
+}
+
+// resultInput is the collector's input for rec: its processes, and its
+// stacks, which the Python stack sensor (finished or snapshot first, in
+// the table's order) has decoded.
+func (e *Sensor) resultInput(rec *record.Record, probes []ProbeState, fs FS) ResultInput {
+	in := ResultInput{StartMono: e.startMono, WallNS: rec.WallNS, Processes: rec.Processes, Probes: probes, FS: fs}
+	if e.opts.InternStack != nil {
+		in.Intern = func(id uint64) int { return e.opts.InternStack(rec, id) }
+		in.StackPID = e.opts.StackPID
+	}
+	return in
 }
 
 // probeStates says what became of every target; a built-in one whose

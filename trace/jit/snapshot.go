@@ -8,8 +8,7 @@ func (e *Sensor) Snapshot(rec *record.Record) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	probes := e.probeStates()
-	j, warns := e.col.Result(ResultInput{StartMono: e.startMono, WallNS: rec.WallNS,
-		Processes: rec.Processes, Probes: probes, FS: DefaultFS})
+	j, warns := e.col.Result(e.resultInput(rec, probes, DefaultFS))
 	rec.JIT = j
 	rec.Warnings = append(rec.Warnings, e.warnings...)
 	rec.Warnings = append(rec.Warnings, warns...)

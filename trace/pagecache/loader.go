@@ -34,10 +34,15 @@ func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, erro
 	for k, v := range stacks {
 		repl[k] = v
 	}
-	if stacks == nil {
+	if stacks != nil {
+		// Threads without a Python stack take their leaf native frame.
+		if err := spec.Variables[bpfpc.PagecacheVarPyStacksOn].Set(uint32(1)); err != nil {
+			return nil, fmt.Errorf("load page-cache probes: %w", err)
+		}
+	} else {
 		// No walker (--no-stacks): its maps stay empty, so no walk
 		// runs; they are made as small as they can be.
-		for _, name := range []string{bpfpc.PagecacheMapPyConfs, bpfpc.PagecacheMapPyStacks} {
+		for _, name := range []string{bpfpc.PagecacheMapPyConfs, bpfpc.PagecacheMapPyStacks, bpfpc.PagecacheMapPyNatives} {
 			if m := spec.Maps[name]; m != nil {
 				m.MaxEntries = 1
 			}

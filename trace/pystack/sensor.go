@@ -386,6 +386,7 @@ func (s *Sensor) Replacements() map[string]*ebpf.Map {
 		bpfpy.PystackMapPyScratch: s.objs.PyScratch,
 		bpfpy.PystackMapPyEvents:  s.objs.PyEvents,
 		bpfpy.PystackMapPyLost:    s.objs.PyLost,
+		bpfpy.PystackMapPyNatives: s.objs.PyNatives,
 	}
 }
 
