@@ -403,6 +403,11 @@ type SelfCost struct {
 	// and its run by the kernel's own on-CPU clock of the thread, so
 	// thread times stay whole; only the wait's start is approximate.
 	SwitchInsUnseen uint64 `json:"switch_ins_unseen,omitempty"`
+	// SwitchOutsUnseen counts switches from a traced thread its
+	// sched_switch program never saw: the thread was switched in while
+	// still on a CPU by the program's account. The interval since its
+	// last switch in is split the same way, into its run and a wait.
+	SwitchOutsUnseen uint64 `json:"switch_outs_unseen,omitempty"`
 	// Python stacks (trace/pystack): walks of a thread's frames, stacks
 	// taken again without a walk (its two innermost frames unchanged),
 	// and distinct stacks stored.

@@ -142,6 +142,8 @@ type DownloadThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type DownloadTstate struct {

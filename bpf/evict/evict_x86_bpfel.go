@@ -139,6 +139,8 @@ type EvictThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type EvictTstate struct {

@@ -135,12 +135,19 @@ struct thread {
 	 * seen as CPU in one interval and as fill in the next. */
 	__u64 fill_mark;
 	/* The kernel's own on-CPU clock of the thread (se.sum_exec_runtime)
-	 * at its last switch out: what splits an interval whose switch in
-	 * was not seen into its wait and its run. */
+	 * at its last seen switch (out or in): what splits an interval whose
+	 * switch in or out was not seen into its wait and its run. */
 	__u64 exec_ns;
 	/* The Python stack of the fill wait_file names (tstate.fill_stack):
 	 * its waits are charged to (file, stack) too; 0 for none. */
 	__u64 wait_stack;
+	/* Switch-outs the sched_switch program did not see: the thread was
+	 * switched in while still flagged on a CPU (the same untraced
+	 * switches as unseen_ins, seen from the other side). The interval
+	 * since its last switch in is then split by exec_ns, which is also
+	 * set at each switch in for this. */
+	__u32 unseen_outs;
+	__u32 pad;
 };
 
 struct {

@@ -125,6 +125,8 @@ type JitThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type JitTstate struct {

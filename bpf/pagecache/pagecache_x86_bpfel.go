@@ -198,6 +198,8 @@ type PagecacheThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type PagecacheTstate struct {

@@ -128,6 +128,8 @@ type PystackThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type PystackTstate struct {

@@ -132,6 +132,8 @@ type SchedThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type SchedThreadFlag uint32

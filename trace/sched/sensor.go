@@ -64,6 +64,8 @@ type threadAcc struct {
 	// unseenIns is the kernel's count of the thread's switch-ins the
 	// program did not see (its intervals repaired in the kernel).
 	unseenIns uint32
+	// unseenOuts counts its switch-outs the program did not see.
+	unseenOuts uint32
 }
 
 // ongoingWait is an off-CPU interval a thread was in at a poll: the
@@ -301,6 +303,27 @@ func ranUnseen(v *bpfsched.SchedThread, d int64, cur *threadTimes) int64 {
 	return run
 }
 
+// ranSinceIn is how much of the d ns since v's last switch in, v being
+// flagged on a CPU, it ran: all of it, unless its switch out was not
+// seen (see on_switch), which leaves a sleeping thread flagged on a CPU
+// until it runs again; projecting d as CPU then counted a long sleep as
+// CPU, and the repair at its switch in counted it again as a wait. A
+// thread flagged on a CPU this long is asked its own clock (one /proc
+// read each: few threads run that long between switches).
+func ranSinceIn(v *bpfsched.SchedThread, d int64) int64 {
+	if d < unseenAfterNS || v.ExecNs == 0 {
+		return d
+	}
+	exec := execNS(int(v.Tgid), int(v.Tid))
+	if exec == 0 {
+		return d // gone: its clock is not known
+	}
+	if exec <= v.ExecNs {
+		return 0
+	}
+	return min(int64(exec-v.ExecNs), d)
+}
+
 // Poll reads the threads' cumulative counters, adds their deltas to
 // sample, and frees the slots of threads that have exited for good.
 func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
@@ -336,7 +359,9 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 				file: probe.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}}
 			switch {
 			case v.Flags&tfOnCPU != 0:
-				cur.cpu += d
+				run := ranSinceIn(v, d)
+				cur.cpu += run
+				cur.other += d - run
 				// The open fill interval's CPU so far, not yet charged.
 				if v.FillMark != 0 && now > v.FillMark {
 					cur.miss += int64(now - max(v.FillMark, v.LastTs))
@@ -387,6 +412,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		// the program are repaired there: README Limitations.)
 		acc.prev = maxT(acc.prev, cur)
 		acc.unseenIns = max(acc.unseenIns, v.UnseenIns)
+		acc.unseenOuts = max(acc.unseenOuts, v.UnseenOuts)
 		d.miss = sub(min(acc.prev.miss, acc.prev.cpu), acc.missOut)
 		acc.missOut += d.miss
 		acc.fillOut += d.fillWait
@@ -527,6 +553,7 @@ func (s *Sensor) Close() error {
 func (s *Sensor) fill(r *record.Record) {
 	for _, th := range s.threads {
 		r.Self.SwitchInsUnseen += uint64(th.unseenIns)
+		r.Self.SwitchOutsUnseen += uint64(th.unseenOuts)
 		if th.comm == "" {
 			if p := s.procs[th.pid]; p != nil {
 				th.comm = p.comm
