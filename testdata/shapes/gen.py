@@ -406,14 +406,6 @@ def do_read(case):
     return out
 
 
-THREAD_TIME_FAIL = {
-    "invariant_thread_time": "under CPU contention a thread's on-CPU plus off-CPU time breaks "
-    "thread-time-is-lifetime: the main thread of a job waiting on a paced loopback body falls "
-    "0.1-0.9 s short of its lifetime in about one download in three (the previous build broke it "
-    "5 times in 24 runs of the same cases), and once in some 300 cases at a load average of 18 a "
-    "compiler's thread exceeded its process's lifetime by 110 ms; not yet explained",
-}
-
 MMAP_FAIL = {
     "pages_accessed": "a page fault and the fault-around that maps the pages beside it are counted "
     "apart, so pages mapped both ways count twice: pages_accessed exceeds the pages read "
@@ -547,7 +539,6 @@ def run(case_path, addr):
     else:
         out = do_compile(case)
     out["span_ns"] = time.monotonic_ns() - t0
-    out["expected_fail"] = out.get("expected_fail", {}) | THREAD_TIME_FAIL
     out["pid"] = os.getpid()
     print(json.dumps(out))
 
