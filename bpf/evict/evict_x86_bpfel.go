@@ -159,6 +159,9 @@ type EvictTstate struct {
 	RdSig     uint64
 	RdIndex   uint64
 	RdNext    uint64
+	MapFile   EvictFileKey
+	MapLo     uint64
+	MapHi     uint64
 	DioFile   EvictFileKey
 	AsyncFile EvictFileKey
 	AsyncTs   uint64

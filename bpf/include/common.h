@@ -87,6 +87,13 @@ struct tstate {
 	__u64 rd_sig;
 	__u64 rd_index;
 	__u64 rd_next;
+	/* The latest range of a file this thread's page faults mapped or
+	 * faulted (bpf/pagecache: map_new_pages): a fault the fault-around
+	 * just before it could not map (its page was not in the page cache)
+	 * reports a page of that range again. */
+	struct file_key map_file;
+	__u64 map_lo;
+	__u64 map_hi;
 	/* The file whose direct-I/O reads the current kernel entry queued
 	 * (TF_DIRECT; bpf/pagecache, block_bio_queue): its I/O waits are
 	 * that file's, as direct I/O. */

@@ -160,6 +160,14 @@ type JitTstate struct {
 	RdSig   uint64
 	RdIndex uint64
 	RdNext  uint64
+	MapFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	MapLo   uint64
+	MapHi   uint64
 	DioFile struct {
 		_   structs.HostLayout
 		Dev uint32

@@ -218,6 +218,9 @@ type PagecacheTstate struct {
 	RdSig     uint64
 	RdIndex   uint64
 	RdNext    uint64
+	MapFile   PagecacheFileKey
+	MapLo     uint64
+	MapHi     uint64
 	DioFile   PagecacheFileKey
 	AsyncFile PagecacheFileKey
 	AsyncTs   uint64

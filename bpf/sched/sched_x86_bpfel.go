@@ -170,6 +170,9 @@ type SchedTstate struct {
 	RdSig     uint64
 	RdIndex   uint64
 	RdNext    uint64
+	MapFile   SchedFileKey
+	MapLo     uint64
+	MapHi     uint64
 	DioFile   SchedFileKey
 	AsyncFile SchedFileKey
 	AsyncTs   uint64
