@@ -296,7 +296,9 @@ type Process struct {
 	StartNS int64 `json:"start_ns"`
 	// EndNS is 0 when the process was still running when the run ended;
 	// for a process in Record.Untraced it is when it left the trace (it
-	// ran on, and Exited is false).
+	// ran on, and Exited is false). An exited process ends at the last
+	// switch out of its threads when each was seen, else at its exit
+	// (the command's first process: when wait(2) reported it).
 	EndNS    int64 `json:"end_ns,omitempty"`
 	ExitCode int   `json:"exit_code"`
 	Exited   bool  `json:"exited"`
