@@ -302,7 +302,9 @@ type Process struct {
 	StartNS int64 `json:"start_ns"`
 	// EndNS is 0 when the process was still running when the run ended;
 	// for a process in Record.Untraced it is when it left the trace (it
-	// ran on, and Exited is false).
+	// ran on, and Exited is false). An exited process ends at the last
+	// switch out of its threads when each was seen, else at its exit
+	// (the command's first process: when wait(2) reported it).
 	EndNS    int64 `json:"end_ns,omitempty"`
 	ExitCode int   `json:"exit_code"`
 	Exited   bool  `json:"exited"`
@@ -444,6 +446,11 @@ type SelfCost struct {
 	// and its run by the kernel's own on-CPU clock of the thread, so
 	// thread times stay whole; only the wait's start is approximate.
 	SwitchInsUnseen uint64 `json:"switch_ins_unseen,omitempty"`
+	// SwitchOutsUnseen counts switches from a traced thread its
+	// sched_switch program never saw: the thread was switched in while
+	// still on a CPU by the program's account. The interval since its
+	// last switch in is split the same way, into its run and a wait.
+	SwitchOutsUnseen uint64 `json:"switch_outs_unseen,omitempty"`
 	// Python stacks (trace/pystack): walks of a thread's frames, stacks
 	// taken again without a walk (its two innermost frames unchanged),
 	// and distinct stacks stored.

@@ -232,7 +232,7 @@ func (a *attacher) seed(p target.Proc) {
 	}
 	a.seeded[p.PID] = true
 	a.s.sched.Named(p.PID, p.Comm, p.Exe, p.Args)
-	a.s.uprobes.Track(int32(p.PID), false)
+	a.s.uprobes.TrackExisting(int32(p.PID))
 	for _, sn := range a.s.sensors {
 		if j, ok := sn.(*jit.Sensor); ok {
 			j.Existing(int32(p.PID), p.Exe)

@@ -142,6 +142,8 @@ type DownloadThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type DownloadTstate struct {
@@ -175,6 +177,14 @@ type DownloadTstate struct {
 	RdSig   uint64
 	RdIndex uint64
 	RdNext  uint64
+	MapFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	MapLo   uint64
+	MapHi   uint64
 	DioFile struct {
 		_   structs.HostLayout
 		Dev uint32

@@ -139,6 +139,8 @@ type EvictThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type EvictTstate struct {
@@ -157,6 +159,9 @@ type EvictTstate struct {
 	RdSig     uint64
 	RdIndex   uint64
 	RdNext    uint64
+	MapFile   EvictFileKey
+	MapLo     uint64
+	MapHi     uint64
 	DioFile   EvictFileKey
 	AsyncFile EvictFileKey
 	AsyncTs   uint64

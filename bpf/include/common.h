@@ -87,6 +87,13 @@ struct tstate {
 	__u64 rd_sig;
 	__u64 rd_index;
 	__u64 rd_next;
+	/* The latest range of a file this thread's page faults mapped or
+	 * faulted (bpf/pagecache: map_new_pages): a fault the fault-around
+	 * just before it could not map (its page was not in the page cache)
+	 * reports a page of that range again. */
+	struct file_key map_file;
+	__u64 map_lo;
+	__u64 map_hi;
 	/* The file whose direct-I/O reads the current kernel entry queued
 	 * (TF_DIRECT; bpf/pagecache, block_bio_queue): its I/O waits are
 	 * that file's, as direct I/O. */
@@ -135,12 +142,19 @@ struct thread {
 	 * seen as CPU in one interval and as fill in the next. */
 	__u64 fill_mark;
 	/* The kernel's own on-CPU clock of the thread (se.sum_exec_runtime)
-	 * at its last switch out: what splits an interval whose switch in
-	 * was not seen into its wait and its run. */
+	 * at its last seen switch (out or in): what splits an interval whose
+	 * switch in or out was not seen into its wait and its run. */
 	__u64 exec_ns;
 	/* The Python stack of the fill wait_file names (tstate.fill_stack):
 	 * its waits are charged to (file, stack) too; 0 for none. */
 	__u64 wait_stack;
+	/* Switch-outs the sched_switch program did not see: the thread was
+	 * switched in while still flagged on a CPU (the same untraced
+	 * switches as unseen_ins, seen from the other side). The interval
+	 * since its last switch in is then split by exec_ns, which is also
+	 * set at each switch in for this. */
+	__u32 unseen_outs;
+	__u32 pad;
 };
 
 struct {

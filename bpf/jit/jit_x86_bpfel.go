@@ -170,6 +170,8 @@ type JitThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type JitTstate struct {
@@ -203,6 +205,14 @@ type JitTstate struct {
 	RdSig   uint64
 	RdIndex uint64
 	RdNext  uint64
+	MapFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	MapLo   uint64
+	MapHi   uint64
 	DioFile struct {
 		_   structs.HostLayout
 		Dev uint32

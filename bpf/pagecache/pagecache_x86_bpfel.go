@@ -198,6 +198,8 @@ type PagecacheThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type PagecacheTstate struct {
@@ -216,6 +218,9 @@ type PagecacheTstate struct {
 	RdSig     uint64
 	RdIndex   uint64
 	RdNext    uint64
+	MapFile   PagecacheFileKey
+	MapLo     uint64
+	MapHi     uint64
 	DioFile   PagecacheFileKey
 	AsyncFile PagecacheFileKey
 	AsyncTs   uint64

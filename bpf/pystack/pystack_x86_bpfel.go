@@ -128,6 +128,8 @@ type PystackThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type PystackTstate struct {
@@ -161,6 +163,14 @@ type PystackTstate struct {
 	RdSig   uint64
 	RdIndex uint64
 	RdNext  uint64
+	MapFile struct {
+		_   structs.HostLayout
+		Dev uint32
+		Pad uint32
+		Ino uint64
+	}
+	MapLo   uint64
+	MapHi   uint64
 	DioFile struct {
 		_   structs.HostLayout
 		Dev uint32

@@ -132,6 +132,8 @@ type SchedThread struct {
 	FillMark   uint64
 	ExecNs     uint64
 	WaitStack  uint64
+	UnseenOuts uint32
+	Pad        uint32
 }
 
 type SchedThreadFlag uint32
@@ -168,6 +170,9 @@ type SchedTstate struct {
 	RdSig     uint64
 	RdIndex   uint64
 	RdNext    uint64
+	MapFile   SchedFileKey
+	MapLo     uint64
+	MapHi     uint64
 	DioFile   SchedFileKey
 	AsyncFile SchedFileKey
 	AsyncTs   uint64

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -68,16 +69,19 @@ func followed(t *testing.T, env []string, script string, argv ...string) *record
 func cacheNamed(t *testing.T, r *record.Record, name string) record.Cache {
 	t.Helper()
 	var roots []string
+	probes := "no JIT section"
 	if r.JIT != nil {
 		for _, c := range r.JIT.Caches {
 			if c.Name == name && c.Lookups > 0 {
 				return c
 			}
-			roots = append(roots, c.Name+"="+c.Root)
+			roots = append(roots, fmt.Sprintf("%s=%s (%d lookups, %d written)", c.Name, c.Root, c.Lookups, c.EntriesWritten))
 		}
+		// Whether the path-syscall probes were on when the lookups ran.
+		probes = fmt.Sprintf("path syscalls %s; spans %+v", r.JIT.PathSyscalls, r.JIT.PathSyscallSpans)
 	}
 	sort.Strings(roots)
-	t.Fatalf("no %s cache with lookups in the record; caches %v", name, roots)
+	t.Fatalf("no %s cache with lookups in the record; caches %v; %s; warnings %q", name, roots, probes, r.Warnings)
 	return record.Cache{}
 }
 

@@ -259,17 +259,7 @@ func runShape(t *testing.T, env shapeEnv, seed uint64) shapeCase {
 	}
 	r := readRecord(t, rec)
 	if err := invariants.Err(r); err != nil {
-		// The one invariant a case may expect to break is checked by
-		// name; any other breach fails.
-		onlyThreadTime := true
-		for _, line := range strings.Split(strings.TrimSpace(err.Error()), "\n")[1:] {
-			onlyThreadTime = onlyThreadTime && strings.Contains(line, "thread-time-is-lifetime")
-		}
-		if !onlyThreadTime {
-			t.Error(err)
-		} else {
-			o.check(t, "invariant_thread_time", false, "%v", err)
-		}
+		t.Error(err)
 	}
 	if r.WallNS < o.SpanNS {
 		t.Errorf("wall %v, shorter than the job's own span %v", time.Duration(r.WallNS), time.Duration(o.SpanNS))

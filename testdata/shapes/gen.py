@@ -389,7 +389,7 @@ def do_read(case):
             return n
 
         n = in_worker("child", container)
-        return {"read_bytes": n} | ({"expected_fail": MMAP_FAIL} if case["read"] == "mmap" else {})
+        return {"read_bytes": n}
     if case["mount"] == "bind":
         n = in_worker("child", lambda: read_file(case["read"], bind_view(case), unb64(case["scratch"]), uring))
         why = {
@@ -398,27 +398,11 @@ def do_read(case):
             "after that, from /proc/PID/mountinfo, which is gone, so the file is named as the host sees it "
             "(a reader whose namespace outlives it, as a container's, is named as it saw it)",
         }
-        return {"read_bytes": n, "expected_fail": why | (MMAP_FAIL if case["read"] == "mmap" else {})}
+        return {"read_bytes": n, "expected_fail": why}
     n = in_worker(case["reader"], lambda: read_file(case["read"], path, unb64(case["scratch"]), uring))
-    out = {"read_bytes": n}
-    if case["read"] == "mmap":
-        out["expected_fail"] = MMAP_FAIL
-    return out
+    return {"read_bytes": n}
 
 
-THREAD_TIME_FAIL = {
-    "invariant_thread_time": "under CPU contention a thread's on-CPU plus off-CPU time breaks "
-    "thread-time-is-lifetime: the main thread of a job waiting on a paced loopback body falls "
-    "0.1-0.9 s short of its lifetime in about one download in three (the previous build broke it "
-    "5 times in 24 runs of the same cases), and once in some 300 cases at a load average of 18 a "
-    "compiler's thread exceeded its process's lifetime by 110 ms; not yet explained",
-}
-
-MMAP_FAIL = {
-    "pages_accessed": "a page fault and the fault-around that maps the pages beside it are counted "
-    "apart, so pages mapped both ways count twice: pages_accessed exceeds the pages read "
-    "(by 1-8% here) while pages_missed is exact",
-}
 
 
 # ---- download -------------------------------------------------------------
@@ -547,7 +531,6 @@ def run(case_path, addr):
     else:
         out = do_compile(case)
     out["span_ns"] = time.monotonic_ns() - t0
-    out["expected_fail"] = out.get("expected_fail", {}) | THREAD_TIME_FAIL
     out["pid"] = os.getpid()
     print(json.dumps(out))
 

@@ -64,6 +64,8 @@ type threadAcc struct {
 	// unseenIns is the kernel's count of the thread's switch-ins the
 	// program did not see (its intervals repaired in the kernel).
 	unseenIns uint32
+	// unseenOuts counts its switch-outs the program did not see.
+	unseenOuts uint32
 }
 
 // ongoingWait is an off-CPU interval a thread was in at a poll: the
@@ -87,6 +89,30 @@ type procAcc struct {
 	exitCode   int
 	exited     bool
 	waited     bool // end and exit code from wait(2) (Exited)
+	// deadNS is the latest final switch out (TF_DEAD) of its threads,
+	// and liveGen the poll that last saw one of its threads alive: see
+	// processEnd.
+	deadNS  int64
+	liveGen uint64
+}
+
+// processEnd is when p's traced life ended. An exited process whose
+// threads were all seen switched out for the last time ended at the last
+// of those switches: its exit event comes before the teardown (exit_mm,
+// the files), which a dying thread can spend runnable behind busy loops
+// (a cc1 exited 250 ms before its last switch: its thread's time then
+// exceeded the process's life by that), and wait(2) reaches the session
+// after it, as late as coldtrace's own goroutine gets a CPU (which made
+// the command's main thread look 0.1-0.9 s short of its life). Threads
+// count their time up to that switch, so the process's life ends there.
+func (s *Sensor) processEnd(p *procAcc) int64 {
+	if !p.exited || p.deadNS == 0 || p.liveGen == s.pollGen {
+		return p.end
+	}
+	if p.waited {
+		return min(p.end, p.deadNS)
+	}
+	return max(p.end, p.deadNS)
 }
 
 // Sensor is the loaded scheduler sensor. Its ring buffer is read on its
@@ -101,6 +127,7 @@ type Sensor struct {
 	startMono uint64
 	threads   map[uint32]*threadAcc
 	procs     map[int32]*procAcc
+	pollGen   uint64 // counts polls (procAcc.liveGen)
 	seen      uint64
 	// waits are the ongoing off-CPU intervals at the last poll that wait
 	// for a file (I/O wait, or a wait inside its fill).
@@ -305,6 +332,27 @@ func ranUnseen(v *bpfsched.SchedThread, d int64, cur *threadTimes) int64 {
 	return run
 }
 
+// ranSinceIn is how much of the d ns since v's last switch in, v being
+// flagged on a CPU, it ran: all of it, unless its switch out was not
+// seen (see on_switch), which leaves a sleeping thread flagged on a CPU
+// until it runs again; projecting d as CPU then counted a long sleep as
+// CPU, and the repair at its switch in counted it again as a wait. A
+// thread flagged on a CPU this long is asked its own clock (one /proc
+// read each: few threads run that long between switches).
+func ranSinceIn(v *bpfsched.SchedThread, d int64) int64 {
+	if d < unseenAfterNS || v.ExecNs == 0 {
+		return d
+	}
+	exec := execNS(int(v.Tgid), int(v.Tid))
+	if exec == 0 {
+		return d // gone: its clock is not known
+	}
+	if exec <= v.ExecNs {
+		return 0
+	}
+	return min(int64(exec-v.ExecNs), d)
+}
+
 // Poll reads the threads' cumulative counters, adds their deltas to
 // sample, and frees the slots of threads that have exited for good.
 func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
@@ -316,9 +364,17 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	if err != nil {
 		return fmt.Errorf("read thread slots: %w", err)
 	}
+	s.pollGen++
 	err = probe.ReadArray(s.p.objs.Threads, nslots, s.tidBuf, s.threadBuf, func(slot uint32, v *bpfsched.SchedThread) {
 		if v.Tid == 0 {
 			return // free
+		}
+		if p := s.procs[int32(v.Tgid)]; p != nil {
+			if v.Flags&tfDead != 0 {
+				p.deadNS = max(p.deadNS, probe.Rel(v.LastTs, s.startMono))
+			} else {
+				p.liveGen = s.pollGen
+			}
 		}
 		cur := threadTimes{cpu: int64(v.CpuNs), io: int64(v.IowaitNs), runq: int64(v.RunqNs),
 			other: int64(v.OtherNs), miss: int64(v.MissCpuNs), fillWait: int64(v.FillWaitNs), fillRunq: int64(v.FillRunqNs)}
@@ -340,7 +396,9 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 				file: probe.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}}
 			switch {
 			case v.Flags&tfOnCPU != 0:
-				cur.cpu += d
+				run := ranSinceIn(v, d)
+				cur.cpu += run
+				cur.other += d - run
 				// The open fill interval's CPU so far, not yet charged.
 				if v.FillMark != 0 && now > v.FillMark {
 					cur.miss += int64(now - max(v.FillMark, v.LastTs))
@@ -391,6 +449,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		// the program are repaired there: README Limitations.)
 		acc.prev = maxT(acc.prev, cur)
 		acc.unseenIns = max(acc.unseenIns, v.UnseenIns)
+		acc.unseenOuts = max(acc.unseenOuts, v.UnseenOuts)
 		d.miss = sub(min(acc.prev.miss, acc.prev.cpu), acc.missOut)
 		acc.missOut += d.miss
 		acc.fillOut += d.fillWait
@@ -531,6 +590,7 @@ func (s *Sensor) Close() error {
 func (s *Sensor) fill(r *record.Record) {
 	for _, th := range s.threads {
 		r.Self.SwitchInsUnseen += uint64(th.unseenIns)
+		r.Self.SwitchOutsUnseen += uint64(th.unseenOuts)
 		if th.comm == "" {
 			if p := s.procs[th.pid]; p != nil {
 				th.comm = p.comm
@@ -546,7 +606,7 @@ func (s *Sensor) fill(r *record.Record) {
 	byPID := map[int32]*record.Process{}
 	for pid, p := range s.procs {
 		byPID[pid] = &record.Process{PID: pid, PPID: p.ppid, Comm: p.comm, Exe: p.exe, ExeCut: p.exeCut, Args: p.args, ArgsCut: p.argsCut,
-			StartNS: p.start, EndNS: p.end, ExitCode: p.exitCode, Exited: p.exited}
+			StartNS: p.start, EndNS: s.processEnd(p), ExitCode: p.exitCode, Exited: p.exited}
 	}
 	for _, th := range r.Threads {
 		p := byPID[th.PID]
