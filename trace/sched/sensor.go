@@ -390,39 +390,8 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		if p := s.procs[int32(v.Tgid)]; p != nil && p.waited {
 			end = min(end, s.startMono+uint64(max(p.end, 0)))
 		}
-		if v.LastTs != 0 && end > v.LastTs && v.Flags&tfDead == 0 {
-			d := int64(end - v.LastTs)
-			w := ongoingWait{slot: slot, lastTs: v.LastTs, flags: v.Flags,
-				file: probe.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}}
-			switch {
-			case v.Flags&tfOnCPU != 0:
-				run := ranSinceIn(v, d)
-				cur.cpu += run
-				cur.other += d - run
-				// The open fill interval's CPU so far, not yet charged.
-				if v.FillMark != 0 && now > v.FillMark {
-					cur.miss += int64(now - max(v.FillMark, v.LastTs))
-				}
-			case v.Flags&tfOutIO != 0:
-				d -= ranUnseen(v, d, &cur)
-				cur.io += d
-				w.io = d
-			case v.Flags&tfOutRunQ != 0:
-				d -= ranUnseen(v, d, &cur)
-				cur.runq += d
-			default:
-				cur.other += d
-			}
-			if v.Flags&tfOutFill != 0 && v.Flags&tfOnCPU == 0 {
-				cur.fillWait += d
-				w.fill = d
-				if v.Flags&tfOutRunQ != 0 {
-					cur.fillRunq += d
-				}
-			}
-			if w.file.Ino != 0 && (w.io > 0 || w.fill > 0) {
-				waits = append(waits, w)
-			}
+		if w, ok := projectOngoing(v, slot, end, now, &cur); ok {
+			waits = append(waits, w)
 		}
 		acc := s.threads[v.Tid]
 		if acc == nil {
@@ -467,6 +436,52 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		return fmt.Errorf("read thread table: %w", err)
 	}
 	s.waits = waits
+	s.recycle(dead)
+	return nil
+}
+
+// projectOngoing adds to cur the interval from the thread's last switch
+// up to end, by what the thread was doing (on a CPU, in an I/O wait, on
+// the run queue, inside a fill); the wait it returns, with ok, is one a
+// file is charged for once the kernel charges it.
+func projectOngoing(v *bpfsched.SchedThread, slot uint32, end, now uint64, cur *threadTimes) (ongoingWait, bool) {
+	if v.LastTs == 0 || end <= v.LastTs || v.Flags&tfDead != 0 {
+		return ongoingWait{}, false
+	}
+	d := int64(end - v.LastTs)
+	w := ongoingWait{slot: slot, lastTs: v.LastTs, flags: v.Flags,
+		file: probe.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}}
+	switch {
+	case v.Flags&tfOnCPU != 0:
+		run := ranSinceIn(v, d)
+		cur.cpu += run
+		cur.other += d - run
+		// The open fill interval's CPU so far, not yet charged.
+		if v.FillMark != 0 && now > v.FillMark {
+			cur.miss += int64(now - max(v.FillMark, v.LastTs))
+		}
+	case v.Flags&tfOutIO != 0:
+		d -= ranUnseen(v, d, cur)
+		cur.io += d
+		w.io = d
+	case v.Flags&tfOutRunQ != 0:
+		d -= ranUnseen(v, d, cur)
+		cur.runq += d
+	default:
+		cur.other += d
+	}
+	if v.Flags&tfOutFill != 0 && v.Flags&tfOnCPU == 0 {
+		cur.fillWait += d
+		w.fill = d
+		if v.Flags&tfOutRunQ != 0 {
+			cur.fillRunq += d
+		}
+	}
+	return w, w.file.Ino != 0 && (w.io > 0 || w.fill > 0)
+}
+
+// recycle frees dead threads' slots: their counters are final.
+func (s *Sensor) recycle(dead []uint32) {
 	// A dead thread's counters are final: free its slot for the next fork
 	// (the kernel writes a slot only while its task lives). A slot that
 	// cannot be pushed stays cleared and unused: the table has 65,536.
@@ -483,7 +498,6 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 			}
 		}
 	}
-	return nil
 }
 
 // Waiting is, by file, the I/O waits and the waits inside page-cache
