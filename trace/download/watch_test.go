@@ -1,8 +1,14 @@
 package download
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -47,5 +53,63 @@ func TestListingsMergeCloseTicks(t *testing.T) {
 	}
 	if !l.during(7, 12*ms, 13*ms) || l.during(7, 50*ms, 150*ms) || !l.during(7, 150*ms, 201*ms) || l.during(8, 0, 300*ms) {
 		t.Errorf("spans %v answer wrongly", l[7])
+	}
+}
+
+// TestTmpfsDownloadBetweenTwoPollsIsFound: a 16 MiB download into /dev/shm
+// under a temporary name, renamed into place, that starts after one poll
+// and is over (file closed and renamed) before the next: the watcher
+// lists the receiving process's files while it receives, so the record
+// names the final file, byte-exact, with its tmpfs row.
+func TestTmpfsDownloadBetweenTwoPollsIsFound(t *testing.T) {
+	testenv.RequireTracing(t)
+	var fs unix.Statfs_t
+	if unix.Statfs("/dev/shm", &fs) != nil || fs.Type != unix.TMPFS_MAGIC {
+		t.Skip("needs /dev/shm on tmpfs")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "coldtrace-watch-test-")
+	if err != nil {
+		t.Skipf("/dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	dest := filepath.Join(dir, "model\xff.bin")
+	srv := serve(t)
+	s, shared := startSensor(t)
+	start := monotonicNS()
+	s.Begin(start)
+	if err := s.Poll(monotonicNS(), nil); err != nil {
+		t.Fatal(err)
+	}
+	results, _ := runClient(t, shared, "get:"+srv.URL+"/short:"+dest)
+	if err := s.Poll(monotonicNS(), nil); err != nil {
+		t.Fatal(err)
+	}
+	got := results.ops["get"]
+	if len(got) != 1 || got[0].Bytes != memBody {
+		t.Fatalf("client results %+v, want one get of %d bytes", results.ops, memBody)
+	}
+	t.Logf("download took %v", time.Duration(got[0].T1-got[0].T0))
+	// The two polls bound the download: one interval holds it.
+	rec := &record.Record{IntervalNS: int64(monotonicNS() - start)}
+	if err := s.Finish(rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Downloads) != 1 {
+		t.Fatalf("downloads %+v, want one", rec.Downloads)
+	}
+	d := rec.Downloads[0]
+	if d.Destination != record.DestFile || d.Path != dest {
+		t.Fatalf("destination %q at %q, want %q at %q (candidates %+v)", d.Destination, d.Path, record.DestFile, dest, d.Candidates)
+	}
+	dev, ino := statDev(t, dest)
+	var row *record.File
+	for i := range rec.Files {
+		if rec.Files[i].Dev == dev && rec.Files[i].Ino == ino {
+			row = &rec.Files[i]
+		}
+	}
+	if row == nil || row.Path != dest || row.FirstPath != dest+".incomplete" || row.SizeBytes != memBody || row.FS != "tmpfs" ||
+		row.PagesCreated != memBody/4096 {
+		t.Errorf("files[] row %+v, want %q (first %q), %d bytes, %d pages created, on tmpfs", row, dest, dest+".incomplete", memBody, memBody/4096)
 	}
 }
