@@ -128,7 +128,7 @@ type DownloadThread struct {
 	WaitFile  struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	CpuNs      uint64
@@ -155,13 +155,13 @@ type DownloadTstate struct {
 	Cur     struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RaFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RaLo   uint64
@@ -169,7 +169,7 @@ type DownloadTstate struct {
 	RdFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RdSig   uint64
@@ -178,13 +178,13 @@ type DownloadTstate struct {
 	DioFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	AsyncFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	AsyncTs   uint64

@@ -163,6 +163,7 @@ static __always_inline __u64 folio_pages(struct folio *folio)
 static __always_inline struct file_stats *run_file(struct inode *inode, struct file_key *key)
 {
 	key->dev = inode->i_sb->s_dev;
+	key->gen = inode->i_generation;
 	key->ino = inode->i_ino;
 	return bpf_map_lookup_elem(&files, key);
 }
@@ -184,6 +185,7 @@ static __always_inline void mark_evicted(struct file_key *key, __u64 lo, __u64 h
 {
 	struct run_block_key bk = {};
 	bk.dev = key->dev;
+	bk.gen = key->gen;
 	bk.ino = key->ino;
 	for (int i = 0; i < MAX_FOLIO_BLOCKS; i++) {
 		__u64 b = lo / RUN_PAGES_BLOCK + i;

@@ -43,7 +43,7 @@ type EvictEvictStats struct {
 type EvictFileKey struct {
 	_   structs.HostLayout
 	Dev uint32
-	Pad uint32
+	Gen uint32
 	Ino uint64
 }
 
@@ -115,7 +115,7 @@ type EvictRunBlock struct {
 type EvictRunBlockKey struct {
 	_     structs.HostLayout
 	Dev   uint32
-	Pad   uint32
+	Gen   uint32
 	Ino   uint64
 	Block uint64
 }

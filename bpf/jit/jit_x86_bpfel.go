@@ -111,7 +111,7 @@ type JitThread struct {
 	WaitFile  struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	CpuNs      uint64
@@ -138,13 +138,13 @@ type JitTstate struct {
 	Cur     struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RaFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RaLo   uint64
@@ -152,7 +152,7 @@ type JitTstate struct {
 	RdFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RdSig   uint64
@@ -161,13 +161,13 @@ type JitTstate struct {
 	DioFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	AsyncFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	AsyncTs   uint64

@@ -337,7 +337,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		if v.LastTs != 0 && end > v.LastTs && v.Flags&tfDead == 0 {
 			d := int64(end - v.LastTs)
 			w := ongoingWait{slot: slot, lastTs: v.LastTs, flags: v.Flags,
-				file: probe.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}}
+				file: probe.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino, Gen: v.WaitFile.Gen}}
 			switch {
 			case v.Flags&tfOnCPU != 0:
 				cur.cpu += d
