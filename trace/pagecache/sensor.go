@@ -140,6 +140,10 @@ type Sensor struct {
 	// hole the filesystem filled with zeros, not a read from disk (as(1)
 	// seeks past the end and reads back the pages between).
 	born map[probe.FileKey]bool
+	// sightTS is when each file's path record was made (its first
+	// sight by the kernel side, CLOCK_MONOTONIC ns): which of two files
+	// with one inode number came later (reused).
+	sightTS map[probe.FileKey]uint64
 	// byIno is the run's directories' files by inode, read once at the
 	// end when a renamed file had no handle (scannedName).
 	byIno   map[uint64][]string
@@ -178,7 +182,7 @@ func New(opts Options) (*Sensor, error) {
 
 func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
 	return &Sensor{p: p, opts: opts, mounts: mounts, loaded: time.Now(),
-		files: map[probe.FileKey]*fileAcc{}, fsPaths: map[probe.FileKey]string{}, nsSeen: map[probe.FileKey]string{}, born: map[probe.FileKey]bool{}, cutPaths: map[probe.FileKey]bool{},
+		files: map[probe.FileKey]*fileAcc{}, fsPaths: map[probe.FileKey]string{}, nsSeen: map[probe.FileKey]string{}, born: map[probe.FileKey]bool{}, sightTS: map[probe.FileKey]uint64{}, cutPaths: map[probe.FileKey]bool{},
 		handles:    filehandle.New(maxHandles),
 		fileKeyBuf: make([]bpfpc.PagecacheFileKey, probe.BatchSize),
 		fileBuf:    make([]bpfpc.PagecacheFileStats, probe.BatchSize)}
@@ -234,6 +238,9 @@ func (s *Sensor) handle(raw []byte) {
 	s.mu.Lock()
 	s.seen++
 	s.fsPaths[key] = fsPath
+	if _, ok := s.sightTS[key]; !ok {
+		s.sightTS[key] = ev.Ts
+	}
 	if truncated {
 		s.cutPaths[key] = true
 	} else {
@@ -254,7 +261,7 @@ func (s *Sensor) handle(raw []byte) {
 	s.mu.Unlock()
 	if s.opts.FileSeen != nil && !truncated && resolved {
 		s.opts.FileSeen(probe.FileSeen{PID: int32(ev.Tgid), TID: int32(ev.Tid), TS: ev.Ts, CPUNS: ev.CpuNs,
-			Path: p, Dev: ev.Dev, Ino: ev.Ino, Kind: probe.SeenKind(ev.Kind)})
+			Path: p, Dev: ev.Dev, Ino: ev.Ino, Gen: ev.Gen, Kind: probe.SeenKind(ev.Kind)})
 	}
 }
 
@@ -363,15 +370,27 @@ func (s *Sensor) Close() error {
 // given (same device and number, another generation): each was deleted
 // before that file was created, so nothing at its name, nor any name
 // found by its number, is it any more.
+// Rows are made in the order polls find them, not in the order the
+// files appeared: the path records' times tell which came last.
 func (s *Sensor) reused() map[probe.FileKey]bool {
 	last := map[probe.FileKey]probe.FileKey{} // by (dev, ino): the latest generation seen
 	out := map[probe.FileKey]bool{}
-	for _, f := range s.fileOrder { // in order of first sight
-		num := probe.FileKey{Dev: f.key.Dev, Ino: f.key.Ino}
-		if prev, ok := last[num]; ok && prev != f.key {
-			out[prev] = true
+	for _, f := range s.fileOrder {
+		ts, seen := s.sightTS[f.key]
+		if !seen {
+			continue // no path record: no name to get wrong
 		}
-		last[num] = f.key
+		num := probe.FileKey{Dev: f.key.Dev, Ino: f.key.Ino}
+		prev, ok := last[num]
+		switch {
+		case !ok:
+			last[num] = f.key
+		case s.sightTS[prev] < ts:
+			out[prev] = true
+			last[num] = f.key
+		default:
+			out[f.key] = true
+		}
 	}
 	return out
 }
