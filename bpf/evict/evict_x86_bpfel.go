@@ -20,6 +20,8 @@ type EvictEvictKey struct {
 	Ino  uint64
 	Kind uint32
 	Nr   int32
+	Gen  uint32
+	Pad  uint32
 }
 
 type EvictEvictKind uint32
@@ -86,6 +88,8 @@ type EvictInserterKey struct {
 	Dev  uint32
 	Tgid uint32
 	Ino  uint64
+	Gen  uint32
+	Pad  uint32
 }
 
 type EvictInserterStats struct {

@@ -68,13 +68,13 @@ func TestEvictionByThisProcess(t *testing.T) {
 	if err := unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
-	rec := &record.Record{Files: []record.File{{Dev: key.Dev, Ino: key.Ino}}}
+	rec := &record.Record{Files: []record.File{{Dev: key.Dev, Ino: key.Ino, Gen: key.Gen}}}
 	if err := s.Poll(0, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A checkpoint holds the evictors as of the last poll, and the end
 	// of the run still has them.
-	ckpt := &record.Record{Files: []record.File{{Dev: key.Dev, Ino: key.Ino}}}
+	ckpt := &record.Record{Files: []record.File{{Dev: key.Dev, Ino: key.Ino, Gen: key.Gen}}}
 	if err := s.Snapshot(ckpt); err != nil {
 		t.Fatal(err)
 	}
