@@ -65,7 +65,9 @@ type Download struct {
 	// byte for byte), DestExpanded (Path, written Expansion times larger:
 	// a compressed or reassembled transfer), DestMemory (never written)
 	// or DestNotSeen (written, but to no one file that follows the
-	// received bytes: Candidates lists the files written meanwhile).
+	// received bytes: Candidates lists the files written meanwhile; or
+	// written to no file seen while its process's open files, which is
+	// how tmpfs writes are seen, went unlisted during the download).
 	// Empty in records made before destinations were matched.
 	Destination string  `json:"destination,omitempty"`
 	Expansion   float64 `json:"expansion,omitempty"`

@@ -180,6 +180,10 @@ type File struct {
 	ID  int    `json:"id"`
 	Dev uint32 `json:"dev"` // kernel encoding: major<<20 | minor
 	Ino uint64 `json:"ino"`
+	// Gen is the inode's generation: a file created after another's
+	// unlink freed its inode number has the same Dev and Ino and another
+	// Gen, and its own row. 0 where the filesystem keeps none.
+	Gen uint32 `json:"gen,omitempty"`
 	// Path holds the name's exact bytes, which need not be UTF-8: JSON
 	// carries them in path_b64 then (File.MarshalJSON).
 	Path string `json:"path"`

@@ -128,7 +128,7 @@ type DownloadThread struct {
 	WaitFile  struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	CpuNs      uint64
@@ -157,13 +157,13 @@ type DownloadTstate struct {
 	Cur     struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RaFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RaLo   uint64
@@ -171,7 +171,7 @@ type DownloadTstate struct {
 	RdFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RdSig   uint64
@@ -180,7 +180,7 @@ type DownloadTstate struct {
 	MapFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	MapLo   uint64
@@ -188,13 +188,13 @@ type DownloadTstate struct {
 	DioFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	AsyncFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	AsyncTs   uint64

@@ -51,6 +51,8 @@ struct evict_key {
 	__u64 ino;
 	__u32 kind;
 	__s32 nr; /* the syscall, or -1 */
+	__u32 gen; /* the inode's generation: file_key's */
+	__u32 pad;
 };
 
 struct evict_stats {
@@ -71,6 +73,8 @@ struct inserter_key {
 	__u32 dev;
 	__u32 tgid;
 	__u64 ino;
+	__u32 gen; /* file_key's */
+	__u32 pad;
 };
 
 struct inserter_stats {
@@ -163,6 +167,7 @@ static __always_inline __u64 folio_pages(struct folio *folio)
 static __always_inline struct file_stats *run_file(struct inode *inode, struct file_key *key)
 {
 	key->dev = inode->i_sb->s_dev;
+	key->gen = inode->i_generation;
 	key->ino = inode->i_ino;
 	return bpf_map_lookup_elem(&files, key);
 }
@@ -184,6 +189,7 @@ static __always_inline void mark_evicted(struct file_key *key, __u64 lo, __u64 h
 {
 	struct run_block_key bk = {};
 	bk.dev = key->dev;
+	bk.gen = key->gen;
 	bk.ino = key->ino;
 	for (int i = 0; i < MAX_FOLIO_BLOCKS; i++) {
 		__u64 b = lo / RUN_PAGES_BLOCK + i;
@@ -211,6 +217,7 @@ int BPF_PROG(on_delete, struct folio *folio)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct evict_key ek = {};
 	ek.dev = key.dev;
+	ek.gen = key.gen;
 	ek.ino = key.ino;
 	ek.tgid = id >> 32;
 	ek.nr = -1;
@@ -267,6 +274,7 @@ int BPF_PROG(on_other_insert, struct folio *folio)
 	fs->other_ins_ts = bpf_ktime_get_ns();
 	struct inserter_key ik = {};
 	ik.dev = key.dev;
+	ik.gen = key.gen;
 	ik.ino = key.ino;
 	ik.tgid = bpf_get_current_pid_tgid() >> 32;
 	struct inserter_stats *is = bpf_map_lookup_elem(&inserters, &ik);

@@ -20,6 +20,8 @@ type EvictEvictKey struct {
 	Ino  uint64
 	Kind uint32
 	Nr   int32
+	Gen  uint32
+	Pad  uint32
 }
 
 type EvictEvictKind uint32
@@ -43,7 +45,7 @@ type EvictEvictStats struct {
 type EvictFileKey struct {
 	_   structs.HostLayout
 	Dev uint32
-	Pad uint32
+	Gen uint32
 	Ino uint64
 }
 
@@ -86,6 +88,8 @@ type EvictInserterKey struct {
 	Dev  uint32
 	Tgid uint32
 	Ino  uint64
+	Gen  uint32
+	Pad  uint32
 }
 
 type EvictInserterStats struct {
@@ -115,7 +119,7 @@ type EvictRunBlock struct {
 type EvictRunBlockKey struct {
 	_     structs.HostLayout
 	Dev   uint32
-	Pad   uint32
+	Gen   uint32
 	Ino   uint64
 	Block uint64
 }

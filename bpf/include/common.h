@@ -46,11 +46,24 @@ enum lost_kind {
 	LOST_KINDS = 6,
 };
 
+/* A file: its device, inode number and the inode's generation. An inode
+ * number freed by an unlink is given to the next new file (Python's
+ * failed .pyc write and the next module's temporary file shared one, and
+ * the second file's counts, name and compile went to the first's row);
+ * i_generation, random for each new inode on ext4, tmpfs, xfs and btrfs,
+ * tells them apart at no cost to the key's size (it was padding). 0 on a
+ * filesystem that keeps none. */
 struct file_key {
 	__u32 dev; /* super_block s_dev, kernel encoding major<<20|minor */
-	__u32 pad;
+	__u32 gen; /* inode i_generation */
 	__u64 ino;
 };
+
+/* dev and gen in one scalar, for global functions' five arguments. */
+static __always_inline __u64 key_dev_gen(const struct file_key *k)
+{
+	return k->dev | ((__u64)k->gen << 32);
+}
 
 /* Per-thread state lives in two places:
  *

@@ -86,11 +86,11 @@ struct {
  * Global, with scalar arguments: the verifier checks it once per object
  * instead of at each of its callers (which made the page-cache object's
  * load some 20 ms longer). */
-__noinline int file_stack_add(__u32 dev, __u64 ino, __u64 stack, __u32 field, __u64 d)
+__noinline int file_stack_add(__u64 dev_gen, __u64 ino, __u64 stack, __u32 field, __u64 d)
 {
 	if (!stack || !ino || !d || field >= FS_FIELDS)
 		return 0;
-	struct file_stack_key k = {.file = {.dev = dev, .ino = ino}, .stack = stack};
+	struct file_stack_key k = {.file = {.dev = (__u32)dev_gen, .gen = dev_gen >> 32, .ino = ino}, .stack = stack};
 	struct file_stack_stats *st = bpf_map_lookup_elem(&file_stacks, &k);
 	if (!st) {
 		struct file_stack_stats zero = {};
@@ -129,7 +129,7 @@ __noinline int file_stack_add(__u32 dev, __u64 ino, __u64 stack, __u32 field, __
 
 struct run_block_key {
 	__u32 dev;
-	__u32 pad;
+	__u32 gen; /* as file_key's */
 	__u64 ino;
 	__u64 block; /* page index / RUN_PAGES_BLOCK */
 };
@@ -181,7 +181,7 @@ static __always_inline void charge_miss(struct tstate *s, struct thread *th, __u
 		if (fs)
 			__sync_fetch_and_add(&fs->miss_cpu_ns, d);
 		if (s->fill_stack)
-			file_stack_add(s->cur.dev, s->cur.ino, s->fill_stack, FS_MISS_CPU, d);
+			file_stack_add(key_dev_gen(&s->cur), s->cur.ino, s->fill_stack, FS_MISS_CPU, d);
 	}
 }
 

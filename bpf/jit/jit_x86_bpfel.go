@@ -156,7 +156,7 @@ type JitThread struct {
 	WaitFile  struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	CpuNs      uint64
@@ -185,13 +185,13 @@ type JitTstate struct {
 	Cur     struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RaFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RaLo   uint64
@@ -199,7 +199,7 @@ type JitTstate struct {
 	RdFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RdSig   uint64
@@ -208,7 +208,7 @@ type JitTstate struct {
 	MapFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	MapLo   uint64
@@ -216,13 +216,13 @@ type JitTstate struct {
 	DioFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	AsyncFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	AsyncTs   uint64

@@ -49,6 +49,8 @@ struct path_event {
 	__u32 kind;      /* enum path_kind */
 	__u32 tid;       /* the thread that caused the record */
 	__u32 mnt_ns;    /* its mount namespace (inode number): the mounts its path is resolved in */
+	__u32 gen;       /* the inode's generation (file_key) */
+	__u32 pad;
 	__u64 ts;        /* bpf_ktime_get_ns() */
 	__u64 cpu_ns;    /* the thread's on-CPU time so far (the JIT sensor's clock) */
 	char names[PATH_MAX_ + NAME_MAX_ + 1];
@@ -322,7 +324,7 @@ static __always_inline __u64 path_wakeup(void)
 	return BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void emit_path(struct tstate *t, struct inode *inode, __u32 dev, __u64 ino, __u32 kind)
+static __always_inline void emit_path(struct tstate *t, struct inode *inode, struct file_key *key, __u32 kind)
 {
 	struct hlist_node *first = inode->i_dentry.first;
 	if (!first)
@@ -344,8 +346,9 @@ static __always_inline void emit_path(struct tstate *t, struct inode *inode, __u
 	ev->tid = (__u32)bpf_get_current_pid_tgid();
 	ev->ts = bpf_ktime_get_ns();
 	ev->cpu_ns = thread_cpu(slot_thread(t), ev->ts);
-	ev->dev = dev;
-	ev->ino = ino;
+	ev->dev = key->dev;
+	ev->gen = key->gen;
+	ev->ino = key->ino;
 	ev->truncated = !c.done;
 	ev->depth = c.depth;
 	__u32 off = c.off;
@@ -361,7 +364,7 @@ static __always_inline void emit_path(struct tstate *t, struct inode *inode, __u
 
 static __always_inline bool same_file(struct file_key *a, struct file_key *b)
 {
-	return a->dev == b->dev && a->ino == b->ino;
+	return a->dev == b->dev && a->ino == b->ino && a->gen == b->gen;
 }
 
 /* Which read the current task is in: the count of read syscalls it has
@@ -502,6 +505,7 @@ static __always_inline __u64 mark_inserted(struct file_key *key, __u64 lo, __u64
 {
 	struct mark_ctx c = {};
 	c.bk.dev = key->dev;
+	c.bk.gen = key->gen;
 	c.bk.ino = key->ino;
 	c.lo = lo;
 	c.hi = hi;
@@ -514,6 +518,8 @@ struct py_seen_key {
 	__u32 tgid;
 	__u32 dev;
 	__u64 ino;
+	__u32 gen;
+	__u32 pad;
 };
 
 struct {
@@ -549,12 +555,12 @@ static __always_inline void python_read(struct tstate *t, struct inode *inode, s
 {
 	if (!(t->flags & TF_PYTHON) || !python_file(inode))
 		return;
-	struct py_seen_key k = {.tgid = t->tgid, .dev = key->dev, .ino = key->ino};
+	struct py_seen_key k = {.tgid = t->tgid, .dev = key->dev, .ino = key->ino, .gen = key->gen};
 	if (bpf_map_lookup_elem(&py_seen, &k))
 		return;
 	__u8 one = 1;
 	bpf_map_update_elem(&py_seen, &k, &one, BPF_ANY);
-	emit_path(t, inode, key->dev, key->ino, PATH_PY_READ);
+	emit_path(t, inode, key, PATH_PY_READ);
 }
 
 /* The pages of [lo, hi] of key that t's latest fault range does not hold,
@@ -594,6 +600,7 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 	struct inode *inode = mapping->host;
 	struct file_key key = {};
 	key.dev = inode->i_sb->s_dev;
+	key.gen = inode->i_generation;
 	key.ino = inode->i_ino;
 	t->cur = key;
 	/* A read asks for its whole buffer; count the pages the file has. */
@@ -654,10 +661,10 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 		open_fill(t, start ? start : now, now);
 	}
 	if (pages && (t->flags & TF_MISSED) && t->fill_stack)
-		file_stack_add(key.dev, key.ino, t->fill_stack, FS_READ, pages);
+		file_stack_add(key_dev_gen(&key), key.ino, t->fill_stack, FS_READ, pages);
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
-		emit_path(t, inode, key.dev, key.ino, PATH_SEEN);
+		emit_path(t, inode, &key, PATH_SEEN);
 	}
 }
 
@@ -715,6 +722,7 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 	struct inode *inode = folio->mapping->host;
 	struct file_key key = {};
 	key.dev = inode->i_sb->s_dev;
+	key.gen = inode->i_generation;
 	key.ino = inode->i_ino;
 	struct file_stats *fs = file_get(&key, true);
 	if (!fs)
@@ -731,7 +739,7 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 	bool created = writes_files(nr) || folio->index >= (((__u64)inode->i_size + 4095) >> 12);
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
-		emit_path(t, inode, key.dev, key.ino, created ? PATH_CREATED : PATH_SEEN);
+		emit_path(t, inode, &key, created ? PATH_CREATED : PATH_SEEN);
 	}
 	if (created) {
 		__sync_fetch_and_add(&fs->created, n);
@@ -760,7 +768,7 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 		start = t->fault_ts;
 	__u64 stack = open_fill(t, start, now);
 	if (stack)
-		file_stack_add(key.dev, key.ino, stack, FS_MISSED, n);
+		file_stack_add(key_dev_gen(&key), key.ino, stack, FS_MISSED, n);
 	note_order(&key, lo, n, nr < 0);
 }
 
@@ -870,7 +878,7 @@ static __always_inline bool unknown_direct_key(struct tstate *t, struct bio *bio
 	if (!bdev)
 		return false;
 	key->dev = bdev->bd_dev;
-	key->pad = 0;
+	key->gen = 0;
 	key->ino = UNKNOWN_DIRECT | t->tgid;
 	return true;
 }
@@ -889,6 +897,7 @@ int BPF_PROG(on_bio_queue, struct bio *bio)
 	if (f) {
 		inode = bpf_rdonly_cast(f->f_inode, bpf_core_type_id_kernel(struct inode));
 		key.dev = inode->i_sb->s_dev;
+		key.gen = inode->i_generation;
 		key.ino = inode->i_ino;
 	} else if (!unknown_direct_key(t, bio, &key)) {
 		return 0;
@@ -901,7 +910,7 @@ int BPF_PROG(on_bio_queue, struct bio *bio)
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
 		if (inode)
-			emit_path(t, inode, key.dev, key.ino, PATH_SEEN);
+			emit_path(t, inode, &key, PATH_SEEN);
 	}
 	t->dio_file = key;
 	if (close_at_return(t))

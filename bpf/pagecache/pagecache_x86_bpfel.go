@@ -21,7 +21,7 @@ type PagecacheFileFilter struct {
 type PagecacheFileKey struct {
 	_   structs.HostLayout
 	Dev uint32
-	Pad uint32
+	Gen uint32
 	Ino uint64
 }
 
@@ -90,6 +90,8 @@ type PagecachePathEvent struct {
 	Kind      uint32
 	Tid       uint32
 	MntNs     uint32
+	Gen       uint32
+	Pad       uint32
 	Ts        uint64
 	CpuNs     uint64
 	Names     [4352]int8
@@ -135,6 +137,8 @@ type PagecachePySeenKey struct {
 	Tgid uint32
 	Dev  uint32
 	Ino  uint64
+	Gen  uint32
+	Pad  uint32
 }
 
 type PagecachePyStack struct {
@@ -174,7 +178,7 @@ type PagecacheRunBlock struct {
 type PagecacheRunBlockKey struct {
 	_     structs.HostLayout
 	Dev   uint32
-	Pad   uint32
+	Gen   uint32
 	Ino   uint64
 	Block uint64
 }

@@ -114,7 +114,7 @@ type PystackThread struct {
 	WaitFile  struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	CpuNs      uint64
@@ -143,13 +143,13 @@ type PystackTstate struct {
 	Cur     struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RaFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RaLo   uint64
@@ -157,7 +157,7 @@ type PystackTstate struct {
 	RdFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	RdSig   uint64
@@ -166,7 +166,7 @@ type PystackTstate struct {
 	MapFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	MapLo   uint64
@@ -174,13 +174,13 @@ type PystackTstate struct {
 	DioFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	AsyncFile struct {
 		_   structs.HostLayout
 		Dev uint32
-		Pad uint32
+		Gen uint32
 		Ino uint64
 	}
 	AsyncTs   uint64

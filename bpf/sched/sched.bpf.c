@@ -156,6 +156,7 @@ static __always_inline __u32 wait_cause(struct tstate *s, struct thread *t, stru
 		struct inode *inode = BPF_CORE_READ(f, f_mapping, host);
 		t->wait_file.dev = BPF_CORE_READ(inode, i_sb, s_dev);
 		t->wait_file.ino = BPF_CORE_READ(inode, i_ino);
+		t->wait_file.gen = BPF_CORE_READ(inode, i_generation);
 	}
 	return 0;
 }
@@ -194,7 +195,7 @@ static __always_inline void charge_wait(struct thread *t, struct task_struct *ta
 					__sync_fetch_and_add(&fs->direct_wait_ns, d);
 			}
 			if (t->wait_stack)
-				file_stack_add(t->wait_file.dev, t->wait_file.ino, t->wait_stack, FS_IOWAIT, d);
+				file_stack_add(key_dev_gen(&t->wait_file), t->wait_file.ino, t->wait_stack, FS_IOWAIT, d);
 		}
 	} else if (t->flags & TF_OUT_RUNNABLE) {
 		t->runq_ns += d;
@@ -210,7 +211,7 @@ static __always_inline void charge_wait(struct thread *t, struct task_struct *ta
 			if (fs)
 				__sync_fetch_and_add(&fs->fill_wait_ns, d);
 			if (t->wait_stack)
-				file_stack_add(t->wait_file.dev, t->wait_file.ino, t->wait_stack, FS_FILL_WAIT, d);
+				file_stack_add(key_dev_gen(&t->wait_file), t->wait_file.ino, t->wait_stack, FS_FILL_WAIT, d);
 		}
 	}
 }

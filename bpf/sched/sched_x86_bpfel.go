@@ -16,7 +16,7 @@ import (
 type SchedFileKey struct {
 	_   structs.HostLayout
 	Dev uint32
-	Pad uint32
+	Gen uint32
 	Ino uint64
 }
 
@@ -75,7 +75,7 @@ type SchedRunBlock struct {
 type SchedRunBlockKey struct {
 	_     structs.HostLayout
 	Dev   uint32
-	Pad   uint32
+	Gen   uint32
 	Ino   uint64
 	Block uint64
 }

@@ -19,10 +19,19 @@ import (
 )
 
 // Key is a file as the probes name it: dev in the kernel's s_dev
-// encoding (major<<20 | minor).
+// encoding (major<<20 | minor), and the inode's generation where the
+// caller has it (a later file given a freed inode number has another);
+// stat(2) does not give it, so a path is checked against Dev and Ino.
 type Key struct {
 	Dev uint32
 	Ino uint64
+	Gen uint32
+}
+
+// sameInode reports whether st is k's inode number on k's device.
+func sameInode(st *syscall.Stat_t, k Key) bool {
+	o := KeyOf(st)
+	return o.Dev == k.Dev && o.Ino == k.Ino
 }
 
 // KeyOf is st's file as the probes name it.
@@ -76,7 +85,7 @@ func (s *Store) Take(k Key, path, name string) {
 	}
 	// The handle must be k's: the name may have moved on since k was seen.
 	var st syscall.Stat_t
-	if syscall.Stat(path, &st) != nil || KeyOf(&st) != k {
+	if syscall.Stat(path, &st) != nil || !sameInode(&st, k) {
 		return
 	}
 	if _, ok := s.mounts[k.Dev]; !ok {
@@ -147,7 +156,7 @@ func (s *Store) Resolve(k Key) (path string, gone bool, err error) {
 		return "", true, nil
 	}
 	var st syscall.Stat_t
-	if syscall.Lstat(target, &st) != nil || KeyOf(&st) != k {
+	if syscall.Lstat(target, &st) != nil || !sameInode(&st, k) {
 		return "", false, ErrNoHandle
 	}
 	return target, false, nil

@@ -123,6 +123,12 @@ type Env struct {
 	// Polled are the tmpfs files' writes measured by their sizes
 	// (tmpfs.go), matched as the page-cache files' are.
 	Polled []written
+	// Listed reports whether a process's open files were listed between
+	// two times (ns from the start): when none of a download's
+	// processes' were while it received, a tmpfs file it wrote and closed
+	// meanwhile went unseen, and a body no file shows is "not seen", not
+	// "kept in memory". Nil: every process counts as listed.
+	Listed func(pid int32, from, to int64) bool
 }
 
 // ConnKey identifies a connection: its socket's kernel address and its
@@ -240,6 +246,9 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 		}
 	}
 	dest := match(t.Bytes, d.Samples, window{d.StartNS, d.EndNS, env.IntervalNS}, files, linked)
+	if dest.kind == record.DestMemory && !listedWhile(g, env) {
+		dest.kind = record.DestNotSeen
+	}
 	d.Destination, d.Expansion = dest.kind, dest.expansion
 	d.Files = destFiles(dest, linked, env.Locate)
 	if len(d.Files) > 0 && d.Files[0].Gone && (dest.kind == record.DestFile || dest.kind == record.DestExpanded) {
@@ -254,6 +263,22 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 		}
 	}
 	return d, dest
+}
+
+// listedWhile reports whether the open files of a process that received
+// on g were listed while g received (from its first byte until one
+// watcher tick after its last): only then can a body written to a tmpfs file and closed
+// between polls not have gone unseen.
+func listedWhile(g []Conn, env Env) bool {
+	if env.Listed == nil {
+		return true
+	}
+	for _, c := range g {
+		if env.Listed(c.PID, rel(c.FirstTS, env.StartMono), rel(c.LastTS, env.StartMono)+int64(fastInterval)) {
+			return true
+		}
+	}
+	return false
 }
 
 // followMove puts first, when the destination fs[0] (key) was deleted

@@ -98,6 +98,15 @@ type Sensor struct {
 	// tmpfs are the sizes of files on tmpfs the downloading processes
 	// had open, poll by poll (tmpfs.go).
 	tmpfs *tmpfsSizes
+	// fdMu guards what the watcher (watch.go) shares with Poll: handles,
+	// tmpfs, openNames, tries and listed. watchStop ends the watcher,
+	// which closes watchDone.
+	fdMu      sync.Mutex
+	watchStop chan struct{}
+	watchDone chan struct{}
+	// listed are the spans in which the watcher listed each receiving
+	// process's open files.
+	listed listings
 	// downloadSaid is set once OnDownload was told of a download.
 	downloadSaid bool
 	// tableWrites is the kernel's count of writes to the connection and
@@ -141,7 +150,7 @@ func Prepare(shared Options) (*Sensor, error) {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
 	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights, handles: newHandles(),
-		tmpfs:      newTmpfsSizes(),
+		tmpfs: newTmpfsSizes(), listed: listings{},
 		onDownload: shared.OnDownload, internStack: shared.InternStack, stackPID: shared.StackPID, chained: shared.Chained}
 	s.scoper = shared.Uprobes
 	if s.scoper == nil {
@@ -315,7 +324,14 @@ const maxClosedParts = 1 << 16
 
 // Begin notes when the command was released (CLOCK_MONOTONIC ns): the
 // record's download times count from it.
-func (s *Sensor) Begin(startMono uint64) { s.startMono = startMono }
+// It starts the watcher of receiving processes' tmpfs files (watch.go)
+// once the probes are started.
+func (s *Sensor) Begin(startMono uint64) {
+	s.startMono = startMono
+	if s.rd != nil {
+		s.startWatch()
+	}
+}
 
 // Poll notes the bytes each open connection has received so far, for the
 // timeline's network counter; the session calls it at each sampling
@@ -337,6 +353,8 @@ func (s *Sensor) Poll(nowMono uint64, sample *record.Sample) error {
 	if err != nil {
 		return fmt.Errorf("poll network tables: %w", err)
 	}
+	s.fdMu.Lock()
+	defer s.fdMu.Unlock()
 	// The tmpfs files' sizes every poll: a writer may go on after the
 	// last byte received, when the connection table no longer moves.
 	s.tmpfs.poll(int64(nowMono - s.startMono))
@@ -396,6 +414,7 @@ func (s *Sensor) walk(nowMono uint64) error {
 	for pid := range active {
 		s.handles.TakeOpen(pid)
 		s.tmpfs.watch(pid, nowNS, s.openNames)
+		s.listed.add(pid, nowNS)
 	}
 	if seen && s.links != nil && !s.downloadSaid {
 		s.downloadSaid = true
@@ -441,6 +460,7 @@ func (s *Sensor) nameWrites() error {
 // filled rec.Files (the paths of written files) and rec.Samples, and the
 // JIT sensor rec.JIT (the caches destinations are matched with).
 func (s *Sensor) Finish(rec *record.Record) error {
+	s.stopWatch()
 	conns, writes, err := s.collect()
 	if err != nil {
 		return err
@@ -462,6 +482,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 			PageSize:   uint64(cmp.Or(rec.Host.PageSize, os.Getpagesize())),
 			Progress:   s.progress,
 			Polled:     s.tmpfs.written(),
+			Listed:     s.listed.during,
 		})
 		return nil
 	}
@@ -602,6 +623,7 @@ func (s *Sensor) lost(rec *record.Record) error {
 // Close detaches the probes, closes the reader and then the objects,
 // keeping the first error.
 func (s *Sensor) Close() error {
+	s.stopWatch()
 	first := s.detach()
 	if s.ownScoper {
 		if err := s.scoper.Close(); err != nil && first == nil {

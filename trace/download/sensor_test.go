@@ -99,6 +99,9 @@ func handler() http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) { body(w, bigBody, 10*time.Millisecond) })
+	// 16 MiB at about 200 MB/s: a short download, over between two of a
+	// session's 100 ms polls.
+	mux.HandleFunc("/short", func(w http.ResponseWriter, _ *http.Request) { body(w, memBody, 5*time.Millisecond) })
 	mux.HandleFunc("/mem", func(w http.ResponseWriter, _ *http.Request) { body(w, memBody, 0) })
 	mux.HandleFunc("/small", func(w http.ResponseWriter, _ *http.Request) { body(w, smallBody, 0) })
 	mux.HandleFunc("/tiny", func(w http.ResponseWriter, _ *http.Request) { body(w, tinyBody, 0) })

@@ -53,23 +53,28 @@ func TestEvictionByThisProcess(t *testing.T) {
 	}
 	// The files table's key: the superblock's s_dev in the kernel's encoding.
 	dev := uint32(unix.Major(fst.Dev))<<20 | uint32(unix.Minor(fst.Dev))
-	key := probe.FileKey{Dev: dev, Ino: fst.Ino}
+	// With the inode's generation, which ext4, xfs and btrfs give.
+	gen, err := probe.InodeGeneration(fd)
+	if err != nil {
+		t.Skipf("the filesystem of %s gives no inode generation: %v", dir, err)
+	}
+	key := probe.FileKey{Dev: dev, Ino: fst.Ino, Gen: gen}
 	if err := sc.Shared().Files.Put(struct {
-		Dev, Pad uint32
+		Dev, Gen uint32
 		Ino      uint64
-	}{key.Dev, 0, key.Ino}, make([]byte, sc.Shared().Files.ValueSize())); err != nil {
+	}{key.Dev, key.Gen, key.Ino}, make([]byte, sc.Shared().Files.ValueSize())); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
-	rec := &record.Record{Files: []record.File{{Dev: key.Dev, Ino: key.Ino}}}
+	rec := &record.Record{Files: []record.File{{Dev: key.Dev, Ino: key.Ino, Gen: key.Gen}}}
 	if err := s.Poll(0, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A checkpoint holds the evictors as of the last poll, and the end
 	// of the run still has them.
-	ckpt := &record.Record{Files: []record.File{{Dev: key.Dev, Ino: key.Ino}}}
+	ckpt := &record.Record{Files: []record.File{{Dev: key.Dev, Ino: key.Ino, Gen: key.Gen}}}
 	if err := s.Snapshot(ckpt); err != nil {
 		t.Fatal(err)
 	}

@@ -184,10 +184,10 @@ func (s *Sensor) fill(rec *record.Record) error {
 	byKey := map[probe.FileKey]*record.File{}
 	for i := range rec.Files {
 		f := &rec.Files[i]
-		byKey[probe.FileKey{Dev: f.Dev, Ino: f.Ino}] = f
+		byKey[probe.FileKey{Dev: f.Dev, Ino: f.Ino, Gen: f.Gen}] = f
 	}
 	for k, v := range s.evictors {
-		f := byKey[probe.FileKey{Dev: k.Dev, Ino: k.Ino}]
+		f := byKey[probe.FileKey{Dev: k.Dev, Ino: k.Ino, Gen: k.Gen}]
 		if f == nil || v.Pages == 0 {
 			continue
 		}
@@ -197,7 +197,7 @@ func (s *Sensor) fill(rec *record.Record) error {
 			Traced: s.opts.Traced(pid), Syscall: syscallName(k.Nr), Cgroup: s.cgroupOf(pid, kind), Pages: v.Pages})
 	}
 	for k, v := range s.inserters {
-		f := byKey[probe.FileKey{Dev: k.Dev, Ino: k.Ino}]
+		f := byKey[probe.FileKey{Dev: k.Dev, Ino: k.Ino, Gen: k.Gen}]
 		if f == nil || v.Pages == 0 {
 			continue
 		}

@@ -254,7 +254,7 @@ func (c *Collector) PythonFile(f probe.FileSeen, pp *pyProc) {
 	case f.Kind == probe.SeenCreated:
 		entry, ok := entryOfTemp(f.Path)
 		if !ok {
-			c.createdFile(ev, f.Dev, f.Ino)
+			c.createdFile(ev, probe.FileKey{Dev: f.Dev, Ino: f.Ino, Gen: f.Gen})
 			return
 		}
 		if src, ok := c.pySources[f.PID][entry]; ok {
@@ -296,7 +296,7 @@ func (c *Collector) PythonFile(f probe.FileSeen, pp *pyProc) {
 // when the file's inode now has another name in the same directory (how
 // a Hugging Face blob's .incomplete becomes the blob). The rename is put
 // right after the creation: its time is not known.
-func (c *Collector) createdFile(ev FileEvent, dev uint32, ino uint64) {
+func (c *Collector) createdFile(ev FileEvent, key probe.FileKey) {
 	r, rel := c.roots.match(ev.Path)
 	if r == nil {
 		return
@@ -306,17 +306,18 @@ func (c *Collector) createdFile(ev FileEvent, dev uint32, ino uint64) {
 	if classify(r.root.Spec, rel).kind != kindTemp {
 		return
 	}
-	if final := renamedTo(ev.Path, dev, ino); final != "" {
+	if final := renamedTo(ev.Path, key); final != "" {
 		ev.Op, ev.Flags, ev.NewPath = OpRename, 0, final
 		ev.TS++
 		c.observe(ev)
 	}
 }
 
-// renamedTo is the name the file (dev, ino) has now in the directory of p,
-// when it is another one ("" when gone, or the directory is too large to
-// search).
-func renamedTo(p string, dev uint32, ino uint64) string {
+// renamedTo is the name the file key has now in the directory of p, when
+// it is another one ("" when gone, or the directory is too large to
+// search). A name with key's inode number and another generation is a
+// later file given the number after key's was deleted.
+func renamedTo(p string, key probe.FileKey) string {
 	dir := path.Dir(p)
 	ents, err := os.ReadDir(dir)
 	if err != nil || len(ents) > 10000 {
@@ -328,7 +329,8 @@ func renamedTo(p string, dev uint32, ino uint64) string {
 			continue
 		}
 		var st unix.Stat_t
-		if unix.Lstat(q, &st) == nil && st.Ino == ino && unix.Major(st.Dev)<<20|unix.Minor(st.Dev) == dev {
+		if unix.Lstat(q, &st) == nil && st.Ino == key.Ino && unix.Major(st.Dev)<<20|unix.Minor(st.Dev) == key.Dev &&
+			sameGeneration(q, key.Gen) {
 			return q
 		}
 	}
@@ -345,4 +347,16 @@ func (c *Collector) observe(ev FileEvent) {
 			c.events = append(c.events, ev)
 		}
 	}
+}
+
+// sameGeneration reports whether the file at q has inode generation gen,
+// or cannot say otherwise (a filesystem that does not give it: tmpfs).
+func sameGeneration(q string, gen uint32) bool {
+	fd, err := unix.Open(q, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(fd)
+	g, err := probe.InodeGeneration(fd)
+	return err != nil || g == gen
 }

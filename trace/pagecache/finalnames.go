@@ -30,7 +30,7 @@ func (s *Sensor) followRename(key probe.FileKey, rf *record.File) {
 	if rf.HostPath != "" {
 		return
 	}
-	path, gone, err := s.handles.Resolve(filehandle.Key{Dev: key.Dev, Ino: key.Ino})
+	path, gone, err := s.handles.Resolve(filehandle.Key{Dev: key.Dev, Ino: key.Ino, Gen: key.Gen})
 	if errors.Is(err, filehandle.ErrNoHandle) {
 		// No handle: the name was gone before it could be taken (a
 		// compiler's output renamed by its parent within milliseconds).

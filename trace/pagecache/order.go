@@ -21,12 +21,12 @@ func (s *Sensor) readOrders(rec *record.Record) error {
 	byKey := map[probe.FileKey]*record.File{}
 	for i := range rec.Files {
 		f := &rec.Files[i]
-		byKey[probe.FileKey{Dev: f.Dev, Ino: f.Ino}] = f
+		byKey[probe.FileKey{Dev: f.Dev, Ino: f.Ino, Gen: f.Gen}] = f
 	}
 	keys := make([]bpfpc.PagecacheFileKey, 256)
 	vals := make([]bpfpc.PagecacheReadOrder, 256)
 	err := probe.ReadMap(s.p.objs.ReadOrders, keys, vals, func(k bpfpc.PagecacheFileKey, o *bpfpc.PagecacheReadOrder) {
-		f := byKey[probe.FileKey{Dev: k.Dev, Ino: k.Ino}]
+		f := byKey[probe.FileKey{Dev: k.Dev, Ino: k.Ino, Gen: k.Gen}]
 		if f == nil || o.Misses < minOrderMisses {
 			return
 		}

@@ -51,7 +51,7 @@ func (s *Sensor) pollStacks(sample *record.Sample) error {
 	}
 	got := map[int][]record.SampleStack{}
 	err := probe.ReadMap(s.p.objs.FileStacks, st.keys, st.vals, func(k bpfpc.PagecacheFileStackKey, v *bpfpc.PagecacheFileStackStats) {
-		key := stackKey{probe.FileKey{Dev: k.File.Dev, Ino: k.File.Ino}, k.Stack}
+		key := stackKey{probe.FileKey{Dev: k.File.Dev, Ino: k.File.Ino, Gen: k.File.Gen}, k.Stack}
 		acc := s.files[key.file]
 		if acc == nil {
 			return

@@ -140,6 +140,10 @@ type Sensor struct {
 	// hole the filesystem filled with zeros, not a read from disk (as(1)
 	// seeks past the end and reads back the pages between).
 	born map[probe.FileKey]bool
+	// sightTS is when each file's path record was made (its first
+	// sight by the kernel side, CLOCK_MONOTONIC ns): which of two files
+	// with one inode number came later (reused).
+	sightTS map[probe.FileKey]uint64
 	// byIno is the run's directories' files by inode, read once at the
 	// end when a renamed file had no handle (scannedName).
 	byIno   map[uint64][]string
@@ -180,7 +184,7 @@ func New(opts Options) (*Sensor, error) {
 
 func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
 	return &Sensor{p: p, opts: opts, mounts: mounts, loaded: time.Now(),
-		files: map[probe.FileKey]*fileAcc{}, fsPaths: map[probe.FileKey]string{}, nsSeen: map[probe.FileKey]string{}, born: map[probe.FileKey]bool{}, cutPaths: map[probe.FileKey]bool{},
+		files: map[probe.FileKey]*fileAcc{}, fsPaths: map[probe.FileKey]string{}, nsSeen: map[probe.FileKey]string{}, born: map[probe.FileKey]bool{}, sightTS: map[probe.FileKey]uint64{}, cutPaths: map[probe.FileKey]bool{},
 		handles:    filehandle.New(maxHandles),
 		fileKeyBuf: make([]bpfpc.PagecacheFileKey, probe.BatchSize),
 		fileBuf:    make([]bpfpc.PagecacheFileStats, probe.BatchSize)}
@@ -232,10 +236,13 @@ func (s *Sensor) handle(raw []byte) {
 	}
 	truncated := ev.Truncated != 0
 	fsPath := fsPathFromNames(names, truncated)
-	key := probe.FileKey{Dev: ev.Dev, Ino: ev.Ino}
+	key := probe.FileKey{Dev: ev.Dev, Ino: ev.Ino, Gen: ev.Gen}
 	s.mu.Lock()
 	s.seen++
 	s.fsPaths[key] = fsPath
+	if _, ok := s.sightTS[key]; !ok {
+		s.sightTS[key] = ev.Ts
+	}
 	if truncated {
 		s.cutPaths[key] = true
 	} else {
@@ -251,12 +258,12 @@ func (s *Sensor) handle(raw []byte) {
 		}
 	}
 	if resolved && !truncated && (probe.SeenKind(ev.Kind) == probe.SeenCreated || s.born[key]) {
-		s.handles.Take(filehandle.Key{Dev: key.Dev, Ino: key.Ino}, p, p)
+		s.handles.Take(filehandle.Key{Dev: key.Dev, Ino: key.Ino, Gen: key.Gen}, p, p)
 	}
 	s.mu.Unlock()
 	if s.opts.FileSeen != nil && !truncated && resolved {
 		s.opts.FileSeen(probe.FileSeen{PID: int32(ev.Tgid), TID: int32(ev.Tid), TS: ev.Ts, CPUNS: ev.CpuNs,
-			Path: p, Dev: ev.Dev, Ino: ev.Ino, Kind: probe.SeenKind(ev.Kind)})
+			Path: p, Dev: ev.Dev, Ino: ev.Ino, Gen: ev.Gen, Kind: probe.SeenKind(ev.Kind)})
 	}
 }
 
@@ -298,7 +305,7 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	// (see sched.Sensor.Waiting).
 	s.polled = s.polled[:0]
 	err := probe.ReadMap(s.p.objs.Files, s.fileKeyBuf, s.fileBuf, func(key bpfpc.PagecacheFileKey, fs *bpfpc.PagecacheFileStats) {
-		s.polled = append(s.polled, polledFile{probe.FileKey{Dev: key.Dev, Ino: key.Ino}, *fs})
+		s.polled = append(s.polled, polledFile{probe.FileKey{Dev: key.Dev, Ino: key.Ino, Gen: key.Gen}, *fs})
 	})
 	if err != nil {
 		return fmt.Errorf("read file table: %w", err)
@@ -362,9 +369,39 @@ func (s *Sensor) Close() error {
 	return err
 }
 
-func (s *Sensor) fill(r *record.Record, pageSize int) {
+// reused are the files whose inode number a later file of the run was
+// given (same device and number, another generation): each was deleted
+// before that file was created, so nothing at its name, nor any name
+// found by its number, is it any more.
+// Rows are made in the order polls find them, not in the order the
+// files appeared: the path records' times tell which came last.
+func (s *Sensor) reused() map[probe.FileKey]bool {
+	last := map[probe.FileKey]probe.FileKey{} // by (dev, ino): the latest generation seen
+	out := map[probe.FileKey]bool{}
 	for _, f := range s.fileOrder {
-		rf := record.File{ID: f.id, Dev: f.key.Dev, Ino: f.key.Ino,
+		ts, seen := s.sightTS[f.key]
+		if !seen {
+			continue // no path record: no name to get wrong
+		}
+		num := probe.FileKey{Dev: f.key.Dev, Ino: f.key.Ino}
+		prev, ok := last[num]
+		switch {
+		case !ok:
+			last[num] = f.key
+		case s.sightTS[prev] < ts:
+			out[prev] = true
+			last[num] = f.key
+		default:
+			out[f.key] = true
+		}
+	}
+	return out
+}
+
+func (s *Sensor) fill(r *record.Record, pageSize int) {
+	reused := s.reused()
+	for _, f := range s.fileOrder {
+		rf := record.File{ID: f.id, Dev: f.key.Dev, Ino: f.key.Ino, Gen: f.key.Gen,
 			PagesAccessed: f.prev.accessed, PagesMissed: f.prev.missed, PagesEvicted: f.prev.evicted, PagesCreated: f.prev.created,
 			BytesFromDisk: f.prev.missed * uint64(pageSize), IOWaitNS: f.prev.io, MissCPUNS: f.prev.miss,
 			FillWaitNS: f.prev.fillWait, PagesReread: min(f.prev.reread, f.prev.missed), PagesShared: f.prev.shared,
@@ -388,29 +425,34 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 		if rf.HostPath != "" {
 			statPath = rf.HostPath
 		}
-		if size, ok := statMatches(statPath, f.key.Ino); ok {
-			rf.SizeBytes = size
-		} else {
-			s.followRename(f.key, &rf)
+		// A reused file was deleted: it keeps the name it was seen
+		// under, and no size.
+		if !reused[f.key] {
+			if size, ok := statMatches(statPath, f.key.Ino); ok {
+				rf.SizeBytes = size
+			} else {
+				s.followRename(f.key, &rf)
+			}
 		}
 		r.Files = append(r.Files, rf)
 	}
-	s.holesCreated(r, uint64(pageSize))
+	s.holesCreated(r, uint64(pageSize), reused)
 }
 
 // holesCreated counts the pages that files the run created (born) missed
 // without reading them again after an eviction as pages created: holes,
 // zero-filled by the filesystem, not read from disk. The samples' deltas
 // move with the totals, earliest first.
-func (s *Sensor) holesCreated(r *record.Record, pageSize uint64) {
+func (s *Sensor) holesCreated(r *record.Record, pageSize uint64, reused map[probe.FileKey]bool) {
 	holes := map[int]uint64{}
 	for i := range r.Files {
 		f := &r.Files[i]
 		if f.PagesMissed <= f.PagesReread {
 			continue
 		}
-		born, known := s.born[probe.FileKey{Dev: f.Dev, Ino: f.Ino}]
-		if !known && strings.HasPrefix(f.Path, "/") {
+		key := probe.FileKey{Dev: f.Dev, Ino: f.Ino, Gen: f.Gen}
+		born, known := s.born[key]
+		if !known && strings.HasPrefix(f.Path, "/") && !reused[key] {
 			// Its name had moved before it was read (a compiler's output
 			// renamed into place): its final name tells.
 			if _, same := statMatches(f.Path, f.Ino); same {

@@ -26,7 +26,7 @@ func (s *Sensor) fileStacks(rec *record.Record, pageSize int) error {
 	keys := make([]bpfpc.PagecacheFileStackKey, probe.BatchSize)
 	vals := make([]bpfpc.PagecacheFileStackStats, probe.BatchSize)
 	err := probe.ReadMap(s.p.objs.FileStacks, keys, vals, func(k bpfpc.PagecacheFileStackKey, v *bpfpc.PagecacheFileStackStats) {
-		all = append(all, charge{probe.FileKey{Dev: k.File.Dev, Ino: k.File.Ino}, k.Stack, *v})
+		all = append(all, charge{probe.FileKey{Dev: k.File.Dev, Ino: k.File.Ino, Gen: k.File.Gen}, k.Stack, *v})
 	})
 	if err != nil {
 		return fmt.Errorf("read the files' stacks: %w", err)
@@ -34,7 +34,7 @@ func (s *Sensor) fileStacks(rec *record.Record, pageSize int) error {
 	byFile := map[probe.FileKey]int{}
 	for i := range rec.Files {
 		f := &rec.Files[i]
-		byFile[probe.FileKey{Dev: f.Dev, Ino: f.Ino}] = i
+		byFile[probe.FileKey{Dev: f.Dev, Ino: f.Ino, Gen: f.Gen}] = i
 	}
 	// Several walks (hashes) may decode to one stack: summed per file.
 	type site struct {

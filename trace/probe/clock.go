@@ -24,10 +24,14 @@ func Rel(ts, start uint64) int64 {
 }
 
 // FileKey names a file as the BPF side does: super_block s_dev in the
-// kernel's encoding (major<<20|minor) and the inode number.
+// kernel's encoding (major<<20|minor), the inode number and, from the
+// page-cache and scheduler sensors, the inode's generation (a file given
+// an inode number freed during the run has another; 0 where the sensor
+// or the filesystem keeps none).
 type FileKey struct {
 	Dev uint32
 	Ino uint64
+	Gen uint32
 }
 
 // PIDSet is the set of every process that was part of the run, exited

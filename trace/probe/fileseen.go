@@ -9,9 +9,11 @@ type FileSeen struct {
 	// the clock the JIT sensor's path events carry.
 	TS, CPUNS uint64
 	Path      string
-	// Dev (the kernel's s_dev encoding) and Ino are the file's.
+	// Dev (the kernel's s_dev encoding), Ino and Gen (its inode's
+	// generation) are the file's.
 	Dev  uint32
 	Ino  uint64
+	Gen  uint32
 	Kind SeenKind
 }
 

@@ -450,7 +450,7 @@ func projectOngoing(v *bpfsched.SchedThread, slot uint32, end, now uint64, cur *
 	}
 	d := int64(end - v.LastTs)
 	w := ongoingWait{slot: slot, lastTs: v.LastTs, flags: v.Flags,
-		file: probe.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino}}
+		file: probe.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino, Gen: v.WaitFile.Gen}}
 	switch {
 	case v.Flags&tfOnCPU != 0:
 		run := ranSinceIn(v, d)

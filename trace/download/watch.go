@@ -1,0 +1,140 @@
+package download
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
+	"github.com/coldtrace/coldtrace/trace/probe"
+)
+
+// A short download into tmpfs can open, write and close its file between
+// two of the session's polls (100 ms): a 12 MiB body over loopback fetched
+// in four connections took under 100 ms, and the polls, which list a
+// process's open files only then, saw no file: the body was called "kept
+// in memory". While a connection is receiving, a watcher lists the
+// receiving processes' open files and reads the tmpfs files' sizes every
+// fastInterval instead. Between downloads it reads one per-CPU counter
+// (the tables' write count) per tick: nothing runs in, or is added to,
+// any traced or untraced process.
+
+// fastInterval is the watcher's tick while connections receive.
+const fastInterval = 5 * time.Millisecond
+
+// idleInterval is its tick while nothing receives: the first 10 ms of a
+// download go unlisted at most.
+const idleInterval = 10 * time.Millisecond
+
+// listings are the spans in which a process's open files were listed
+// every tick (ns from the run's start): a download whose receive span
+// held no listing of its process may have written a tmpfs file no poll
+// saw.
+type listings map[int32][][2]int64
+
+// add notes a listing of pid at t; one within mergeGap of the last span
+// extends it.
+func (l listings) add(pid int32, t int64) {
+	const mergeGap = int64(4 * fastInterval)
+	s := l[pid]
+	if n := len(s); n > 0 && t-s[n-1][1] <= mergeGap {
+		s[n-1][1] = max(s[n-1][1], t)
+		return
+	}
+	l[pid] = append(s, [2]int64{t, t})
+}
+
+// during reports whether pid's files were listed within [from, to].
+func (l listings) during(pid int32, from, to int64) bool {
+	for _, s := range l[pid] {
+		if s[0] <= to && s[1] >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// startWatch starts the watcher; stopWatch ends it and waits for it.
+func (s *Sensor) startWatch() {
+	if s.watchStop != nil {
+		return
+	}
+	s.watchStop, s.watchDone = make(chan struct{}), make(chan struct{})
+	go s.watch()
+}
+
+func (s *Sensor) stopWatch() {
+	if s.watchStop == nil {
+		return
+	}
+	close(s.watchStop)
+	<-s.watchDone
+	s.watchStop = nil
+}
+
+func (s *Sensor) watch() {
+	defer close(s.watchDone)
+	var seen uint64
+	bytes := map[uint64]uint64{} // each connection's bytes at the last look
+	wait := idleInterval
+	for {
+		select {
+		case <-s.watchStop:
+			return
+		case <-time.After(wait):
+		}
+		writes, err := probe.SumPerCPU(s.objs.TableWrites, 0)
+		if err != nil || writes == seen {
+			wait = idleInterval
+			continue
+		}
+		seen = writes
+		active := s.receiving(bytes)
+		wait = idleInterval
+		if len(active) == 0 {
+			continue
+		}
+		wait = fastInterval
+		var ts unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+			continue
+		}
+		nowNS := ts.Nano() - int64(s.startMono)
+		s.fdMu.Lock()
+		for pid := range active {
+			s.handles.TakeOpen(pid)
+			s.tmpfs.watch(pid, nowNS, s.openNames)
+			s.listed.add(pid, nowNS)
+		}
+		s.tmpfs.poll(nowNS)
+		s.fdMu.Unlock()
+	}
+}
+
+// receiving is the processes whose download-shaped connections received
+// since the last look (bytes: each connection's count then, updated).
+func (s *Sensor) receiving(bytes map[uint64]uint64) map[int32]bool {
+	active := map[int32]bool{}
+	live := make(map[uint64]bool, len(bytes))
+	var sk uint64
+	var raw bpfdl.DownloadConn
+	it := s.objs.Conns.Iterate()
+	for it.Next(&sk, &raw) {
+		id := raw.Id
+		live[id] = true
+		// As the polls' walk: a connection that looks like (part of) a
+		// download, not chatter, whose bytes moved.
+		if raw.Bytes > bytes[id] && raw.Bytes >= minPartBytes {
+			if c := decodeConn(&raw); c.downloadShaped() {
+				active[c.PID] = true
+			}
+		}
+		bytes[id] = raw.Bytes
+	}
+	for id := range bytes {
+		if !live[id] {
+			delete(bytes, id)
+		}
+	}
+	return active
+}
