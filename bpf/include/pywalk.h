@@ -115,9 +115,36 @@ enum py_count_kind {
 	PY_COUNT_KINDS = 3,
 };
 
+/* Bytes read at once from a frame, a code object and a thread state.
+ * Each bpf_probe_read_user is a helper call with its own fault-handling
+ * setup, dearer than the bytes it copies: one read of a struct's range
+ * that holds every field wanted replaces one read per field (a walk read
+ * nine times per frame, now three). Every minor's frame fields lie in its
+ * first 80 bytes, its code object's in its first 160 (the object is
+ * longer: its bytecode follows), its thread state's in its first 256 (the
+ * state is larger). A layout whose fields lie further, or a read that
+ * fails (a range past the end of a mapping), falls back to one read per
+ * field. */
+#define PY_FRAME_BLOCK 80
+#define PY_CODE_BLOCK 160
+#define PY_TS_BLOCK 256
+/* The reuse check reads the two innermost frames at once when they lie
+ * close together in the thread's frame stack (frames of one chunk are
+ * contiguous, the caller's below): from the caller's start to the end of
+ * the innermost's fields, up to this many bytes. */
+#define PY_PAIR_BLOCK 1024
+
 struct py_scratch {
 	__u64 hash;
 	__u64 ts; /* the walked thread's state (py_stack_reuse keeps it) */
+	/* The walk's first two raw frames and their instructions, for
+	 * py_stack_reuse's next check. */
+	__u64 f0, i0, f1, i1;
+	/* Blocks read at once (stack space is short under a bpf_loop). */
+	__u8 tsb[PY_TS_BLOCK];
+	__u8 fb[PY_FRAME_BLOCK];
+	__u8 cb[PY_CODE_BLOCK];
+	__u8 pair[PY_PAIR_BLOCK];
 	struct py_stack st;
 };
 
@@ -185,11 +212,14 @@ static __always_inline __u64 py_read_ptr(__u64 addr)
  * native_thread_id inside a container. */
 static __always_inline __u32 py_ns_tid(struct task_struct *task)
 {
-	struct pid *p = BPF_CORE_READ(task, thread_pid);
-	unsigned int level = BPF_CORE_READ(p, level);
+	/* BTF pointers: plain loads. Outside a pid namespace the tid is the
+	 * task's own, with no helper call. */
+	__u32 pid = task->pid; /* loaded first: one load, not one merged with u's */
+	struct pid *p = task->thread_pid;
+	unsigned int level = p->level;
 	struct upid u = {};
-	if (level > 31)
-		return BPF_CORE_READ(task, pid);
+	if (level == 0 || level > 31)
+		return pid;
 	bpf_probe_read_kernel(&u, sizeof(u), &p->numbers[level]);
 	return u.nr;
 }
@@ -218,6 +248,47 @@ struct py_walk_ctx {
 	__u32 n;
 };
 
+/* The 8 bytes at off of a block of size bytes read from user memory
+ * (0 past its end). */
+static __always_inline __u64 py_blk64(__u8 *b, __u32 off, __u32 size)
+{
+	if (off > size - 8)
+		return 0;
+	return *(__u64 *)(b + off);
+}
+
+static __always_inline __u32 py_blk32(__u8 *b, __u32 off, __u32 size)
+{
+	if (off > size - 4)
+		return 0;
+	return *(__u32 *)(b + off);
+}
+
+/* Whether thread state ts is thread tid's, and its innermost frame (in
+ * *top): one read of the state's first PY_TS_BLOCK bytes when the
+ * layout's fields lie there, a read per field otherwise. */
+static __always_inline bool py_ts_check(struct py_scratch *sc, struct py_conf *c, __u64 ts, __u32 tid, __u64 *top)
+{
+	bool nocf = c->ts_cframe == PY_NONE;
+	__u32 fr = nocf ? c->cframe_current : c->ts_cframe;
+	*top = 0;
+	if (c->ts_native_tid <= PY_TS_BLOCK - 8 && fr <= PY_TS_BLOCK - 8 &&
+	    !bpf_probe_read_user(sc->tsb, PY_TS_BLOCK, (void *)ts)) {
+		if (py_blk64(sc->tsb, c->ts_native_tid, PY_TS_BLOCK) != tid)
+			return false;
+		__u64 p = py_blk64(sc->tsb, fr, PY_TS_BLOCK);
+		*top = nocf ? p : py_read_ptr(p + c->cframe_current);
+		return true;
+	}
+	if (py_read_ptr(ts + c->ts_native_tid) != tid)
+		return false;
+	if (nocf)
+		*top = py_read_ptr(ts + c->cframe_current);
+	else
+		*top = py_read_ptr(py_read_ptr(ts + c->ts_cframe) + c->cframe_current);
+	return true;
+}
+
 /* One thread state per call: stop at the one whose native_thread_id is
  * the walked thread's (ptr stays on it) or at the list's end (ptr 0). */
 static long py_thread_step(__u64 i, struct py_walk_ctx *w)
@@ -232,34 +303,91 @@ static long py_thread_step(__u64 i, struct py_walk_ctx *w)
 	return 0;
 }
 
+/* A frame's previous frame, code, instruction and owner: one read of
+ * its first PY_FRAME_BLOCK bytes (every minor's fields lie there), a
+ * read per field when that read fails. */
+struct py_frame_fields {
+	__u64 previous, code, instr;
+	__u8 owner;
+};
+
+static __always_inline void py_read_frame(struct py_scratch *sc, struct py_conf *c, __u64 cur,
+					  struct py_frame_fields *f)
+{
+	__u8 *b = sc->fb;
+	if (c->fr_previous <= PY_FRAME_BLOCK - 8 && c->fr_code <= PY_FRAME_BLOCK - 8 &&
+	    c->fr_instr <= PY_FRAME_BLOCK - 8 && c->fr_owner < PY_FRAME_BLOCK &&
+	    !bpf_probe_read_user(b, PY_FRAME_BLOCK, (void *)cur)) {
+		f->previous = py_blk64(b, c->fr_previous, PY_FRAME_BLOCK);
+		f->code = py_blk64(b, c->fr_code, PY_FRAME_BLOCK);
+		f->instr = py_blk64(b, c->fr_instr, PY_FRAME_BLOCK);
+		__u32 o = c->fr_owner;
+		f->owner = o < PY_FRAME_BLOCK ? b[o] : 0;
+		return;
+	}
+	f->previous = py_read_ptr(cur + c->fr_previous);
+	f->code = py_read_ptr(cur + c->fr_code);
+	f->instr = py_read_ptr(cur + c->fr_instr);
+	f->owner = 0;
+	if (c->skip_cstack)
+		bpf_probe_read_user(&f->owner, 1, (void *)(cur + c->fr_owner));
+}
+
+/* A code object's type, qualname, filename and first line into f (code
+ * and instr already set); false when it is not a code object. */
+static __always_inline bool py_read_code(struct py_scratch *sc, struct py_conf *c, struct py_frame *f)
+{
+	__u8 *b = sc->cb;
+	__u64 code = f->code, type;
+	if (c->co_qualname <= PY_CODE_BLOCK - 8 && c->co_filename <= PY_CODE_BLOCK - 8 &&
+	    c->co_firstlineno <= PY_CODE_BLOCK - 4 && !bpf_probe_read_user(b, PY_CODE_BLOCK, (void *)code)) {
+		type = py_blk64(b, 8, PY_CODE_BLOCK);
+		f->qualname = py_blk64(b, c->co_qualname, PY_CODE_BLOCK);
+		f->filename = py_blk64(b, c->co_filename, PY_CODE_BLOCK);
+		f->firstlineno = py_blk32(b, c->co_firstlineno, PY_CODE_BLOCK);
+		return type == c->code_type;
+	}
+	if (py_read_ptr(code + 8) != c->code_type)
+		return false;
+	f->qualname = py_read_ptr(code + c->co_qualname);
+	f->filename = py_read_ptr(code + c->co_filename);
+	f->firstlineno = 0;
+	bpf_probe_read_user(&f->firstlineno, 4, (void *)(code + c->co_firstlineno));
+	return true;
+}
+
 /* One frame per call, innermost first; shims owned by the C stack and
- * frames whose code is not a code object are passed over. */
+ * frames whose code is not a code object are passed over. The first two
+ * raw frames are kept for py_stack_reuse. */
 static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 {
 	struct py_conf *c = w->c;
 	__u64 cur = w->ptr;
 	if (!cur)
 		return 1;
-	w->ptr = py_read_ptr(cur + c->fr_previous);
-	if (c->skip_cstack) {
-		__u8 owner = 0;
-		bpf_probe_read_user(&owner, 1, (void *)(cur + c->fr_owner));
-		if (owner >= PY_OWNED_BY_CSTACK)
-			return 0;
+	struct py_frame_fields ff = {};
+	py_read_frame(w->sc, c, cur, &ff);
+	w->ptr = ff.previous;
+	if (i == 0) {
+		w->sc->f0 = cur;
+		w->sc->i0 = ff.instr;
+	} else if (i == 1) {
+		w->sc->f1 = cur;
+		w->sc->i1 = ff.instr;
 	}
-	__u64 code = py_read_ptr(cur + c->fr_code) & ~PY_REF_TAG_BITS;
-	if (!code || py_read_ptr(code + 8) != c->code_type)
+	if (c->skip_cstack && ff.owner >= PY_OWNED_BY_CSTACK)
+		return 0;
+	__u64 code = ff.code & ~PY_REF_TAG_BITS;
+	if (!code)
 		return 0;
 	__u32 slot = w->n;
 	if (slot >= PY_MAX_FRAMES)
 		slot = PY_KEEP_INNER + ((slot - PY_KEEP_INNER) & (PY_MAX_FRAMES - PY_KEEP_INNER - 1));
 	struct py_frame *f = &w->sc->st.frames[slot & (PY_MAX_FRAMES - 1)];
 	f->code = code;
-	f->instr = py_read_ptr(cur + c->fr_instr);
-	f->qualname = py_read_ptr(code + c->co_qualname);
-	f->filename = py_read_ptr(code + c->co_filename);
-	f->firstlineno = 0;
-	bpf_probe_read_user(&f->firstlineno, 4, (void *)(code + c->co_firstlineno));
+	if (!py_read_code(w->sc, c, f))
+		return 0;
+	f->instr = ff.instr;
 	__u64 lh[2] = {};
 	bpf_probe_read_user(lh, sizeof(lh), (void *)(f->qualname + PY_STR_LEN));
 	f->name_tag = py_name_tag(lh[0], lh[1]);
@@ -271,13 +399,22 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 	return 0;
 }
 
+/* The innermost frame of thread state ts: _PyCFrame.current_frame (3.11,
+ * 3.12) or PyThreadState.current_frame (3.13). */
+static __always_inline __u64 py_top_frame(struct py_conf *c, __u64 ts)
+{
+	if (c->ts_cframe != PY_NONE)
+		return py_read_ptr(py_read_ptr(ts + c->ts_cframe) + c->cframe_current);
+	return py_read_ptr(ts + c->cframe_current);
+}
+
 /* py_walk walks the frames of thread tid (namespace tid) of process tgid
  * into the CPU's scratch stack and stores it in py_stacks under its
  * hash. Returns 0 (no stack), 1 (a new stack: a PY_EV_STACK record went
  * out) or 2 (a stack already known); the id is in the scratch's hash.
  * Global, so the verifier checks it once per object whatever calls it;
  * the loops are bpf_loop callbacks, each verified once. */
-__noinline int py_walk(__u32 tgid, __u32 tid)
+__noinline int py_walk(__u32 tgid, __u32 tid, __u64 hint)
 {
 	__u32 zero = 0;
 	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &zero);
@@ -286,22 +423,27 @@ __noinline int py_walk(__u32 tgid, __u32 tid)
 		return 0;
 	py_count(PY_LOST_KINDS + PY_WALKS);
 	sc->hash = 0;
-	__u64 interp = py_read_ptr(c->runtime + c->interp_head);
-	if (!interp)
-		return 0;
+	sc->f0 = sc->i0 = sc->f1 = sc->i1 = 0;
 	struct py_walk_ctx w = {.sc = sc, .c = c, .tid = tid};
-	w.ptr = py_read_ptr(interp + c->threads_head);
-	bpf_loop(PY_MAX_THREADS, py_thread_step, &w, 0);
-	if (!w.ptr) {
-		py_count(PY_LOST_NOTHREAD);
-		return 0;
+	__u64 top = 0;
+	/* The thread's state of its last walk, still its own: no walk of
+	 * the interpreter's thread list. */
+	if (hint && py_ts_check(sc, c, hint, tid, &top)) {
+		sc->ts = hint;
+	} else {
+		__u64 interp = py_read_ptr(c->runtime + c->interp_head);
+		if (!interp)
+			return 0;
+		w.ptr = py_read_ptr(interp + c->threads_head);
+		bpf_loop(PY_MAX_THREADS, py_thread_step, &w, 0);
+		if (!w.ptr) {
+			py_count(PY_LOST_NOTHREAD);
+			return 0;
+		}
+		sc->ts = w.ptr;
+		top = py_top_frame(c, w.ptr);
 	}
-	__u64 ts = w.ptr;
-	sc->ts = ts;
-	if (c->ts_cframe != PY_NONE)
-		w.ptr = py_read_ptr(py_read_ptr(ts + c->ts_cframe) + c->cframe_current);
-	else
-		w.ptr = py_read_ptr(ts + c->cframe_current);
+	w.ptr = top;
 	w.hash = 0xcbf29ce484222325ULL ^ tgid;
 	sc->st.pid = tgid;
 	sc->st.truncated = 0;
@@ -352,20 +494,31 @@ static __always_inline __u64 py_stack_here(void)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct task_struct *task = bpf_get_current_task_btf();
-	if (py_walk(id >> 32, py_ns_tid(task)) == 0)
+	if (py_walk(id >> 32, py_ns_tid(task), 0) == 0)
 		return 0;
 	__u32 zero = 0;
 	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &zero);
 	return sc ? sc->hash : 0;
 }
 
-/* The innermost frame of thread state ts: _PyCFrame.current_frame (3.11,
- * 3.12) or PyThreadState.current_frame (3.13). */
-static __always_inline __u64 py_top_frame(struct py_conf *c, __u64 ts)
+/* Whether the thread's innermost frame (s->py_f0, checked current) and
+ * its caller are still at the instructions of the last walk: one read
+ * of both when they lie close together, else one read per frame. */
+static __always_inline bool py_frames_unchanged(struct py_scratch *sc, struct py_conf *c, struct tstate *s)
 {
-	if (c->ts_cframe != PY_NONE)
-		return py_read_ptr(py_read_ptr(ts + c->ts_cframe) + c->cframe_current);
-	return py_read_ptr(ts + c->cframe_current);
+	__u64 f0 = s->py_f0, f1 = s->py_f1;
+	if (f1 && f1 < f0 && f0 - f1 <= PY_PAIR_BLOCK - PY_FRAME_BLOCK && c->fr_previous <= PY_FRAME_BLOCK - 8 &&
+	    c->fr_instr <= PY_FRAME_BLOCK - 8) {
+		__u32 d = f0 - f1;
+		__u32 len = d + PY_FRAME_BLOCK;
+		if (len <= PY_PAIR_BLOCK && !bpf_probe_read_user(sc->pair, len, (void *)f1))
+			return py_blk64(sc->pair, d + c->fr_previous, PY_PAIR_BLOCK) == f1 &&
+			       py_blk64(sc->pair, d + c->fr_instr, PY_PAIR_BLOCK) == s->py_i0 &&
+			       py_blk64(sc->pair, c->fr_instr, PY_PAIR_BLOCK) == s->py_i1;
+	}
+	struct py_frame_fields ff = {};
+	py_read_frame(sc, c, f0, &ff);
+	return ff.previous == f1 && ff.instr == s->py_i0 && (!f1 || py_read_ptr(f1 + c->fr_instr) == s->py_i1);
 }
 
 /* py_stack_reuse is py_stack_here for a thread whose state s keeps its
@@ -384,29 +537,29 @@ static __always_inline __u64 py_stack_reuse(struct tstate *s)
 		return 0;
 	}
 	__u32 tid = py_ns_tid(bpf_get_current_task_btf());
-	if (s->py_last && s->py_ts && py_read_ptr(s->py_ts + c->ts_native_tid) == tid) {
-		__u64 f0 = py_top_frame(c, s->py_ts);
-		__u64 f1 = f0 ? py_read_ptr(f0 + c->fr_previous) : 0;
-		if (f0 == s->py_f0 && f1 == s->py_f1 && py_read_ptr(f0 + c->fr_instr) == s->py_i0 &&
-		    (!f1 || py_read_ptr(f1 + c->fr_instr) == s->py_i1)) {
-			py_count(PY_LOST_KINDS + PY_REUSES);
-			return s->py_last;
-		}
-	}
-	s->py_last = 0;
-	if (py_walk(tgid, tid) == 0)
-		return 0;
 	__u32 zero = 0;
 	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &zero);
-	if (!sc || !sc->hash)
+	if (!sc) {
+		s->py_last = 0;
 		return 0;
-	__u64 f0 = py_top_frame(c, sc->ts);
-	__u64 f1 = f0 ? py_read_ptr(f0 + c->fr_previous) : 0;
+	}
+	__u64 hint = s->py_ts;
+	__u64 f0 = 0;
+	if (s->py_last && hint && py_ts_check(sc, c, hint, tid, &f0) && f0 && f0 == s->py_f0 &&
+	    py_frames_unchanged(sc, c, s)) {
+		py_count(PY_LOST_KINDS + PY_REUSES);
+		return s->py_last;
+	}
+	s->py_last = 0;
+	if (py_walk(tgid, tid, hint) == 0)
+		return 0;
+	if (!sc->hash)
+		return 0;
 	s->py_ts = sc->ts;
-	s->py_f0 = f0;
-	s->py_i0 = f0 ? py_read_ptr(f0 + c->fr_instr) : 0;
-	s->py_f1 = f1;
-	s->py_i1 = f1 ? py_read_ptr(f1 + c->fr_instr) : 0;
+	s->py_f0 = sc->f0;
+	s->py_i0 = sc->i0;
+	s->py_f1 = sc->f1;
+	s->py_i1 = sc->i1;
 	s->py_last = sc->hash;
 	return sc->hash;
 }

@@ -118,6 +118,7 @@ int BPF_PROG(on_py_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	/* A new image: whatever interpreter the process ran is gone, and
 	 * with it the thread's last walk (py_stack_reuse). */
 	ts->py_last = 0;
+	ts->py_ts = 0;
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	bpf_map_delete_elem(&py_confs, &tgid);
 	struct inode *ino = BPF_CORE_READ(bprm, file, f_inode);

@@ -92,6 +92,14 @@ type PystackPyScratch struct {
 	_    structs.HostLayout
 	Hash uint64
 	Ts   uint64
+	F0   uint64
+	I0   uint64
+	F1   uint64
+	I1   uint64
+	Tsb  [256]uint8
+	Fb   [80]uint8
+	Cb   [160]uint8
+	Pair [1024]uint8
 	St   PystackPyStack
 }
 
