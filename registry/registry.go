@@ -243,12 +243,15 @@ var Registry = []Spec{
 	},
 	{
 		Name: "numba", Framework: "Numba", Compiles: true,
-		Key:      "the source file's path, modification time and size, the function's signature, the Numba version and the CPU",
-		Paths:    []string{"$NUMBA_CACHE_DIR", "**/__pycache__"},
-		Also:     []string{"$XDG_CACHE_HOME/numba", "~/.cache/numba"},
-		Entries:  []string{"*.nbi", "*.nbc"},
-		Temp:     []string{"*.tmp.*"},
-		Hit:      ".nbi index read, source stat'ed, .nbc read",
+		Key:     "the source file's path, modification time and size, the function's signature, the Numba version and the CPU",
+		Paths:   []string{"$NUMBA_CACHE_DIR", "**/__pycache__"},
+		Also:    []string{"$XDG_CACHE_HOME/numba", "~/.cache/numba"},
+		Entries: []string{"*.nbi", "*.nbc"},
+		Temp:    []string{"*.tmp.*"},
+		Hit:     ".nbi index read, source stat'ed, .nbc read",
+		// Mapped by the import of numba: an existing process attached to
+		// has no import left to see, yet its library says Numba is there.
+		Uses:     []string{"libllvmlite*"},
 		Packages: []string{"numba"},
 		Source:   "numba/core/caching.py",
 	},
