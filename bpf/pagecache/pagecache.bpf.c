@@ -440,8 +440,13 @@ static __always_inline __u64 count_read(struct tstate *t, struct address_space *
 	bool same = same_file(&t->rd_file, key);
 	__u64 from = lo;
 	if (same && t->rd_sig == sig && (exact || lo > t->rd_index)) {
-		/* A later batch of the read in progress. */
-		from = t->rd_next;
+		/* A later batch of the read in progress. A batch of one read
+		 * never starts past the end its first batch gave (rd_next):
+		 * one that does is another request with no read syscall in
+		 * between (io_uring's, in the submitter or an io-wq worker,
+		 * whose workers take turns on a file's chunks), and the gap
+		 * before it is not read. */
+		from = t->rd_next > lo ? t->rd_next : lo;
 		if (hi + 1 > t->rd_next)
 			t->rd_next = hi + 1;
 	} else {
