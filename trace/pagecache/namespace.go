@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // nsPaths resolves paths in the mount namespace of the process that
@@ -23,6 +25,12 @@ type nsPaths struct {
 	// --bind), so a path that resolves in none of them has the table
 	// read again, at most every rereadAfter.
 	read map[string]time.Time
+	// readKT is when, on the probes' clock (CLOCK_MONOTONIC), each
+	// table was read: a table read before a record was made can lack the
+	// mount the record's path went through (read at the namespace's
+	// first record, before its bind mount), and is read again for it
+	// however recent.
+	readKT map[string]uint64
 	// pids are processes seen in each namespace (the latest last);
 	// searched is when /proc was last searched for one.
 	pids     map[string][]string
@@ -44,10 +52,11 @@ func mountNS(pid string) string {
 const maxNSPids = 8
 
 // resolve returns the path of fsPath on dev (inode ino) as process pid,
-// of mount namespace nsInum (0: unknown, read from /proc), sees it, and
+// of mount namespace nsInum (0: unknown, read from /proc), saw it at ts
+// (CLOCK_MONOTONIC; 0: unknown), and
 // false when pid shares coldtrace's namespace, or when no process of its
 // namespace is left to read the namespace's mounts through.
-func (n *nsPaths) resolve(pid int32, nsInum uint32, dev uint32, ino uint64, fsPath string) (string, bool) {
+func (n *nsPaths) resolve(pid int32, nsInum uint32, ts uint64, dev uint32, ino uint64, fsPath string) (string, bool) {
 	if pid <= 0 {
 		return "", false
 	}
@@ -96,7 +105,7 @@ func (n *nsPaths) resolve(pid int32, nsInum uint32, dev uint32, ino uint64, fsPa
 			return got, true
 		}
 	}
-	if time.Since(n.read[ns]) < rereadAfter {
+	if time.Since(n.read[ns]) < rereadAfter && (ts == 0 || n.readKT[ns] >= ts) {
 		return "", false
 	}
 	if mt = n.readTable(ns, p); mt == nil {
@@ -109,12 +118,15 @@ func (n *nsPaths) resolve(pid int32, nsInum uint32, dev uint32, ino uint64, fsPa
 func (n *nsPaths) readTable(ns, p string) mountTable {
 	if n.read == nil {
 		n.read = map[string]time.Time{}
+		n.readKT = map[string]uint64{}
 	}
+	var now unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now) // cannot fail on Linux
 	mt, err := readMountTable("/proc/" + p + "/mountinfo")
 	if err != nil {
 		mt = nil
 	}
-	n.tables[ns], n.read[ns] = mt, time.Now()
+	n.tables[ns], n.read[ns], n.readKT[ns] = mt, time.Now(), uint64(now.Nano())
 	return mt
 }
 
