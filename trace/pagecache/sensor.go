@@ -356,6 +356,9 @@ func (s *Sensor) Finish(rec *record.Record) error {
 func (s *Sensor) Close() error {
 	err := s.ring.Close()
 	s.handles.Close()
+	s.mu.Lock()
+	s.ns.close()
+	s.mu.Unlock()
 	if cerr := s.p.close(); err == nil {
 		err = cerr
 	}
