@@ -28,7 +28,7 @@ static void die(const char *what)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s FILE [CHUNK_BYTES [direct]]\n", argv[0]);
+		fprintf(stderr, "usage: %s FILE [CHUNK_BYTES [direct|inline|async [STEP]]]\n", argv[0]);
 		return 2;
 	}
 	size_t chunk = argc > 2 ? strtoul(argv[2], NULL, 0) : 1 << 20;
