@@ -311,12 +311,46 @@ struct {
 	__type(value, __u64);
 } path_wake SEC(".maps");
 
-static __always_inline __u64 path_wakeup(void)
+/* coldtrace's own mount namespace (its inode number; 0: unknown), set at
+ * load. A path seen in another is named as that namespace's process saw
+ * it, from its mounts, which user space reads from /proc/PID/mountinfo
+ * while a process of the namespace lives: a reader alone in a namespace
+ * of its own (unshare -m, then a bind mount) that exits milliseconds
+ * after its reads was gone by the next look 50 ms on, and its file named
+ * as the host sees it. Such a path wakes the reader at once, at most
+ * every NS_WAKE_NS per namespace (a container importing 20,000 modules
+ * wakes it 1,000 times a second at most). */
+const volatile __u32 self_mnt_ns = 0;
+
+#define NS_WAKE_NS (1000 * 1000)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);   /* mount namespace */
+	__type(value, __u64); /* its last wake-up */
+} ns_wake SEC(".maps");
+
+static __always_inline bool foreign_wake(__u32 mnt_ns, __u64 now)
+{
+	if (!self_mnt_ns || mnt_ns == self_mnt_ns)
+		return false;
+	__u64 *last = bpf_map_lookup_elem(&ns_wake, &mnt_ns);
+	if (last && now - *last < NS_WAKE_NS)
+		return false;
+	if (last)
+		*last = now;
+	else
+		bpf_map_update_elem(&ns_wake, &mnt_ns, &now, BPF_ANY);
+	return true;
+}
+
+static __always_inline __u64 path_wakeup(__u32 mnt_ns)
 {
 	__u32 zero = 0;
 	__u64 *last = bpf_map_lookup_elem(&path_wake, &zero);
 	__u64 now = bpf_ktime_get_ns();
-	if (ring_half_full(&paths) || (last && now - *last >= PATH_WAKE_NS)) {
+	if (ring_half_full(&paths) || (last && now - *last >= PATH_WAKE_NS) || foreign_wake(mnt_ns, now)) {
 		if (last)
 			*last = now; /* racing CPUs: at worst one more wake-up */
 		return BPF_RB_FORCE_WAKEUP;
@@ -358,7 +392,7 @@ static __always_inline void emit_path(struct tstate *t, struct inode *inode, str
 	__u64 size = offsetof(struct path_event, names) + off;
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
-	if (bpf_ringbuf_output(&paths, ev, size, path_wakeup()))
+	if (bpf_ringbuf_output(&paths, ev, size, path_wakeup(ev->mnt_ns)))
 		count_lost(LOST_RINGBUF);
 }
 
@@ -443,8 +477,13 @@ static __always_inline __u64 count_read(struct tstate *t, struct address_space *
 	bool same = same_file(&t->rd_file, key);
 	__u64 from = lo;
 	if (same && t->rd_sig == sig && (exact || lo > t->rd_index)) {
-		/* A later batch of the read in progress. */
-		from = t->rd_next;
+		/* A later batch of the read in progress. A batch of one read
+		 * never starts past the end its first batch gave (rd_next):
+		 * one that does is another request with no read syscall in
+		 * between (io_uring's, in the submitter or an io-wq worker,
+		 * whose workers take turns on a file's chunks), and the gap
+		 * before it is not read. */
+		from = t->rd_next > lo ? t->rd_next : lo;
 		if (hi + 1 > t->rd_next)
 			t->rd_next = hi + 1;
 	} else {

@@ -255,6 +255,7 @@ const (
 	PagecacheMapFiles               = "files"
 	PagecacheMapFillEnds            = "fill_ends"
 	PagecacheMapLost                = "lost"
+	PagecacheMapNsWake              = "ns_wake"
 	PagecacheMapPathScratch         = "path_scratch"
 	PagecacheMapPathWake            = "path_wake"
 	PagecacheMapPaths               = "paths"
@@ -279,6 +280,7 @@ const (
 	PagecacheVarBtfAnchorPathKind   = "_btf_anchor_path_kind"
 	PagecacheVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
 	PagecacheVarPyStacksOn          = "py_stacks_on"
+	PagecacheVarSelfMntNs           = "self_mnt_ns"
 )
 
 // LoadPagecache returns the embedded CollectionSpec for Pagecache.
@@ -340,6 +342,7 @@ type PagecacheMapSpecs struct {
 	Files       *ebpf.MapSpec `ebpf:"files"`
 	FillEnds    *ebpf.MapSpec `ebpf:"fill_ends"`
 	Lost        *ebpf.MapSpec `ebpf:"lost"`
+	NsWake      *ebpf.MapSpec `ebpf:"ns_wake"`
 	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
 	PathWake    *ebpf.MapSpec `ebpf:"path_wake"`
 	Paths       *ebpf.MapSpec `ebpf:"paths"`
@@ -365,6 +368,7 @@ type PagecacheVariableSpecs struct {
 	BtfAnchorPathKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
 	PyStacksOn          *ebpf.VariableSpec `ebpf:"py_stacks_on"`
+	SelfMntNs           *ebpf.VariableSpec `ebpf:"self_mnt_ns"`
 }
 
 // PagecacheObjects contains all objects after they have been loaded into the kernel.
@@ -393,6 +397,7 @@ type PagecacheMaps struct {
 	Files       *ebpf.Map `ebpf:"files"`
 	FillEnds    *ebpf.Map `ebpf:"fill_ends"`
 	Lost        *ebpf.Map `ebpf:"lost"`
+	NsWake      *ebpf.Map `ebpf:"ns_wake"`
 	PathScratch *ebpf.Map `ebpf:"path_scratch"`
 	PathWake    *ebpf.Map `ebpf:"path_wake"`
 	Paths       *ebpf.Map `ebpf:"paths"`
@@ -418,6 +423,7 @@ func (m *PagecacheMaps) Close() error {
 		m.Files,
 		m.FillEnds,
 		m.Lost,
+		m.NsWake,
 		m.PathScratch,
 		m.PathWake,
 		m.Paths,
@@ -444,6 +450,7 @@ type PagecacheVariables struct {
 	BtfAnchorPathKind   *ebpf.Variable `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
 	PyStacksOn          *ebpf.Variable `ebpf:"py_stacks_on"`
+	SelfMntNs           *ebpf.Variable `ebpf:"self_mnt_ns"`
 }
 
 // PagecachePrograms contains all programs after they have been loaded into the kernel.

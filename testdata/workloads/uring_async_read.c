@@ -3,10 +3,12 @@
  * runtimes that push file reads to io_uring's worker pool. Raw system
  * calls, so the test needs no liburing.
  *
- * usage: uring_async_read FILE [CHUNK_BYTES [direct|inline]]; prints the
- * bytes read. "direct" opens FILE with O_DIRECT; "inline" leaves
- * IOSQE_ASYNC off, so the submitter tries the read itself first (the
- * kernel punts it to a worker when the pages are not cached). */
+ * usage: uring_async_read FILE [CHUNK_BYTES [direct|inline|async [STEP]]];
+ * prints the bytes read. "direct" opens FILE with O_DIRECT; "inline"
+ * leaves IOSQE_ASYNC off, so the submitter tries the read itself first
+ * (the kernel punts it to a worker when the pages are not cached). STEP
+ * reads one chunk of every STEP (default 1: all of them), the shape of a
+ * reader that picks its chunks. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/io_uring.h>
@@ -26,12 +28,15 @@ static void die(const char *what)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s FILE [CHUNK_BYTES [direct]]\n", argv[0]);
+		fprintf(stderr, "usage: %s FILE [CHUNK_BYTES [direct|inline|async [STEP]]]\n", argv[0]);
 		return 2;
 	}
 	size_t chunk = argc > 2 ? strtoul(argv[2], NULL, 0) : 1 << 20;
 	int direct = argc > 3 && strcmp(argv[3], "direct") == 0;
 	int inline_read = argc > 3 && strcmp(argv[3], "inline") == 0;
+	unsigned long long step = argc > 4 ? strtoull(argv[4], NULL, 0) : 1;
+	if (step < 1)
+		step = 1;
 	int fd = open(argv[1], O_RDONLY | (direct ? O_DIRECT : 0));
 	if (fd < 0)
 		die("open");
@@ -71,7 +76,7 @@ int main(int argc, char **argv)
 	void *buf;
 	if (posix_memalign(&buf, 4096, chunk))
 		die("posix_memalign");
-	unsigned long long total = 0;
+	unsigned long long total = 0, off = 0;
 	for (;;) {
 		unsigned tail = *sq_tail, idx = tail & sq_mask;
 		struct io_uring_sqe *sqe = &sqes[idx];
@@ -81,7 +86,7 @@ int main(int argc, char **argv)
 		sqe->fd = fd;
 		sqe->addr = (unsigned long)buf;
 		sqe->len = chunk;
-		sqe->off = total;
+		sqe->off = off;
 		sq_array[idx] = idx;
 		__atomic_store_n(sq_tail, tail + 1, __ATOMIC_RELEASE);
 		if (syscall(__NR_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0)
@@ -100,6 +105,7 @@ int main(int argc, char **argv)
 		if (res == 0)
 			break;
 		total += res;
+		off += (unsigned long long)res + (step - 1) * chunk;
 	}
 	printf("%llu\n", total);
 	return 0;

@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
 	"github.com/coldtrace/coldtrace/trace/probe"
@@ -49,6 +50,15 @@ func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, erro
 		}
 		if m := spec.Maps[bpfpc.PagecacheMapPyEvents]; m != nil {
 			m.MaxEntries = uint32(os.Getpagesize())
+		}
+	}
+	// Paths seen in another mount namespace wake the reader at once,
+	// while the namespace's mounts can still be read; unknown (0), none
+	// do.
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/mnt", &st); err == nil {
+		if err := spec.Variables[bpfpc.PagecacheVarSelfMntNs].Set(uint32(st.Ino)); err != nil {
+			return nil, fmt.Errorf("load page-cache probes: %w", err)
 		}
 	}
 	p := &probes{}

@@ -1,14 +1,16 @@
 package pagecache
 
 import (
+	"io"
 	"os"
 	"path"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // nsPaths resolves paths in the mount namespace of the process that
@@ -23,10 +25,63 @@ type nsPaths struct {
 	// --bind), so a path that resolves in none of them has the table
 	// read again, at most every rereadAfter.
 	read map[string]time.Time
+	// readKT is when, on the probes' clock (CLOCK_MONOTONIC), each
+	// table was read: a table read before a record was made can lack the
+	// mount the record's path went through (read at the namespace's
+	// first record, before its bind mount), and is read again for it
+	// however recent.
+	readKT map[string]uint64
 	// pids are processes seen in each namespace (the latest last);
 	// searched is when /proc was last searched for one.
 	pids     map[string][]string
 	searched map[string]time.Time
+	// held keeps each namespace readable after its last process exits
+	// (a reader alone in it that exits milliseconds after its reads):
+	// its mountinfo, opened while a process of it lived, holds the
+	// namespace and shows its mounts as they are now when read again,
+	// and its root resolves paths through those mounts.
+	held map[string]heldNS
+}
+
+// maxHeld bounds the namespaces held: each keeps its mounts (and their
+// file systems) alive until the run ends.
+const maxHeld = 64
+
+type heldNS struct {
+	mountinfo, root *os.File
+}
+
+// hold opens namespace ns's mountinfo and root through its process p,
+// once.
+func (n *nsPaths) hold(ns, p string) {
+	if _, ok := n.held[ns]; ok || p == "" || len(n.held) >= maxHeld {
+		return
+	}
+	if n.held == nil {
+		n.held = map[string]heldNS{}
+	}
+	mi, err := os.Open("/proc/" + p + "/mountinfo")
+	if err != nil {
+		return
+	}
+	root, err := os.OpenFile("/proc/"+p+"/root", unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil || mountNS(p) != ns { // gone, or its pid reused
+		mi.Close()
+		if root != nil {
+			root.Close()
+		}
+		return
+	}
+	n.held[ns] = heldNS{mountinfo: mi, root: root}
+}
+
+// close releases the namespaces held.
+func (n *nsPaths) close() {
+	for ns, h := range n.held {
+		h.mountinfo.Close()
+		h.root.Close()
+		delete(n.held, ns)
+	}
 }
 
 const rereadAfter = 20 * time.Millisecond
@@ -44,10 +99,11 @@ func mountNS(pid string) string {
 const maxNSPids = 8
 
 // resolve returns the path of fsPath on dev (inode ino) as process pid,
-// of mount namespace nsInum (0: unknown, read from /proc), sees it, and
+// of mount namespace nsInum (0: unknown, read from /proc), saw it at ts
+// (CLOCK_MONOTONIC; 0: unknown), and
 // false when pid shares coldtrace's namespace, or when no process of its
 // namespace is left to read the namespace's mounts through.
-func (n *nsPaths) resolve(pid int32, nsInum uint32, dev uint32, ino uint64, fsPath string) (string, bool) {
+func (n *nsPaths) resolve(pid int32, nsInum uint32, ts uint64, dev uint32, ino uint64, fsPath string) (string, bool) {
 	if pid <= 0 {
 		return "", false
 	}
@@ -82,48 +138,76 @@ func (n *nsPaths) resolve(pid int32, nsInum uint32, dev uint32, ino uint64, fsPa
 			}
 		}
 		if p == "" {
-			if p = n.findIn(ns); p == "" {
-				return "", false
-			}
+			p = n.findIn(ns)
 		}
+	}
+	n.hold(ns, p)
+	stat := n.statIn(ns, p)
+	if stat == nil {
+		return "", false
 	}
 	mt, ok := n.tables[ns]
 	if !ok {
 		mt = n.readTable(ns, p)
 	}
 	if mt != nil {
-		if got, ok := mt.resolveIn(p, dev, ino, fsPath); ok {
+		if got, ok := mt.resolveIn(stat, dev, ino, fsPath); ok {
 			return got, true
 		}
 	}
-	if time.Since(n.read[ns]) < rereadAfter {
+	if time.Since(n.read[ns]) < rereadAfter && (ts == 0 || n.readKT[ns] >= ts) {
 		return "", false
 	}
 	if mt = n.readTable(ns, p); mt == nil {
 		return "", false
 	}
-	return mt.resolveIn(p, dev, ino, fsPath)
+	return mt.resolveIn(stat, dev, ino, fsPath)
+}
+
+// statIn stats a path as namespace ns sees it: through its held root,
+// else through live process p's; nil when neither is left.
+func (n *nsPaths) statIn(ns, p string) func(string, *unix.Stat_t) error {
+	if h, ok := n.held[ns]; ok {
+		return func(path string, st *unix.Stat_t) error {
+			return unix.Fstatat(int(h.root.Fd()), "./"+strings.TrimPrefix(path, "/"), st, 0)
+		}
+	}
+	if p == "" {
+		return nil
+	}
+	return func(path string, st *unix.Stat_t) error {
+		return unix.Stat("/proc/"+p+"/root"+path, st)
+	}
 }
 
 // readTable reads the mount table of namespace ns through process p.
 func (n *nsPaths) readTable(ns, p string) mountTable {
 	if n.read == nil {
 		n.read = map[string]time.Time{}
+		n.readKT = map[string]uint64{}
 	}
-	mt, err := readMountTable("/proc/" + p + "/mountinfo")
+	var now unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now) // cannot fail on Linux
+	var mt mountTable
+	var err error
+	if h, ok := n.held[ns]; ok {
+		mt, err = parseMountTable(io.NewSectionReader(h.mountinfo, 0, 1<<40))
+	} else {
+		mt, err = readMountTable("/proc/" + p + "/mountinfo")
+	}
 	if err != nil {
 		mt = nil
 	}
-	n.tables[ns], n.read[ns] = mt, time.Now()
+	n.tables[ns], n.read[ns], n.readKT[ns] = mt, time.Now(), uint64(now.Nano())
 	return mt
 }
 
-// resolveIn picks, among the mounts of the namespace of process pid that
+// resolveIn picks, among the mounts of a namespace (stat sees its paths) that
 // show fsPath of dev, the path that names the same file inside it (a
 // mount can hide another), preferring the deepest mount point: a bind
 // mount or a container volume is how the process reaches the file, the
 // file system's own root mount only how the host does.
-func (mt mountTable) resolveIn(pid string, dev uint32, ino uint64, fsPath string) (string, bool) {
+func (mt mountTable) resolveIn(stat func(string, *unix.Stat_t) error, dev uint32, ino uint64, fsPath string) (string, bool) {
 	type cand struct {
 		p     string
 		depth int
@@ -138,8 +222,8 @@ func (mt mountTable) resolveIn(pid string, dev uint32, ino uint64, fsPath string
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].depth > cands[j].depth })
 	for _, c := range cands {
-		var st syscall.Stat_t
-		if err := syscall.Stat("/proc/"+pid+"/root"+c.p, &st); err == nil && st.Ino == ino {
+		var st unix.Stat_t
+		if err := stat(c.p, &st); err == nil && st.Ino == ino {
 			return c.p, true
 		}
 	}

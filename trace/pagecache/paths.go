@@ -3,6 +3,7 @@ package pagecache
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strconv"
@@ -42,6 +43,11 @@ func readMountTable(file string) (mountTable, error) {
 		return nil, fmt.Errorf("read mount table: %w", err)
 	}
 	defer f.Close()
+	return parseMountTable(f)
+}
+
+// parseMountTable parses a mountinfo file.
+func parseMountTable(f io.Reader) (mountTable, error) {
 	mt := mountTable{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

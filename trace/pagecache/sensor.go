@@ -248,7 +248,7 @@ func (s *Sensor) handle(raw []byte) {
 	} else {
 		delete(s.cutPaths, key)
 	}
-	if nsp, ok := s.ns.resolve(int32(ev.Tgid), ev.MntNs, ev.Dev, ev.Ino, fsPath); ok && !truncated {
+	if nsp, ok := s.ns.resolve(int32(ev.Tgid), ev.MntNs, ev.Ts, ev.Dev, ev.Ino, fsPath); ok && !truncated {
 		s.nsSeen[key] = nsp
 	}
 	p, resolved := s.mounts.resolve(ev.Dev, fsPath)
@@ -363,6 +363,9 @@ func (s *Sensor) Finish(rec *record.Record) error {
 func (s *Sensor) Close() error {
 	err := s.ring.Close()
 	s.handles.Close()
+	s.mu.Lock()
+	s.ns.close()
+	s.mu.Unlock()
 	if cerr := s.p.close(); err == nil {
 		err = cerr
 	}
@@ -412,7 +415,7 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 		// may still give the whole name.
 		rf.NameCut = s.cutPaths[f.key] && !strings.HasPrefix(rf.Path, "/")
 		if fsPath, ok := s.fsPaths[f.key]; ok {
-			p, ok := s.ns.resolve(f.lastP, 0, f.key.Dev, f.key.Ino, fsPath)
+			p, ok := s.ns.resolve(f.lastP, 0, 0, f.key.Dev, f.key.Ino, fsPath)
 			if !ok {
 				p, ok = s.nsSeen[f.key]
 			}
