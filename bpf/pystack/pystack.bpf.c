@@ -28,9 +28,12 @@ struct py_exe_key {
 	__u32 pad;
 };
 
+/* Executables user space has looked at: a non-PIE Python's walker
+ * configuration, or a zero one (runtime 0) for an image that is not
+ * Python. LRU: an image pushed out is looked at again. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
 	__type(key, struct py_exe_key);
 	__type(value, struct py_conf);
 } py_exes SEC(".maps");
@@ -40,7 +43,7 @@ BTF_ANCHOR(enum py_event_kind, py_event_kind);
 BTF_ANCHOR(enum py_lost_kind, py_lost_kind);
 BTF_ANCHOR(enum py_count_kind, py_count_kind);
 
-static __always_inline void emit(__u32 kind, __u32 pid, __u32 ppid, __u64 stack, __u64 ip)
+static __always_inline void emit(__u32 kind, __u32 pid, __u32 ppid, __u64 stack, __u64 ip, bool lazy)
 {
 	struct py_event *ev = bpf_ringbuf_reserve(&py_events, sizeof(*ev), 0);
 	if (!ev) {
@@ -54,14 +57,17 @@ static __always_inline void emit(__u32 kind, __u32 pid, __u32 ppid, __u64 stack,
 	ev->stack = stack;
 	ev->ts = bpf_ktime_get_ns();
 	ev->ip = ip;
-	/* An exec wakes the reader at once: the interpreter must be located
-	 * before its first statement runs; so does a native leaf, symbolized
-	 * from the process's mappings while it lives. A fork's record waits for the
-	 * next wake-up (an exec, a new stack, a half-full ring) or the flush
-	 * at the end: the default wake-up (an IPI on a VM) was 15 µs of
-	 * every fork here, three times the walk. */
+	/* An exec of an image user space has not looked at wakes the reader
+	 * at once: the interpreter must be located before its first
+	 * statement runs; so does a native leaf, symbolized from the
+	 * process's mappings while it lives. A fork's record, and an exec of
+	 * an image already looked at (lazy), wait for the next wake-up (an
+	 * exec, a new stack, a half-full ring) or the flush at the end: the
+	 * forced wake-up (an IPI on a VM) was 15 µs of every fork here, three
+	 * times the walk, and half the exec program's cost in a fork/exec
+	 * storm. */
 	__u64 wake = BPF_RB_FORCE_WAKEUP;
-	if (kind == PY_EV_FORK)
+	if (lazy)
 		wake = ring_wakeup(&py_events);
 	bpf_ringbuf_submit(ev, wake);
 }
@@ -94,7 +100,7 @@ int BPF_PROG(on_py_fork, struct task_struct *parent, struct task_struct *child)
 	if (!stack)
 		return 0;
 	bpf_map_update_elem(&fork_stacks, &ctgid, &stack, BPF_ANY);
-	emit(PY_EV_FORK, ctgid, ptgid, stack, 0);
+	emit(PY_EV_FORK, ctgid, ptgid, stack, 0, true);
 	return 0;
 }
 
@@ -124,10 +130,12 @@ int BPF_PROG(on_py_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	struct inode *ino = BPF_CORE_READ(bprm, file, f_inode);
 	struct py_exe_key k = {.ino = BPF_CORE_READ(ino, i_ino), .dev = BPF_CORE_READ(ino, i_sb, s_dev)};
 	struct py_conf *known = bpf_map_lookup_elem(&py_exes, &k);
-	if (known) {
+	if (known && known->runtime) {
 		struct py_conf copy = *known;
 		bpf_map_update_elem(&py_confs, &tgid, &copy, BPF_ANY);
 	}
-	emit(PY_EV_EXEC, tgid, 0, 0, 0);
+	/* A known image is configured already (or is not Python): nothing
+	 * in user space is urgent. */
+	emit(PY_EV_EXEC, tgid, 0, 0, 0, known != NULL);
 	return 0;
 }

@@ -275,6 +275,11 @@ func (s *Sensor) noteFailure(id exeID, err error) {
 		s.mu.Lock()
 		s.exes[id] = true
 		s.mu.Unlock()
+		// Its next execs need no forced wake-up of the reader (a zero
+		// configuration says "not Python"); a full table only costs them
+		// that wake-up.
+		key := bpfpy.PystackPyExeKey{Ino: id.ino, Dev: kernelDev(id.dev)}
+		_ = s.objs.PyExes.Put(key, bpfpy.PystackPyConf{})
 		return
 	}
 	if errors.Is(err, ErrUnsupported) {
