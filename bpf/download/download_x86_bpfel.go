@@ -213,6 +213,8 @@ type DownloadTstate struct {
 	PyF1      uint64
 	PyI1      uint64
 	PyLast    uint64
+	Entry     uint64
+	SeenTs    uint64
 }
 
 type DownloadWriteKey struct {

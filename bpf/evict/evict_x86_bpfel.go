@@ -176,6 +176,8 @@ type EvictTstate struct {
 	PyF1      uint64
 	PyI1      uint64
 	PyLast    uint64
+	Entry     uint64
+	SeenTs    uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -27,6 +27,7 @@ enum thread_flag {
 	TF_END_PENDING = 1 << 4, /* tstate: a task work will close the fill interval at the return to user */
 	TF_MISSED = 1 << 5,      /* tstate: the current kernel entry fills the page cache: its CPU time is charged */
 	TF_EXITED = 1 << 6,
+	TF_LAZY_END = 1 << 7, /* tstate: no task work closes the entry's fill; a later look at the thread that finds it in another entry does (entry, seen_ts) */
 	TF_DEAD = 1 << 8, /* switched out for the last time: the slot may be reused */
 	TF_OUT_FILL = 1 << 9, /* switched out, not for I/O, inside a kernel entry that fills the page cache */
 	TF_PYTHON = 1 << 10,  /* tstate: the thread runs a Python interpreter (executed one, or forked from one) */
@@ -127,6 +128,12 @@ struct tstate {
 	__u64 py_ts;
 	__u64 py_f0, py_i0, py_f1, py_i1;
 	__u64 py_last;
+	/* Where the kernel refuses task works to tracing programs
+	 * (TF_LAZY_END): the kernel entry the open fill or direct read
+	 * belongs to (bpf/include/files.h: entry_of), and when the thread
+	 * was last seen in it. */
+	__u64 entry;
+	__u64 seen_ts;
 };
 
 struct thread {

@@ -196,6 +196,41 @@ static __always_inline long current_syscall(struct task_struct *task)
 	return regs->orig_ax;
 }
 
+/* Which kernel entry task is in, as far as its counters tell: the
+ * syscall (or -1 in a fault) and the task's read and write syscalls and
+ * faults so far. vfs_read and vfs_write count a syscall when it is done,
+ * and a fault is counted when it is handled, so the entry that opened a
+ * fill has ended once the value changes. Consecutive entries the
+ * counters do not tell apart (the same syscall again, neither a read nor
+ * a write, no fault between them) read as one. */
+static __always_inline __u64 entry_of(struct task_struct *task)
+{
+	__u64 n = task->min_flt + task->maj_flt;
+	if (bpf_core_field_exists(task->ioac))
+		n += task->ioac.syscr + task->ioac.syscw;
+	return ((__u64)(current_syscall(task) + 1) << 48) ^ n;
+}
+
+/* Without task works (TF_LAZY_END), the fill or direct read of an entry
+ * the thread has left ends at this look: its CPU time is charged up to
+ * the last time the thread was seen in the entry, and the rest, up to
+ * its unseen return to user space, is not. th is s's slot when the
+ * caller has it, else NULL. Not inlined: its frame is its own, not added
+ * to the callers' (on_get_pages's chain down to py_walk is at the limit). */
+static __attribute__((noinline, unused)) void end_left_entry(struct tstate *s, struct thread *th, struct task_struct *task)
+{
+	if (!(s->flags & TF_LAZY_END) || s->entry == entry_of(task))
+		return;
+	if (!th)
+		th = slot_thread(s);
+	if (s->flags & TF_MISSED)
+		charge_miss(s, th, s->seen_ts);
+	s->flags &= ~(TF_MISSED | TF_LAZY_END | TF_FAULT_TS | TF_DIRECT);
+	s->fill_stack = 0;
+	if (th)
+		th->fill_mark = 0;
+}
+
 /* Syscalls that write file data: pages they insert into the page cache
  * are new, not read from disk. */
 static __always_inline bool writes_files(long id)

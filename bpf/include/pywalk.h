@@ -388,8 +388,12 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 	if (!py_read_code(w->sc, c, f))
 		return 0;
 	f->instr = ff.instr;
-	__u64 lh[2] = {};
-	bpf_probe_read_user(lh, sizeof(lh), (void *)(f->qualname + PY_STR_LEN));
+	/* The name's length and hash, read into the scratch's pair block
+	 * (free during a walk): on the stack they put the page-cache
+	 * object's deepest call chain over the verifier's 512 bytes. */
+	__u64 *lh = (__u64 *)w->sc->pair;
+	lh[0] = lh[1] = 0;
+	bpf_probe_read_user(lh, 16, (void *)(f->qualname + PY_STR_LEN));
 	f->name_tag = py_name_tag(lh[0], lh[1]);
 	w->hash = py_mix(w->hash, code);
 	w->hash = py_mix(w->hash, f->instr);
@@ -424,11 +428,12 @@ __noinline int py_walk(__u32 tgid, __u32 tid, __u64 hint)
 	py_count(PY_LOST_KINDS + PY_WALKS);
 	sc->hash = 0;
 	sc->f0 = sc->i0 = sc->f1 = sc->i1 = 0;
+	/* Few locals: this frame lies in the deepest call chains of the
+	 * objects that take stacks, which the verifier holds to 512 bytes. */
 	struct py_walk_ctx w = {.sc = sc, .c = c, .tid = tid};
-	__u64 top = 0;
 	/* The thread's state of its last walk, still its own: no walk of
 	 * the interpreter's thread list. */
-	if (hint && py_ts_check(sc, c, hint, tid, &top)) {
+	if (hint && py_ts_check(sc, c, hint, tid, &w.ptr)) {
 		sc->ts = hint;
 	} else {
 		__u64 interp = py_read_ptr(c->runtime + c->interp_head);
@@ -441,9 +446,8 @@ __noinline int py_walk(__u32 tgid, __u32 tid, __u64 hint)
 			return 0;
 		}
 		sc->ts = w.ptr;
-		top = py_top_frame(c, w.ptr);
+		w.ptr = py_top_frame(c, w.ptr);
 	}
-	w.ptr = top;
 	w.hash = 0xcbf29ce484222325ULL ^ tgid;
 	sc->st.pid = tgid;
 	sc->st.truncated = 0;
@@ -453,13 +457,12 @@ __noinline int py_walk(__u32 tgid, __u32 tid, __u64 hint)
 	sc->st.total = w.n;
 	sc->st.len = w.n < PY_MAX_FRAMES ? w.n : PY_MAX_FRAMES;
 	sc->st.truncated = w.ptr != 0;
-	__u64 h = w.hash ? w.hash : 1;
-	sc->hash = h;
+	sc->hash = w.hash ? w.hash : 1;
 	/* A known stack is found by a lookup: the update alone would cost
 	 * the allocation of a 5 KiB element before it finds the key. */
-	if (bpf_map_lookup_elem(&py_stacks, &h))
+	if (bpf_map_lookup_elem(&py_stacks, &sc->hash))
 		return 2;
-	long err = bpf_map_update_elem(&py_stacks, &h, &sc->st, BPF_NOEXIST);
+	long err = bpf_map_update_elem(&py_stacks, &sc->hash, &sc->st, BPF_NOEXIST);
 	if (err == -17 /* EEXIST */)
 		return 2;
 	if (err) {
@@ -477,7 +480,7 @@ __noinline int py_walk(__u32 tgid, __u32 tid, __u64 hint)
 	ev->pid = tgid;
 	ev->ppid = 0;
 	ev->pad = 0;
-	ev->stack = h;
+	ev->stack = sc->hash;
 	ev->ts = bpf_ktime_get_ns();
 	ev->ip = 0;
 	/* Woken at once: user space must read the code objects while the

@@ -504,14 +504,18 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 			p->nr = -1;
 		return 0;
 	}
-	struct pending a = *p;
+	/* Read in place, not copied: the copy on the stack put this
+	 * program's chain down to the Python walk over the verifier's 512
+	 * bytes. The arguments stay until the thread's next path syscall. */
+	long nr = p->nr;
+	struct pending *a = p;
 	p->nr = -1;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	__s64 ret = ctx->ret;
 	/* A lookup that found its path tells nothing an open would not:
 	 * only failed stat/access calls go to user space. */
-	if (is_stat(a.nr) && ret == 0)
+	if (is_stat(nr) && ret == 0)
 		return 0;
 	struct tstate *s = bpf_task_storage_get(&task_states, task, 0, 0);
 	if (!s)
@@ -525,28 +529,28 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 	const char *p1 = 0, *p2 = 0;
 	__s32 d1 = AT_FDCWD_, d2 = AT_FDCWD_;
 	__u32 flags = 0, mode = 0;
-	switch (a.nr) {
+	switch (nr) {
 	case NR_open:
-		p1 = (const char *)a.args[0];
-		flags = a.args[1];
-		mode = a.args[2];
+		p1 = (const char *)a->args[0];
+		flags = a->args[1];
+		mode = a->args[2];
 		break;
 	case NR_creat:
-		p1 = (const char *)a.args[0];
+		p1 = (const char *)a->args[0];
 		flags = O_CREAT_ | O_WRONLY_ | O_TRUNC_;
-		mode = a.args[1];
+		mode = a->args[1];
 		break;
 	case NR_openat:
-		d1 = a.args[0];
-		p1 = (const char *)a.args[1];
-		flags = a.args[2];
-		mode = a.args[3];
+		d1 = a->args[0];
+		p1 = (const char *)a->args[1];
+		flags = a->args[2];
+		mode = a->args[3];
 		break;
 	case NR_openat2: {
-		d1 = a.args[0];
-		p1 = (const char *)a.args[1];
+		d1 = a->args[0];
+		p1 = (const char *)a->args[1];
 		struct open_how how = {};
-		bpf_probe_read_user(&how, sizeof(how), (void *)a.args[2]);
+		bpf_probe_read_user(&how, sizeof(how), (void *)a->args[2]);
 		flags = how.flags;
 		mode = how.mode;
 		break;
@@ -557,11 +561,11 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 	case NR_mkdir:
 	case NR_unlink:
 	case NR_chdir:
-		p1 = (const char *)a.args[0];
-		mode = a.args[1];
+		p1 = (const char *)a->args[0];
+		mode = a->args[1];
 		break;
 	case NR_fchdir:
-		d1 = a.args[0];
+		d1 = a->args[0];
 		break;
 	case NR_newfstatat:
 	case NR_statx:
@@ -569,24 +573,24 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 	case NR_faccessat2:
 	case NR_mkdirat:
 	case NR_unlinkat:
-		d1 = a.args[0];
-		p1 = (const char *)a.args[1];
-		flags = a.args[2];
-		if (a.nr == NR_newfstatat || a.nr == NR_faccessat2)
-			flags = a.args[3];
+		d1 = a->args[0];
+		p1 = (const char *)a->args[1];
+		flags = a->args[2];
+		if (nr == NR_newfstatat || nr == NR_faccessat2)
+			flags = a->args[3];
 		break;
 	case NR_rename:
-		p1 = (const char *)a.args[0];
-		p2 = (const char *)a.args[1];
+		p1 = (const char *)a->args[0];
+		p2 = (const char *)a->args[1];
 		break;
 	case NR_renameat:
 	case NR_renameat2:
-		d1 = a.args[0];
-		p1 = (const char *)a.args[1];
-		d2 = a.args[2];
-		p2 = (const char *)a.args[3];
-		if (a.nr == NR_renameat2)
-			flags = a.args[4];
+		d1 = a->args[0];
+		p1 = (const char *)a->args[1];
+		d2 = a->args[2];
+		p2 = (const char *)a->args[3];
+		if (nr == NR_renameat2)
+			flags = a->args[4];
 		break;
 	default:
 		return 0;
@@ -596,7 +600,7 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 	ev->kind = JE_FILE;
 	ev->pid = id >> 32;
 	ev->tid = tid;
-	ev->nr = a.nr;
+	ev->nr = nr;
 	ev->ts = now;
 	ev->cpu_ns = thread_cpu(t, now);
 	ev->ret = ret;
@@ -632,14 +636,14 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 	ev->pad = 0;
 	ev->len1 = n1;
 	ev->len2 = n2;
-	if ((a.nr == NR_openat || a.nr == NR_open || a.nr == NR_openat2) && ret >= 0 &&
+	if ((nr == NR_openat || nr == NR_open || nr == NR_openat2) && ret >= 0 &&
 	    !(flags & (O_ACCMODE_ | O_CREAT_ | O_TRUNC_ | O_DIRECTORY_ | O_PATH_)) && quiet_open(ev, n1, id >> 32))
 		return 0;
 	/* A lookup, fill or failure in a cache carries the Python stack
 	 * that made it (reused without a walk while the thread's two
 	 * innermost frames are unchanged). */
 	ev->stack = 0;
-	if ((s->flags & TF_PYTHON) && py_stacks_on && a.nr != NR_chdir && a.nr != NR_fchdir && stack_wanted(ev, n1, n2)) {
+	if ((s->flags & TF_PYTHON) && py_stacks_on && nr != NR_chdir && nr != NR_fchdir && stack_wanted(ev, n1, n2)) {
 		py_stack_current();
 		ev->stack = s->py_last;
 	}

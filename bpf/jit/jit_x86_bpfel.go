@@ -241,6 +241,8 @@ type JitTstate struct {
 	PyF1      uint64
 	PyI1      uint64
 	PyLast    uint64
+	Entry     uint64
+	SeenTs    uint64
 }
 
 type JitUcall struct {

@@ -243,6 +243,8 @@ type PagecacheTstate struct {
 	PyF1      uint64
 	PyI1      uint64
 	PyLast    uint64
+	Entry     uint64
+	SeenTs    uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -276,11 +278,14 @@ const (
 	PagecacheProgOnFilemapFault     = "on_filemap_fault"
 	PagecacheProgOnGetPages         = "on_get_pages"
 	PagecacheProgOnMapPages         = "on_map_pages"
+	PagecacheProgOnReadExit         = "on_read_exit"
+	PagecacheProgProbeTaskWork      = "probe_task_work"
 	PagecacheVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	PagecacheVarBtfAnchorPathKind   = "_btf_anchor_path_kind"
 	PagecacheVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
 	PagecacheVarPyStacksOn          = "py_stacks_on"
 	PagecacheVarSelfMntNs           = "self_mnt_ns"
+	PagecacheVarTaskWorks           = "task_works"
 )
 
 // LoadPagecache returns the embedded CollectionSpec for Pagecache.
@@ -330,6 +335,8 @@ type PagecacheProgramSpecs struct {
 	OnFilemapFault *ebpf.ProgramSpec `ebpf:"on_filemap_fault"`
 	OnGetPages     *ebpf.ProgramSpec `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.ProgramSpec `ebpf:"on_map_pages"`
+	OnReadExit     *ebpf.ProgramSpec `ebpf:"on_read_exit"`
+	ProbeTaskWork  *ebpf.ProgramSpec `ebpf:"probe_task_work"`
 }
 
 // PagecacheMapSpecs contains maps before they are loaded into the kernel.
@@ -369,6 +376,7 @@ type PagecacheVariableSpecs struct {
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
 	PyStacksOn          *ebpf.VariableSpec `ebpf:"py_stacks_on"`
 	SelfMntNs           *ebpf.VariableSpec `ebpf:"self_mnt_ns"`
+	TaskWorks           *ebpf.VariableSpec `ebpf:"task_works"`
 }
 
 // PagecacheObjects contains all objects after they have been loaded into the kernel.
@@ -451,6 +459,7 @@ type PagecacheVariables struct {
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
 	PyStacksOn          *ebpf.Variable `ebpf:"py_stacks_on"`
 	SelfMntNs           *ebpf.Variable `ebpf:"self_mnt_ns"`
+	TaskWorks           *ebpf.Variable `ebpf:"task_works"`
 }
 
 // PagecachePrograms contains all programs after they have been loaded into the kernel.
@@ -462,6 +471,8 @@ type PagecachePrograms struct {
 	OnFilemapFault *ebpf.Program `ebpf:"on_filemap_fault"`
 	OnGetPages     *ebpf.Program `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.Program `ebpf:"on_map_pages"`
+	OnReadExit     *ebpf.Program `ebpf:"on_read_exit"`
+	ProbeTaskWork  *ebpf.Program `ebpf:"probe_task_work"`
 }
 
 func (p *PagecachePrograms) Close() error {
@@ -471,6 +482,8 @@ func (p *PagecachePrograms) Close() error {
 		p.OnFilemapFault,
 		p.OnGetPages,
 		p.OnMapPages,
+		p.OnReadExit,
+		p.ProbeTaskWork,
 	)
 }
 

@@ -199,6 +199,8 @@ type PystackTstate struct {
 	PyF1      uint64
 	PyI1      uint64
 	PyLast    uint64
+	Entry     uint64
+	SeenTs    uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -146,6 +146,7 @@ const (
 	SchedThreadFlagTF_END_PENDING  SchedThreadFlag = 16
 	SchedThreadFlagTF_MISSED       SchedThreadFlag = 32
 	SchedThreadFlagTF_EXITED       SchedThreadFlag = 64
+	SchedThreadFlagTF_LAZY_END     SchedThreadFlag = 128
 	SchedThreadFlagTF_DEAD         SchedThreadFlag = 256
 	SchedThreadFlagTF_OUT_FILL     SchedThreadFlag = 512
 	SchedThreadFlagTF_PYTHON       SchedThreadFlag = 1024
@@ -183,6 +184,8 @@ type SchedTstate struct {
 	PyF1      uint64
 	PyI1      uint64
 	PyLast    uint64
+	Entry     uint64
+	SeenTs    uint64
 }
 
 // Names of all BPF objects in the ELF.

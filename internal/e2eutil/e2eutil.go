@@ -109,6 +109,26 @@ func ResidentPages(t testing.TB, path string) int {
 	return n
 }
 
+// CachedOrReclaimed counts the pages of path in the page cache and those
+// reclaim took out of it that the kernel still remembers (cachestat(2)'s
+// shadow entries). After a run that read a whole file, their sum is the
+// pages that run brought in: memory pressure or DAMON may page some out
+// again before the test looks, and an eviction by fadvise leaves no
+// shadow, so the sum does not count pages gone before the run.
+func CachedOrReclaimed(t testing.TB, path string) (cached, reclaimed uint64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var cs unix.Cachestat_t
+	if err := unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{}, &cs, 0); err != nil {
+		t.Fatalf("cachestat %s: %v", path, err)
+	}
+	return cs.Cache, cs.Evicted
+}
+
 // WarmUp reads path until the page cache holds all of it: DAMON may page
 // out idle file pages between two runs on these machines.
 func WarmUp(t testing.TB, path string) {

@@ -149,8 +149,10 @@ func checkColdWarm(t *testing.T, reader ...string) {
 	if s.LostEvents != 0 {
 		t.Errorf("cold: %d lost events", s.LostEvents)
 	}
-	if n := e2eutil.ResidentPages(t, path); uint64(n) < missed*95/100 {
-		t.Errorf("cold run missed %d pages but only %d are cached after it", missed, n)
+	// The pages the run brought in are those cached now plus those
+	// reclaim took out since (one CI run: 60,911 of 65,536 still cached).
+	if cached, reclaimed := e2eutil.CachedOrReclaimed(t, path); cached+reclaimed < missed*95/100 {
+		t.Errorf("cold run missed %d pages but only %d are cached after it and %d were reclaimed", missed, cached, reclaimed)
 	}
 
 	// DAMON can page part of the file out between the warm-up and the

@@ -21,6 +21,7 @@ import (
 	"github.com/coldtrace/coldtrace/internal/actor"
 	"github.com/coldtrace/coldtrace/trace"
 	"github.com/coldtrace/coldtrace/trace/gpu"
+	"github.com/coldtrace/coldtrace/trace/pagecache"
 )
 
 // Status is the outcome of one check.
@@ -115,6 +116,7 @@ func Run(ctx context.Context, opts Options) *Report {
 	for _, c := range checkPrograms(hide) {
 		r.add(c)
 	}
+	r.add(checkFillEnds())
 	r.add(checkUprobes())
 	r.add(checkNVML(opts.NVML))
 	for _, c := range checkPageCache(ctx, opts.Actor, opts.Dir) {
@@ -135,6 +137,21 @@ func checkTracefs() Check {
 		return Check{Status: Fail, Name: "tracefs", Detail: err.Error(), Lacks: "classic tracepoints (evictions, path syscalls)"}
 	}
 	return Check{Status: Note, Name: "tracefs", Detail: "was not mounted; mounted it at /sys/kernel/tracing, as coldtrace run does"}
+}
+
+// checkFillEnds says how this kernel lets fill intervals end: at each
+// kernel entry's return to user space (a task work), or at the next look
+// at the thread.
+func checkFillEnds() Check {
+	ok, err := pagecache.TaskWorksAllowed(nil)
+	switch {
+	case err != nil:
+		return Check{Status: Fail, Name: "fill ends", Detail: err.Error(), Lacks: "page-cache fills"}
+	case ok:
+		return Check{Status: OK, Name: "fill ends", Detail: "a BPF task work ends each fill at its return to user space"}
+	}
+	return Check{Status: Note, Name: "fill ends", Detail: "this kernel refuses task works to tracing programs: a fill ends at the next look at its thread",
+		Lacks: "the CPU time from a filling entry's last page-cache event to its return to user space (see docs/limitations.md)"}
 }
 
 func checkNVML(lib nvml.Interface) Check {

@@ -18,14 +18,68 @@ import (
 type probes struct {
 	objs  bpfpc.PagecacheObjects
 	links []link.Link
+	// taskWorks: a task work closes each fill at the entry's return to
+	// user space; false: a later look at the thread does (see
+	// bpf/pagecache's task_works).
+	taskWorks bool
+}
+
+// TaskWorksAllowed says whether this kernel lets a tracing program
+// schedule a task work, which ends each fill at its kernel entry's return
+// to user space; where it does not, fills end at the next look at the
+// thread (Sensor.TaskWorks). kernel may be nil.
+func TaskWorksAllowed(kernel *btf.Cache) (bool, error) {
+	spec, err := bpfpc.LoadPagecache()
+	if err != nil {
+		return false, fmt.Errorf("probe task works: %w", err)
+	}
+	return taskWorksAllowed(spec, kernel)
+}
+
+// taskWorksAllowed says whether this kernel lets a tracing program
+// schedule a task work: probe_task_work, loaded alone with task_works
+// set (a few hundred instructions, against a retry of the whole object).
+// A verifier refusal or a kernel without the kfunc is an answer, not an
+// error.
+func taskWorksAllowed(spec *ebpf.CollectionSpec, kernel *btf.Cache) (bool, error) {
+	s := spec.Copy()
+	if err := s.Variables[bpfpc.PagecacheVarTaskWorks].Set(uint32(1)); err != nil {
+		return false, fmt.Errorf("probe task works: %w", err)
+	}
+	s.Maps[bpfpc.PagecacheMapFillEnds].MaxEntries = 1
+	var objs struct {
+		Probe *ebpf.Program `ebpf:"probe_task_work"`
+	}
+	err := s.LoadAndAssign(&objs, &ebpf.CollectionOptions{Cache: kernel})
+	var verr *ebpf.VerifierError
+	switch {
+	case err == nil:
+		return true, objs.Probe.Close()
+	case errors.As(err, &verr), errors.Is(err, ebpf.ErrNotSupported):
+		return false, nil
+	}
+	return false, fmt.Errorf("probe task works: %w", err)
 }
 
 // load loads the page-cache object with the scheduler's shared maps in
 // place of its own.
-func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, error) {
+func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache, noTaskWorks bool) (*probes, error) {
 	spec, err := bpfpc.LoadPagecache()
 	if err != nil {
 		return nil, fmt.Errorf("load page-cache probes: %w", err)
+	}
+	p := &probes{}
+	if !noTaskWorks {
+		if p.taskWorks, err = taskWorksAllowed(spec, kernel); err != nil {
+			return nil, fmt.Errorf("load page-cache probes: %w", err)
+		}
+	}
+	if p.taskWorks {
+		if err := spec.Variables[bpfpc.PagecacheVarTaskWorks].Set(uint32(1)); err != nil {
+			return nil, fmt.Errorf("load page-cache probes: %w", err)
+		}
+	} else {
+		spec.Maps[bpfpc.PagecacheMapFillEnds].MaxEntries = 1
 	}
 	probe.SizeRing(spec, bpfpc.PagecacheMapPaths)
 	repl := make(map[string]*ebpf.Map, len(shared)+len(stacks))
@@ -61,7 +115,6 @@ func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, erro
 			return nil, fmt.Errorf("load page-cache probes: %w", err)
 		}
 	}
-	p := &probes{}
 	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: repl, Cache: kernel}); err != nil {
 		return nil, probe.LoadError("page-cache probes", err)
 	}
@@ -81,6 +134,11 @@ func (p *probes) attach() error {
 		{name: "mm_filemap_add_to_page_cache", prog: o.OnAddToCache},
 		{name: "block_bio_queue", prog: o.OnBioQueue},
 	}
+	if !p.taskWorks {
+		if err := p.attachReadExits(); err != nil {
+			return err
+		}
+	}
 	for _, a := range list {
 		var l link.Link
 		var err error
@@ -91,6 +149,31 @@ func (p *probes) attach() error {
 		}
 		if err != nil {
 			return fmt.Errorf("attach tracepoint %s: %w", a.name, err)
+		}
+		p.links = append(p.links, l)
+	}
+	return nil
+}
+
+// readExits are the syscalls whose exits end a fill where task works are
+// refused: those that copy file pages to user space (or to another file)
+// after their last page-cache event. Other entries end at the next look
+// at the thread.
+var readExits = []string{"read", "pread64", "readv", "preadv", "preadv2", "sendfile64", "copy_file_range", "splice", "io_uring_enter"}
+
+// attachReadExits attaches on_read_exit to readExits' exit tracepoints.
+// Enabling any syscall tracepoint puts every task of the machine on the
+// syscall slow path while it is attached (docs/performance.md); the
+// program itself runs only at those syscalls' exits. A syscall this
+// kernel has no tracepoint for is passed over.
+func (p *probes) attachReadExits() error {
+	for _, name := range readExits {
+		l, err := link.Tracepoint("syscalls", "sys_exit_"+name, p.objs.OnReadExit, nil)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("attach tracepoint syscalls:sys_exit_%s: %w", name, err)
 		}
 		p.links = append(p.links, l)
 	}
