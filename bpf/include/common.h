@@ -34,6 +34,7 @@ enum thread_flag {
 	TF_DIRECT = 1 << 11,  /* tstate: the current kernel entry queued direct-I/O reads of dio_file */
 	TF_OUT_DIRECT = 1 << 12, /* switched out for I/O while its direct-I/O reads were in flight */
 	TF_OUT_URING = 1 << 13,  /* switched out waiting for io_uring completions (counted as I/O wait only for direct reads) */
+	TF_RETURNING = 1 << 14,  /* tstate, with TF_LAZY_END: the filling syscall has returned; a switch out on its way back to user space is still the fill's */
 };
 
 /* Indices into each object's lost counters. Exported to Go by bpf2go. */

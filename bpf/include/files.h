@@ -211,21 +211,35 @@ static __always_inline __u64 entry_of(struct task_struct *task)
 	return ((__u64)(current_syscall(task) + 1) << 48) ^ n;
 }
 
+/* A switch out this soon after a filling syscall's exit is the one on its
+ * way back to user space (the scheduler preempts there more than
+ * anywhere: a task work, which runs after it, counted it in the fill). */
+#define RETURN_SWITCH_NS (100 * 1000)
+
 /* Without task works (TF_LAZY_END), the fill or direct read of an entry
  * the thread has left ends at this look: its CPU time is charged up to
  * the last time the thread was seen in the entry, and the rest, up to
- * its unseen return to user space, is not. th is s's slot when the
- * caller has it, else NULL. Not inlined: its frame is its own, not added
- * to the callers' (on_get_pages's chain down to py_walk is at the limit). */
-static __attribute__((noinline, unused)) void end_left_entry(struct tstate *s, struct thread *th, struct task_struct *task)
+ * its unseen return to user space, is not. After a read-family exit
+ * ended the syscall (TF_RETURNING), only a switch out (switch_ts, else
+ * 0) right after it, with nothing counted since, is still the entry's.
+ * th is s's slot when the caller has it, else NULL. Not inlined: its
+ * frame is its own, not added to the callers' (on_get_pages's chain down
+ * to py_walk is at the limit). */
+static __attribute__((noinline, unused)) void end_left_entry(struct tstate *s, struct thread *th, struct task_struct *task,
+								  __u64 switch_ts)
 {
-	if (!(s->flags & TF_LAZY_END) || s->entry == entry_of(task))
+	if (!(s->flags & TF_LAZY_END))
+		return;
+	bool same = s->entry == entry_of(task);
+	if (s->flags & TF_RETURNING)
+		same = same && switch_ts && switch_ts - s->seen_ts < RETURN_SWITCH_NS;
+	if (same)
 		return;
 	if (!th)
 		th = slot_thread(s);
 	if (s->flags & TF_MISSED)
 		charge_miss(s, th, s->seen_ts);
-	s->flags &= ~(TF_MISSED | TF_LAZY_END | TF_FAULT_TS | TF_DIRECT);
+	s->flags &= ~(TF_MISSED | TF_LAZY_END | TF_RETURNING | TF_FAULT_TS | TF_DIRECT);
 	s->fill_stack = 0;
 	if (th)
 		th->fill_mark = 0;

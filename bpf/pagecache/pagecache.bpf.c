@@ -203,7 +203,7 @@ static __always_inline void end_fill(struct tstate *s, __u64 now)
 {
 	if (s->flags & TF_MISSED)
 		charge_miss(s, NULL, now);
-	s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_LAZY_END | TF_FAULT_TS | TF_DIRECT);
+	s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_LAZY_END | TF_RETURNING | TF_FAULT_TS | TF_DIRECT);
 	s->fill_stack = 0;
 	struct thread *th = slot_thread(s);
 	if (th)
@@ -759,7 +759,7 @@ int BPF_PROG(on_get_pages, struct address_space *mapping, unsigned long index, u
 {
 	struct tstate *t = current_state();
 	if (t) {
-		end_left_entry(t, NULL, bpf_get_current_task_btf());
+		end_left_entry(t, NULL, bpf_get_current_task_btf(), 0);
 		on_access(t, mapping, index, last_index, 0, true);
 		seen_in_entry(t);
 	}
@@ -771,7 +771,7 @@ int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long start, u
 {
 	struct tstate *t = current_state();
 	if (t) {
-		end_left_entry(t, NULL, bpf_get_current_task_btf());
+		end_left_entry(t, NULL, bpf_get_current_task_btf(), 0);
 		on_access(t, mapping, start, end, 0, false);
 		seen_in_entry(t);
 	}
@@ -784,7 +784,7 @@ int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long inde
 	struct tstate *t = current_state();
 	if (!t)
 		return 0;
-	end_left_entry(t, NULL, bpf_get_current_task_btf());
+	end_left_entry(t, NULL, bpf_get_current_task_btf(), 0);
 	/* The start of a fault that may miss: its readahead comes next. */
 	t->fault_ts = bpf_ktime_get_ns();
 	t->flags |= TF_FAULT_TS;
@@ -873,7 +873,7 @@ int BPF_PROG(on_add_to_cache, struct folio *folio)
 	 * insertions. */
 	struct tstate *t = current_state();
 	if (t) {
-		end_left_entry(t, NULL, bpf_get_current_task_btf());
+		end_left_entry(t, NULL, bpf_get_current_task_btf(), 0);
 		add_to_cache(t, folio);
 		seen_in_entry(t);
 	}
@@ -990,7 +990,7 @@ int BPF_PROG(on_bio_queue, struct bio *bio)
 	if (!t || (bio->bi_opf & REQ_OP_MASK_) != REQ_OP_READ)
 		return 0;
 	struct task_struct *task = bpf_get_current_task_btf();
-	end_left_entry(t, NULL, task);
+	end_left_entry(t, NULL, task, 0);
 	/* An io-wq worker never returns to user space, and its counters do
 	 * not move between requests: without task works each bio it queues
 	 * that is not a stacked device's clone of another is a request of
@@ -1042,8 +1042,23 @@ SEC("tracepoint/syscalls/sys_exit_read")
 int on_read_exit(void *ctx)
 {
 	struct tstate *t = current_state();
-	if (t && (t->flags & TF_LAZY_END))
-		end_fill(t, bpf_ktime_get_ns());
+	if (!t || !(t->flags & TF_LAZY_END))
+		return 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	/* An earlier syscall's fill, returned since: it ends where it was
+	 * last seen. */
+	if (t->flags & TF_RETURNING)
+		end_left_entry(t, NULL, task, 0);
+	if (!(t->flags & TF_LAZY_END))
+		return 0;
+	/* This syscall's: charged up to now; the entry, as its counters read
+	 * now, lasts until the thread is back in user space. */
+	__u64 now = bpf_ktime_get_ns();
+	if (t->flags & TF_MISSED)
+		charge_miss(t, NULL, now);
+	t->entry = entry_of(task);
+	t->seen_ts = now;
+	t->flags |= TF_RETURNING;
 	return 0;
 }
 

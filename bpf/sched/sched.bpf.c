@@ -223,7 +223,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct tstate *s = task_state(prev);
 	struct thread *t = s ? slot_thread(s) : NULL;
 	if (s && t) {
-		end_left_entry(s, t, prev);
+		end_left_entry(s, t, prev, now);
 		/* The scheduler has brought the clock up to date before the
 		 * switch (update_curr). */
 		__u64 exec = prev->se.sum_exec_runtime;
@@ -474,7 +474,7 @@ static __always_inline void untrack(struct task_struct *p, struct tstate *s, str
 	__u64 now = bpf_ktime_get_ns();
 	struct thread *t = slot_thread(s);
 	if (t) {
-		end_left_entry(s, t, p);
+		end_left_entry(s, t, p, 0);
 		if (s->flags & TF_MISSED)
 			charge_miss(s, t, now);
 		if ((t->flags & TF_ON_CPU) && now > t->last_ts)

@@ -153,6 +153,7 @@ const (
 	SchedThreadFlagTF_DIRECT       SchedThreadFlag = 2048
 	SchedThreadFlagTF_OUT_DIRECT   SchedThreadFlag = 4096
 	SchedThreadFlagTF_OUT_URING    SchedThreadFlag = 8192
+	SchedThreadFlagTF_RETURNING    SchedThreadFlag = 16384
 )
 
 type SchedTstate struct {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+
+	"github.com/coldtrace/coldtrace/trace/pagecache"
 )
 
 // The collateral row: what processes coldtrace does not trace pay while
@@ -154,6 +156,21 @@ func runCollateral(o options, dir, src string, log func(string, ...any)) (*colla
 		}
 	}
 	sits := situations(o.smoke)
+	// Where the kernel refuses task works, every traced situation has
+	// the read family's syscall-exit tracepoints attached, which slow
+	// every system call of the machine as the path-syscall probes do.
+	taskWorks, err := pagecache.TaskWorksAllowed(nil)
+	if err != nil {
+		return nil, err
+	}
+	if !taskWorks {
+		for i := range sits {
+			if sits[i].Name != "floor" {
+				sits[i].PathSyscalls = true
+			}
+		}
+		log("collateral: this kernel refuses task works to tracing programs: the read exits' tracepoints are on beside every traced situation (getppid reported, not judged)")
+	}
 	var floor *situationResult
 	for _, s := range sits {
 		log("collateral: beside %s (%d pairs)", s.Title, o.collateralPairs)
