@@ -27,7 +27,7 @@ type probes struct {
 // TaskWorksAllowed says whether this kernel lets a tracing program
 // schedule a task work, which ends each fill at its kernel entry's return
 // to user space; where it does not, fills end at the next look at the
-// thread (Sensor.TaskWorks). kernel may be nil.
+// thread. kernel may be nil.
 func TaskWorksAllowed(kernel *btf.Cache) (bool, error) {
 	spec, err := bpfpc.LoadPagecache()
 	if err != nil {
@@ -63,16 +63,14 @@ func taskWorksAllowed(spec *ebpf.CollectionSpec, kernel *btf.Cache) (bool, error
 
 // load loads the page-cache object with the scheduler's shared maps in
 // place of its own.
-func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache, noTaskWorks bool) (*probes, error) {
+func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, error) {
 	spec, err := bpfpc.LoadPagecache()
 	if err != nil {
 		return nil, fmt.Errorf("load page-cache probes: %w", err)
 	}
 	p := &probes{}
-	if !noTaskWorks {
-		if p.taskWorks, err = taskWorksAllowed(spec, kernel); err != nil {
-			return nil, fmt.Errorf("load page-cache probes: %w", err)
-		}
+	if p.taskWorks, err = taskWorksAllowed(spec, kernel); err != nil {
+		return nil, fmt.Errorf("load page-cache probes: %w", err)
 	}
 	if p.taskWorks {
 		if err := spec.Variables[bpfpc.PagecacheVarTaskWorks].Set(uint32(1)); err != nil {

@@ -99,11 +99,6 @@ type Options struct {
 	// MountInfo is the mount table to resolve paths with
 	// (/proc/self/mountinfo when empty).
 	MountInfo string
-	// NoTaskWorks ends each kernel entry's fill at a later look at the
-	// thread even where the kernel lets a task work end it at the return
-	// to user space: the way of kernels that refuse task works to
-	// tracing programs, for tests of it on any kernel.
-	NoTaskWorks bool
 }
 
 // Sensor is the loaded page-cache sensor.
@@ -170,7 +165,7 @@ func New(opts Options) (*Sensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := load(opts.Shared, opts.Stacks, opts.BTF, opts.NoTaskWorks)
+	p, err := load(opts.Shared, opts.Stacks, opts.BTF)
 	if err != nil {
 		return nil, err
 	}
@@ -186,12 +181,6 @@ func New(opts Options) (*Sensor, error) {
 	}
 	return s, nil
 }
-
-// TaskWorks says how fills end: true, at each kernel entry's return to
-// user space (a task work); false, at the next look at the thread (its
-// next page-cache event or switch out) that finds it in another entry,
-// charged up to the last look inside it.
-func (s *Sensor) TaskWorks() bool { return s.p.taskWorks }
 
 func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
 	return &Sensor{p: p, opts: opts, mounts: mounts, loaded: time.Now(),
