@@ -997,6 +997,11 @@ int BPF_PROG(on_bio_queue, struct bio *bio)
 	 * its own (its file, or its own unknown-file count). */
 	if ((t->flags & TF_LAZY_END) && (task->flags & PF_IO_WORKER_) && !(bio->bi_flags & (1 << BIO_CLONED)))
 		t->flags &= ~TF_DIRECT;
+	/* A fill's own readahead bios: built after its last insertion, and
+	 * a fault's asynchronous readahead returns right after them without
+	 * a switch out. Without task works they are the last sight of it. */
+	if (t->flags & TF_MISSED)
+		seen_in_entry(t);
 	struct file *f = dio_file(bio);
 	if (!f)
 		f = syscall_dio_file(bio);
