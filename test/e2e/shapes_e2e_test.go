@@ -343,7 +343,9 @@ func checkShapeRead(t *testing.T, c shapeCase, o shapeOracle, r *record.Record) 
 		return
 	}
 	o.check(t, "pages_accessed", f.PagesAccessed == pages, "%q: %d pages accessed, want %d", f.Path, f.PagesAccessed, pages)
-	if f.NameCut || f.SizeBytes != c.Size || f.PagesAccessed < pages || f.PagesMissed-f.PagesReread != pages {
+	// Pages accessed are held above (an expected failure on some shapes
+	// passes there, not here).
+	if f.NameCut || f.SizeBytes != c.Size || f.PagesMissed-f.PagesReread != pages {
 		t.Errorf("%q: cut %v, %d bytes, pages accessed %d, missed %d (re-read %d); want %d bytes, %d pages accessed and missed",
 			f.Path, f.NameCut, f.SizeBytes, f.PagesAccessed, f.PagesMissed, f.PagesReread, c.Size, pages)
 	}
