@@ -211,6 +211,21 @@ static __always_inline __u64 entry_of(struct task_struct *task)
 	return ((__u64)(current_syscall(task) + 1) << 48) ^ n;
 }
 
+/* End the current entry's fill (its CPU charged up to end) and direct
+ * read, however they were to end. th is s's slot when the caller has it,
+ * else NULL. */
+static __always_inline void end_fill(struct tstate *s, struct thread *th, __u64 end)
+{
+	if (!th)
+		th = slot_thread(s);
+	if (s->flags & TF_MISSED)
+		charge_miss(s, th, end);
+	s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_LAZY_END | TF_RETURNING | TF_FAULT_TS | TF_DIRECT);
+	s->fill_stack = 0;
+	if (th)
+		th->fill_mark = 0;
+}
+
 /* A switch out this soon after a filling syscall's exit is the one on its
  * way back to user space (the scheduler preempts there more than
  * anywhere: a task work, which runs after it, counted it in the fill). */
@@ -235,14 +250,7 @@ static __attribute__((noinline, unused)) void end_left_entry(struct tstate *s, s
 		same = same && switch_ts && switch_ts - s->seen_ts < RETURN_SWITCH_NS;
 	if (same)
 		return;
-	if (!th)
-		th = slot_thread(s);
-	if (s->flags & TF_MISSED)
-		charge_miss(s, th, s->seen_ts);
-	s->flags &= ~(TF_MISSED | TF_LAZY_END | TF_RETURNING | TF_FAULT_TS | TF_DIRECT);
-	s->fill_stack = 0;
-	if (th)
-		th->fill_mark = 0;
+	end_fill(s, th, s->seen_ts);
 }
 
 /* Syscalls that write file data: pages they insert into the page cache

@@ -199,23 +199,12 @@ extern void bpf_preempt_enable(void) __ksym;
  * task-storage lookup would find the storage busy (the lookup's per-CPU
  * guard) and lose the switch: the thread's time from its switch-in to
  * the next one went uncounted (tens of ms under CPU contention). */
-static __always_inline void end_fill(struct tstate *s, __u64 now)
-{
-	if (s->flags & TF_MISSED)
-		charge_miss(s, NULL, now);
-	s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_LAZY_END | TF_RETURNING | TF_FAULT_TS | TF_DIRECT);
-	s->fill_stack = 0;
-	struct thread *th = slot_thread(s);
-	if (th)
-		th->fill_mark = 0;
-}
-
 static int close_fill(struct bpf_map *map, void *key, void *value)
 {
 	bpf_preempt_disable();
 	struct tstate *s = current_state();
 	if (s)
-		end_fill(s, bpf_ktime_get_ns());
+		end_fill(s, NULL, bpf_ktime_get_ns());
 	bpf_preempt_enable();
 	return 0;
 }
@@ -1029,7 +1018,7 @@ int BPF_PROG(on_bio_queue, struct bio *bio)
 	if (close_at_return(t))
 		t->flags |= TF_DIRECT;
 	seen_in_entry(t);
-	struct tstate *ls = task_state(bpf_get_current_task_btf()->group_leader);
+	struct tstate *ls = task_state(task->group_leader);
 	if (ls) {
 		ls->async_file = key;
 		ls->async_ts = bpf_ktime_get_ns();
