@@ -68,6 +68,12 @@ type Record struct {
 	StartupNS int64 `json:"startup_ns"`
 
 	Lost Lost `json:"lost"`
+	// FillEnd says how the kernel side ended the fill intervals (the CPU
+	// and waits of a read or fault that missed): FillEndTaskWork,
+	// FillEndReadExit or FillEndNextLook. Empty in records made before it
+	// was recorded. Two runs whose fills ended differently do not measure
+	// a read's CPU alike.
+	FillEnd string `json:"fill_end,omitempty"`
 
 	// Files are indexed by File.ID (its position); samples refer to them.
 	Files     []File    `json:"files"`
@@ -117,6 +123,21 @@ type Record struct {
 	// otherwise). Read-only once built.
 	fileIndex map[int]int
 }
+
+// How fill intervals ended (Record.FillEnd).
+const (
+	// FillEndTaskWork: at the entry's return to user space, by a task
+	// work the miss scheduled; every entry, whatever its syscall.
+	FillEndTaskWork = "task_work"
+	// FillEndReadExit: the kernel refuses task works to tracing programs;
+	// the read family's syscall exits end theirs, any other entry (a
+	// fault, execve) ends at the next look at the thread.
+	FillEndReadExit = "read_exit"
+	// FillEndNextLook: as FillEndReadExit without the read exits
+	// (--read-exits never): a read's copy of its last pages, after its
+	// last page-cache event, is not in its fill.
+	FillEndNextLook = "next_look"
+)
 
 // Partial says a record was written during the run, not at its end.
 type Partial struct {

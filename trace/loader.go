@@ -273,7 +273,8 @@ func makeStacks(l *loader, taken map[string]*ebpf.Map) (Sensor, func() error, er
 }
 
 func makePagecache(l *loader, taken map[string]*ebpf.Map) (Sensor, func() error, error) {
-	o := pagecache.Options{Shared: taken, Waiting: need[*sched.Sensor](l).Waiting, BTF: l.kernel}
+	o := pagecache.Options{Shared: taken, Waiting: need[*sched.Sensor](l).Waiting, BTF: l.kernel,
+		NoReadExits: l.s.opts.NoReadExits}
 	if on[*jit.Sensor](l) {
 		o.FileSeen = func(f probe.FileSeen) {
 			if j := l.jit.Load(); j != nil {

@@ -70,6 +70,10 @@ type Options struct {
 	NoNetwork bool
 	// NoStacks skips the Python stack sensor (trace/pystack).
 	NoStacks bool
+	// NoReadExits keeps the read syscalls' exit tracepoints off on
+	// kernels that refuse task works to tracing programs
+	// (pagecache.Options.NoReadExits).
+	NoReadExits bool
 	// CacheDirs are extra kernel-cache directories, "NAME=PATH".
 	CacheDirs []string
 	// JITUprobes are extra compile entry points, "LIB:SYMBOL".

@@ -539,6 +539,10 @@ func warnings(a, b *record.Record) []string {
 	} else if a.Host.Kernel != b.Host.Kernel && a.Host.Kernel != "" && b.Host.Kernel != "" {
 		out = append(out, fmt.Sprintf("A and B ran on different kernels (%s, %s)", a.Host.Kernel, b.Host.Kernel))
 	}
+	if a.FillEnd != b.FillEnd && a.FillEnd != "" && b.FillEnd != "" {
+		out = append(out, fmt.Sprintf("A and B ended fills differently (%s, %s): a read's CPU is not measured alike, so their disk reads differ by more than the disk",
+			fillEndWords(a.FillEnd), fillEndWords(b.FillEnd)))
+	}
 	if ca, cb := strings.Join(a.Command, " "), strings.Join(b.Command, " "); !slices.Equal(a.Command, b.Command) {
 		out = append(out, fmt.Sprintf("A and B ran different commands (%q, %q): the difference is not only the caches", ca, cb))
 	}
@@ -570,6 +574,19 @@ func warnings(a, b *record.Record) []string {
 		out = append(out, "B was recorded before A; put the earlier (cold) run first")
 	}
 	return out
+}
+
+// fillEndWords says how a record's fills ended (record.FillEnd).
+func fillEndWords(end string) string {
+	switch end {
+	case record.FillEndTaskWork:
+		return "at the return to user space"
+	case record.FillEndReadExit:
+		return "at the read syscalls' exits and the next look at the thread"
+	case record.FillEndNextLook:
+		return "at the next look at the thread, without the read exits"
+	}
+	return end
 }
 
 // CallSite is one call site's time in one category on both sides.

@@ -156,20 +156,23 @@ func runCollateral(o options, dir, src string, log func(string, ...any)) (*colla
 		}
 	}
 	sits := situations(o.smoke)
-	// Where the kernel refuses task works, every traced situation has
-	// the read family's syscall-exit tracepoints attached, which slow
-	// every system call of the machine as the path-syscall probes do.
+	// Where the kernel refuses task works, every traced situation but
+	// the one run with --no-read-exits has the read family's syscall-exit
+	// tracepoints attached, which slow every system call of the machine
+	// as the path-syscall probes do. Elsewhere that one is "shell" again.
 	taskWorks, err := pagecache.TaskWorksAllowed(nil)
 	if err != nil {
 		return nil, err
 	}
-	if !taskWorks {
+	if taskWorks {
+		sits = slices.DeleteFunc(sits, func(s situation) bool { return s.Name == noReadExits })
+	} else {
 		for i := range sits {
-			if sits[i].Name != "floor" {
+			if sits[i].Name != "floor" && sits[i].Name != noReadExits {
 				sits[i].PathSyscalls = true
 			}
 		}
-		log("collateral: this kernel refuses task works to tracing programs: the read exits' tracepoints are on beside every traced situation (getppid reported, not judged)")
+		log("collateral: this kernel refuses task works to tracing programs: the read exits' tracepoints are on beside every traced situation but --no-read-exits' (getppid reported, not judged, beside them)")
 	}
 	var floor *situationResult
 	for _, s := range sits {

@@ -73,6 +73,7 @@ func situations(smoke bool) []situation {
 		{Name: "attach", Title: "coldtrace attach to a sleeping process", start: startAttach},
 		{Name: "framework", Title: "coldtrace tracing a framework's process (TRITON_CACHE_DIR set: path-syscall probes on)",
 			PathSyscalls: true, start: traced("framework")},
+		{Name: noReadExits, Title: "coldtrace --no-read-exits tracing a shell (sleep)", start: traced(noReadExits)},
 	}
 	if smoke {
 		return all[:2]
@@ -110,6 +111,11 @@ os.rename(ready + ".tmp", ready)
 time.sleep(3600)
 `
 
+// noReadExits is the situation of a shell traced with --no-read-exits: on
+// kernels that refuse task works, the traced situation without a syscall
+// tracepoint (elsewhere the same as "shell", and left out).
+const noReadExits = "shell-no-read-exits"
+
 // traced starts coldtrace on a command of the given kind.
 func traced(kind string) func(c *collateral) (*beside, error) {
 	return func(c *collateral) (*beside, error) {
@@ -120,10 +126,12 @@ func traced(kind string) func(c *collateral) (*beside, error) {
 		}
 		ready := filepath.Join(dir, "ready")
 		sh := `echo $$ > ` + ready + `.tmp && mv ` + ready + `.tmp ` + ready + ` && exec sleep 3600`
-		var command []string
+		var command, flags []string
 		switch kind {
 		case "shell":
 			command = []string{"sh", "-c", sh}
+		case noReadExits:
+			command, flags = []string{"sh", "-c", sh}, []string{"--no-read-exits"}
 		case "python":
 			command = []string{python, "-c", pyReady, ready}
 		case "download":
@@ -136,7 +144,7 @@ func traced(kind string) func(c *collateral) (*beside, error) {
 		case "framework":
 			command = []string{"env", "TRITON_CACHE_DIR=" + filepath.Join(dir, "triton"), "sh", "-c", sh}
 		}
-		argv := append(append([]string{c.o.coldtrace, "-q", "--json", filepath.Join(dir, "summary.json")}, c.o.ctArgs...), "--")
+		argv := append(append(append([]string{c.o.coldtrace, "-q", "--json", filepath.Join(dir, "summary.json")}, c.o.ctArgs...), flags...), "--")
 		ct := exec.Command(argv[0], append(argv[1:], command...)...)
 		ct.Env = c.env
 		if err := ct.Start(); err != nil {

@@ -68,19 +68,22 @@ type sensorOptions struct {
 	noJIT       bool
 	noNetwork   bool
 	noStacks    bool
+	noReadExits bool
 	gpuEvery    time.Duration
 	cacheDirs   []string
 	jitUprobes  []string
 	jitSyscalls string
 }
 
-// addFlags registers --no-gpu, --no-jit, --no-network, --no-stacks, --gpu-interval,
+// addFlags registers --no-gpu, --no-jit, --no-network, --no-stacks,
+// --no-read-exits, --gpu-interval,
 // --cache-dir, --jit-uprobe and --jit-syscalls on fs.
 func (o *sensorOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noGPU, "no-gpu", false, "do not sample NVIDIA GPUs")
 	fs.BoolVar(&o.noJIT, "no-jit", false, "do not trace compiles and kernel caches (replaces "+noJITEnv+"=1)")
 	fs.BoolVar(&o.noNetwork, "no-network", false, "do not trace downloads")
 	fs.BoolVar(&o.noStacks, "no-stacks", false, "do not take Python stacks")
+	fs.BoolVar(&o.noReadExits, "no-read-exits", false, "where the kernel refuses task works to tracing programs (coldtrace doctor: fill ends), do not trace the read syscalls' exits, which put every process of the machine on the syscall slow path while coldtrace runs; a read's copy of its last pages is then not in its disk read")
 	fs.DurationVar(&o.gpuEvery, "gpu-interval", 100*time.Millisecond, "GPU sampling period")
 	fs.StringArrayVar(&o.cacheDirs, "cache-dir", nil, "extra kernel-cache directory `NAME=PATH` (repeatable)")
 	fs.StringArrayVar(&o.jitUprobes, "jit-uprobe", nil, "time calls of `LIB:SYMBOL` as compiles (repeatable)")
@@ -103,6 +106,7 @@ func (o sensorOptions) apply(opts *trace.Options, getenv func(string) string, st
 	opts.NoJIT = o.noJIT || fromEnv
 	opts.NoNetwork = o.noNetwork
 	opts.NoStacks = o.noStacks
+	opts.NoReadExits = o.noReadExits
 	opts.GPUInterval = o.gpuEvery
 	opts.CacheDirs = o.cacheDirs
 	opts.JITUprobes = o.jitUprobes

@@ -113,6 +113,39 @@ func TestDiffWarnsAcrossHostsAndCommands(t *testing.T) {
 	}
 }
 
+// Two runs whose fills ended differently measure a read's CPU differently:
+// the diff says so, and says nothing when either record predates the field.
+func TestDiffWarnsWhenFillsEndedDifferently(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{record.FillEndTaskWork, record.FillEndReadExit, true},
+		{record.FillEndReadExit, record.FillEndNextLook, true},
+		{record.FillEndReadExit, record.FillEndReadExit, false},
+		{"", record.FillEndNextLook, false},
+	} {
+		a := fixtures.Record(t, "truth-cold")
+		b := fixtures.Record(t, "truth-warm")
+		a.FillEnd, b.FillEnd = c.a, c.b
+		d := compare.New(a, b, nil, nil)
+		all := strings.Join(d.Warnings, "\n")
+		if got := strings.Contains(all, "ended fills differently"); got != c.want {
+			t.Errorf("%q vs %q: warned %v, want %v: %q", c.a, c.b, got, c.want, all)
+		}
+	}
+	a := fixtures.Record(t, "truth-cold")
+	b := fixtures.Record(t, "truth-warm")
+	a.FillEnd, b.FillEnd = record.FillEndTaskWork, record.FillEndNextLook
+	var buf bytes.Buffer
+	if err := WriteText(&buf, compare.New(a, b, nil, nil), TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "warning: A and B ended fills differently (at the return to user space, at the next look at the thread, without the read exits)"; !strings.Contains(buf.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, buf.String())
+	}
+}
+
 // TestDiffDeltasSum compares every pair of fixtures: each breakdown sums
 // to its wall time, so the deltas sum to the wall difference.
 

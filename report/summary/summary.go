@@ -31,9 +31,11 @@ type Summary struct {
 	StartupNS   int64       `json:"startup_ns"`
 	LostEvents  uint64      `json:"lost_events"`
 	Lost        record.Lost `json:"lost"`
-	User        record.User `json:"user"`
-	Files       []File      `json:"files"`
-	Processes   []Process   `json:"processes"`
+	// FillEnd is how the kernel side ended fills (record.FillEnd).
+	FillEnd   string      `json:"fill_end,omitempty"`
+	User      record.User `json:"user"`
+	Files     []File      `json:"files"`
+	Processes []Process   `json:"processes"`
 	// Stacks are the Python stacks processes were started from, interned
 	// (Process.Stack), innermost frame first.
 	Stacks   []record.PyStack `json:"stacks,omitempty"`
@@ -283,7 +285,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	}
 	s := &Summary{Schema: Schema, Command: r.Command, ExitCode: r.ExitCode, Signal: r.Signal,
 		StartError: r.StartError, Interrupted: r.Interrupted, Partial: r.Partial, WallNS: r.WallNS, StartupNS: r.StartupNS, LostEvents: r.Lost.Total(),
-		Lost: r.Lost, User: r.User, Warnings: r.Warnings, Self: r.Self, MadeCold: r.MadeCold,
+		Lost: r.Lost, FillEnd: r.FillEnd, User: r.User, Warnings: r.Warnings, Self: r.Self, MadeCold: r.MadeCold,
 		Files: []File{}, Processes: []Process{}}
 	s.Labels, s.Coarsened, s.Untraced = r.Labels, r.Coarsened, r.Untraced
 	fileStacks := map[int]attribution.FileEvidence{}

@@ -1,6 +1,7 @@
 package pagecache
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/coldtrace/coldtrace/internal/testenv"
@@ -28,5 +29,59 @@ func TestLoadWithSharedMaps(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// The record says how fills ended; on a kernel that refuses task works
+// the read exits are attached unless the run asked not to (then no
+// syscall tracepoint of this object is, and every process of the machine
+// keeps the syscall fast path).
+func TestFillEndFollowsKernelAndReadExitsOption(t *testing.T) {
+	testenv.RequireTracing(t)
+	taskWorks, err := TaskWorksAllowed(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, noExits := range []bool{false, true} {
+		sc, err := sched.New(sched.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Options{Shared: sc.Shared().Replacements(), Waiting: sc.Waiting, NoReadExits: noExits})
+		if err != nil {
+			sc.Close()
+			t.Fatal(err)
+		}
+		var rec record.Record
+		rec.Host.PageSize = 4096
+		if err := s.Finish(&rec); err != nil {
+			t.Error(err)
+		}
+		want, wantLinks := record.FillEndReadExit, 5+len(readExits)
+		switch {
+		case taskWorks:
+			want, wantLinks = record.FillEndTaskWork, 5
+		case noExits:
+			want, wantLinks = record.FillEndNextLook, 5
+		}
+		if rec.FillEnd != want {
+			t.Errorf("task works %v, no read exits %v: fill_end %q, want %q", taskWorks, noExits, rec.FillEnd, want)
+		}
+		// A kernel without one of the syscalls' tracepoints passes it over.
+		got := len(s.p.links)
+		if want == record.FillEndReadExit && (got <= 5 || got > wantLinks) || want != record.FillEndReadExit && got != wantLinks {
+			t.Errorf("fill_end %q: %d links, want %d", want, got, wantLinks)
+		}
+		warned := false
+		for _, w := range rec.Warnings {
+			warned = warned || strings.Contains(w, "--no-read-exits")
+		}
+		if warned != (want == record.FillEndNextLook) {
+			t.Errorf("fill_end %q: warnings %q", want, rec.Warnings)
+		}
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+		sc.Close()
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
+	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
@@ -22,6 +23,8 @@ type probes struct {
 	// user space; false: a later look at the thread does (see
 	// bpf/pagecache's task_works).
 	taskWorks bool
+	// fillEnd is how the attached programs end fills (record.FillEnd).
+	fillEnd string
 }
 
 // TaskWorksAllowed says whether this kernel lets a tracing program
@@ -119,7 +122,9 @@ func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, erro
 	return p, nil
 }
 
-func (p *probes) attach() error {
+// attach attaches the programs; without task works, the read family's
+// syscall exits too unless noReadExits.
+func (p *probes) attach(noReadExits bool) error {
 	o := &p.objs
 	list := []struct {
 		name    string // the BTF tracepoint, or the classic one's event
@@ -132,10 +137,16 @@ func (p *probes) attach() error {
 		{name: "mm_filemap_add_to_page_cache", prog: o.OnAddToCache},
 		{name: "block_bio_queue", prog: o.OnBioQueue},
 	}
-	if !p.taskWorks {
+	switch {
+	case p.taskWorks:
+		p.fillEnd = record.FillEndTaskWork
+	case noReadExits:
+		p.fillEnd = record.FillEndNextLook
+	default:
 		if err := p.attachReadExits(); err != nil {
 			return err
 		}
+		p.fillEnd = record.FillEndReadExit
 	}
 	for _, a := range list {
 		var l link.Link

@@ -99,6 +99,12 @@ type Options struct {
 	// MountInfo is the mount table to resolve paths with
 	// (/proc/self/mountinfo when empty).
 	MountInfo string
+	// NoReadExits keeps the read family's syscall exit tracepoints off
+	// where the kernel refuses task works (which is when they would end
+	// reads' fills): with any syscall tracepoint attached every task of
+	// the machine takes the syscall slow path. Reads' fills then end at
+	// the next look at the thread, without their last copy's CPU.
+	NoReadExits bool
 }
 
 // Sensor is the loaded page-cache sensor.
@@ -171,7 +177,7 @@ func New(opts Options) (*Sensor, error) {
 	}
 	opts.BTF = nil // not held past the load (see evict.New)
 	s := newSensor(p, mounts, opts)
-	if err := p.attach(); err != nil {
+	if err := p.attach(opts.NoReadExits); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -349,6 +355,10 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	rec.Lost.FileTable += lost[bpfpc.PagecacheLostKindLOST_FILES]
 	rec.Lost.FillEnds += lost[bpfpc.PagecacheLostKindLOST_FILL_END]
 	rec.Lost.Pages += lost[bpfpc.PagecacheLostKindLOST_PAGES]
+	rec.FillEnd = s.p.fillEnd
+	if s.p.fillEnd == record.FillEndNextLook {
+		rec.Warnings = append(rec.Warnings, "fills of reads ended at the next look at the thread (--no-read-exits on a kernel that refuses task works to tracing programs): each read's copy of its last pages is not in its disk read")
+	}
 	if n, err := probe.SumPerCPU(s.p.objs.Lost, uint32(bpfpc.PagecacheLostKindLOST_STACKS)); err == nil && n > 0 {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("python stacks: %d charges found the file-stack table full; that time is in the files' totals without a stack", n))
 	}

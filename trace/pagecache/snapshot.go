@@ -34,6 +34,7 @@ func (s *Sensor) Snapshot(rec *record.Record) error {
 	rec.Lost.RingBuffer += lost[bpfpc.PagecacheLostKindLOST_RINGBUF]
 	rec.Lost.FileTable += lost[bpfpc.PagecacheLostKindLOST_FILES]
 	rec.Lost.FillEnds += lost[bpfpc.PagecacheLostKindLOST_FILL_END]
+	rec.FillEnd = s.p.fillEnd
 	rec.Self.EventsSeen += s.seen
 	return nil
 }
