@@ -44,6 +44,7 @@ type summaryJSON struct {
 		BytesFromDisk uint64 `json:"bytes_from_disk"`
 		IOWaitNS      int64  `json:"io_wait_ns"`
 		MissCPUNS     int64  `json:"miss_cpu_ns"`
+		FillWaitNS    int64  `json:"fill_wait_ns"`
 	} `json:"files"`
 	Processes []struct {
 		PID      int32  `json:"pid"`

@@ -99,7 +99,17 @@ func TestGroundTruthSequential(t *testing.T) {
 		t.Fatalf("warm the compiler: %v\n%s", err, out)
 	}
 	ph, s := runGroundTruth(t, "sequential", src)
-	within(t, "disk_read vs the read phase", s.category("disk_read"), ph.ReadNS, 0.10)
+	// Other files the run read from disk (the workload's and the
+	// compiler's, some paged out under load: seen, 9 files, 27 ms) are
+	// disk reads the workload's clock counts in its other phases.
+	var others int64
+	for _, f := range s.Files {
+		if filepath.Base(f.Path) != "data.bin" {
+			others += f.IOWaitNS + f.MissCPUNS + f.FillWaitNS
+		}
+	}
+	t.Logf("other files' disk reads: %v", time.Duration(others))
+	within(t, "disk_read, less other files', vs the read phase", s.category("disk_read")-others, ph.ReadNS, 0.10)
 	within(t, "cpu vs the spin phase", s.category("cpu"), ph.SpinNS, 0.10)
 	within(t, "other_wait vs the sleep phase", s.category("other_wait"), ph.SleepNS, 0.10)
 	within(t, "jit_compile vs the compile phase", s.category("jit_compile"), ph.CompileNS, 0.10)
