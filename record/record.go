@@ -134,7 +134,7 @@ const (
 	// fault, execve) ends at the next look at the thread.
 	FillEndReadExit = "read_exit"
 	// FillEndNextLook: as FillEndReadExit without the read exits
-	// (--read-exits never): a read's copy of its last pages, after its
+	// (--no-read-exits): a read's copy of its last pages, after its
 	// last page-cache event, is not in its fill.
 	FillEndNextLook = "next_look"
 )
