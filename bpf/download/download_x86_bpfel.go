@@ -152,6 +152,7 @@ type DownloadThread struct {
 	WaitStack  uint64
 	UnseenOuts uint32
 	Pad        uint32
+	RdelayNs   uint64
 }
 
 type DownloadTstate struct {

@@ -145,6 +145,7 @@ type EvictThread struct {
 	WaitStack  uint64
 	UnseenOuts uint32
 	Pad        uint32
+	RdelayNs   uint64
 }
 
 type EvictTstate struct {

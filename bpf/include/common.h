@@ -176,6 +176,11 @@ struct thread {
 	 * set at each switch in for this. */
 	__u32 unseen_outs;
 	__u32 pad;
+	/* The kernel's run-queue clock of the thread (sched_info.run_delay,
+	 * with a run-queue wait about to end added) at its last seen
+	 * switch: what tells the run-queue part of a wait whose switch out
+	 * was not seen from a sleep. */
+	__u64 rdelay_ns;
 };
 
 struct {

@@ -180,6 +180,7 @@ type JitThread struct {
 	WaitStack  uint64
 	UnseenOuts uint32
 	Pad        uint32
+	RdelayNs   uint64
 }
 
 type JitTstate struct {

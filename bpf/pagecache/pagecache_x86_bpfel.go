@@ -212,6 +212,7 @@ type PagecacheThread struct {
 	WaitStack  uint64
 	UnseenOuts uint32
 	Pad        uint32
+	RdelayNs   uint64
 }
 
 type PagecacheTstate struct {

@@ -138,6 +138,7 @@ type PystackThread struct {
 	WaitStack  uint64
 	UnseenOuts uint32
 	Pad        uint32
+	RdelayNs   uint64
 }
 
 type PystackTstate struct {

@@ -179,6 +179,30 @@ static __always_inline bool charge_uring_wait(struct thread *t, struct task_stru
 	return true;
 }
 
+/* The kernel's run-queue clock of task (sched_info.run_delay) as of now,
+ * at a sched_switch on this CPU: the switch adds a wait that ends here to
+ * run_delay only after the tracepoint (sched_info_arrive, in
+ * prepare_task_switch), so a queued task's pending wait is added from
+ * its queueing time and the clock of the run queue it is on, which the
+ * scheduler brought up to date before the switch (reached through its
+ * CFS queue: a per-CPU kernel variable cannot be named from here). 0
+ * where the kernel keeps no sched_info; the pending part is left out
+ * where a CFS queue does not name its run queue. */
+static __always_inline __u64 run_delay(struct task_struct *task)
+{
+	if (!bpf_core_field_exists(task->sched_info))
+		return 0;
+	__u64 rd = BPF_CORE_READ(task, sched_info.run_delay);
+	__u64 queued = BPF_CORE_READ(task, sched_info.last_queued);
+	struct cfs_rq *cfs = BPF_CORE_READ(task, se.cfs_rq);
+	if (queued && cfs && bpf_core_field_exists(cfs->rq)) {
+		__u64 clock = BPF_CORE_READ(cfs, rq, clock);
+		if (clock > queued)
+			rd += clock - queued;
+	}
+	return rd;
+}
+
 /* The wait of d ns that ends when t (of task) is switched in, by the kind
  * its switch out recorded. */
 static __always_inline void charge_wait(struct thread *t, struct task_struct *task, __u64 d)
@@ -283,6 +307,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			f |= TF_OUT_RUNNABLE;
 		}
 		t->last_ts = now;
+		t->rdelay_ns = run_delay(prev);
 		t->switches++;
 		/* Written last: once user space sees TF_DEAD it reads the final
 		 * counters and recycles the slot. */
@@ -296,6 +321,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	t = s ? slot_thread(s) : NULL;
 	if (s && t) {
 		__u64 exec = next->se.sum_exec_runtime;
+		__u64 rd = run_delay(next);
 		if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts) {
 			charge_wait(t, next, now - t->last_ts);
 		} else if ((t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts) {
@@ -303,18 +329,25 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			 * out was not seen (the untraced switches that leave
 			 * switch-ins unseen leave switch-outs unseen as well;
 			 * measured: about as many). The interval since the last
-			 * switch in was a run, then a wait of unknown kind. Before
-			 * this repair the whole interval was lost: 0.1-0.9 s of
-			 * a thread that slept on a paced download. */
+			 * switch in was a run, then a wait of unknown kind: the
+			 * kernel's run-queue clock tells its run-queue part (a
+			 * spinner preempted beside a busy loop), the rest was a
+			 * sleep. Before this repair the whole interval was lost:
+			 * 0.1-0.9 s of a thread that slept on a paced download. */
 			__u64 d = now - t->last_ts;
 			__u64 run = exec > t->exec_ns ? exec - t->exec_ns : 0;
 			if (run > d)
 				run = d;
+			__u64 queued = rd > t->rdelay_ns ? rd - t->rdelay_ns : 0;
+			if (queued > d - run)
+				queued = d - run;
 			t->cpu_ns += run;
-			t->other_ns += d - run;
+			t->runq_ns += queued;
+			t->other_ns += d - run - queued;
 			t->unseen_outs++;
 		}
 		t->exec_ns = exec;
+		t->rdelay_ns = rd;
 		t->flags = (t->flags & ~(TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL | TF_OUT_DIRECT | TF_OUT_URING)) | TF_ON_CPU;
 		t->last_ts = now;
 		s->mark_ts = now;

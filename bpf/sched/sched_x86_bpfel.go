@@ -134,6 +134,7 @@ type SchedThread struct {
 	WaitStack  uint64
 	UnseenOuts uint32
 	Pad        uint32
+	RdelayNs   uint64
 }
 
 type SchedThreadFlag uint32

@@ -120,9 +120,7 @@ func (p *probes) seedThread(pid, tid int, nowNS uint64) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("track thread %d of pid %d: %w", tid, pid, err)
 	}
-	// Flags 0: the thread's state is not known until its next switch, so
-	// the time to it counts as a wait, not as CPU.
-	t := bpfsched.SchedThread{Tid: uint32(tid), Tgid: uint32(pid), LastTs: nowNS, ExecNs: execNS(pid, tid)}
+	t := seededThread(pid, tid, nowNS)
 	if err := p.objs.Threads.Update(slot, &t, ebpf.UpdateAny); err != nil {
 		return false, fmt.Errorf("track thread %d of pid %d: %w", tid, pid, err)
 	}

@@ -127,7 +127,7 @@ func (p *probes) attach() error {
 // from then on by the kernel side. Its counters take slot 0 of the thread
 // array; its task storage is written through a pidfd.
 func (p *probes) seed(tid int, nowNS uint64) error {
-	t := bpfsched.SchedThread{Tid: uint32(tid), Tgid: uint32(tid), LastTs: nowNS, ExecNs: execNS(tid, tid)}
+	t := seededThread(tid, tid, nowNS)
 	if err := p.objs.Threads.Update(uint32(0), &t, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("track pid %d: %w", tid, err)
 	}
@@ -173,22 +173,38 @@ func (p *probes) close() error {
 	return first
 }
 
-// execNS is the kernel's on-CPU clock of thread tid of pid so far
-// (sum_exec_runtime, the first field of schedstat), or 0 if it cannot be
-// read. A seeded thread's first switch out splits the time since the
-// seed with it; 0 counts all of it as CPU.
-func execNS(pid, tid int) uint64 {
+// schedClock is the kernel's own clocks of a thread so far, from
+// /proc/PID/task/TID/schedstat: on a CPU (sum_exec_runtime) and waiting
+// on a run queue (sched_info.run_delay, of the waits that have ended).
+type schedClock struct {
+	exec     uint64
+	runDelay uint64
+}
+
+// readSchedClock is thread tid of pid's schedClock, zero if it cannot be
+// read (gone). A seeded thread's first switch out splits the time since
+// the seed with it; an exec of 0 counts all of it as CPU.
+func readSchedClock(pid, tid int) schedClock {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
 	if err != nil {
-		return 0
+		return schedClock{}
 	}
 	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
+	if len(f) < 2 {
+		return schedClock{}
 	}
-	n, err := strconv.ParseUint(f[0], 10, 64)
-	if err != nil {
-		return 0
+	exec, err1 := strconv.ParseUint(f[0], 10, 64)
+	delay, err2 := strconv.ParseUint(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return schedClock{}
 	}
-	return n
+	return schedClock{exec: exec, runDelay: delay}
+}
+
+// seededThread is the first counters of thread tid of pid, tracked from
+// nowNS: its state is not known until its next switch (flags 0), so the
+// time to it counts as a wait, split by the thread's own clocks.
+func seededThread(pid, tid int, nowNS uint64) bpfsched.SchedThread {
+	c := readSchedClock(pid, tid)
+	return bpfsched.SchedThread{Tid: uint32(tid), Tgid: uint32(pid), LastTs: nowNS, ExecNs: c.exec, RdelayNs: c.runDelay}
 }

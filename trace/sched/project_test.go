@@ -3,6 +3,7 @@ package sched
 import (
 	"os"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestProjectionAsksTheClockOfANewWait(t *testing.T) {
 		}
 	}
 	spin(time.Millisecond) // a clock that has started
-	before := execNS(pid, tid)
+	before := readSchedClock(pid, tid).exec
 	if before == 0 {
 		t.Skip("no /proc/PID/task/TID/schedstat: the kernel keeps no schedstat")
 	}
@@ -60,5 +61,67 @@ func TestProjectionAsksTheClockOfANewWait(t *testing.T) {
 			t.Errorf("%s: %v of CPU, %v of waits in %v: asked its clock %v, want %v", c.name,
 				time.Duration(cur.cpu), time.Duration(waited), time.Duration(d), asked, c.asked)
 		}
+	}
+}
+
+// A thread flagged on a CPU since its last switch in, whose switch out
+// the program never saw, has been away: a poll that finds it so for over
+// 20 ms splits the interval by the thread's own clocks into its run, its
+// run-queue waits and, the rest, a sleep. Two spinning threads on one CPU
+// wait on the run queue about half the time and never sleep: the split
+// must find their waits run-queue waits, not "other" (before it, every
+// wait behind an unseen switch out was booked as other).
+func TestProjectionSplitsAnUnseenSwitchOutByTheRunQueueClock(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var one unix.CPUSet
+	one.Set(0)
+	pid, tid := os.Getpid(), unix.Gettid()
+	if err := unix.SchedSetaffinity(tid, &one); err != nil {
+		t.Skipf("cannot pin to CPU 0: %v", err)
+	}
+	var stop atomic.Bool
+	spinning := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		spinning <- unix.SchedSetaffinity(unix.Gettid(), &one)
+		for !stop.Load() {
+		}
+	}()
+	defer stop.Store(true)
+	if err := <-spinning; err != nil {
+		t.Skipf("cannot pin a second thread to CPU 0: %v", err)
+	}
+	spin := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); {
+		}
+	}
+	spin(10 * time.Millisecond)
+	before := readSchedClock(pid, tid)
+	if before.exec == 0 {
+		t.Skip("no /proc/PID/task/TID/schedstat: the kernel keeps no sched_info")
+	}
+	switchedIn := probe.MonotonicNS()
+	spin(200 * time.Millisecond)
+	now := probe.MonotonicNS()
+	d := int64(now - switchedIn)
+	v := &bpfsched.SchedThread{Tid: uint32(tid), Tgid: uint32(pid), LastTs: switchedIn,
+		ExecNs: before.exec, RdelayNs: before.runDelay, Flags: tfOnCPU}
+	var cur threadTimes
+	projectOngoing(v, 0, now, now, false, &cur)
+	if cur.cpu+cur.runq+cur.other != d {
+		t.Fatalf("%d ns of CPU, %d of run queue, %d other for an interval of %d", cur.cpu, cur.runq, cur.other, d)
+	}
+	// Sharing one CPU, each ran and waited about half; other processes
+	// may take some of it too, but none of it was a sleep (the run-queue
+	// wait going on at the end is not in the clock yet: a slice or so).
+	t.Logf("interval %v: cpu %v, run queue %v, other %v", time.Duration(d),
+		time.Duration(cur.cpu), time.Duration(cur.runq), time.Duration(cur.other))
+	if cur.runq < d/5 {
+		t.Errorf("run queue %v of %v: the run-queue clock did not split the wait", time.Duration(cur.runq), time.Duration(d))
+	}
+	if cur.other > d/5 {
+		t.Errorf("other wait %v of %v: a spinner's wait booked as a sleep", time.Duration(cur.other), time.Duration(d))
 	}
 }

@@ -330,7 +330,7 @@ func ranUnseen(v *bpfsched.SchedThread, d int64, fresh bool, cur *threadTimes) i
 	if (d < unseenAfterNS && !fresh) || v.ExecNs == 0 {
 		return 0
 	}
-	exec := execNS(int(v.Tgid), int(v.Tid))
+	exec := readSchedClock(int(v.Tgid), int(v.Tid)).exec
 	if exec <= v.ExecNs {
 		return 0
 	}
@@ -339,25 +339,31 @@ func ranUnseen(v *bpfsched.SchedThread, d int64, fresh bool, cur *threadTimes) i
 	return run
 }
 
-// ranSinceIn is how much of the d ns since v's last switch in, v being
-// flagged on a CPU, it ran: all of it, unless its switch out was not
-// seen (see on_switch), which leaves a sleeping thread flagged on a CPU
-// until it runs again; projecting d as CPU then counted a long sleep as
-// CPU, and the repair at its switch in counted it again as a wait. A
-// thread flagged on a CPU this long is asked its own clock (one /proc
-// read each: few threads run that long between switches).
-func ranSinceIn(v *bpfsched.SchedThread, d int64) int64 {
+// ranSinceIn splits the d ns since v's last switch in, v being flagged
+// on a CPU, into its run and its run-queue wait: all of it a run, unless
+// its switch out was not seen (see on_switch), which leaves a thread
+// flagged on a CPU until it runs again; projecting d as CPU then counted
+// a long sleep as CPU, and the repair at its switch in counted it again
+// as a wait. A thread flagged on a CPU this long is asked its own clocks
+// (one /proc read each: few threads run that long between switches): the
+// rest of the interval past its run and the run-queue waits that ended
+// in it was a sleep (a run-queue wait still going on is among it: the
+// kernel adds one to its clock only when it ends).
+func ranSinceIn(v *bpfsched.SchedThread, d int64) (run, queued int64) {
 	if d < unseenAfterNS || v.ExecNs == 0 {
-		return d
+		return d, 0
 	}
-	exec := execNS(int(v.Tgid), int(v.Tid))
-	if exec == 0 {
-		return d // gone: its clock is not known
+	c := readSchedClock(int(v.Tgid), int(v.Tid))
+	if c.exec == 0 {
+		return d, 0 // gone: its clock is not known
 	}
-	if exec <= v.ExecNs {
-		return 0
+	if c.exec > v.ExecNs {
+		run = min(int64(c.exec-v.ExecNs), d)
 	}
-	return min(int64(exec-v.ExecNs), d)
+	if c.runDelay > v.RdelayNs {
+		queued = min(int64(c.runDelay-v.RdelayNs), d-run)
+	}
+	return run, queued
 }
 
 // Poll reads the threads' cumulative counters, adds their deltas to
@@ -463,9 +469,10 @@ func projectOngoing(v *bpfsched.SchedThread, slot uint32, end, now uint64, fresh
 		file: probe.FileKey{Dev: v.WaitFile.Dev, Ino: v.WaitFile.Ino, Gen: v.WaitFile.Gen}}
 	switch {
 	case v.Flags&tfOnCPU != 0:
-		run := ranSinceIn(v, d)
+		run, queued := ranSinceIn(v, d)
 		cur.cpu += run
-		cur.other += d - run
+		cur.runq += queued
+		cur.other += d - run - queued
 		// The open fill interval's CPU so far, not yet charged.
 		if v.FillMark != 0 && now > v.FillMark {
 			cur.miss += int64(now - max(v.FillMark, v.LastTs))
