@@ -34,6 +34,7 @@ func (fakeProc) Fd(int32, int32) (string, error) { return "", errors.New("gone")
 type fakeFS map[string]int64
 
 func (f fakeFS) Size(p string) (int64, bool) { n, ok := f[p]; return n, ok }
+func (fakeFS) IsDir(string) bool             { return false }
 func (fakeFS) Health(string) Health          { return Health{FS: "ext4"} }
 
 const (

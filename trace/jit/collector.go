@@ -27,6 +27,9 @@ type ProcFS interface {
 type FS interface {
 	// Size is the size of a file, or the total of a directory's files.
 	Size(p string) (int64, bool)
+	// IsDir says p is a directory: not an entry of a cache whose every
+	// file is one (EntryDepth 0).
+	IsDir(p string) bool
 	// Health describes a cache root.
 	Health(root string) Health
 }
@@ -876,6 +879,13 @@ func (c *Collector) cacheRecord(r *rootState, compileNS int64, fs FS) record.Cac
 		sort.Strings(paths)
 		for _, p := range paths {
 			n, ok := fs.Size(p)
+			// Where every file is an entry, a directory in its place
+			// is no entry: Python wrote a .pyc whose path was a
+			// directory, and its rename failed (unseen without the
+			// path syscalls): the compile was not kept.
+			if ok && s.EntryDepth == 0 && fs.IsDir(p) {
+				ok = false
+			}
 			if ok && n > 0 {
 				rc.BytesWritten += uint64(n)
 			}

@@ -11,6 +11,7 @@ import (
 type healthFS struct{ h Health }
 
 func (healthFS) Size(string) (int64, bool) { return 0, false }
+func (healthFS) IsDir(string) bool         { return false }
 func (f healthFS) Health(string) Health    { return f.h }
 
 func hubResult(t *testing.T, h Health, env ...string) record.Cache {

@@ -33,6 +33,12 @@ func (o OSFS) Size(p string) (int64, bool) {
 	return n, true
 }
 
+// IsDir says p is a directory (not followed if it is a link).
+func (o OSFS) IsDir(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.IsDir()
+}
+
 // walk totals root's regular files. denied is true when root itself could
 // not be listed: then size and files say nothing about it.
 func (o OSFS) walk(root string) (size, files int64, capped, denied bool) {

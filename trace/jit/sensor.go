@@ -637,6 +637,11 @@ func (r rightsFS) Size(p string) (n int64, ok bool) {
 	return n, ok
 }
 
+func (r rightsFS) IsDir(p string) (dir bool) {
+	_ = r.a.Do(func() error { dir = r.fs.IsDir(p); return nil })
+	return dir
+}
+
 func (r rightsFS) Health(p string) (h Health) {
 	if err := r.a.Do(func() error { h = r.fs.Health(p); return nil }); err != nil {
 		h.Missing = true
