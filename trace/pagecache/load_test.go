@@ -52,8 +52,12 @@ func TestFillEndFollowsKernelAndReadExitsOption(t *testing.T) {
 			sc.Close()
 			t.Fatal(err)
 		}
-		var rec record.Record
-		rec.Host.PageSize = 4096
+		// A checkpoint says the same as the final record.
+		var cp, rec record.Record
+		cp.Host.PageSize, rec.Host.PageSize = 4096, 4096
+		if err := s.Snapshot(&cp); err != nil {
+			t.Error(err)
+		}
 		if err := s.Finish(&rec); err != nil {
 			t.Error(err)
 		}
@@ -72,12 +76,20 @@ func TestFillEndFollowsKernelAndReadExitsOption(t *testing.T) {
 		if want == record.FillEndReadExit && (got <= 5 || got > wantLinks) || want != record.FillEndReadExit && got != wantLinks {
 			t.Errorf("fill_end %q: %d links, want %d", want, got, wantLinks)
 		}
-		warned := false
-		for _, w := range rec.Warnings {
-			warned = warned || strings.Contains(w, "--no-read-exits")
-		}
-		if warned != (want == record.FillEndNextLook) {
-			t.Errorf("fill_end %q: warnings %q", want, rec.Warnings)
+		for _, r := range []struct {
+			name string
+			rec  *record.Record
+		}{{"checkpoint", &cp}, {"record", &rec}} {
+			if r.rec.FillEnd != want {
+				t.Errorf("%s: fill_end %q, want %q", r.name, r.rec.FillEnd, want)
+			}
+			warned := false
+			for _, w := range r.rec.Warnings {
+				warned = warned || strings.Contains(w, "--no-read-exits")
+			}
+			if warned != (want == record.FillEndNextLook) {
+				t.Errorf("%s, fill_end %q: warnings %q", r.name, want, r.rec.Warnings)
+			}
 		}
 		if err := s.Close(); err != nil {
 			t.Error(err)

@@ -356,8 +356,8 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	rec.Lost.FillEnds += lost[bpfpc.PagecacheLostKindLOST_FILL_END]
 	rec.Lost.Pages += lost[bpfpc.PagecacheLostKindLOST_PAGES]
 	rec.FillEnd = s.p.fillEnd
-	if s.p.fillEnd == record.FillEndNextLook {
-		rec.Warnings = append(rec.Warnings, "fills of reads ended at the next look at the thread (--no-read-exits on a kernel that refuses task works to tracing programs): each read's copy of its last pages is not in its disk read")
+	if w := fillEndWarning(s.p.fillEnd); w != "" {
+		rec.Warnings = append(rec.Warnings, w)
 	}
 	if n, err := probe.SumPerCPU(s.p.objs.Lost, uint32(bpfpc.PagecacheLostKindLOST_STACKS)); err == nil && n > 0 {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("python stacks: %d charges found the file-stack table full; that time is in the files' totals without a stack", n))
@@ -367,6 +367,15 @@ func (s *Sensor) Finish(rec *record.Record) error {
 		return fmt.Errorf("pagecache: %w", drainErr)
 	}
 	return nil
+}
+
+// fillEndWarning is what a record whose fills ended as fillEnd says of
+// it, "" when nothing: the final record and every checkpoint alike.
+func fillEndWarning(fillEnd string) string {
+	if fillEnd != record.FillEndNextLook {
+		return ""
+	}
+	return "fills of reads ended at the next look at the thread (--no-read-exits on a kernel that refuses task works to tracing programs): each read's copy of its last pages is not in its disk read"
 }
 
 // Close stops the reader and releases the probes.

@@ -19,22 +19,27 @@ func (s *Sensor) Snapshot(rec *record.Record) error {
 	reread := s.mountsReread
 	s.fill(rec, rec.Host.PageSize)
 	s.mountsReread = reread
-	// A checkpoint shares the session record's stacks: added ones go
-	// to a copy.
+	// A checkpoint shares the session record's stacks and warnings:
+	// added ones go to a copy.
 	rec.Stacks = slices.Clip(rec.Stacks)
+	rec.Warnings = slices.Clip(rec.Warnings)
 	if err := s.fileStacks(rec, rec.Host.PageSize); err != nil {
 		rec.Warnings = append(rec.Warnings, "pagecache: "+err.Error())
 	}
 	s.sampleStackNames(rec)
 	lost, err := probe.Lost(s.p.objs.Lost, bpfpc.PagecacheLostKindLOST_RINGBUF, bpfpc.PagecacheLostKindLOST_FILES,
-		bpfpc.PagecacheLostKindLOST_FILL_END)
+		bpfpc.PagecacheLostKindLOST_FILL_END, bpfpc.PagecacheLostKindLOST_PAGES)
 	if err != nil {
 		return fmt.Errorf("pagecache: %w", err)
 	}
 	rec.Lost.RingBuffer += lost[bpfpc.PagecacheLostKindLOST_RINGBUF]
 	rec.Lost.FileTable += lost[bpfpc.PagecacheLostKindLOST_FILES]
 	rec.Lost.FillEnds += lost[bpfpc.PagecacheLostKindLOST_FILL_END]
+	rec.Lost.Pages += lost[bpfpc.PagecacheLostKindLOST_PAGES]
 	rec.FillEnd = s.p.fillEnd
+	if w := fillEndWarning(s.p.fillEnd); w != "" {
+		rec.Warnings = append(rec.Warnings, w)
+	}
 	rec.Self.EventsSeen += s.seen
 	return nil
 }
