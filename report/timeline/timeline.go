@@ -484,8 +484,12 @@ func (tb *builder) compiles() {
 			case "uprobe":
 				name = src + " (" + format.ProcessLabel(w.PID, comm[w.PID]) + ")"
 			}
+			// A window's own stack (the call a uprobe timed, the miss
+			// of an in-process compile) names its line better than
+			// the stack its process was forked from.
+			stack := cmp.Or(w.Stack, stackOf[w.PID])
 			cs = append(cs, laneSlice{start: max(w.StartNS, 0), end: w.EndNS, name: name,
-				args: tb.withStack(map[string]any{"kind": kind, "source": src, "pid": w.PID, "cpu_ms": millis(w.CPUNS)}, stackOf[w.PID])})
+				args: tb.withStack(map[string]any{"kind": kind, "source": src, "pid": w.PID, "cpu_ms": millis(w.CPUNS)}, stack)})
 		}
 	}
 	for _, p := range r.Processes {

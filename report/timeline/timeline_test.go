@@ -453,3 +453,49 @@ func TestSlicesNameTheStackOfTheirInterval(t *testing.T) {
 		t.Errorf("I/O-wait slices name %q, want %q", got, want)
 	}
 }
+
+// TestCompileWindowsCarryTheirOwnStack: two calls of one process into a
+// compile entry point, timed by a uprobe from two lines, give two compile
+// slices, each naming its own line, not the line the process was started
+// from; a window without a stack falls back to its process's.
+func TestCompileWindowsCarryTheirOwnStack(t *testing.T) {
+	r := &record.Record{
+		WallNS: 3e9, IntervalNS: 1e9,
+		Stacks: []record.PyStack{
+			{Frames: []record.PyFrame{{File: "/src/main.py", Line: 3, Func: "<module>"}}},
+			{Frames: []record.PyFrame{{File: "/src/model.py", Line: 41, Func: "compile_attention"}}},
+			{Frames: []record.PyFrame{{File: "/src/model.py", Line: 77, Func: "compile_mlp"}}},
+		},
+		Processes: []record.Process{{PID: 7, Comm: "python3", EndNS: 3e9, Stack: 1}},
+		JIT: &record.JIT{Windows: []record.JITWindow{
+			{PID: 7, StartNS: 1e8, EndNS: 6e8, Kind: "uprobe", Source: "libnvrtc.so:nvrtcCompileProgram", Stack: 2},
+			{PID: 7, StartNS: 1e9, EndNS: 1.5e9, Kind: "uprobe", Source: "libnvrtc.so:nvrtcCompileProgram", Stack: 3},
+			{PID: 7, StartNS: 2e9, EndNS: 2.5e9, Kind: "uprobe", Source: "libnvrtc.so:nvrtcCompileProgram"},
+		}},
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, r, attribution.Analyze(r)); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			Ph   string         `json:"ph"`
+			Ts   float64        `json:"ts"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range doc.TraceEvents {
+		if e.Args["source"] == "libnvrtc.so:nvrtcCompileProgram" && e.Ph == "X" {
+			got = append(got, fmt.Sprint(e.Args["stack"]))
+		}
+	}
+	want := []string{"model.py:41 compile_attention", "model.py:77 compile_mlp", "main.py:3 <module>"}
+	if !slices.Equal(got, want) {
+		t.Errorf("compile slices' stacks %q, want %q", got, want)
+	}
+}

@@ -68,6 +68,7 @@ func TestNumbaCompileCarriesPythonLineInRecordTextAndPprof(t *testing.T) {
 				t.Errorf("the report names no compile and no cache lookup at %q:\n%s", site, text.stdout)
 			}
 			checkNumbaPprof(t, filepath.Join(dir, "p.pb.gz"), want)
+			checkNumbaTimeline(t, filepath.Join(dir, "rec.json"), want[0])
 
 			// The rerun hits the entry the first run wrote, from that line.
 			again, _ := runNumba(t, py.path, script, cache)
@@ -243,5 +244,44 @@ func checkNumbaPprof(t *testing.T, path string, want []string) {
 	name, line, _ := strings.Cut(chain[len(chain)-1], ":")
 	if !strings.Contains(string(out), name+" ") || !strings.Contains(string(out), "numba_cache.py:"+line) {
 		t.Errorf("go tool pprof -traces -lines shows no %s at numba_cache.py:%s:\n%s", name, line, out)
+	}
+}
+
+// checkNumbaTimeline: the timeline's compile slices of the compile call
+// and the miss (JIT windows) name the line that compiled (site, then its
+// callers), not the stack the process was started from (none: it was
+// not forked by Python).
+func checkNumbaTimeline(t *testing.T, rec, site string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "timeline.json")
+	if r := runCT(t, ctOptions{}, "report", "--timeline", path, rec); r.code != 0 {
+		t.Fatalf("report --timeline: exit %d: %s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []struct {
+			Ph   string         `json:"ph"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[any]bool{}
+	var seen []string
+	for _, e := range doc.TraceEvents {
+		if e.Ph != "X" || (e.Args["kind"] != "uprobe" && e.Args["kind"] != "in_process") {
+			continue
+		}
+		seen = append(seen, fmt.Sprintf("%v %v: %v", e.Args["kind"], e.Args["source"], e.Args["stack"]))
+		if stack, _ := e.Args["stack"].(string); strings.HasPrefix(stack, site+" ←") {
+			kinds[e.Args["kind"]] = true
+		}
+	}
+	if !kinds["uprobe"] || !kinds["in_process"] {
+		t.Errorf("no compile-call and miss slices at %q in the timeline:\n%s", site, strings.Join(seen, "\n"))
 	}
 }
