@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/internal/e2eutil"
+	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
 )
@@ -97,10 +98,16 @@ func TestSmallCachedFiles(t *testing.T) {
 	if r := resident(); r > int(pages)/100 {
 		t.Fatalf("after eviction %d pages are still cached", r)
 	}
+	// A page read in and taken back by the machine before the next of
+	// its five reads misses again, rightly (seen beside a busy loop: 44
+	// of 1,342 pages): misses past the files' pages are bounded by the
+	// file pages reclaimed meanwhile.
+	reclaimed := testenv.FileReclaim(t)
 	code, _, stderr := coldtrace(t, nil, args...)
 	if code != 0 {
 		t.Fatalf("cold run exit %d: %s", code, stderr)
 	}
+	again := reclaimed()
 	s := readSummary(t, out)
 	var missed, accessed uint64
 	own := 0
@@ -111,9 +118,10 @@ func TestSmallCachedFiles(t *testing.T) {
 			accessed += f.PagesAccessed
 		}
 	}
-	t.Logf("cold: %d files with rows, %d pages missed, %d accessed (files hold %d)", own, missed, accessed, pages)
-	if own != n || missed != pages || accessed != reads*pages {
-		t.Errorf("cold: %d files with rows (want %d), %d pages missed (want %d), %d accessed (want %d)", own, n, missed, pages, accessed, reads*pages)
+	t.Logf("cold: %d files with rows, %d pages missed, %d accessed (files hold %d; %d file pages reclaimed meanwhile)", own, missed, accessed, pages, again)
+	if own != n || missed < pages || missed > pages+again || accessed != reads*pages {
+		t.Errorf("cold: %d files with rows (want %d), %d pages missed (want %d, up to %d more reclaimed meanwhile), %d accessed (want %d)",
+			own, n, missed, pages, again, accessed, reads*pages)
 	}
 	if s.LostEvents != 0 {
 		t.Errorf("cold: %d lost events", s.LostEvents)
