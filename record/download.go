@@ -82,6 +82,12 @@ type Download struct {
 	// Candidates are the files written while the download ran, when none
 	// of them was its destination (DestNotSeen), largest first.
 	Candidates []DownloadFile `json:"candidates,omitempty"`
+	// Unlisted: DestNotSeen because no file was written that the page
+	// cache shows and the receiving processes' open files, which is how
+	// writes to tmpfs are seen, were never listed while they received
+	// (a body written to tmpfs and closed within a few ms of its last
+	// byte, or while coldtrace waited for a CPU, is not seen).
+	Unlisted bool `json:"unlisted,omitempty"`
 	// Lookup is the getaddrinfo call that named Host, when the probes
 	// saw it: how long the name took to resolve before the connect.
 	Lookup *Lookup `json:"lookup,omitempty"`

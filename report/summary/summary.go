@@ -150,14 +150,17 @@ type Download struct {
 	Fate attribution.Fate `json:"fate"`
 	// Files are the files it was written to: its destination first.
 	Files []record.DownloadFile `json:"files"`
-	// Destination, Expansion, Connections and Candidates are the
-	// record's (record.Download): where the body went, how many times
-	// larger it was written, the connections that fed it, and the files
-	// written meanwhile when none was its destination.
+	// Destination, Expansion, Connections, Candidates and Unlisted are
+	// the record's (record.Download): where the body went, how many
+	// times larger it was written, the connections that fed it, the
+	// files written meanwhile when none was its destination, and
+	// whether it was not seen because its process's open files were
+	// never listed while it received.
 	Destination string                      `json:"destination,omitempty"`
 	Expansion   float64                     `json:"expansion,omitempty"`
 	Connections []record.DownloadConnection `json:"connections,omitempty"`
 	Candidates  []record.DownloadFile       `json:"candidates,omitempty"`
+	Unlisted    bool                        `json:"unlisted,omitempty"`
 }
 
 // Attribution is the attribution result with its verdict and notes said
@@ -336,7 +339,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 		s.Downloads = append(s.Downloads, Download{Path: d.Path, Name: d.Name, Cache: d.Cache, Bytes: d.Bytes,
 			StartNS: d.StartNS, EndNS: d.EndNS, MBPerS: d.MBPerSecond(), Peer: d.Peer, Host: d.Host, PID: d.PID,
 			OnCPUNS: d.OnCPUNS, WaitNS: d.WaitNS, Fate: fate, Files: append([]record.DownloadFile{}, d.Files...),
-			Destination: d.Destination, Expansion: d.Expansion, Connections: d.Connections, Candidates: d.Candidates})
+			Destination: d.Destination, Expansion: d.Expansion, Connections: d.Connections, Candidates: d.Candidates, Unlisted: d.Unlisted})
 	}
 	s.Machine = r.Machine
 	s.GPUs = []record.GPUSummary{}

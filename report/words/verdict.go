@@ -300,6 +300,8 @@ func DestinationNote(d record.Download) string {
 	switch {
 	case d.Destination == record.DestExpanded:
 		return fmt.Sprintf("expanded %.1f× (compressed or reassembled transfer)", d.Expansion)
+	case d.Destination == record.DestNotSeen && d.Unlisted:
+		return "its process's open files were not listed while it received: a body written to tmpfs and closed between two looks is not seen"
 	case d.Destination == record.DestNotSeen:
 		return fmt.Sprintf("no file followed the received bytes; %d files written meanwhile (candidates in the record)", len(d.Candidates))
 	case len(d.Files) > 0 && d.Files[0].NameUnknown:

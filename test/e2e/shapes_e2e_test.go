@@ -211,21 +211,36 @@ func TestShapes(t *testing.T) {
 	env := newShapeEnv(t)
 	seeds, fixed := shapeSweep(t)
 	covered := map[string]bool{}
+	var tmpfsDownloads, unlisted int
 	for _, seed := range seeds {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
-			c := runShape(t, env, seed)
+			c, notListed := runShape(t, env, seed)
 			for _, d := range c.dims() {
 				covered[d] = true
 			}
+			if c.Job == "download" && c.FS == "tmpfs" {
+				tmpfsDownloads++
+			}
+			if notListed {
+				unlisted++
+			}
 		})
+	}
+	// A tmpfs body coldtrace did not list in time is said so in the
+	// record, but the watcher must list most of them: once in a while
+	// under load, never as a rule.
+	if unlisted > 0 && unlisted*4 > tmpfsDownloads {
+		t.Errorf("%d of %d downloads into tmpfs went unlisted: the watcher of receiving processes' files is not keeping up", unlisted, tmpfsDownloads)
 	}
 	if fixed && !t.Failed() {
 		checkCoverage(t, env, covered)
 	}
 }
 
-// runShape prepares, traces and checks the case of seed.
-func runShape(t *testing.T, env shapeEnv, seed uint64) shapeCase {
+// runShape prepares, traces and checks the case of seed; unlisted says
+// its tmpfs download went unseen as the record says a tmpfs body can
+// (checkShapeDownload).
+func runShape(t *testing.T, env shapeEnv, seed uint64) (c shapeCase, unlisted bool) {
 	t.Helper()
 	root := persistentHome(t)
 	prep := exec.Command(env.python, env.gen, "prepare", strconv.FormatUint(seed, 10), root)
@@ -233,7 +248,6 @@ func runShape(t *testing.T, env shapeEnv, seed uint64) shapeCase {
 	if err != nil {
 		t.Fatalf("prepare: %v\n%s", err, stderrOf(err))
 	}
-	var c shapeCase
 	if err := json.Unmarshal(out, &c); err != nil {
 		t.Fatalf("prepare printed %q: %v", out, err)
 	}
@@ -271,11 +285,11 @@ func runShape(t *testing.T, env shapeEnv, seed uint64) shapeCase {
 			checkStatusFromHost(t, rec, string(c.Path))
 		}
 	case "download":
-		checkShapeDownload(t, c, o, r, env.addr)
+		unlisted = checkShapeDownload(t, c, o, r, env.addr)
 	case "compile":
 		checkShapeCompile(t, c, o, r)
 	}
-	return c
+	return c, unlisted
 }
 
 func stderrOf(err error) []byte {
@@ -356,8 +370,12 @@ func checkShapeRead(t *testing.T, c shapeCase, o shapeOracle, r *record.Record) 
 
 // checkShapeDownload: one download of the body's bytes over the job's
 // connections, into the final name, first written under the temporary
-// one, kept; its span inside the run and no longer than the job's.
-func checkShapeDownload(t *testing.T, c shapeCase, o shapeOracle, r *record.Record, addr string) {
+// one, kept; its span inside the run and no longer than the job's. A
+// body written to tmpfs is seen by listing the receiving process's open
+// files every few ms: one written and closed before coldtrace got a CPU
+// to list them may go unseen, and the record must then say so (not
+// seen, unlisted) and name no file; it returns whether it did.
+func checkShapeDownload(t *testing.T, c shapeCase, o shapeOracle, r *record.Record, addr string) (unlisted bool) {
 	if o.Received != uint64(c.Size) || o.Written != c.Size {
 		t.Fatalf("the job received %d and wrote %d bytes of %d", o.Received, o.Written, c.Size)
 	}
@@ -370,6 +388,17 @@ func checkShapeDownload(t *testing.T, c shapeCase, o shapeOracle, r *record.Reco
 		t.Errorf("download of %d bytes over %d connections from %s, want %d over %d from %s", d.Bytes, len(d.Connections), d.Peer,
 			c.Size, max(c.Connections, 1), addr)
 	}
+	if d.StartNS < 0 || d.EndNS > r.WallNS || d.EndNS <= d.StartNS || d.EndNS-d.StartNS > o.SpanNS {
+		t.Errorf("download span [%d, %d]: want inside the run [0, %d] and no longer than the job's %d ns", d.StartNS, d.EndNS,
+			r.WallNS, o.SpanNS)
+	}
+	if c.FS == "tmpfs" && d.Destination == record.DestNotSeen && d.Unlisted {
+		t.Logf("destination not seen, the receiving process's open files unlisted while it received (%v): said so", time.Duration(d.EndNS-d.StartNS))
+		if d.Path != "" || len(d.Files) != 0 {
+			t.Errorf("an unlisted download names files: %q, %+v", d.Path, d.Files)
+		}
+		return true
+	}
 	if d.Destination != record.DestFile || d.Path != final {
 		t.Errorf("destination %s %q, want file %q", d.Destination, d.Path, final)
 	}
@@ -381,16 +410,13 @@ func checkShapeDownload(t *testing.T, c shapeCase, o shapeOracle, r *record.Reco
 		d.Files[0].BytesWritten != pagesOf(c.Size)*4096 || d.Files[0].Gone || d.Files[0].NameUnknown {
 		t.Errorf("files %+v, want %q first, written as %q, %d pages", d.Files, final, wantWritten, pagesOf(c.Size))
 	}
-	if d.StartNS < 0 || d.EndNS > r.WallNS || d.EndNS <= d.StartNS || d.EndNS-d.StartNS > o.SpanNS {
-		t.Errorf("download span [%d, %d]: want inside the run [0, %d] and no longer than the job's %d ns", d.StartNS, d.EndNS,
-			r.WallNS, o.SpanNS)
-	}
 	if c.FS == "tmpfs" {
-		return // files[] holds the page-cache files: tmpfs fills none the events see
+		return false // files[] holds the page-cache files: tmpfs fills none the events see
 	}
 	if f := fileNamed(t, r, final); f != nil && f.FirstPath != wantWritten {
 		t.Errorf("files[] gives %q the first name %q, want %q", final, f.FirstPath, wantWritten)
 	}
+	return false
 }
 
 // checkShapeCompile: the compiler's argv is kept byte-exact, the source

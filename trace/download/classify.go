@@ -248,6 +248,7 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 	dest := match(t.Bytes, d.Samples, window{d.StartNS, d.EndNS, env.IntervalNS}, files, linked)
 	if dest.kind == record.DestMemory && !listedWhile(g, env) {
 		dest.kind = record.DestNotSeen
+		d.Unlisted = true
 	}
 	d.Destination, d.Expansion = dest.kind, dest.expansion
 	d.Files = destFiles(dest, linked, env.Locate)

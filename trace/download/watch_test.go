@@ -35,8 +35,8 @@ func TestUnlistedBodyIsNotSeen(t *testing.T) {
 			l.add(10, at*ms)
 		}
 		got := Build([]Conn{c}, nil, Env{IntervalNS: 100 * ms, Listed: l.during})
-		if len(got) != 1 || got[0].Destination != tc.want {
-			t.Errorf("%s: got %+v, want one download, destination %q", tc.name, got, tc.want)
+		if len(got) != 1 || got[0].Destination != tc.want || got[0].Unlisted != (tc.want == record.DestNotSeen) {
+			t.Errorf("%s: got %+v, want one download, destination %q, unlisted when not seen", tc.name, got, tc.want)
 		}
 	}
 }
