@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,12 +101,18 @@ func TestDoctorPasses(t *testing.T) {
 		t.Errorf("failed here: %+v", f)
 	}
 	// Every BPF object of the session's table is checked, the stack
-	// walker's too.
+	// walker's too. The warm read misses exactly the pages cachestat
+	// found uncached just before it (the check fails otherwise): none,
+	// unless the machine reclaimed some since the cold read (seen: 3 of
+	// 2,048 on a quiet VM).
 	for _, want := range []string{"  ok    tp_btf sched_switch (scheduler)", "  ok    tp_btf sched_process_exec (Python stacks)", "  ok    uprobes: a uprobe on coldtrace's own code fired once",
-		"2048 pages missed, 2048 accessed", "warm read of a 2048-page file", ": 0 pages missed, 2048 accessed"} {
+		"2048 pages missed, 2048 accessed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+	if !regexp.MustCompile(`(?m)^  ok    page cache, warm read of a 2048-page file in .*: \d+ pages missed, 2048 accessed`).MatchString(out) {
+		t.Errorf("report lacks a passed warm read of 2048 pages")
 	}
 }
 
