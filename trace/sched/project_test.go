@@ -72,8 +72,10 @@ func TestProjectionAsksTheClockOfANewWait(t *testing.T) {
 // must find their waits run-queue waits, not "other" (before it, every
 // wait behind an unseen switch out was booked as other).
 func TestProjectionSplitsAnUnseenSwitchOutByTheRunQueueClock(t *testing.T) {
+	// Both threads stay locked to their goroutines, which end with the
+	// test: Go then ends the threads, so no thread pinned to CPU 0 goes
+	// back to the runtime's pool.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	var one unix.CPUSet
 	one.Set(0)
 	pid, tid := os.Getpid(), unix.Gettid()
@@ -84,7 +86,6 @@ func TestProjectionSplitsAnUnseenSwitchOutByTheRunQueueClock(t *testing.T) {
 	spinning := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		spinning <- unix.SchedSetaffinity(unix.Gettid(), &one)
 		for !stop.Load() {
 		}
