@@ -315,6 +315,13 @@ func (s *Sensor) proc(pid int32) *procAcc {
 // in I/O wait before a poll asks its own clock whether it ran meanwhile.
 const unseenAfterNS = 20e6
 
+// freshAfterNS is how long a wait that began since the previous poll
+// must have lasted for the poll to ask its thread's clock: a shorter one
+// misplaces at most that much of one poll's sample (the kernel's repair
+// keeps the totals right), while a read costs some 9 µs, once per such
+// thread and poll.
+const freshAfterNS = 5e6
+
 // ranUnseen is how much of the d ns since v's last switch out it spent on
 // a CPU after all, added to cur's CPU: a switch in this kernel did not
 // show the program (see on_switch) leaves a running thread flagged as
@@ -322,12 +329,12 @@ const unseenAfterNS = 20e6
 // the switch out repairs it from the same clock. Threads waiting
 // runnable or for I/O this long are asked (one /proc read each): neither
 // lasts long, while sleeps do; and any wait that began since the last
-// poll (fresh), once: under load a thread switched in unseen after a
-// short sleep ran on for most of a poll flagged asleep (seen: 9.9 ms of
-// "other wait" in a 20 ms poll of a thread reading a file, its CPU in
-// the next poll).
+// poll (fresh) and has lasted freshAfterNS, once: under load a thread
+// switched in unseen after a short sleep ran on for most of a poll
+// flagged asleep (seen: 9.9 ms of "other wait" in a 20 ms poll of a
+// thread reading a file, its CPU in the next poll).
 func ranUnseen(v *bpfsched.SchedThread, d int64, fresh bool, cur *threadTimes) int64 {
-	if (d < unseenAfterNS && !fresh) || v.ExecNs == 0 {
+	if (d < unseenAfterNS && !(fresh && d >= freshAfterNS)) || v.ExecNs == 0 {
 		return 0
 	}
 	exec := readSchedClock(int(v.Tgid), int(v.Tid)).exec
