@@ -473,23 +473,8 @@ func TestCompileWindowsCarryTheirOwnStack(t *testing.T) {
 			{PID: 7, StartNS: 2e9, EndNS: 2.5e9, Kind: "uprobe", Source: "libnvrtc.so:nvrtcCompileProgram"},
 		}},
 	}
-	var buf bytes.Buffer
-	if err := Write(&buf, r, attribution.Analyze(r)); err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		TraceEvents []struct {
-			Name string         `json:"name"`
-			Ph   string         `json:"ph"`
-			Ts   float64        `json:"ts"`
-			Args map[string]any `json:"args"`
-		} `json:"traceEvents"`
-	}
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, e := range doc.TraceEvents {
+	for _, e := range parseTimeline(t, writeTimeline(t, r, attribution.Analyze(r))) {
 		if e.Args["source"] == "libnvrtc.so:nvrtcCompileProgram" && e.Ph == "X" {
 			got = append(got, fmt.Sprint(e.Args["stack"]))
 		}

@@ -253,13 +253,9 @@ func checkNumbaPprof(t *testing.T, path string, want []string) {
 // not forked by Python).
 func checkNumbaTimeline(t *testing.T, rec, site string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "timeline.json")
-	if r := runCT(t, ctOptions{}, "report", "--timeline", path, rec); r.code != 0 {
-		t.Fatalf("report --timeline: exit %d: %s", r.code, r.stderr)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	r := runCT(t, ctOptions{}, "report", "--timeline", "-", rec)
+	if r.code != 0 {
+		t.Fatalf("report --timeline -: exit %d: %s", r.code, r.stderr)
 	}
 	var doc struct {
 		TraceEvents []struct {
@@ -267,7 +263,7 @@ func checkNumbaTimeline(t *testing.T, rec, site string) {
 			Args map[string]any `json:"args"`
 		} `json:"traceEvents"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[any]bool{}
