@@ -150,8 +150,9 @@ func Prepare(shared Options) (*Sensor, error) {
 		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
 	}
 	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights, handles: newHandles(),
-		tmpfs: newTmpfsSizes(), listed: listings{},
+		listed:     listings{},
 		onDownload: shared.OnDownload, internStack: shared.InternStack, stackPID: shared.StackPID, chained: shared.Chained}
+	s.tmpfs = newTmpfsSizes(s.sinceStart)
 	s.scoper = shared.Uprobes
 	if s.scoper == nil {
 		s.scoper, s.ownScoper = uprobes.New(uprobes.Options{}), true
@@ -322,6 +323,14 @@ func (s *Sensor) read() {
 // several connections.
 const maxClosedParts = 1 << 16
 
+// sinceStart is the time since the command was released (ns).
+func (s *Sensor) sinceStart() int64 {
+	var ts unix.Timespec
+	// CLOCK_MONOTONIC cannot fail on Linux.
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano() - int64(s.startMono)
+}
+
 // Begin notes when the command was released (CLOCK_MONOTONIC ns): the
 // record's download times count from it.
 // It starts the watcher of receiving processes' tmpfs files (watch.go)
@@ -357,7 +366,7 @@ func (s *Sensor) Poll(nowMono uint64, sample *record.Sample) error {
 	defer s.fdMu.Unlock()
 	// The tmpfs files' sizes every poll: a writer may go on after the
 	// last byte received, when the connection table no longer moves.
-	s.tmpfs.poll(int64(nowMono - s.startMono))
+	s.tmpfs.poll()
 	if !s.walked || writes != s.tableWrites || s.unnamed > 0 {
 		// Read before the walk: a write during it moves it again.
 		s.tableWrites, s.walked = writes, true
@@ -410,11 +419,10 @@ func (s *Sensor) walk(nowMono uint64) error {
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("poll network connections: %w", err)
 	}
-	nowNS := int64(nowMono - s.startMono)
 	for pid := range active {
 		s.handles.TakeOpen(pid)
-		s.tmpfs.watch(pid, nowNS, s.openNames)
-		s.listed.add(pid, nowNS)
+		s.tmpfs.watch(pid, s.openNames)
+		s.listed.add(pid, s.sinceStart())
 	}
 	if seen && s.links != nil && !s.downloadSaid {
 		s.downloadSaid = true
@@ -466,10 +474,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 		return err
 	}
 	// The tmpfs files' last writes, after the last poll.
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
-		s.tmpfs.poll(ts.Nano() - int64(s.startMono))
-	}
+	s.tmpfs.poll()
 	s.tmpfs.close()
 	final := finalNames(s.handles)
 	build := func() error {

@@ -40,13 +40,20 @@ type polledFile struct {
 type tmpfsSizes struct {
 	files map[FileKey]*polledFile
 	order []FileKey
+	// now is the time since the run began (ns), read as each size is:
+	// a look stamped with its poll's tick, which a loaded machine can
+	// run long after, would date a whole body to before its first byte
+	// was received and disown it.
+	now func() int64
 }
 
-func newTmpfsSizes() *tmpfsSizes { return &tmpfsSizes{files: map[FileKey]*polledFile{}} }
+func newTmpfsSizes(now func() int64) *tmpfsSizes {
+	return &tmpfsSizes{files: map[FileKey]*polledFile{}, now: now}
+}
 
 // watch keeps the regular files on tmpfs that process pid has open; it
 // names them in names when they have no name yet.
-func (t *tmpfsSizes) watch(pid int32, nowNS int64, names map[FileKey]string) {
+func (t *tmpfsSizes) watch(pid int32, names map[FileKey]string) {
 	dir := "/proc/" + strconv.Itoa(int(pid)) + "/fd"
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -81,6 +88,7 @@ func (t *tmpfsSizes) watch(pid int32, nowNS int64, names map[FileKey]string) {
 		// What it held when first seen was written since the run began
 		// when the run created it, else it is where its growth counts
 		// from (a file the run appends to).
+		nowNS := t.now()
 		f := &polledFile{fd: fd, size: again.Blocks * 512, length: again.Size, lastNS: nowNS}
 		if f.size > 0 && bornInRun(fd, nowNS) {
 			f.points = append(f.points, point{End: nowNS, Bytes: uint64(f.size)})
@@ -97,7 +105,7 @@ func (t *tmpfsSizes) watch(pid int32, nowNS int64, names map[FileKey]string) {
 
 // poll reads the kept files' sizes; a file that has not grown for
 // destSlack is no longer read.
-func (t *tmpfsSizes) poll(nowNS int64) {
+func (t *tmpfsSizes) poll() {
 	for _, k := range t.order {
 		f := t.files[k]
 		if f.fd < 0 {
@@ -108,6 +116,7 @@ func (t *tmpfsSizes) poll(nowNS int64) {
 			t.release(f)
 			continue
 		}
+		nowNS := t.now()
 		f.length = st.Size
 		if size := st.Blocks * 512; size > f.size {
 			f.points = append(f.points, point{End: nowNS, Bytes: uint64(size - f.size)})

@@ -32,15 +32,17 @@ func TestTmpfsSizesFollowWrites(t *testing.T) {
 	if _, err := f.Write(make([]byte, 3<<12)); err != nil {
 		t.Fatal(err)
 	}
-	ts, names := newTmpfsSizes(), map[FileKey]string{}
-	defer ts.close()
 	// the run began run ns ago: the file was born in it
 	const run = 10_000_000_000
-	ts.watch(int32(os.Getpid()), run, names)
+	clock := int64(run)
+	ts, names := newTmpfsSizes(func() int64 { return clock }), map[FileKey]string{}
+	defer ts.close()
+	ts.watch(int32(os.Getpid()), names)
 	if _, err := f.WriteAt([]byte{1}, 1<<30); err != nil { // one page, 1 GiB on
 		t.Fatal(err)
 	}
-	ts.poll(run + 100)
+	clock = run + 100
+	ts.poll()
 	if _, err := f.WriteAt(make([]byte, 2<<12), 3<<12); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,8 @@ func TestTmpfsSizesFollowWrites(t *testing.T) {
 	if err := os.Rename(dir+"/a.incomplete", dir+"/a"); err != nil {
 		t.Fatal(err)
 	}
-	ts.poll(run + 200)
+	clock = run + 200
+	ts.poll()
 	w := ts.written()
 	if len(w) != 1 {
 		t.Fatalf("%d files polled, want 1: %+v", len(w), w)
@@ -70,13 +73,15 @@ func TestTmpfsSizesFollowWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer old.Close()
-	fresh := newTmpfsSizes()
+	clock = 1 // the run began 1 ns ago
+	fresh := newTmpfsSizes(func() int64 { return clock })
 	defer fresh.close()
-	fresh.watch(int32(os.Getpid()), 1, map[FileKey]string{}) // the run began 1 ns ago
+	fresh.watch(int32(os.Getpid()), map[FileKey]string{})
 	if _, err := old.WriteAt(make([]byte, 1<<12), 5<<12); err != nil {
 		t.Fatal(err)
 	}
-	fresh.poll(2)
+	clock = 2
+	fresh.poll()
 	if got := fresh.written(); len(got) != 1 || len(got[0].Points) != 1 || got[0].Points[0] != (point{2, 1 << 12}) {
 		t.Errorf("a file older than the run: %+v, want its one page of growth", got)
 	}
@@ -103,13 +108,15 @@ func TestTmpfsDestinationGetsFileRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ts := newTmpfsSizes()
+	clock := int64(1)
+	ts := newTmpfsSizes(func() int64 { return clock })
 	defer ts.close()
-	ts.watch(int32(os.Getpid()), 1, map[FileKey]string{})
+	ts.watch(int32(os.Getpid()), map[FileKey]string{})
 	if _, err := f.Write(make([]byte, 5<<12+10)); err != nil {
 		t.Fatal(err)
 	}
-	ts.poll(2)
+	clock = 2
+	ts.poll()
 	w := ts.written()
 	if len(w) != 1 {
 		t.Fatalf("%d files polled, want 1", len(w))

@@ -3,8 +3,6 @@ package download
 import (
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
 	"github.com/coldtrace/coldtrace/trace/probe"
 )
@@ -95,18 +93,13 @@ func (s *Sensor) watch() {
 			continue
 		}
 		wait = fastInterval
-		var ts unix.Timespec
-		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
-			continue
-		}
-		nowNS := ts.Nano() - int64(s.startMono)
 		s.fdMu.Lock()
 		for pid := range active {
 			s.handles.TakeOpen(pid)
-			s.tmpfs.watch(pid, nowNS, s.openNames)
-			s.listed.add(pid, nowNS)
+			s.tmpfs.watch(pid, s.openNames)
+			s.listed.add(pid, s.sinceStart())
 		}
-		s.tmpfs.poll(nowNS)
+		s.tmpfs.poll()
 		s.fdMu.Unlock()
 	}
 }
