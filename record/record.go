@@ -74,6 +74,11 @@ type Record struct {
 	// was recorded. Two runs whose fills ended differently do not measure
 	// a read's CPU alike.
 	FillEnd string `json:"fill_end,omitempty"`
+	// ReadExitsFromNS is when the syscall exit tracepoint that ends fills
+	// (FillEndReadExit) went on, in ns since the run's start: at the
+	// first fill that had to end lazily. Absent when it never did: no
+	// syscall tracepoint slowed the machine's other processes for it.
+	ReadExitsFromNS *int64 `json:"read_exits_from_ns,omitempty"`
 
 	// Files are indexed by File.ID (its position); samples refer to them.
 	Files     []File    `json:"files"`

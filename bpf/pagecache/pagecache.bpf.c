@@ -209,6 +209,25 @@ static int close_fill(struct bpf_map *map, void *key, void *value)
 	return 0;
 }
 
+/* User space attaches on_sys_exit once a fill must end lazily: until
+ * then no syscall tracepoint is on, and every other process of the
+ * machine keeps the syscall fast path (lazy_woken, set here, is read by
+ * each caller first: the ring is written about once a run). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} lazy_wake SEC(".maps");
+
+__u32 lazy_woken = 0;
+
+static __attribute__((noinline)) int wake_lazy(void)
+{
+	__u32 one = 1;
+	lazy_woken = 1;
+	bpf_ringbuf_output(&lazy_wake, &one, sizeof(one), 0);
+	return 0;
+}
+
 /* Where there are no task works, a later look at the thread ends the
  * entry's fill or direct read (end_left_entry); each event program ends
  * with seen_in_entry. The caller has ended any fill of an entry the
@@ -220,6 +239,8 @@ static __always_inline void end_lazily(struct tstate *s)
 	if (!(s->flags & TF_LAZY_END)) {
 		s->flags |= TF_LAZY_END;
 		s->entry = 0;
+		if (!lazy_woken)
+			wake_lazy();
 	}
 }
 
@@ -1026,14 +1047,19 @@ int BPF_PROG(on_bio_queue, struct bio *bio)
 	return 0;
 }
 
-/* Where task works are refused, the exits of the syscalls that copy
- * file pages to user space end their fill: a read's copy of its last
- * pages comes after its last page-cache event, and with large folios
- * that is most of a cold read's CPU (measured without these: 6 ms of
- * fill CPU for a 140 ms cold read of 256 MiB). User space attaches this
- * program, only then, to each such syscall's exit. */
-SEC("tracepoint/syscalls/sys_exit_read")
-int on_read_exit(void *ctx)
+/* Where task works are refused, a syscall's exit ends the fill it
+ * made: a read's copy of its last pages comes after its last page-cache
+ * event, and with large folios that is most of a cold read's CPU
+ * (measured without this: 6 ms of fill CPU for a 140 ms cold read of 256
+ * MiB). User space attaches this program, only then, once the first
+ * fill must end lazily (wake_lazy). The raw tracepoint, not the read
+ * family's nine syscalls:sys_exit_* events: detaching those waited an
+ * RCU grace period each, one after another under the kernel's
+ * trace-event lock, 0.6 s at every run's end; this one detaches at
+ * once, for about 30 ns more per syscall of other processes while it is
+ * on. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
 	struct tstate *t = current_state();
 	if (!t || !(t->flags & TF_LAZY_END))
@@ -1045,6 +1071,14 @@ int on_read_exit(void *ctx)
 		end_left_entry(t, NULL, task, 0);
 	if (!(t->flags & TF_LAZY_END))
 		return 0;
+	/* A fill noted outside this syscall (a fault in user space, or
+	 * another syscall whose exit came before this program was attached)
+	 * ended where it was last seen. The entry's top bits are its syscall
+	 * number plus one (entry_of). */
+	if ((t->entry >> 48) != (__u64)(regs->orig_ax + 1)) {
+		end_fill(t, NULL, t->seen_ts);
+		return 0;
+	}
 	/* This syscall's: charged up to now; the entry, as its counters read
 	 * now, lasts until the thread is back in user space. */
 	__u64 now = bpf_ktime_get_ns();

@@ -257,6 +257,7 @@ const (
 	PagecacheMapFileStacks          = "file_stacks"
 	PagecacheMapFiles               = "files"
 	PagecacheMapFillEnds            = "fill_ends"
+	PagecacheMapLazyWake            = "lazy_wake"
 	PagecacheMapLost                = "lost"
 	PagecacheMapNsWake              = "ns_wake"
 	PagecacheMapPathScratch         = "path_scratch"
@@ -279,11 +280,12 @@ const (
 	PagecacheProgOnFilemapFault     = "on_filemap_fault"
 	PagecacheProgOnGetPages         = "on_get_pages"
 	PagecacheProgOnMapPages         = "on_map_pages"
-	PagecacheProgOnReadExit         = "on_read_exit"
+	PagecacheProgOnSysExit          = "on_sys_exit"
 	PagecacheProgProbeTaskWork      = "probe_task_work"
 	PagecacheVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	PagecacheVarBtfAnchorPathKind   = "_btf_anchor_path_kind"
 	PagecacheVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
+	PagecacheVarLazyWoken           = "lazy_woken"
 	PagecacheVarPyStacksOn          = "py_stacks_on"
 	PagecacheVarSelfMntNs           = "self_mnt_ns"
 	PagecacheVarTaskWorks           = "task_works"
@@ -336,7 +338,7 @@ type PagecacheProgramSpecs struct {
 	OnFilemapFault *ebpf.ProgramSpec `ebpf:"on_filemap_fault"`
 	OnGetPages     *ebpf.ProgramSpec `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.ProgramSpec `ebpf:"on_map_pages"`
-	OnReadExit     *ebpf.ProgramSpec `ebpf:"on_read_exit"`
+	OnSysExit      *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
 	ProbeTaskWork  *ebpf.ProgramSpec `ebpf:"probe_task_work"`
 }
 
@@ -349,6 +351,7 @@ type PagecacheMapSpecs struct {
 	FileStacks  *ebpf.MapSpec `ebpf:"file_stacks"`
 	Files       *ebpf.MapSpec `ebpf:"files"`
 	FillEnds    *ebpf.MapSpec `ebpf:"fill_ends"`
+	LazyWake    *ebpf.MapSpec `ebpf:"lazy_wake"`
 	Lost        *ebpf.MapSpec `ebpf:"lost"`
 	NsWake      *ebpf.MapSpec `ebpf:"ns_wake"`
 	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
@@ -375,6 +378,7 @@ type PagecacheVariableSpecs struct {
 	BtfAnchorLostKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorPathKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
+	LazyWoken           *ebpf.VariableSpec `ebpf:"lazy_woken"`
 	PyStacksOn          *ebpf.VariableSpec `ebpf:"py_stacks_on"`
 	SelfMntNs           *ebpf.VariableSpec `ebpf:"self_mnt_ns"`
 	TaskWorks           *ebpf.VariableSpec `ebpf:"task_works"`
@@ -405,6 +409,7 @@ type PagecacheMaps struct {
 	FileStacks  *ebpf.Map `ebpf:"file_stacks"`
 	Files       *ebpf.Map `ebpf:"files"`
 	FillEnds    *ebpf.Map `ebpf:"fill_ends"`
+	LazyWake    *ebpf.Map `ebpf:"lazy_wake"`
 	Lost        *ebpf.Map `ebpf:"lost"`
 	NsWake      *ebpf.Map `ebpf:"ns_wake"`
 	PathScratch *ebpf.Map `ebpf:"path_scratch"`
@@ -431,6 +436,7 @@ func (m *PagecacheMaps) Close() error {
 		m.FileStacks,
 		m.Files,
 		m.FillEnds,
+		m.LazyWake,
 		m.Lost,
 		m.NsWake,
 		m.PathScratch,
@@ -458,6 +464,7 @@ type PagecacheVariables struct {
 	BtfAnchorLostKind   *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorPathKind   *ebpf.Variable `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
+	LazyWoken           *ebpf.Variable `ebpf:"lazy_woken"`
 	PyStacksOn          *ebpf.Variable `ebpf:"py_stacks_on"`
 	SelfMntNs           *ebpf.Variable `ebpf:"self_mnt_ns"`
 	TaskWorks           *ebpf.Variable `ebpf:"task_works"`
@@ -472,7 +479,7 @@ type PagecachePrograms struct {
 	OnFilemapFault *ebpf.Program `ebpf:"on_filemap_fault"`
 	OnGetPages     *ebpf.Program `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.Program `ebpf:"on_map_pages"`
-	OnReadExit     *ebpf.Program `ebpf:"on_read_exit"`
+	OnSysExit      *ebpf.Program `ebpf:"on_sys_exit"`
 	ProbeTaskWork  *ebpf.Program `ebpf:"probe_task_work"`
 }
 
@@ -483,7 +490,7 @@ func (p *PagecachePrograms) Close() error {
 		p.OnFilemapFault,
 		p.OnGetPages,
 		p.OnMapPages,
-		p.OnReadExit,
+		p.OnSysExit,
 		p.ProbeTaskWork,
 	)
 }

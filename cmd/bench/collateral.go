@@ -156,23 +156,21 @@ func runCollateral(o options, dir, src string, log func(string, ...any)) (*colla
 		}
 	}
 	sits := situations(o.smoke)
-	// Where the kernel refuses task works, every traced situation but
-	// the one run with --no-read-exits has the read family's syscall-exit
-	// tracepoints attached, which slow every system call of the machine
-	// as the path-syscall probes do. Elsewhere that one is "shell" again.
+	// Where the kernel refuses task works, a run's first fill puts the
+	// read exits' syscall tracepoint on, which slows every system call
+	// of the machine as the path-syscall probes do: the cold-read
+	// situation is reported apart there.
 	taskWorks, err := pagecache.TaskWorksAllowed(nil)
 	if err != nil {
 		return nil, err
 	}
-	if taskWorks {
-		sits = slices.DeleteFunc(sits, func(s situation) bool { return s.Name == noReadExits })
-	} else {
+	if !taskWorks {
 		for i := range sits {
-			if sits[i].Name != "floor" && sits[i].Name != noReadExits {
+			if sits[i].Name == coldRead {
 				sits[i].PathSyscalls = true
 			}
 		}
-		log("collateral: this kernel refuses task works to tracing programs: the read exits' tracepoints are on beside every traced situation but --no-read-exits' (getppid reported, not judged, beside them)")
+		log("collateral: this kernel refuses task works to tracing programs: beside the cold read the read exits' syscall tracepoint is on (getppid reported, not judged)")
 	}
 	var floor *situationResult
 	for _, s := range sits {

@@ -17,6 +17,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
 	bpfevict "github.com/coldtrace/coldtrace/bpf/evict"
@@ -73,7 +74,7 @@ func situations(smoke bool) []situation {
 		{Name: "attach", Title: "coldtrace attach to a sleeping process", start: startAttach},
 		{Name: "framework", Title: "coldtrace tracing a framework's process (TRITON_CACHE_DIR set: path-syscall probes on)",
 			PathSyscalls: true, start: traced("framework")},
-		{Name: noReadExits, Title: "coldtrace --no-read-exits tracing a shell (sleep)", start: traced(noReadExits)},
+		{Name: coldRead, Title: "coldtrace tracing a shell that read a cold file (sleep)", start: traced(coldRead)},
 	}
 	if smoke {
 		return all[:2]
@@ -111,10 +112,14 @@ os.rename(ready + ".tmp", ready)
 time.sleep(3600)
 `
 
-// noReadExits is the situation of a shell traced with --no-read-exits: on
-// kernels that refuse task works, the traced situation without a syscall
-// tracepoint (elsewhere the same as "shell", and left out).
-const noReadExits = "shell-no-read-exits"
+// coldRead is the situation of a traced shell that read a cold file
+// before it slept: on kernels that refuse task works its first fill put
+// the read exits' syscall tracepoint on, which slows every system call
+// of the machine as the path-syscall probes do.
+const coldRead = "cold-read"
+
+// coldFileBytes is the size of the file coldRead reads.
+const coldFileBytes = 16 << 20
 
 // traced starts coldtrace on a command of the given kind.
 func traced(kind string) func(c *collateral) (*beside, error) {
@@ -130,8 +135,12 @@ func traced(kind string) func(c *collateral) (*beside, error) {
 		switch kind {
 		case "shell":
 			command = []string{"sh", "-c", sh}
-		case noReadExits:
-			command, flags = []string{"sh", "-c", sh}, []string{"--no-read-exits"}
+		case coldRead:
+			file := filepath.Join(dir, "cold.bin")
+			if err := writeCold(file, coldFileBytes); err != nil {
+				return nil, err
+			}
+			command = []string{"sh", "-c", `cat "$1" >/dev/null && ` + sh, "sh", file}
 		case "python":
 			command = []string{python, "-c", pyReady, ready}
 		case "download":
@@ -165,6 +174,26 @@ func traced(kind string) func(c *collateral) (*beside, error) {
 		settleLinks(ct.Process.Pid)
 		return b, nil
 	}
+}
+
+// writeCold writes n bytes to path, on disk, and drops them from the
+// page cache.
+func writeCold(path string, n int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, n)); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("evict %s: %w", path, err)
+	}
+	return nil
 }
 
 // startAttach starts a sleeping process and coldtrace attach on it.
@@ -261,9 +290,12 @@ func serveOnce(size int) (addr string, stop func(), err error) {
 // floorTracepoints are the tp_btf attach points of coldtrace's programs,
 // one per attached program (a tracepoint with three programs gets three).
 // The programs the page cache's insertion program runs by tail call
-// (trace/pagecache: Chain) are not attached.
+// (trace/pagecache: Chain) are not attached, nor the syscall exit
+// program, attached only at a run's first fill where task works are
+// refused (the cold-read situation).
 func floorTracepoints() ([]string, error) {
-	chained := map[string]bool{bpfevict.EvictProgOnOtherInsert: true, bpfdl.DownloadProgOnDlWrite: true}
+	chained := map[string]bool{bpfevict.EvictProgOnOtherInsert: true, bpfdl.DownloadProgOnDlWrite: true,
+		bpfpc.PagecacheProgOnSysExit: true}
 	loads := []func() (*ebpf.CollectionSpec, error){bpfsched.LoadSched, bpfpc.LoadPagecache, bpfevict.LoadEvict, bpfdl.LoadDownload, bpfjit.LoadJit}
 	var out []string
 	for _, load := range loads {

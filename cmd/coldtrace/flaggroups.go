@@ -83,7 +83,7 @@ func (o *sensorOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noJIT, "no-jit", false, "do not trace compiles and kernel caches (replaces "+noJITEnv+"=1)")
 	fs.BoolVar(&o.noNetwork, "no-network", false, "do not trace downloads")
 	fs.BoolVar(&o.noStacks, "no-stacks", false, "do not take Python stacks")
-	fs.BoolVar(&o.noReadExits, "no-read-exits", false, "where the kernel refuses task works to tracing programs (coldtrace doctor: fill ends), do not trace the read syscalls' exits, which put every process of the machine on the syscall slow path while coldtrace runs; a read's copy of its last pages is then not in its disk read")
+	fs.BoolVar(&o.noReadExits, "no-read-exits", false, "where the kernel refuses task works to tracing programs (coldtrace doctor: fill ends), do not trace syscall exits from a run's first fill on, which puts every process of the machine on the syscall slow path until the run ends; a read's copy of its last pages is then not in its disk read")
 	fs.DurationVar(&o.gpuEvery, "gpu-interval", 100*time.Millisecond, "GPU sampling period")
 	fs.StringArrayVar(&o.cacheDirs, "cache-dir", nil, "extra kernel-cache directory `NAME=PATH` (repeatable)")
 	fs.StringArrayVar(&o.jitUprobes, "jit-uprobe", nil, "time calls of `LIB:SYMBOL` as compiles (repeatable)")

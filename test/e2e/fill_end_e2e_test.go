@@ -12,10 +12,12 @@ import (
 )
 
 // A cold read, traced as it comes and with --no-read-exits: each record
-// says how its fills ended, the opted-out one warns what it lacks, both
-// still charge the read's disk time to the file, and diff says when the
-// two were measured differently (only where the kernel refuses task
-// works: elsewhere the option changes nothing).
+// says how its fills ended (and the default one when its read exits went
+// on), the opted-out one warns what it lacks, both still charge the
+// read's disk time to the file, the read exits put each read's copy of
+// its last pages in its fill CPU, and diff says when the two were
+// measured differently (only where the kernel refuses task works:
+// elsewhere the option changes nothing).
 func TestFillEndRecordedAndReadExitsOptOut(t *testing.T) {
 	requireTracing(t)
 	if _, err := exec.LookPath("dd"); err != nil {
@@ -29,6 +31,7 @@ func TestFillEndRecordedAndReadExitsOptOut(t *testing.T) {
 	model := filepath.Join(dir, "model.bin")
 	writeModel(t, model, 64*mib)
 	var recs []string
+	fillCPU := map[string]int64{}
 	for _, c := range []struct {
 		name  string
 		flags []string
@@ -62,8 +65,18 @@ func TestFillEndRecordedAndReadExitsOptOut(t *testing.T) {
 			t.Errorf("%s: the cold read's file: %+v", c.name, f)
 			continue
 		}
+		if exits := r.ReadExitsFromNS; (exits != nil) != (c.want == record.FillEndReadExit) || exits != nil && *exits > r.WallNS {
+			t.Errorf("%s (fill_end %s): read exits from %v in a %d ns run", c.name, r.FillEnd, exits, r.WallNS)
+		}
+		fillCPU[c.name] = f.MissCPUNS
 		t.Logf("%s: fill_end %s, %d pages missed, io wait %.1f ms, fill CPU %.1f ms, fill wait %.1f ms in a %.1f ms run",
 			c.name, r.FillEnd, f.PagesMissed, ms(f.IOWaitNS), ms(f.MissCPUNS), ms(f.FillWaitNS), ms(r.WallNS))
+	}
+	// Measured here: 11.8 ms of fill CPU with the read exits, 2.3 ms
+	// without.
+	if !taskWorks && fillCPU["default"] <= fillCPU["no-read-exits"] {
+		t.Errorf("fill CPU %.1f ms with the read exits, %.1f ms without: the copies of the reads' last pages are not in it",
+			ms(fillCPU["default"]), ms(fillCPU["no-read-exits"]))
 	}
 	code, out, stderr := coldtrace(t, nil, "diff", recs[0], recs[1])
 	if code != 0 {

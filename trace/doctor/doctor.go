@@ -150,7 +150,7 @@ func checkFillEnds() Check {
 	case ok:
 		return Check{Status: OK, Name: "fill ends", Detail: "a BPF task work ends each fill at its return to user space"}
 	}
-	return Check{Status: Note, Name: "fill ends", Detail: "this kernel refuses task works to tracing programs: a read's fill ends at its syscall exit (those tracepoints put every process on the syscall slow path while coldtrace runs; --no-read-exits leaves them off), any other at the next look at its thread",
+	return Check{Status: Note, Name: "fill ends", Detail: "this kernel refuses task works to tracing programs: a read's fill ends at its syscall exit (that tracepoint goes on at a run's first fill and puts every process on the syscall slow path until the run ends; --no-read-exits leaves it off), any other at the next look at its thread",
 		Lacks: "the CPU time from a filling entry's last page-cache event to its return to user space (see docs/limitations.md)"}
 }
 

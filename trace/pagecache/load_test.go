@@ -33,9 +33,10 @@ func TestLoadWithSharedMaps(t *testing.T) {
 }
 
 // The record says how fills ended; on a kernel that refuses task works
-// the read exits are attached unless the run asked not to (then no
-// syscall tracepoint of this object is, and every process of the machine
-// keeps the syscall fast path).
+// the read exits end them unless the run asked not to. Either way no
+// syscall tracepoint of this object is attached before a fill needs it
+// (none here), so every process of the machine keeps the syscall fast
+// path.
 func TestFillEndFollowsKernelAndReadExitsOption(t *testing.T) {
 	testenv.RequireTracing(t)
 	taskWorks, err := TaskWorksAllowed(nil)
@@ -61,20 +62,18 @@ func TestFillEndFollowsKernelAndReadExitsOption(t *testing.T) {
 		if err := s.Finish(&rec); err != nil {
 			t.Error(err)
 		}
-		want, wantLinks := record.FillEndReadExit, 5+len(readExits)
+		want, wantLinks := record.FillEndReadExit, 5
 		switch {
 		case taskWorks:
-			want, wantLinks = record.FillEndTaskWork, 5
+			want = record.FillEndTaskWork
 		case noExits:
-			want, wantLinks = record.FillEndNextLook, 5
+			want = record.FillEndNextLook
 		}
 		if rec.FillEnd != want {
 			t.Errorf("task works %v, no read exits %v: fill_end %q, want %q", taskWorks, noExits, rec.FillEnd, want)
 		}
-		// A kernel without one of the syscalls' tracepoints passes it over.
-		got := len(s.p.links)
-		if want == record.FillEndReadExit && (got <= 5 || got > wantLinks) || want != record.FillEndReadExit && got != wantLinks {
-			t.Errorf("fill_end %q: %d links, want %d", want, got, wantLinks)
+		if got := len(s.p.links); got != wantLinks || rec.ReadExitsFromNS != nil {
+			t.Errorf("fill_end %q: %d links, read exits from %v; want %d links and none", want, got, rec.ReadExitsFromNS, wantLinks)
 		}
 		for _, r := range []struct {
 			name string

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
@@ -17,8 +19,18 @@ import (
 
 // probes owns the loaded object and its links.
 type probes struct {
-	objs  bpfpc.PagecacheObjects
+	objs bpfpc.PagecacheObjects
+	// mu guards links and exitsAt: the read exits attach from their own
+	// goroutine.
+	mu    sync.Mutex
 	links []link.Link
+	// wake reads lazy_wake while the read exits wait for the first fill
+	// that must end lazily; woken is closed when that goroutine is done.
+	wake  *ringbuf.Reader
+	woken chan struct{}
+	// exitsAt is when on_sys_exit was attached (CLOCK_MONOTONIC ns), 0
+	// while it is not.
+	exitsAt uint64
 	// taskWorks: a task work closes each fill at the entry's return to
 	// user space; false: a later look at the thread does (see
 	// bpf/pagecache's task_works).
@@ -143,7 +155,7 @@ func (p *probes) attach(noReadExits bool) error {
 	case noReadExits:
 		p.fillEnd = record.FillEndNextLook
 	default:
-		if err := p.attachReadExits(); err != nil {
+		if err := p.attachReadExitsLazily(); err != nil {
 			return err
 		}
 		p.fillEnd = record.FillEndReadExit
@@ -164,29 +176,45 @@ func (p *probes) attach(noReadExits bool) error {
 	return nil
 }
 
-// readExits are the syscalls whose exits end a fill where task works are
-// refused: those that copy file pages to user space (or to another file)
-// after their last page-cache event. Other entries end at the next look
-// at the thread.
-var readExits = []string{"read", "pread64", "readv", "preadv", "preadv2", "sendfile64", "copy_file_range", "splice", "io_uring_enter"}
-
-// attachReadExits attaches on_read_exit to readExits' exit tracepoints.
-// Enabling any syscall tracepoint puts every task of the machine on the
-// syscall slow path while it is attached (docs/performance.md); the
-// program itself runs only at those syscalls' exits. A syscall this
-// kernel has no tracepoint for is passed over.
-func (p *probes) attachReadExits() error {
-	for _, name := range readExits {
-		l, err := link.Tracepoint("syscalls", "sys_exit_"+name, p.objs.OnReadExit, nil)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+// attachReadExitsLazily attaches on_sys_exit, which ends a syscall's
+// fill at its exit where task works are refused, once the first fill
+// that must end lazily begins (bpf/pagecache's wake_lazy): an attached
+// syscall tracepoint puts every task of the machine on the syscall slow
+// path (docs/performance.md), which a run that never fills a page from
+// disk then never causes. A fill that began before the attach ends at
+// its syscall's exit if that comes after, else at the next look.
+func (p *probes) attachReadExitsLazily() error {
+	rd, err := ringbuf.NewReader(p.objs.LazyWake)
+	if err != nil {
+		return fmt.Errorf("read exits: %w", err)
+	}
+	p.wake, p.woken = rd, make(chan struct{})
+	go func() {
+		defer close(p.woken)
+		if _, err := rd.Read(); err != nil {
+			return // closed: the run ended without such a fill
 		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		l, err := link.AttachTracing(link.TracingOptions{Program: p.objs.OnSysExit})
 		if err != nil {
-			return fmt.Errorf("attach tracepoint syscalls:sys_exit_%s: %w", name, err)
+			// The fills then end at the next look, as with
+			// --no-read-exits; the record says so.
+			p.fillEnd = record.FillEndNextLook
+			return
 		}
 		p.links = append(p.links, l)
-	}
+		p.exitsAt = probe.MonotonicNS()
+	}()
 	return nil
+}
+
+// readExitsAt is when on_sys_exit was attached (CLOCK_MONOTONIC ns, 0:
+// not attached), and how fills ended.
+func (p *probes) readExitsAt() (uint64, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitsAt, p.fillEnd
 }
 
 func (p *probes) close() error {
@@ -196,10 +224,17 @@ func (p *probes) close() error {
 			first = err
 		}
 	}
-	for i := len(p.links) - 1; i >= 0; i-- {
-		keep(p.links[i].Close())
+	if p.wake != nil {
+		keep(p.wake.Close())
+		<-p.woken
 	}
+	p.mu.Lock()
+	links := p.links
 	p.links = nil
+	p.mu.Unlock()
+	for i := len(links) - 1; i >= 0; i-- {
+		keep(links[i].Close())
+	}
 	keep(p.objs.Close())
 	return first
 }

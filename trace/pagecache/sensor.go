@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -124,6 +125,9 @@ type Sensor struct {
 	// their fsPaths entry is the tail of the path only.
 	cutPaths map[probe.FileKey]bool
 	seen     uint64
+	// startMono is the run's start (Begin); Finish reads it under mu,
+	// which Begin does not take.
+	startMono atomic.Uint64
 
 	// ns resolves paths in other mount namespaces.
 	ns nsPaths
@@ -213,9 +217,19 @@ func (s *Sensor) Chain(untracked, tracked *ebpf.Program) error {
 	return nil
 }
 
-// Begin is part of the session's sensor interface; file counts need no
-// start time.
-func (s *Sensor) Begin(uint64) {}
+// Begin notes the run's start (CLOCK_MONOTONIC ns), which the time the
+// read exits went on counts from.
+func (s *Sensor) Begin(start uint64) { s.startMono.Store(start) }
+
+// fillEnds sets how rec's fills ended, and when the read exits went on.
+func (s *Sensor) fillEnds(rec *record.Record) {
+	at, fillEnd := s.p.readExitsAt()
+	rec.FillEnd = fillEnd
+	if at != 0 {
+		from := probe.Rel(at, s.startMono.Load())
+		rec.ReadExitsFromNS = &from
+	}
+}
 
 // namesAt is where a path record's names start: the header before it is
 // all handle copies, the names it reads where they lie.
@@ -355,8 +369,8 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	rec.Lost.FileTable += lost[bpfpc.PagecacheLostKindLOST_FILES]
 	rec.Lost.FillEnds += lost[bpfpc.PagecacheLostKindLOST_FILL_END]
 	rec.Lost.Pages += lost[bpfpc.PagecacheLostKindLOST_PAGES]
-	rec.FillEnd = s.p.fillEnd
-	if w := fillEndWarning(s.p.fillEnd); w != "" {
+	s.fillEnds(rec)
+	if w := fillEndWarning(rec.FillEnd); w != "" {
 		rec.Warnings = append(rec.Warnings, w)
 	}
 	if n, err := probe.SumPerCPU(s.p.objs.Lost, uint32(bpfpc.PagecacheLostKindLOST_STACKS)); err == nil && n > 0 {

@@ -36,8 +36,8 @@ func (s *Sensor) Snapshot(rec *record.Record) error {
 	rec.Lost.FileTable += lost[bpfpc.PagecacheLostKindLOST_FILES]
 	rec.Lost.FillEnds += lost[bpfpc.PagecacheLostKindLOST_FILL_END]
 	rec.Lost.Pages += lost[bpfpc.PagecacheLostKindLOST_PAGES]
-	rec.FillEnd = s.p.fillEnd
-	if w := fillEndWarning(s.p.fillEnd); w != "" {
+	s.fillEnds(rec)
+	if w := fillEndWarning(rec.FillEnd); w != "" {
 		rec.Warnings = append(rec.Warnings, w)
 	}
 	rec.Self.EventsSeen += s.seen
