@@ -74,10 +74,11 @@ type Record struct {
 	// was recorded. Two runs whose fills ended differently do not measure
 	// a read's CPU alike.
 	FillEnd string `json:"fill_end,omitempty"`
-	// ReadExitsFromNS is when the syscall exit tracepoint that ends fills
-	// (FillEndReadExit) went on, in ns since the run's start: at the
-	// first fill that had to end lazily. Absent when it never did: no
-	// syscall tracepoint slowed the machine's other processes for it.
+	// ReadExitsFromNS is when the syscall exit tracepoints that end
+	// reads' fills (FillEndReadExit) went on, in ns since the run's
+	// start: at the first fill that had to end lazily. Absent when none
+	// did: no syscall tracepoint slowed the machine's other processes
+	// for them.
 	ReadExitsFromNS *int64 `json:"read_exits_from_ns,omitempty"`
 
 	// Files are indexed by File.ID (its position); samples refer to them.

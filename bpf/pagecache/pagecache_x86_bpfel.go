@@ -280,7 +280,7 @@ const (
 	PagecacheProgOnFilemapFault     = "on_filemap_fault"
 	PagecacheProgOnGetPages         = "on_get_pages"
 	PagecacheProgOnMapPages         = "on_map_pages"
-	PagecacheProgOnSysExit          = "on_sys_exit"
+	PagecacheProgOnReadExit         = "on_read_exit"
 	PagecacheProgProbeTaskWork      = "probe_task_work"
 	PagecacheVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	PagecacheVarBtfAnchorPathKind   = "_btf_anchor_path_kind"
@@ -338,7 +338,7 @@ type PagecacheProgramSpecs struct {
 	OnFilemapFault *ebpf.ProgramSpec `ebpf:"on_filemap_fault"`
 	OnGetPages     *ebpf.ProgramSpec `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.ProgramSpec `ebpf:"on_map_pages"`
-	OnSysExit      *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
+	OnReadExit     *ebpf.ProgramSpec `ebpf:"on_read_exit"`
 	ProbeTaskWork  *ebpf.ProgramSpec `ebpf:"probe_task_work"`
 }
 
@@ -479,7 +479,7 @@ type PagecachePrograms struct {
 	OnFilemapFault *ebpf.Program `ebpf:"on_filemap_fault"`
 	OnGetPages     *ebpf.Program `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.Program `ebpf:"on_map_pages"`
-	OnSysExit      *ebpf.Program `ebpf:"on_sys_exit"`
+	OnReadExit     *ebpf.Program `ebpf:"on_read_exit"`
 	ProbeTaskWork  *ebpf.Program `ebpf:"probe_task_work"`
 }
 
@@ -490,7 +490,7 @@ func (p *PagecachePrograms) Close() error {
 		p.OnFilemapFault,
 		p.OnGetPages,
 		p.OnMapPages,
-		p.OnSysExit,
+		p.OnReadExit,
 		p.ProbeTaskWork,
 	)
 }

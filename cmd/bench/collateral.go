@@ -157,7 +157,7 @@ func runCollateral(o options, dir, src string, log func(string, ...any)) (*colla
 	}
 	sits := situations(o.smoke)
 	// Where the kernel refuses task works, a run's first fill puts the
-	// read exits' syscall tracepoint on, which slows every system call
+	// read exits' syscall tracepoints on, which slow every system call
 	// of the machine as the path-syscall probes do: the cold-read
 	// situation is reported apart there.
 	taskWorks, err := pagecache.TaskWorksAllowed(nil)
@@ -170,7 +170,7 @@ func runCollateral(o options, dir, src string, log func(string, ...any)) (*colla
 				sits[i].PathSyscalls = true
 			}
 		}
-		log("collateral: this kernel refuses task works to tracing programs: beside the cold read the read exits' syscall tracepoint is on (getppid reported, not judged)")
+		log("collateral: this kernel refuses task works to tracing programs: beside the cold read the read exits' syscall tracepoints are on (getppid reported, not judged)")
 	}
 	var floor *situationResult
 	for _, s := range sits {

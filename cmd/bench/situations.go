@@ -114,7 +114,7 @@ time.sleep(3600)
 
 // coldRead is the situation of a traced shell that read a cold file
 // before it slept: on kernels that refuse task works its first fill put
-// the read exits' syscall tracepoint on, which slows every system call
+// the read exits' syscall tracepoints on, which slow every system call
 // of the machine as the path-syscall probes do.
 const coldRead = "cold-read"
 
@@ -290,12 +290,9 @@ func serveOnce(size int) (addr string, stop func(), err error) {
 // floorTracepoints are the tp_btf attach points of coldtrace's programs,
 // one per attached program (a tracepoint with three programs gets three).
 // The programs the page cache's insertion program runs by tail call
-// (trace/pagecache: Chain) are not attached, nor the syscall exit
-// program, attached only at a run's first fill where task works are
-// refused (the cold-read situation).
+// (trace/pagecache: Chain) are not attached.
 func floorTracepoints() ([]string, error) {
-	chained := map[string]bool{bpfevict.EvictProgOnOtherInsert: true, bpfdl.DownloadProgOnDlWrite: true,
-		bpfpc.PagecacheProgOnSysExit: true}
+	chained := map[string]bool{bpfevict.EvictProgOnOtherInsert: true, bpfdl.DownloadProgOnDlWrite: true}
 	loads := []func() (*ebpf.CollectionSpec, error){bpfsched.LoadSched, bpfpc.LoadPagecache, bpfevict.LoadEvict, bpfdl.LoadDownload, bpfjit.LoadJit}
 	var out []string
 	for _, load := range loads {

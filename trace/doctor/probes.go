@@ -173,7 +173,11 @@ func targetsOf(spec *ebpf.CollectionSpec, pathSyscalls bool) []target {
 				continue
 			}
 			t := target{kind: "tracepoint", group: group, name: tp, prog: name}
-			if group == "syscalls" {
+			switch {
+			case name == "on_read_exit":
+				// Attached only where task works are refused.
+				t.optional, t.lacks = true, tp+": where task works are refused, the CPU time of a read's copy of its last pages"
+			case group == "syscalls":
 				// The network sensor's write hooks: without them a
 				// download written to tmpfs is not linked to its file.
 				t.optional, t.lacks = true, tp+": the file a download wrote to tmpfs"
