@@ -16,6 +16,7 @@
 #define NR_readv 19
 #define NR_writev 20
 #define NR_access 21
+#define NR_sendfile 40
 #define NR_fsync 74
 #define NR_fdatasync 75
 #define NR_truncate 76
@@ -33,12 +34,14 @@
 #define NR_unlinkat 263
 #define NR_renameat 264
 #define NR_faccessat 269
+#define NR_splice 275
 #define NR_sync_file_range 277
 #define NR_fallocate 285
 #define NR_preadv 295
 #define NR_pwritev 296
 #define NR_syncfs 306
 #define NR_renameat2 316
+#define NR_copy_file_range 326
 #define NR_preadv2 327
 #define NR_pwritev2 328
 #define NR_statx 332

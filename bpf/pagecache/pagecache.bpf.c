@@ -209,10 +209,13 @@ static int close_fill(struct bpf_map *map, void *key, void *value)
 	return 0;
 }
 
-/* User space attaches on_read_exit once a fill must end lazily: until
- * then no syscall tracepoint is on, and every other process of the
- * machine keeps the syscall fast path (lazy_woken, set here, is read by
- * each caller first: the ring is written about once a run). */
+/* User space attaches on_read_exit to a read-family syscall's exit
+ * once a fill that must end lazily began in that syscall: until then no
+ * syscall tracepoint is on, and every other process of the machine keeps
+ * the syscall fast path; then only the exits of the syscalls that
+ * filled run the program (and each costs an RCU grace period to
+ * detach). The ring carries the syscall's bit, about once per syscall
+ * and run; lazy_woken holds the bits asked for. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);
@@ -220,11 +223,48 @@ struct {
 
 __u32 lazy_woken = 0;
 
+/* The read family's bits, in trace/pagecache's readExits order. */
+#define READ_EXITS_ALL ((1u << 9) - 1)
+
+static __always_inline int read_exit_bit(long id)
+{
+	switch (id) {
+	case NR_read:
+		return 0;
+	case NR_pread64:
+		return 1;
+	case NR_readv:
+		return 2;
+	case NR_preadv:
+		return 3;
+	case NR_preadv2:
+		return 4;
+	case NR_sendfile:
+		return 5;
+	case NR_copy_file_range:
+		return 6;
+	case NR_splice:
+		return 7;
+	case NR_io_uring_enter:
+		return 8;
+	}
+	return -1;
+}
+
+/* A fill that must end lazily began: if inside a read-family syscall
+ * whose exit is not asked for yet, ask. A fault in user space or any
+ * other syscall (execve) ends at the next look whatever is attached. */
 static __attribute__((noinline)) int wake_lazy(void)
 {
-	__u32 one = 1;
-	lazy_woken = 1;
-	bpf_ringbuf_output(&lazy_wake, &one, sizeof(one), 0);
+	int bit = read_exit_bit(current_syscall(bpf_get_current_task_btf()));
+	if (bit < 0 || bit > 8)
+		return 0;
+	__u32 mask = 1u << bit;
+	if (lazy_woken & mask)
+		return 0;
+	lazy_woken |= mask; /* racy: a second ask is dropped by user space */
+	__u32 b = bit;
+	bpf_ringbuf_output(&lazy_wake, &b, sizeof(b), 0);
 	return 0;
 }
 
@@ -239,7 +279,7 @@ static __always_inline void end_lazily(struct tstate *s)
 	if (!(s->flags & TF_LAZY_END)) {
 		s->flags |= TF_LAZY_END;
 		s->entry = 0;
-		if (!lazy_woken)
+		if (lazy_woken != READ_EXITS_ALL)
 			wake_lazy();
 	}
 }

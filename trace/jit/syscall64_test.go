@@ -15,7 +15,7 @@ import (
 func TestSyscallHeader(t *testing.T) {
 	want := map[string]int{
 		"NR_read": unix.SYS_READ, "NR_io_uring_enter": unix.SYS_IO_URING_ENTER, "NR_write": unix.SYS_WRITE, "NR_pread64": unix.SYS_PREAD64, "NR_readv": unix.SYS_READV,
-		"NR_preadv": unix.SYS_PREADV, "NR_preadv2": unix.SYS_PREADV2, "NR_open": unix.SYS_OPEN, "NR_stat": unix.SYS_STAT, "NR_lstat": unix.SYS_LSTAT,
+		"NR_preadv": unix.SYS_PREADV, "NR_preadv2": unix.SYS_PREADV2, "NR_sendfile": unix.SYS_SENDFILE, "NR_splice": unix.SYS_SPLICE, "NR_copy_file_range": unix.SYS_COPY_FILE_RANGE, "NR_open": unix.SYS_OPEN, "NR_stat": unix.SYS_STAT, "NR_lstat": unix.SYS_LSTAT,
 		"NR_pwrite64": unix.SYS_PWRITE64, "NR_writev": unix.SYS_WRITEV, "NR_access": unix.SYS_ACCESS,
 		"NR_fsync": unix.SYS_FSYNC, "NR_fdatasync": unix.SYS_FDATASYNC, "NR_truncate": unix.SYS_TRUNCATE,
 		"NR_ftruncate": unix.SYS_FTRUNCATE, "NR_chdir": unix.SYS_CHDIR, "NR_fchdir": unix.SYS_FCHDIR,

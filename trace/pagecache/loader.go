@@ -1,6 +1,7 @@
 package pagecache
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -180,16 +181,17 @@ func (p *probes) attach(noReadExits bool) error {
 // readExits are the syscalls whose exits end a fill where task works are
 // refused: those that copy file pages to user space (or to another file)
 // after their last page-cache event. Other entries end at the next look
-// at the thread.
+// at the thread. The order is bpf/pagecache's read_exit_bit.
 var readExits = []string{"read", "pread64", "readv", "preadv", "preadv2", "sendfile64", "copy_file_range", "splice", "io_uring_enter"}
 
-// attachReadExitsLazily attaches on_read_exit to readExits' exit
-// tracepoints once the first fill that must end lazily begins
-// (bpf/pagecache's wake_lazy): an attached syscall tracepoint puts every
-// task of the machine on the syscall slow path (docs/performance.md),
-// which a run that never fills a page from disk then never causes. A
-// fill that began before the attach ends at its syscall's exit if that
-// comes after, else at the next look.
+// attachReadExitsLazily attaches on_read_exit to a read-family
+// syscall's exit tracepoint once the first fill that must end lazily
+// begins in that syscall (bpf/pagecache's wake_lazy): an attached
+// syscall tracepoint puts every task of the machine on the syscall slow
+// path (docs/performance.md), which a run that never fills a page from
+// disk in a read then never causes, and each takes an RCU grace period
+// to detach. A fill that began before the attach ends at its syscall's
+// exit if that comes after, else at the next look.
 func (p *probes) attachReadExitsLazily() error {
 	rd, err := ringbuf.NewReader(p.objs.LazyWake)
 	if err != nil {
@@ -198,46 +200,51 @@ func (p *probes) attachReadExitsLazily() error {
 	p.wake, p.woken = rd, make(chan struct{})
 	go func() {
 		defer close(p.woken)
-		if _, err := rd.Read(); err != nil {
-			return // closed: the run ended without such a fill
+		asked := make([]bool, len(readExits))
+		for {
+			rec, err := rd.Read()
+			if err != nil {
+				return // closed: the run ended
+			}
+			if len(rec.RawSample) < 4 {
+				continue
+			}
+			bit := binary.LittleEndian.Uint32(rec.RawSample)
+			if int(bit) >= len(readExits) || asked[bit] {
+				continue // asked twice (the bits are set without a lock)
+			}
+			asked[bit] = true
+			p.attachReadExit(readExits[bit])
 		}
-		exits, err := attachReadExits(p.objs.OnReadExit)
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.exits = exits
-		if err != nil || len(exits) == 0 {
-			// The fills then end at the next look, as with
-			// --no-read-exits; the record says so.
-			p.fillEnd = record.FillEndNextLook
-			return
-		}
-		p.exitsAt = probe.MonotonicNS()
 	}()
 	return nil
 }
 
-// attachReadExits attaches prog to readExits' exit tracepoints; a
-// syscall this kernel has no tracepoint for is passed over. On an error
-// it returns what it attached, to be closed.
-func attachReadExits(prog *ebpf.Program) ([]link.Link, error) {
-	var out []link.Link
-	for _, name := range readExits {
-		l, err := link.Tracepoint("syscalls", "sys_exit_"+name, prog, nil)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+// attachReadExit attaches on_read_exit to syscall name's exit; a
+// syscall this kernel has no tracepoint for is passed over. If one
+// cannot be attached, the run's fills count as ending at the next look
+// (the record says so), though those attached still end theirs.
+func (p *probes) attachReadExit(name string) {
+	l, err := link.Tracepoint("syscalls", "sys_exit_"+name, p.objs.OnReadExit, nil)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		p.fillEnd = record.FillEndNextLook
+	default:
+		p.exits = append(p.exits, l)
+		if p.exitsAt == 0 {
+			p.exitsAt = probe.MonotonicNS()
 		}
-		if err != nil {
-			return out, fmt.Errorf("attach tracepoint syscalls:sys_exit_%s: %w", name, err)
-		}
-		out = append(out, l)
 	}
-	return out, nil
 }
 
 // closeExits detaches the read exits all at once: each waits for an RCU
 // grace period as it goes, and their perf events are then destroyed one
 // after another under the kernel's trace-event lock (one after another,
-// the nine took 0.56 s; at once, about 0.37 s).
+// the nine took 0.56 s; at once, about 0.37 s; a run that read only by
+// read(2) has one).
 func closeExits(exits []link.Link) error {
 	errs := make([]error, len(exits))
 	var wg sync.WaitGroup
