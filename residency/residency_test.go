@@ -124,7 +124,9 @@ func TestEvictStatusPrefetch(t *testing.T) {
 			secondHalf += end - max(r.Off, size/2)
 		}
 	}
-	if extra := p.MissingBytes - (size - f.CachedBytes); !p.Known || extra < 0 || uint64(extra)/uint64(pageSize) > sinceStat() || secondHalf < size/2-size/100 {
+	// Pages the machine took back leave shadow entries (evicted).
+	evicted := statOneFile(t, Self{}, path).Counts.Evicted
+	if extra := p.MissingBytes - (size - f.CachedBytes); !p.Known || extra < 0 || uint64(extra)/uint64(pageSize) > max(sinceStat(), evicted) || secondHalf < size/2-size/100 {
 		t.Fatalf("plan: %+v, %d bytes of the second half (status said %d cached)", p, secondHalf, f.CachedBytes)
 	}
 
@@ -150,13 +152,19 @@ func TestEvictStatusPrefetch(t *testing.T) {
 	// The whole file is cached now, and a second plan reads nothing:
 	// but for pages the machine took back since (DAMON pages out file
 	// pages it finds idle; seen here: 58 pages within a second, with
-	// 22 GB free).
+	// 22 GB free). A page reclaimed leaves a shadow entry, which
+	// cachestat counts as evicted (the eviction at the start, by
+	// fadvise, left none): every page not cached must be one, whatever
+	// took it back and whether or not a counter saw it (seen in CI: 271
+	// pages, and 130 under load, while pgsteal_file and DAMON's count
+	// did not move).
 	f = statOneFile(t, Self{}, path)
 	plan2, _ := PlanPrefetch(Self{}, []string{path})
-	if gone := reclaimed(); f.Pages-f.Cached > gone || uint64(plan2.MissingBytes)/uint64(pageSize) > gone {
-		t.Errorf("after prefetch: %+v; second plan %+v (the machine reclaimed %d file pages meanwhile)", f, plan2, gone)
-	} else if f.Cached != f.Pages {
-		t.Logf("after prefetch: %d pages not cached, of %d the machine reclaimed meanwhile", f.Pages-f.Cached, gone)
+	missing := f.Pages - f.Cached
+	if missing > f.Counts.Evicted || uint64(plan2.MissingBytes)/uint64(pageSize) > f.Counts.Evicted {
+		t.Errorf("after prefetch: %+v; second plan %+v (the machine reclaimed %d file pages meanwhile)", f, plan2, reclaimed())
+	} else if missing != 0 {
+		t.Logf("after prefetch: %d pages not cached, each evicted since (%d evicted)", missing, f.Counts.Evicted)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/testenv"
+	residencypkg "github.com/coldtrace/coldtrace/residency"
 )
 
 // cachedShare is the share of path's pages status says are cached.
@@ -165,6 +166,14 @@ func TestEvictStatusPrefetchCommands(t *testing.T) {
 		t.Errorf("prediction after prefetch: %+v", p)
 	}
 	code, out, errs := coldtrace(t, nil, "status", "--from", rec)
+	// A page the machine took back since leaves a shadow entry
+	// (cachestat's evicted): then the text may say less than 100.0%
+	// (seen under load: 99.8%, a moment after the JSON said all).
+	if whole && !strings.Contains(out, "100.0%") {
+		if fs, _ := residencypkg.Stat(residencypkg.Self{}, []string{model}); len(fs) == 1 && fs[0].Pages-fs[0].Cached <= fs[0].Counts.Evicted {
+			whole = false
+		}
+	}
 	if code != 0 || !strings.Contains(out, "next run: warm") || (whole && !strings.Contains(out, "100.0%")) {
 		t.Errorf("status text (every page cached: %v): exit %d\n%s%s", whole, code, out, errs)
 	}
