@@ -240,25 +240,6 @@ func (p *probes) attachReadExit(name string) {
 	}
 }
 
-// closeExits detaches the read exits all at once: each waits for an RCU
-// grace period as it goes, and their perf events are then destroyed one
-// after another under the kernel's trace-event lock (one after another,
-// the nine took 0.56 s; at once, about 0.37 s; a run that read only by
-// read(2) has one).
-func closeExits(exits []link.Link) error {
-	errs := make([]error, len(exits))
-	var wg sync.WaitGroup
-	for i, l := range exits {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = l.Close()
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
 // readExitsAt is when the read exits were attached (CLOCK_MONOTONIC ns, 0:
 // not attached), and how fills ended.
 func (p *probes) readExitsAt() (uint64, string) {
@@ -279,7 +260,11 @@ func (p *probes) close() error {
 		<-p.woken
 	}
 	p.mu.Lock()
-	keep(closeExits(p.exits))
+	// All at once: each waits for an RCU grace period, and their perf
+	// events are then destroyed one after another under the kernel's
+	// trace-event lock (the nine one after another took 0.56 s, at once
+	// about 0.37 s; a run that read only by read(2) has one).
+	keep(probe.CloseLinks(p.exits))
 	p.exits = nil
 	p.mu.Unlock()
 	for i := len(p.links) - 1; i >= 0; i-- {

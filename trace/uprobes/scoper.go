@@ -17,6 +17,7 @@ import (
 
 	"github.com/coldtrace/coldtrace/internal/procmaps"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // MaxPerfProcesses is how many processes get perf-event uprobes where
@@ -595,7 +596,7 @@ func (s *Scoper) closeLinks(pid int32, p *proc) {
 	s.closing.Add(1)
 	go func(ls []link.Link) {
 		defer s.closing.Done()
-		err := closeAll(ls)
+		err := probe.CloseLinks(ls)
 		if err != nil {
 			s.mu.Lock()
 			if s.closeErr == nil {
@@ -604,24 +605,6 @@ func (s *Scoper) closeLinks(pid int32, p *proc) {
 			s.mu.Unlock()
 		}
 	}(p.links)
-}
-
-// closeAll closes links all at once: removing uprobes one after another
-// waits for the kernel once per link.
-func closeAll(ls []link.Link) error {
-	errs := make([]error, len(ls))
-	var wg sync.WaitGroup
-	for i, l := range ls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := l.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
-				errs[i] = err
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // Begin is part of the session's sensor interface.
@@ -729,7 +712,7 @@ func (s *Scoper) Close() error {
 	files := s.order
 	s.order, s.files = nil, map[fileKey]*libFile{}
 	s.mu.Unlock()
-	err := closeAll(all)
+	err := probe.CloseLinks(all)
 	s.closing.Wait()
 	for _, lf := range files {
 		lf.f.Close()
