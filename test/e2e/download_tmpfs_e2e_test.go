@@ -81,8 +81,8 @@ func checkTmpfsDownload(t *testing.T, rec *record.Record, dest, written string) 
 	d := rec.Downloads[0]
 	// The received bytes hold the response's headers too.
 	if d.Bytes < hubBody || d.Bytes > hubBody+4096 || d.Path != dest || d.Destination != record.DestFile || len(d.Files) == 0 {
-		t.Fatalf("download of %d bytes into %q (%s; candidates %+v), want the %d of the body and its headers into %q",
-			d.Bytes, d.Path, d.Destination, d.Candidates, hubBody, dest)
+		t.Fatalf("download of %d bytes into %q (%s; candidates %+v; received %+v), want the %d of the body and its headers into %q",
+			d.Bytes, d.Path, d.Destination, d.Candidates, d.Samples, hubBody, dest)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(dest, &st); err != nil {

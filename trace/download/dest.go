@@ -218,7 +218,7 @@ func inWindow(f written, w window) (in, before uint64) {
 
 // follows reports whether f's writes inside w never ran ahead of the
 // received bytes scaled by n (1: written as received; N: expanded N
-// times), allowing one poll's lag between the two sensors' reads.
+// times), allowing the lag between the two sensors' reads.
 func follows(f written, w window, rx []record.DownloadSample, n float64, tol uint64) bool {
 	var cum uint64
 	for _, p := range f.Points {
@@ -226,12 +226,28 @@ func follows(f written, w window, rx []record.DownloadSample, n float64, tol uin
 			continue
 		}
 		cum += p.Bytes
-		limit := n*float64(received(rx, p.End+w.interval)) + n*float64(tol)
+		limit := n*float64(received(rx, readAfter(rx, p.End, w.interval))) + n*float64(tol)
 		if float64(cum) > limit {
 			return false
 		}
 	}
 	return true
+}
+
+// readAfter is when the received count was next read after a file's
+// size was, at t: one poll later, or at the first read after t when the
+// polls ran late. A size is read as often as every 5 ms, the received
+// count at the session's polls, which a loaded machine delays by several
+// intervals: bytes written by t were received by t, so they are in the
+// first count read after it, whenever that was.
+func readAfter(rx []record.DownloadSample, t, interval int64) int64 {
+	limit := t + interval
+	for _, s := range rx {
+		if s.EndNS >= t {
+			return max(limit, s.EndNS)
+		}
+	}
+	return limit
 }
 
 // destination is how a download's body was matched to a file.
@@ -258,6 +274,22 @@ func match(r uint64, rx []record.DownloadSample, w window, files []written, link
 	var d destination
 	var all uint64
 	var exact, expanded *candidate
+	// A file the receiving threads wrote is preferred among those that
+	// fit: a download shorter than a poll has one received count, which
+	// every file written meanwhile follows.
+	byReceiver := make(map[FileKey]bool, len(linked))
+	for _, lw := range linked {
+		byReceiver[FileKey{Dev: lw.Dev, Ino: lw.Ino}] = true
+	}
+	closer := func(c candidate, than *candidate) bool {
+		if than == nil {
+			return true
+		}
+		if byReceiver[c.key] != byReceiver[than.key] {
+			return byReceiver[c.key]
+		}
+		return max(c.bytes, r)-min(c.bytes, r) < max(than.bytes, r)-min(than.bytes, r)
+	}
 	for _, f := range files {
 		in, before := inWindow(f, w)
 		if in == 0 {
@@ -272,7 +304,7 @@ func match(r uint64, rx []record.DownloadSample, w window, files []written, link
 		diff := max(in, r) - min(in, r)
 		switch {
 		case diff <= tol && follows(f, w, rx, 1, tol):
-			if exact == nil || diff < max(exact.bytes, r)-min(exact.bytes, r) {
+			if closer(c, exact) {
 				exact = &c
 			}
 		case in > r+tol && follows(f, w, rx, float64(in)/float64(r), tol):
