@@ -235,15 +235,18 @@ func follows(f written, w window, rx []record.DownloadSample, n float64, tol uin
 }
 
 // readAfter is when the received count was next read after a file's
-// size was, at t: one poll later, or at the first read after t when the
-// polls ran late. A size is read as often as every 5 ms, the received
-// count at the session's polls, which a loaded machine delays by several
-// intervals: bytes written by t were received by t, so they are in the
-// first count read after it, whenever that was.
+// written bytes were, at t: one poll later, or at the first count dated
+// after t when the polls ran late. A tmpfs size is read as often as
+// every 5 ms, the received count at the session's polls, which a loaded
+// machine delays by several intervals: bytes written by t were received
+// by t, so they are in the first count read after it, whenever that was.
+// A count is dated before it is read (its poll's clock), so the first
+// dated after t was read after t; one dated t itself (the same poll as a
+// page-cache file's pages) may have been read before them.
 func readAfter(rx []record.DownloadSample, t, interval int64) int64 {
 	limit := t + interval
 	for _, s := range rx {
-		if s.EndNS >= t {
+		if s.EndNS > t {
 			return max(limit, s.EndNS)
 		}
 	}

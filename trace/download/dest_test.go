@@ -191,15 +191,21 @@ func TestMatchDestination(t *testing.T) {
 
 // TestMatchWaitsForTheNextReceivedCount: when the polls that read the
 // received count ran late (350 ms apart on a loaded machine, the interval
-// 100 ms), the sizes read between them, every 5 ms, are held to the next
-// count read, not to one interval later; a file ahead of that count is
-// still not the destination.
+// 100 ms), the sizes read between them, every 5 ms, and the pages created
+// read in the same poll as the earlier count, are held to the next count
+// read, not to one interval later; a file ahead of that count is still
+// not the destination.
 func TestMatchWaitsForTheNextReceivedCount(t *testing.T) {
 	rx := []record.DownloadSample{{EndNS: 100 * ms, Bytes: 4 * mib}, {EndNS: 450 * ms, Bytes: 8 * mib}}
 	w := window{start: 10 * ms, end: 450 * ms, interval: 100 * ms}
 	written := func(pts ...point) []written { return []written{{Key: FileKey{Dev: 8, Ino: 1}, Points: pts}} }
 	if d := match(12*mib, rx, w, written(point{200 * ms, 7 * mib}, point{300 * ms, 5 * mib}), nil); d.kind != record.DestFile {
 		t.Errorf("written between two late polls: %s, want %s", d.kind, record.DestFile)
+	}
+	// Pages created dated by the poll that read the count at 100 ms were
+	// read after it: the count at 450 ms holds them.
+	if d := match(12*mib, rx, w, written(point{100 * ms, 7 * mib}, point{450 * ms, 5 * mib}), nil); d.kind != record.DestFile {
+		t.Errorf("written in the poll of the count before the late one: %s, want %s", d.kind, record.DestFile)
 	}
 	if d := match(12*mib, rx, w, written(point{50 * ms, 12 * mib}), nil); d.kind != record.DestNotSeen {
 		t.Errorf("written ahead of the first count: %s, want %s", d.kind, record.DestNotSeen)
