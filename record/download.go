@@ -193,6 +193,10 @@ type DownloadSample struct {
 type DownloadFile struct {
 	Dev uint32 `json:"dev"` // kernel encoding: major<<20 | minor
 	Ino uint64 `json:"ino"`
+	// Gen is the inode's generation, as File.Gen: with Dev and Ino, the
+	// files[] row of the file (a retried download's new temporary file
+	// may be given the deleted one's number).
+	Gen uint32 `json:"gen,omitempty"`
 	// Path is the file's name at the end of the run when it could be
 	// found (after a rename into place), else the name it was first seen
 	// under.

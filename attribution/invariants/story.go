@@ -32,9 +32,10 @@ func (c *checker) story() {
 			}
 		}
 	}
-	rows := make(map[[2]uint64]*record.File, len(r.Files))
+	rows := make(map[fileID]*record.File, len(r.Files))
 	for i := range r.Files {
-		rows[[2]uint64{uint64(r.Files[i].Dev), r.Files[i].Ino}] = &r.Files[i]
+		f := &r.Files[i]
+		rows[fileID{f.Dev, f.Ino, f.Gen}] = f
 	}
 	for i, d := range r.Downloads {
 		subject := fmt.Sprintf("download %d (%s from %s)", i, d.Path, d.Peer)
@@ -70,16 +71,24 @@ func (c *checker) downloadCache(subject string, d record.Download, caches map[st
 	}
 }
 
+// fileID is a file as files[] and downloads[] name it: a file given a
+// deleted one's inode number has its own row, told by its generation.
+type fileID struct {
+	dev uint32
+	ino uint64
+	gen uint32
+}
+
 // downloadFileRow: a download written to a file (its destination is the
 // first of its files) has that file's row in files[], named as the
 // download names it (its final name, or the one it was written under).
 // A full file table (Lost.FileTable) excuses a missing row.
-func (c *checker) downloadFileRow(subject string, d record.Download, rows map[[2]uint64]*record.File) {
+func (c *checker) downloadFileRow(subject string, d record.Download, rows map[fileID]*record.File) {
 	if d.Path == "" || len(d.Files) == 0 || (d.Destination != record.DestFile && d.Destination != record.DestExpanded) {
 		return
 	}
 	df := d.Files[0]
-	f, ok := rows[[2]uint64{uint64(df.Dev), df.Ino}]
+	f, ok := rows[fileID{df.Dev, df.Ino, df.Gen}]
 	if !ok {
 		if c.r.Lost.FileTable == 0 {
 			c.add(RuleOneStory, subject, "was written to %s, which the files table does not list",

@@ -100,7 +100,9 @@ struct write_key {
 	__u64 sk;
 	__u64 id;
 	__u32 dev; /* super_block s_dev, kernel encoding major<<20|minor */
-	__u32 pad;
+	/* i_generation: a file given a deleted one's inode number (a retried
+	 * download's new ".incomplete") is another file. */
+	__u32 gen;
 	__u64 ino;
 };
 
@@ -479,6 +481,7 @@ static __always_inline void link_write(struct rx_slot *r, struct inode *inode, _
 	key.id = r->id;
 	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	key.ino = BPF_CORE_READ(inode, i_ino);
+	key.gen = BPF_CORE_READ(inode, i_generation);
 	struct write_stats *w = bpf_map_lookup_elem(&writes, &key);
 	if (!w) {
 		/* A file starts to be linked only near a receive; once linked,

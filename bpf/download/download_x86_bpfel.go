@@ -223,7 +223,7 @@ type DownloadWriteKey struct {
 	Sk  uint64
 	Id  uint64
 	Dev uint32
-	Pad uint32
+	Gen uint32
 	Ino uint64
 }
 

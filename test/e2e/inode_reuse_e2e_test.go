@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coldtrace/coldtrace/attribution/invariants"
 	"github.com/coldtrace/coldtrace/record"
 )
 
@@ -148,5 +149,92 @@ func TestFailedBytecodeWriteKeepsTheNextCompile(t *testing.T) {
 	}
 	if results["a, b"] != results["b, a"] || results["a, b"].misses != 2 {
 		t.Errorf("bytecode cache (misses, lookups) by import order %+v, want 2 misses either way", results)
+	}
+}
+
+// retryScript downloads $2 into $1/model.incomplete, deletes it (a failed
+// attempt), then creates model.incomplete again until it is given the
+// deleted file's inode number (the others moved aside), downloads into
+// that one and renames it to model.bin; exit 3 when no new file got the
+// number within 200.
+const retryScript = `set -e
+d=$1
+curl -sS -o "$d/model.incomplete" "$2"
+ino=$(stat -c %i "$d/model.incomplete")
+rm "$d/model.incomplete"
+i=0
+while [ $i -lt 200 ]; do
+	: > "$d/model.incomplete"
+	if [ "$(stat -c %i "$d/model.incomplete")" = "$ino" ]; then
+		curl -sS -o "$d/model.incomplete" "$2"
+		mv "$d/model.incomplete" "$d/model.bin"
+		exit 0
+	fi
+	mv "$d/model.incomplete" "$d/aside$i"
+	i=$((i+1))
+done
+exit 3
+`
+
+// TestRetriedDownloadIntoAReusedInode: a download whose file is deleted,
+// then retried into a new file given the same inode number under the
+// same name and renamed into place, is two downloads: the first into a
+// file gone, the second into model.bin, each with its own bytes and its
+// own files[] row (told apart by the generation), not one merged file
+// named after the survivor.
+func TestRetriedDownloadIntoAReusedInode(t *testing.T) {
+	requireTracing(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("needs curl")
+	}
+	srv := hubServer(t)
+	dir := t.TempDir()
+	out := filepath.Join(t.TempDir(), "run.rec")
+	code, _, stderr := coldtrace(t, nil, "run", "-q", "-o", out, "--", "sh", "-c", retryScript, "sh", dir, srv.URL+"/model")
+	if code == 3 {
+		t.Skipf("the filesystem of %s gave no new file the deleted one's inode number in 200 tries", dir)
+	}
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rec := readRecord(t, out)
+	if err := invariants.Err(rec); err != nil {
+		t.Error(err)
+	}
+	if len(rec.Downloads) != 2 {
+		t.Fatalf("downloads %+v, want two", rec.Downloads)
+	}
+	first, second := rec.Downloads[0], rec.Downloads[1]
+	if len(first.Files) == 0 || len(second.Files) == 0 {
+		t.Fatalf("downloads without files: %+v", rec.Downloads)
+	}
+	a, b := first.Files[0], second.Files[0]
+	if a.Dev != b.Dev || a.Ino != b.Ino {
+		t.Fatalf("files %d:%d and %d:%d, want one inode number twice", a.Dev, a.Ino, b.Dev, b.Ino)
+	}
+	gens := map[uint32]bool{}
+	for _, f := range rec.Files {
+		if f.Dev == a.Dev && f.Ino == a.Ino {
+			gens[f.Gen] = true
+		}
+	}
+	if len(gens) < 2 {
+		t.Skipf("files[] tells no two generations of inode %d apart (%v): the filesystem of %s keeps none", a.Ino, gens, dir)
+	}
+	if a.Gen == b.Gen {
+		t.Errorf("both downloads went to generation %d of inode %d", a.Gen, a.Ino)
+	}
+	incomplete, final := filepath.Join(dir, "model.incomplete"), filepath.Join(dir, "model.bin")
+	for _, c := range []struct {
+		d         record.Download
+		path      string
+		gone      bool
+		firstName string
+	}{{first, incomplete, true, ""}, {second, final, false, incomplete}} {
+		f := c.d.Files[0]
+		if c.d.Destination != record.DestFile || c.d.Path != c.path || f.Gone != c.gone || f.WrittenPath != c.firstName ||
+			f.BytesWritten != hubBody {
+			t.Errorf("download %+v, want %d bytes into %s (gone %v, first named %q)", c.d, hubBody, c.path, c.gone, c.firstName)
+		}
 	}
 }

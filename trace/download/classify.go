@@ -84,10 +84,14 @@ type Write struct {
 	Sk, ID  uint64
 	Dev     uint32 // kernel encoding: major<<20 | minor
 	Ino     uint64
+	Gen     uint32 // the inode's generation
 	Bytes   uint64 // pages added to the page cache, in bytes
 	FirstTS uint64
 	LastTS  uint64
 }
+
+// key is the file w wrote.
+func (w Write) key() FileKey { return FileKey{Dev: w.Dev, Ino: w.Ino, Gen: w.Gen} }
 
 // Located is a written file's names at the end of the run.
 type Located struct {
@@ -107,7 +111,7 @@ type Env struct {
 	// record times are relative to it.
 	StartMono uint64
 	// Locate names a written file. A nil Locate leaves paths empty.
-	Locate func(dev uint32, ino uint64) Located
+	Locate func(FileKey) Located
 	// Samples and IntervalNS are the record's samples: the receiving
 	// threads' time within each download, and each file's pages created
 	// per poll, by which the destination is matched.
@@ -253,7 +257,7 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 	d.Destination, d.Expansion = dest.kind, dest.expansion
 	d.Files = destFiles(dest, linked, env.Locate)
 	if len(d.Files) > 0 && d.Files[0].Gone && (dest.kind == record.DestFile || dest.kind == record.DestExpanded) {
-		d.Files = followMove(d.Files, dest.key, files, env)
+		d.Files = followMove(d.Files, dest.key, files, env, othersBodies(g, byConn))
 	}
 	if dest.kind == record.DestFile || dest.kind == record.DestExpanded {
 		d.Path = d.Files[0].Path
@@ -285,8 +289,8 @@ func listedWhile(g []Conn, env Env) bool {
 // followMove puts first, when the destination fs[0] (key) was deleted
 // and a copy of it survives (a move to another filesystem), the copy,
 // under its name with the destination's first name beside it.
-func followMove(fs []record.DownloadFile, key FileKey, files []written, env Env) []record.DownloadFile {
-	to, ok := movedCopy(key, files, env.IntervalNS)
+func followMove(fs []record.DownloadFile, key FileKey, files []written, env Env, others map[FileKey]bool) []record.DownloadFile {
+	to, ok := movedCopy(key, files, env.IntervalNS, others)
 	if !ok {
 		return fs
 	}
@@ -298,9 +302,29 @@ func followMove(fs []record.DownloadFile, key FileKey, files []written, env Env)
 	return append([]record.DownloadFile{moved}, fs...)
 }
 
+// othersBodies are the files the receiving threads of connections other
+// than g's wrote: another download's body (a retry's new temporary file,
+// written as the first attempt's was deleted), not a copy of g's.
+func othersBodies(g []Conn, byConn map[ConnKey][]Write) map[FileKey]bool {
+	own := make(map[ConnKey]bool, len(g))
+	for _, c := range g {
+		own[ConnKey{c.Sk, c.ID}] = true
+	}
+	out := map[FileKey]bool{}
+	for k, ws := range byConn {
+		if own[k] {
+			continue
+		}
+		for _, w := range ws {
+			out[w.key()] = true
+		}
+	}
+	return out
+}
+
 // destFiles are the destination (when there is one), then the other
 // files the receiving threads wrote, largest first.
-func destFiles(dest destination, linked []Write, locate func(uint32, uint64) Located) []record.DownloadFile {
+func destFiles(dest destination, linked []Write, locate func(FileKey) Located) []record.DownloadFile {
 	var out []record.DownloadFile
 	seen := map[FileKey]bool{}
 	if dest.kind == record.DestFile || dest.kind == record.DestExpanded {
@@ -309,7 +333,7 @@ func destFiles(dest destination, linked []Write, locate func(uint32, uint64) Loc
 	}
 	var rest []record.DownloadFile
 	for _, w := range linked {
-		k := FileKey{Dev: w.Dev, Ino: w.Ino}
+		k := w.key()
 		if seen[k] {
 			continue
 		}
@@ -323,10 +347,10 @@ func destFiles(dest destination, linked []Write, locate func(uint32, uint64) Loc
 }
 
 // locatedFile is file k, written bytes, under its names.
-func locatedFile(k FileKey, bytes uint64, locate func(uint32, uint64) Located) record.DownloadFile {
-	f := record.DownloadFile{Dev: k.Dev, Ino: k.Ino, BytesWritten: bytes}
+func locatedFile(k FileKey, bytes uint64, locate func(FileKey) Located) record.DownloadFile {
+	f := record.DownloadFile{Dev: k.Dev, Ino: k.Ino, Gen: k.Gen, BytesWritten: bytes}
 	if locate != nil {
-		l := locate(k.Dev, k.Ino)
+		l := locate(k)
 		f.Path, f.WrittenPath, f.Gone, f.NameUnknown = l.Path, l.WrittenPath, l.Gone, l.NameUnknown
 	}
 	return f

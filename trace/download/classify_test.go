@@ -58,11 +58,11 @@ func TestBuild(t *testing.T) {
 		{Sk: 1, ID: reused.ID, Dev: 8, Ino: 103, Bytes: 1 << 20, FirstTS: start + 3150*ms, LastTS: start + 3200*ms},
 	}
 	names := map[uint64]string{100: "/hub/blobs/abc", 101: "/hub/refs/main"}
-	locate := func(dev uint32, ino uint64) Located {
-		if ino == 100 {
-			return Located{Path: names[ino], WrittenPath: names[ino] + ".incomplete"}
+	locate := func(k FileKey) Located {
+		if k.Ino == 100 {
+			return Located{Path: names[k.Ino], WrittenPath: names[k.Ino] + ".incomplete"}
 		}
-		return Located{Path: names[ino]}
+		return Located{Path: names[k.Ino]}
 	}
 	// Thread 12 on CPU 20 ms and waiting 60 ms in every 100 ms interval.
 	var samples []record.Sample

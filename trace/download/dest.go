@@ -88,7 +88,7 @@ func linkedFiles(writes []Write) map[ConnKey]FileKey {
 	}
 	out := make(map[ConnKey]FileKey, len(best))
 	for k, w := range best {
-		out[k] = FileKey{Dev: w.Dev, Ino: w.Ino}
+		out[k] = w.key()
 	}
 	return out
 }
@@ -175,7 +175,7 @@ func writtenFiles(samples []record.Sample, files []record.File, pageSize uint64)
 				f := files[fd.File]
 				i = len(out)
 				idx[fd.File] = i
-				out = append(out, written{Key: FileKey{Dev: f.Dev, Ino: f.Ino}})
+				out = append(out, written{Key: FileKey{Dev: f.Dev, Ino: f.Ino, Gen: f.Gen}})
 			}
 			out[i].Points = append(out[i].Points, point{End: s.EndNS, Bytes: fd.PagesCreated * pageSize})
 		}
@@ -282,7 +282,7 @@ func match(r uint64, rx []record.DownloadSample, w window, files []written, link
 	// every file written meanwhile follows.
 	byReceiver := make(map[FileKey]bool, len(linked))
 	for _, lw := range linked {
-		byReceiver[FileKey{Dev: lw.Dev, Ino: lw.Ino}] = true
+		byReceiver[lw.key()] = true
 	}
 	closer := func(c candidate, than *candidate) bool {
 		if than == nil {
@@ -327,7 +327,7 @@ func match(r uint64, rx []record.DownloadSample, w window, files []written, link
 		// No file followed it: the largest the receiving threads
 		// wrote, if it holds at least half the body.
 		if lw, ok := largestLinked(linked, w, r); ok {
-			d.kind, d.key, d.bytes = record.DestFile, FileKey{Dev: lw.Dev, Ino: lw.Ino}, lw.Bytes
+			d.kind, d.key, d.bytes = record.DestFile, lw.key(), lw.Bytes
 			return d
 		}
 		for _, lw := range linked {
@@ -357,8 +357,11 @@ func largestLinked(linked []Write, w window, r uint64) (Write, bool) {
 // went when it was moved to another filesystem (a copy, then a delete):
 // a file whose writes began as the destination's ended (within one
 // poll) and no later than destSlack after, and whose total is the
-// destination's within tolerance. Of several, the first written.
-func movedCopy(dest FileKey, files []written, interval int64) (FileKey, bool) {
+// destination's within tolerance. Of several, the first written. Not a
+// copy: a file with the destination's inode number (given to it after
+// the destination was deleted, so written from no copy of it) or one of
+// others, another download's body.
+func movedCopy(dest FileKey, files []written, interval int64, others map[FileKey]bool) (FileKey, bool) {
 	var src *written
 	for i := range files {
 		if files[i].Key == dest {
@@ -370,7 +373,7 @@ func movedCopy(dest FileKey, files []written, interval int64) (FileKey, bool) {
 	}
 	size, last := sumPoints(src.Points), src.Points[len(src.Points)-1].End
 	for _, f := range files {
-		if f.Key == dest || len(f.Points) == 0 {
+		if f.Key.number() == dest.number() || others[f.Key] || len(f.Points) == 0 {
 			continue
 		}
 		first, n := f.Points[0].End, sumPoints(f.Points)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // fileKey is path's file as the probes name it.
@@ -18,7 +19,14 @@ func fileKey(t *testing.T, path string) FileKey {
 	if err := syscall.Stat(path, &st); err != nil {
 		t.Fatal(err)
 	}
-	return FileKey{Dev: kernelDev(&st), Ino: st.Ino}
+	k := FileKey{Dev: kernelDev(&st), Ino: st.Ino}
+	if f, err := os.Open(path); err == nil {
+		if gen, err := probe.InodeGeneration(int(f.Fd())); err == nil {
+			k.Gen = gen
+		}
+		f.Close()
+	}
+	return k
 }
 
 // TestHandleFollowsARenameIntoAnotherDirectory: a handle taken while the
@@ -105,7 +113,7 @@ func TestChunkedPartsAreOneDownload(t *testing.T) {
 	samples := createdSamples(0, 0, 8*mib, 8*mib, 0)
 	samples[0].Files = append(samples[0].Files, record.FileDelta{File: 1, PagesCreated: 1}) // a log line
 	got := Build(conns, nil, Env{Samples: samples, IntervalNS: 100 * ms, Files: files, PageSize: 4096, Progress: progress,
-		Locate: func(dev uint32, ino uint64) Located { return Located{Path: "/f/" + strconv.FormatUint(ino, 10)} }})
+		Locate: func(k FileKey) Located { return Located{Path: "/f/" + strconv.FormatUint(k.Ino, 10)} }})
 	if len(got) != 1 {
 		t.Fatalf("%d downloads, want 1: %+v", len(got), got)
 	}
@@ -222,8 +230,8 @@ func TestMoveToAnotherFilesystemIsFollowed(t *testing.T) {
 	for i, s := range createdSamples(1, 0, 0, 0, 12*mib, 0) {
 		samples[i].Files = append(samples[i].Files, s.Files...)
 	}
-	locate := func(dev uint32, ino uint64) Located {
-		if ino == 1 {
+	locate := func(k FileKey) Located {
+		if k.Ino == 1 {
 			return Located{Path: "/stage/blob.incomplete", Gone: true}
 		}
 		return Located{Path: "/other/blob"}
@@ -242,6 +250,26 @@ func TestMoveToAnotherFilesystemIsFollowed(t *testing.T) {
 	}
 }
 
+// TestARetryIsNoCopy: a file written as a deleted destination's writes
+// ended, of its size, is no copy of it when it has the destination's
+// inode number (given to it after the delete) or another download's
+// receiving thread wrote it (a retry); otherwise it is the moved copy.
+func TestARetryIsNoCopy(t *testing.T) {
+	dest := FileKey{Dev: 8, Ino: 1, Gen: 5}
+	series := func(k FileKey) written { return written{Key: k, Points: []point{{200 * ms, 12 * mib}}} }
+	destWrites := written{Key: dest, Points: []point{{100 * ms, 12 * mib}}}
+	reused, other := FileKey{Dev: 8, Ino: 1, Gen: 6}, FileKey{Dev: 9, Ino: 2}
+	if k, ok := movedCopy(dest, []written{destWrites, series(reused)}, 100*ms, nil); ok {
+		t.Errorf("the file given the destination's number is its copy %+v", k)
+	}
+	if k, ok := movedCopy(dest, []written{destWrites, series(other)}, 100*ms, map[FileKey]bool{other: true}); ok {
+		t.Errorf("another download's body is the destination's copy %+v", k)
+	}
+	if k, ok := movedCopy(dest, []written{destWrites, series(other)}, 100*ms, nil); !ok || k != other {
+		t.Errorf("copy %+v (%v), want %+v", k, ok, other)
+	}
+}
+
 // TestLocateTakesTheRecordsFinalName: a file the page-cache sensor
 // followed across a rename (FirstPath set) is located under its final
 // name with its first beside it, though the download sensor took no
@@ -257,8 +285,8 @@ func TestLocateTakesTheRecordsFinalName(t *testing.T) {
 	}
 	k := fileKey(t, final)
 	first := filepath.Join(dir, "stage", "blob.incomplete")
-	locate := fileLocator([]record.File{{Dev: k.Dev, Ino: k.Ino, Path: final, FirstPath: first}}, nil, nil)
-	if l := locate(k.Dev, k.Ino); l != (Located{Path: final, WrittenPath: first}) {
+	locate := fileLocator([]record.File{{Dev: k.Dev, Ino: k.Ino, Gen: k.Gen, Path: final, FirstPath: first}}, nil, nil)
+	if l := locate(k); l != (Located{Path: final, WrittenPath: first}) {
 		t.Errorf("located %+v, want %s first named %s", l, final, first)
 	}
 }

@@ -3,7 +3,6 @@ package download
 import (
 	"cmp"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // kernelDev is st_dev in the kernel's s_dev encoding, the one the probes
@@ -21,14 +21,30 @@ func kernelDev(st *syscall.Stat_t) uint32 {
 	return unix.Major(st.Dev)<<20 | unix.Minor(st.Dev)
 }
 
-// sameFile reports whether path names the file (dev, ino) now.
-func sameFile(path string, dev uint32, ino uint64) bool {
-	fi, err := os.Lstat(path)
-	if err != nil {
+// sameFile reports whether path names file k now: its device and
+// number, and its generation where k has one and the filesystem gives
+// it (ext4, xfs and btrfs do), so that a file given k's number after k
+// was deleted (a retried download's new temporary file) is not taken for
+// k. It runs with the command's user's rights (Finish's rights.Do).
+func sameFile(path string, k FileKey) bool {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil || st.Ino != k.Ino || unix.Major(st.Dev)<<20|unix.Minor(st.Dev) != k.Dev {
 		return false
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && st.Ino == ino && kernelDev(st) == dev
+	if k.Gen == 0 || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return true
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true // not readable by the user: the number decides
+	}
+	defer unix.Close(fd)
+	var again unix.Stat_t
+	if unix.Fstat(fd, &again) != nil || again.Ino != st.Ino || again.Dev != st.Dev {
+		return false
+	}
+	gen, err := probe.InodeGeneration(fd)
+	return err != nil || gen == k.Gen
 }
 
 // finalName is where a file's handle found it at the end of the run
@@ -47,51 +63,75 @@ type finalName struct {
 // Files the page-cache sensor never saw (tmpfs fills no page cache it
 // traces) are named from open, the names Poll found in the writers'
 // file descriptors.
-func fileLocator(files []record.File, open map[FileKey]string, final map[FileKey]finalName) func(dev uint32, ino uint64) Located {
-	type key = FileKey
-	seen := make(map[key]string, len(files)+len(open))
+//
+// Handles are kept by inode number (final); when the run saw one number
+// name two files (one deleted, then its number given to a new one),
+// every name is checked against the generation, and a handle that found
+// its file deleted says nothing about which of the two it was.
+func fileLocator(files []record.File, open map[FileKey]string, final map[FileKey]finalName) func(FileKey) Located {
+	seen := make(map[FileKey]string, len(files)+len(open))
 	for k, p := range open {
 		seen[k] = p
 	}
-	final = maps.Clone(final)
-	if final == nil {
-		final = map[key]finalName{}
-	}
+	followed := map[FileKey]finalName{} // renames the page-cache sensor followed
 	for _, f := range files {
 		if f.Path == "" {
 			continue
 		}
-		k := key{f.Dev, f.Ino}
+		k := FileKey{Dev: f.Dev, Ino: f.Ino, Gen: f.Gen}
 		seen[k] = cmp.Or(f.FirstPath, f.Path)
-		if _, has := final[k]; f.FirstPath != "" && !has {
-			// The page-cache sensor followed its rename.
-			final[k] = finalName{path: f.Path, first: f.FirstPath}
+		if f.FirstPath != "" {
+			followed[k] = finalName{path: f.Path, first: f.FirstPath}
 		}
 	}
-	return func(dev uint32, ino uint64) Located {
-		k := key{Dev: dev, Ino: ino}
+	byNumber := map[FileKey][]FileKey{}
+	for k := range seen {
+		byNumber[k.number()] = append(byNumber[k.number()], k)
+	}
+	// heldByAnother reports whether k's number names, now, another file
+	// the run saw under it: then k was deleted.
+	heldByAnother := func(k FileKey) bool {
+		for _, o := range byNumber[k.number()] {
+			if o == k {
+				continue
+			}
+			if sameFile(seen[o], o) || (followed[o].path != "" && sameFile(followed[o].path, o)) {
+				return true
+			}
+		}
+		return false
+	}
+	return func(k FileKey) Located {
+		reused := len(byNumber[k.number()]) > 1
 		written, ok := seen[k]
-		if fn, has := final[k]; has {
+		fn, has := final[k.number()]
+		if !has || (fn.gone && reused) {
+			fn, has = followed[k]
+		}
+		if has {
 			if !ok {
 				written, ok = fn.first, true
 			}
 			switch {
 			case fn.gone:
 				return Located{Path: written, Gone: true}
-			case fn.path == written && sameFile(written, dev, ino):
+			case fn.path == written && sameFile(written, k):
 				return Located{Path: written}
-			case sameFile(fn.path, dev, ino):
+			case sameFile(fn.path, k):
 				return Located{Path: fn.path, WrittenPath: written}
 			}
 		}
 		if !ok {
 			return Located{}
 		}
-		if sameFile(written, dev, ino) {
+		if sameFile(written, k) {
 			return Located{Path: written}
 		}
-		if p, found := scanDir(written, dev, ino); found {
+		if p, found := scanDir(written, k); found {
 			return Located{Path: p, WrittenPath: written}
+		}
+		if reused && heldByAnother(k) {
+			return Located{Path: written, Gone: true}
 		}
 		// Deleted, or renamed out of its directory: without a handle,
 		// which cannot be told.
@@ -99,16 +139,16 @@ func fileLocator(files []record.File, open map[FileKey]string, final map[FileKey
 	}
 }
 
-// scanDir looks for file (dev, ino) in the directory of written, the
-// name it was written under.
-func scanDir(written string, dev uint32, ino uint64) (string, bool) {
+// scanDir looks for file k in the directory of written, the name it was
+// written under.
+func scanDir(written string, k FileKey) (string, bool) {
 	entries, err := os.ReadDir(filepath.Dir(written))
 	if err != nil {
 		return "", false
 	}
 	for _, e := range entries {
 		p := filepath.Join(filepath.Dir(written), e.Name())
-		if e.Type().IsRegular() && sameFile(p, dev, ino) {
+		if e.Type().IsRegular() && sameFile(p, k) {
 			return p, true
 		}
 	}
@@ -176,12 +216,20 @@ func cacheOf(path string, caches []record.Cache) string {
 	return name
 }
 
-// FileKey is a file as the probes name it: (dev, ino), dev in the
-// kernel's s_dev encoding.
+// FileKey is a file as the probes name it: (dev, ino, gen), dev in the
+// kernel's s_dev encoding, gen the inode's generation (a file given a
+// deleted one's number has another; 0 where it is not known: tmpfs
+// files, measured by stat, which gives none, and whose numbers a mount
+// does not reuse).
 type FileKey struct {
 	Dev uint32
 	Ino uint64
+	Gen uint32
 }
+
+// number is k without its generation: the file handles and stat(2)
+// name files so.
+func (k FileKey) number() FileKey { return FileKey{Dev: k.Dev, Ino: k.Ino} }
 
 // openPath is the path under which process pid has the file key open, or
 // "" when none of its file descriptors is that file.

@@ -3,6 +3,7 @@ package download
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -36,32 +37,85 @@ func TestLocateFollowsARenameInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	id := func(p string) (uint32, uint64) {
-		var st syscall.Stat_t
-		if err := syscall.Stat(p, &st); err != nil {
-			t.Fatal(err)
-		}
-		return kernelDev(&st), st.Ino
-	}
-	dev, ino := id(tmp)
-	gdev, gino := id(gone)
+	k, g := fileKey(t, tmp), fileKey(t, gone)
 	if err := os.Rename(tmp, final); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
 	}
-	locate := fileLocator([]record.File{{Dev: dev, Ino: ino, Path: tmp}, {Dev: gdev, Ino: gino, Path: gone}}, nil, nil)
-	if l := locate(dev, ino); l != (Located{Path: final, WrittenPath: tmp}) {
+	locate := fileLocator([]record.File{{Dev: k.Dev, Ino: k.Ino, Gen: k.Gen, Path: tmp}, {Dev: g.Dev, Ino: g.Ino, Gen: g.Gen, Path: gone}}, nil, nil)
+	if l := locate(k); l != (Located{Path: final, WrittenPath: tmp}) {
 		t.Errorf("renamed file: %+v", l)
 	}
 	// Without a handle, a file missing from its directory may have been
 	// deleted or renamed elsewhere: the record says it does not know.
-	if l := locate(gdev, gino); l != (Located{Path: gone, NameUnknown: true}) {
+	if l := locate(g); l != (Located{Path: gone, NameUnknown: true}) {
 		t.Errorf("deleted file: %+v", l)
 	}
-	if l := locate(dev, ino+1000); l.Path != "" {
+	if l := locate(FileKey{Dev: k.Dev, Ino: k.Ino + 1000}); l.Path != "" {
 		t.Errorf("unknown file located at %q", l.Path)
+	}
+}
+
+// reuseNumber deletes the file at old and creates files in dir until
+// one is given its inode number, each under name while it is tried (the
+// others are kept aside, so the numbers move on); it returns that file's
+// key, or skips when none was within 200 files or the filesystem keeps
+// no generation to tell the two apart.
+func reuseNumber(t *testing.T, old FileKey, oldPath, dir, name string) FileKey {
+	t.Helper()
+	if err := os.Remove(oldPath); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("new"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if k := fileKey(t, p); k.number() == old.number() {
+			if k.Gen == 0 || k.Gen == old.Gen {
+				t.Skipf("the filesystem of %s keeps no generation (%d, %d)", dir, old.Gen, k.Gen)
+			}
+			return k
+		}
+		if err := os.Rename(p, filepath.Join(dir, "aside"+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Skipf("the filesystem of %s gave no new file a deleted one's inode number in 200 tries", dir)
+	return FileKey{}
+}
+
+// TestLocateTellsAReusedNumberByItsGeneration: a download's file deleted
+// and its inode number given to a new file of the run (a retry's new
+// ".incomplete", under the same name or another) is located as deleted,
+// and the new file under its name, whatever the handle kept by number
+// found.
+func TestLocateTellsAReusedNumberByItsGeneration(t *testing.T) {
+	for _, sameName := range []bool{false, true} {
+		dir := t.TempDir()
+		first := filepath.Join(dir, "model.incomplete")
+		if err := os.WriteFile(first, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		old := fileKey(t, first)
+		name := "retry.incomplete"
+		if sameName {
+			name = filepath.Base(first)
+		}
+		k := reuseNumber(t, old, first, dir, name)
+		second := filepath.Join(dir, name)
+		rows := []record.File{{Dev: old.Dev, Ino: old.Ino, Gen: old.Gen, Path: first}, {Dev: k.Dev, Ino: k.Ino, Gen: k.Gen, Path: second}}
+		for _, final := range []map[FileKey]finalName{nil, {old.number(): {gone: true, first: first}}, {old.number(): {path: second, first: second}}} {
+			locate := fileLocator(rows, nil, final)
+			if l := locate(old); l != (Located{Path: first, Gone: true}) {
+				t.Errorf("same name %v, handle %+v: the deleted file located %+v, want %s gone", sameName, final, l, first)
+			}
+			if l := locate(k); l != (Located{Path: second}) {
+				t.Errorf("same name %v, handle %+v: the new file located %+v, want %s", sameName, final, l, second)
+			}
+		}
 	}
 }
 
@@ -91,7 +145,7 @@ func TestOpenPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	locate := fileLocator(nil, map[FileKey]string{key: p}, nil)
-	if l := locate(key.Dev, key.Ino); l != (Located{Path: final, WrittenPath: tmp}) {
+	if l := locate(key); l != (Located{Path: final, WrittenPath: tmp}) {
 		t.Errorf("renamed file: %+v", l)
 	}
 }

@@ -446,7 +446,7 @@ func (s *Sensor) nameWrites() error {
 	s.unnamed = 0
 	it := s.objs.Writes.Iterate()
 	for it.Next(&wk, &ws) {
-		k := FileKey{Dev: wk.Dev, Ino: wk.Ino}
+		k := FileKey{Dev: wk.Dev, Ino: wk.Ino, Gen: wk.Gen}
 		if _, named := s.openNames[k]; named || s.tries[k] >= maxNameTries {
 			continue
 		}
@@ -574,7 +574,7 @@ func (s *Sensor) collect() ([]Conn, []Write, error) {
 	page := uint64(os.Getpagesize())
 	wit := s.objs.Writes.Iterate()
 	for wit.Next(&wk, &ws) {
-		writes = append(writes, Write{Sk: wk.Sk, ID: wk.Id, Dev: wk.Dev, Ino: wk.Ino,
+		writes = append(writes, Write{Sk: wk.Sk, ID: wk.Id, Dev: wk.Dev, Ino: wk.Ino, Gen: wk.Gen,
 			Bytes: ws.Pages * page, FirstTS: ws.FirstTs, LastTS: ws.LastTs})
 	}
 	if err := wit.Err(); err != nil {

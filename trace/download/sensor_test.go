@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -154,13 +153,11 @@ func monotonicNS() uint64 {
 	return uint64(ts.Nano())
 }
 
-// statDev is path's (dev, ino) in the probes' encoding.
-func statDev(t *testing.T, path string) (uint32, uint64) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
-		t.Fatal(err)
-	}
-	return kernelDev(&st), st.Ino
+// fileRow is the file table's row of path, named name, as the page-cache
+// sensor would make it.
+func fileRow(t *testing.T, path, name string) record.File {
+	k := fileKey(t, path)
+	return record.File{Dev: k.Dev, Ino: k.Ino, Gen: k.Gen, Path: name}
 }
 
 func TestDownloadsOfATracedClient(t *testing.T) {
@@ -221,8 +218,7 @@ func TestDownloadsOfATracedClient(t *testing.T) {
 	}
 	// The core's file table names the blob by the name its pages were
 	// first inserted under.
-	dev, ino := statDev(t, blob)
-	rec := &record.Record{Files: []record.File{{Dev: dev, Ino: ino, Path: blob + ".incomplete"}},
+	rec := &record.Record{Files: []record.File{fileRow(t, blob, blob+".incomplete")},
 		JIT: &record.JIT{Caches: []record.Cache{{Name: "huggingface", Root: filepath.Dir(hub)}}}}
 	s.Begin(results.startMono)
 	if err := s.Finish(rec); err != nil {
@@ -428,8 +424,7 @@ func TestDownloadsOfCommandLineClients(t *testing.T) {
 			}
 			dest := filepath.Join(t.TempDir(), "model.bin")
 			run, pid := runClient(t, shared, "exec:"+fmt.Sprintf(args, dest, srv.URL+"/big"))
-			dev, ino := statDev(t, dest)
-			rec := &record.Record{Files: []record.File{{Dev: dev, Ino: ino, Path: dest}}}
+			rec := &record.Record{Files: []record.File{fileRow(t, dest, dest)}}
 			s.Begin(run.startMono)
 			if err := s.Finish(rec); err != nil {
 				t.Fatal(err)

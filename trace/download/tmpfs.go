@@ -175,11 +175,11 @@ func bornInRun(fd int, nowNS int64) bool {
 func (t *tmpfsSizes) fileRows(rec *record.Record, pageSize uint64) {
 	have := make(map[FileKey]bool, len(rec.Files))
 	for _, f := range rec.Files {
-		have[FileKey{Dev: f.Dev, Ino: f.Ino}] = true
+		have[FileKey{Dev: f.Dev, Ino: f.Ino, Gen: f.Gen}] = true
 	}
 	for _, d := range rec.Downloads {
 		for _, df := range d.Files {
-			k := FileKey{Dev: df.Dev, Ino: df.Ino}
+			k := FileKey{Dev: df.Dev, Ino: df.Ino, Gen: df.Gen}
 			pf, polled := t.files[k]
 			if !polled || have[k] || len(pf.points) == 0 || df.Path == "" {
 				continue

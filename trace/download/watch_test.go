@@ -101,7 +101,8 @@ func TestTmpfsDownloadBetweenTwoPollsIsFound(t *testing.T) {
 	if d.Destination != record.DestFile || d.Path != dest {
 		t.Fatalf("destination %q at %q, want %q at %q (candidates %+v)", d.Destination, d.Path, record.DestFile, dest, d.Candidates)
 	}
-	dev, ino := statDev(t, dest)
+	k := fileKey(t, dest)
+	dev, ino := k.Dev, k.Ino
 	var row *record.File
 	for i := range rec.Files {
 		if rec.Files[i].Dev == dev && rec.Files[i].Ino == ino {
