@@ -265,7 +265,7 @@ func makeSched(l *loader, _ map[string]*ebpf.Map) (Sensor, func() error, error) 
 
 func makeStacks(l *loader, taken map[string]*ebpf.Map) (Sensor, func() error, error) {
 	ps, err := pystack.Prepare(pystack.Options{TaskStates: taken[bpfsched.SchedMapTaskStates],
-		Threads: taken[bpfsched.SchedMapThreads], BTF: l.kernel})
+		Tracked: taken[bpfsched.SchedMapTrackedTgids], Threads: taken[bpfsched.SchedMapThreads], BTF: l.kernel})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -329,7 +329,8 @@ func makeJIT(l *loader, taken map[string]*ebpf.Map) (Sensor, func() error, error
 
 func makeDownload(l *loader, taken map[string]*ebpf.Map) (Sensor, func() error, error) {
 	o := download.Options{TaskStates: taken[bpfsched.SchedMapTaskStates], Threads: taken[bpfsched.SchedMapThreads],
-		Rights: l.s.opts.Actor.CommandActor(), BTF: l.kernel, Uprobes: need[*uprobes.Scoper](l), Chained: true}
+		Tracked: taken[bpfsched.SchedMapTrackedTgids],
+		Rights:  l.s.opts.Actor.CommandActor(), BTF: l.kernel, Uprobes: need[*uprobes.Scoper](l), Chained: true}
 	if on[*jit.Sensor](l) {
 		// Downloads are seen at polls, once the command runs.
 		o.OnDownload = func(pid int32) {

@@ -76,8 +76,8 @@ func isA[T Sensor](s Sensor) bool {
 // The maps the scheduler and the stack walker make for the others.
 var (
 	schedShared = []string{bpfsched.SchedMapTaskStates, bpfsched.SchedMapThreads, bpfsched.SchedMapFiles,
-		bpfsched.SchedMapRunPages, bpfsched.SchedMapFileStacks}
-	trackedSet = []string{bpfsched.SchedMapTaskStates, bpfsched.SchedMapThreads}
+		bpfsched.SchedMapRunPages, bpfsched.SchedMapFileStacks, bpfsched.SchedMapTrackedTgids}
+	trackedSet = []string{bpfsched.SchedMapTaskStates, bpfsched.SchedMapThreads, bpfsched.SchedMapTrackedTgids}
 	walkerMaps = []string{bpfpy.PystackMapPyConfs, bpfpy.PystackMapPyStacks, bpfpy.PystackMapPyScratch, bpfpy.PystackMapPyEvents, bpfpy.PystackMapPyLost,
 		bpfpy.PystackMapPyNatives}
 	walkerTaken = append(append([]string(nil), trackedSet...), walkerMaps...)

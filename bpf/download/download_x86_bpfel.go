@@ -257,6 +257,7 @@ const (
 	DownloadMapTableWrites         = "table_writes"
 	DownloadMapTaskStates          = "task_states"
 	DownloadMapThreads             = "threads"
+	DownloadMapTrackedTgids        = "tracked_tgids"
 	DownloadMapWrites              = "writes"
 	DownloadProgOnDlWrite          = "on_dl_write"
 	DownloadProgOnGaiReturn        = "on_gai_return"
@@ -339,6 +340,7 @@ type DownloadMapSpecs struct {
 	TableWrites   *ebpf.MapSpec `ebpf:"table_writes"`
 	TaskStates    *ebpf.MapSpec `ebpf:"task_states"`
 	Threads       *ebpf.MapSpec `ebpf:"threads"`
+	TrackedTgids  *ebpf.MapSpec `ebpf:"tracked_tgids"`
 	Writes        *ebpf.MapSpec `ebpf:"writes"`
 }
 
@@ -389,6 +391,7 @@ type DownloadMaps struct {
 	TableWrites   *ebpf.Map `ebpf:"table_writes"`
 	TaskStates    *ebpf.Map `ebpf:"task_states"`
 	Threads       *ebpf.Map `ebpf:"threads"`
+	TrackedTgids  *ebpf.Map `ebpf:"tracked_tgids"`
 	Writes        *ebpf.Map `ebpf:"writes"`
 }
 
@@ -411,6 +414,7 @@ func (m *DownloadMaps) Close() error {
 		m.TableWrites,
 		m.TaskStates,
 		m.Threads,
+		m.TrackedTgids,
 		m.Writes,
 	)
 }

@@ -195,6 +195,7 @@ const (
 	EvictMapTableWrites         = "table_writes"
 	EvictMapTaskStates          = "task_states"
 	EvictMapThreads             = "threads"
+	EvictMapTrackedTgids        = "tracked_tgids"
 	EvictProgOnDelete           = "on_delete"
 	EvictProgOnDirectBegin      = "on_direct_begin"
 	EvictProgOnDirectEnd        = "on_direct_end"
@@ -261,16 +262,17 @@ type EvictProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type EvictMapSpecs struct {
-	Evictors    *ebpf.MapSpec `ebpf:"evictors"`
-	FileStacks  *ebpf.MapSpec `ebpf:"file_stacks"`
-	Files       *ebpf.MapSpec `ebpf:"files"`
-	Inserters   *ebpf.MapSpec `ebpf:"inserters"`
-	Lost        *ebpf.MapSpec `ebpf:"lost"`
-	Reclaiming  *ebpf.MapSpec `ebpf:"reclaiming"`
-	RunPages    *ebpf.MapSpec `ebpf:"run_pages"`
-	TableWrites *ebpf.MapSpec `ebpf:"table_writes"`
-	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
-	Threads     *ebpf.MapSpec `ebpf:"threads"`
+	Evictors     *ebpf.MapSpec `ebpf:"evictors"`
+	FileStacks   *ebpf.MapSpec `ebpf:"file_stacks"`
+	Files        *ebpf.MapSpec `ebpf:"files"`
+	Inserters    *ebpf.MapSpec `ebpf:"inserters"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	Reclaiming   *ebpf.MapSpec `ebpf:"reclaiming"`
+	RunPages     *ebpf.MapSpec `ebpf:"run_pages"`
+	TableWrites  *ebpf.MapSpec `ebpf:"table_writes"`
+	TaskStates   *ebpf.MapSpec `ebpf:"task_states"`
+	Threads      *ebpf.MapSpec `ebpf:"threads"`
+	TrackedTgids *ebpf.MapSpec `ebpf:"tracked_tgids"`
 }
 
 // EvictVariableSpecs contains global variables before they are loaded into the kernel.
@@ -303,16 +305,17 @@ func (o *EvictObjects) Close() error {
 //
 // It can be passed to LoadEvictObjects or ebpf.CollectionSpec.LoadAndAssign.
 type EvictMaps struct {
-	Evictors    *ebpf.Map `ebpf:"evictors"`
-	FileStacks  *ebpf.Map `ebpf:"file_stacks"`
-	Files       *ebpf.Map `ebpf:"files"`
-	Inserters   *ebpf.Map `ebpf:"inserters"`
-	Lost        *ebpf.Map `ebpf:"lost"`
-	Reclaiming  *ebpf.Map `ebpf:"reclaiming"`
-	RunPages    *ebpf.Map `ebpf:"run_pages"`
-	TableWrites *ebpf.Map `ebpf:"table_writes"`
-	TaskStates  *ebpf.Map `ebpf:"task_states"`
-	Threads     *ebpf.Map `ebpf:"threads"`
+	Evictors     *ebpf.Map `ebpf:"evictors"`
+	FileStacks   *ebpf.Map `ebpf:"file_stacks"`
+	Files        *ebpf.Map `ebpf:"files"`
+	Inserters    *ebpf.Map `ebpf:"inserters"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	Reclaiming   *ebpf.Map `ebpf:"reclaiming"`
+	RunPages     *ebpf.Map `ebpf:"run_pages"`
+	TableWrites  *ebpf.Map `ebpf:"table_writes"`
+	TaskStates   *ebpf.Map `ebpf:"task_states"`
+	Threads      *ebpf.Map `ebpf:"threads"`
+	TrackedTgids *ebpf.Map `ebpf:"tracked_tgids"`
 }
 
 func (m *EvictMaps) Close() error {
@@ -327,6 +330,7 @@ func (m *EvictMaps) Close() error {
 		m.TableWrites,
 		m.TaskStates,
 		m.Threads,
+		m.TrackedTgids,
 	)
 }
 

@@ -455,7 +455,7 @@ __noinline int stack_wanted(struct file_event *ev, long n1, long n2)
 static __always_inline int path_enter(struct syscall_trace_enter *ctx, int nargs)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	if (!bpf_task_storage_get(&task_states, task, 0, 0))
+	if (!current_state())
 		return 0;
 	struct pending *p = bpf_task_storage_get(&pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!p)
@@ -498,6 +498,8 @@ SEC("tracepoint/syscalls/sys_exit_openat")
 int on_path_exit(struct syscall_trace_exit *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	if (!maybe_tracked(task->tgid))
+		return 0;
 	struct pending *p = bpf_task_storage_get(&pending, task, 0, 0);
 	if (!p || p->nr != ctx->nr) {
 		if (p)
@@ -517,7 +519,7 @@ int on_path_exit(struct syscall_trace_exit *ctx)
 	 * only failed stat/access calls go to user space. */
 	if (is_stat(nr) && ret == 0)
 		return 0;
-	struct tstate *s = bpf_task_storage_get(&task_states, task, 0, 0);
+	struct tstate *s = task_state(task);
 	if (!s)
 		return 0;
 	struct thread *t = slot_thread(s);

@@ -294,6 +294,7 @@ const (
 	JitMapRootPrefixes          = "root_prefixes"
 	JitMapTaskStates            = "task_states"
 	JitMapThreads               = "threads"
+	JitMapTrackedTgids          = "tracked_tgids"
 	JitMapUcalls                = "ucalls"
 	JitProgOnJitExec            = "on_jit_exec"
 	JitProgOnJitFork            = "on_jit_fork"
@@ -393,6 +394,7 @@ type JitMapSpecs struct {
 	RootPrefixes *ebpf.MapSpec `ebpf:"root_prefixes"`
 	TaskStates   *ebpf.MapSpec `ebpf:"task_states"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
+	TrackedTgids *ebpf.MapSpec `ebpf:"tracked_tgids"`
 	Ucalls       *ebpf.MapSpec `ebpf:"ucalls"`
 }
 
@@ -450,6 +452,7 @@ type JitMaps struct {
 	RootPrefixes *ebpf.Map `ebpf:"root_prefixes"`
 	TaskStates   *ebpf.Map `ebpf:"task_states"`
 	Threads      *ebpf.Map `ebpf:"threads"`
+	TrackedTgids *ebpf.Map `ebpf:"tracked_tgids"`
 	Ucalls       *ebpf.Map `ebpf:"ucalls"`
 }
 
@@ -472,6 +475,7 @@ func (m *JitMaps) Close() error {
 		m.RootPrefixes,
 		m.TaskStates,
 		m.Threads,
+		m.TrackedTgids,
 		m.Ucalls,
 	)
 }

@@ -275,6 +275,7 @@ const (
 	PagecacheMapSmallHits           = "small_hits"
 	PagecacheMapTaskStates          = "task_states"
 	PagecacheMapThreads             = "threads"
+	PagecacheMapTrackedTgids        = "tracked_tgids"
 	PagecacheProgOnAddToCache       = "on_add_to_cache"
 	PagecacheProgOnBioQueue         = "on_bio_queue"
 	PagecacheProgOnFilemapFault     = "on_filemap_fault"
@@ -346,29 +347,30 @@ type PagecacheProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type PagecacheMapSpecs struct {
-	AddChain    *ebpf.MapSpec `ebpf:"add_chain"`
-	FileFilter  *ebpf.MapSpec `ebpf:"file_filter"`
-	FileStacks  *ebpf.MapSpec `ebpf:"file_stacks"`
-	Files       *ebpf.MapSpec `ebpf:"files"`
-	FillEnds    *ebpf.MapSpec `ebpf:"fill_ends"`
-	LazyWake    *ebpf.MapSpec `ebpf:"lazy_wake"`
-	Lost        *ebpf.MapSpec `ebpf:"lost"`
-	NsWake      *ebpf.MapSpec `ebpf:"ns_wake"`
-	PathScratch *ebpf.MapSpec `ebpf:"path_scratch"`
-	PathWake    *ebpf.MapSpec `ebpf:"path_wake"`
-	Paths       *ebpf.MapSpec `ebpf:"paths"`
-	PyConfs     *ebpf.MapSpec `ebpf:"py_confs"`
-	PyEvents    *ebpf.MapSpec `ebpf:"py_events"`
-	PyLost      *ebpf.MapSpec `ebpf:"py_lost"`
-	PyNatives   *ebpf.MapSpec `ebpf:"py_natives"`
-	PyScratch   *ebpf.MapSpec `ebpf:"py_scratch"`
-	PySeen      *ebpf.MapSpec `ebpf:"py_seen"`
-	PyStacks    *ebpf.MapSpec `ebpf:"py_stacks"`
-	ReadOrders  *ebpf.MapSpec `ebpf:"read_orders"`
-	RunPages    *ebpf.MapSpec `ebpf:"run_pages"`
-	SmallHits   *ebpf.MapSpec `ebpf:"small_hits"`
-	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
-	Threads     *ebpf.MapSpec `ebpf:"threads"`
+	AddChain     *ebpf.MapSpec `ebpf:"add_chain"`
+	FileFilter   *ebpf.MapSpec `ebpf:"file_filter"`
+	FileStacks   *ebpf.MapSpec `ebpf:"file_stacks"`
+	Files        *ebpf.MapSpec `ebpf:"files"`
+	FillEnds     *ebpf.MapSpec `ebpf:"fill_ends"`
+	LazyWake     *ebpf.MapSpec `ebpf:"lazy_wake"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	NsWake       *ebpf.MapSpec `ebpf:"ns_wake"`
+	PathScratch  *ebpf.MapSpec `ebpf:"path_scratch"`
+	PathWake     *ebpf.MapSpec `ebpf:"path_wake"`
+	Paths        *ebpf.MapSpec `ebpf:"paths"`
+	PyConfs      *ebpf.MapSpec `ebpf:"py_confs"`
+	PyEvents     *ebpf.MapSpec `ebpf:"py_events"`
+	PyLost       *ebpf.MapSpec `ebpf:"py_lost"`
+	PyNatives    *ebpf.MapSpec `ebpf:"py_natives"`
+	PyScratch    *ebpf.MapSpec `ebpf:"py_scratch"`
+	PySeen       *ebpf.MapSpec `ebpf:"py_seen"`
+	PyStacks     *ebpf.MapSpec `ebpf:"py_stacks"`
+	ReadOrders   *ebpf.MapSpec `ebpf:"read_orders"`
+	RunPages     *ebpf.MapSpec `ebpf:"run_pages"`
+	SmallHits    *ebpf.MapSpec `ebpf:"small_hits"`
+	TaskStates   *ebpf.MapSpec `ebpf:"task_states"`
+	Threads      *ebpf.MapSpec `ebpf:"threads"`
+	TrackedTgids *ebpf.MapSpec `ebpf:"tracked_tgids"`
 }
 
 // PagecacheVariableSpecs contains global variables before they are loaded into the kernel.
@@ -404,29 +406,30 @@ func (o *PagecacheObjects) Close() error {
 //
 // It can be passed to LoadPagecacheObjects or ebpf.CollectionSpec.LoadAndAssign.
 type PagecacheMaps struct {
-	AddChain    *ebpf.Map `ebpf:"add_chain"`
-	FileFilter  *ebpf.Map `ebpf:"file_filter"`
-	FileStacks  *ebpf.Map `ebpf:"file_stacks"`
-	Files       *ebpf.Map `ebpf:"files"`
-	FillEnds    *ebpf.Map `ebpf:"fill_ends"`
-	LazyWake    *ebpf.Map `ebpf:"lazy_wake"`
-	Lost        *ebpf.Map `ebpf:"lost"`
-	NsWake      *ebpf.Map `ebpf:"ns_wake"`
-	PathScratch *ebpf.Map `ebpf:"path_scratch"`
-	PathWake    *ebpf.Map `ebpf:"path_wake"`
-	Paths       *ebpf.Map `ebpf:"paths"`
-	PyConfs     *ebpf.Map `ebpf:"py_confs"`
-	PyEvents    *ebpf.Map `ebpf:"py_events"`
-	PyLost      *ebpf.Map `ebpf:"py_lost"`
-	PyNatives   *ebpf.Map `ebpf:"py_natives"`
-	PyScratch   *ebpf.Map `ebpf:"py_scratch"`
-	PySeen      *ebpf.Map `ebpf:"py_seen"`
-	PyStacks    *ebpf.Map `ebpf:"py_stacks"`
-	ReadOrders  *ebpf.Map `ebpf:"read_orders"`
-	RunPages    *ebpf.Map `ebpf:"run_pages"`
-	SmallHits   *ebpf.Map `ebpf:"small_hits"`
-	TaskStates  *ebpf.Map `ebpf:"task_states"`
-	Threads     *ebpf.Map `ebpf:"threads"`
+	AddChain     *ebpf.Map `ebpf:"add_chain"`
+	FileFilter   *ebpf.Map `ebpf:"file_filter"`
+	FileStacks   *ebpf.Map `ebpf:"file_stacks"`
+	Files        *ebpf.Map `ebpf:"files"`
+	FillEnds     *ebpf.Map `ebpf:"fill_ends"`
+	LazyWake     *ebpf.Map `ebpf:"lazy_wake"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	NsWake       *ebpf.Map `ebpf:"ns_wake"`
+	PathScratch  *ebpf.Map `ebpf:"path_scratch"`
+	PathWake     *ebpf.Map `ebpf:"path_wake"`
+	Paths        *ebpf.Map `ebpf:"paths"`
+	PyConfs      *ebpf.Map `ebpf:"py_confs"`
+	PyEvents     *ebpf.Map `ebpf:"py_events"`
+	PyLost       *ebpf.Map `ebpf:"py_lost"`
+	PyNatives    *ebpf.Map `ebpf:"py_natives"`
+	PyScratch    *ebpf.Map `ebpf:"py_scratch"`
+	PySeen       *ebpf.Map `ebpf:"py_seen"`
+	PyStacks     *ebpf.Map `ebpf:"py_stacks"`
+	ReadOrders   *ebpf.Map `ebpf:"read_orders"`
+	RunPages     *ebpf.Map `ebpf:"run_pages"`
+	SmallHits    *ebpf.Map `ebpf:"small_hits"`
+	TaskStates   *ebpf.Map `ebpf:"task_states"`
+	Threads      *ebpf.Map `ebpf:"threads"`
+	TrackedTgids *ebpf.Map `ebpf:"tracked_tgids"`
 }
 
 func (m *PagecacheMaps) Close() error {
@@ -454,6 +457,7 @@ func (m *PagecacheMaps) Close() error {
 		m.SmallHits,
 		m.TaskStates,
 		m.Threads,
+		m.TrackedTgids,
 	)
 }
 

@@ -219,6 +219,7 @@ const (
 	PystackMapPyStacks             = "py_stacks"
 	PystackMapTaskStates           = "task_states"
 	PystackMapThreads              = "threads"
+	PystackMapTrackedTgids         = "tracked_tgids"
 	PystackProgOnPyExec            = "on_py_exec"
 	PystackProgOnPyExit            = "on_py_exit"
 	PystackProgOnPyFork            = "on_py_fork"
@@ -282,17 +283,18 @@ type PystackProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type PystackMapSpecs struct {
-	ForkStacks *ebpf.MapSpec `ebpf:"fork_stacks"`
-	Lost       *ebpf.MapSpec `ebpf:"lost"`
-	PyConfs    *ebpf.MapSpec `ebpf:"py_confs"`
-	PyEvents   *ebpf.MapSpec `ebpf:"py_events"`
-	PyExes     *ebpf.MapSpec `ebpf:"py_exes"`
-	PyLost     *ebpf.MapSpec `ebpf:"py_lost"`
-	PyNatives  *ebpf.MapSpec `ebpf:"py_natives"`
-	PyScratch  *ebpf.MapSpec `ebpf:"py_scratch"`
-	PyStacks   *ebpf.MapSpec `ebpf:"py_stacks"`
-	TaskStates *ebpf.MapSpec `ebpf:"task_states"`
-	Threads    *ebpf.MapSpec `ebpf:"threads"`
+	ForkStacks   *ebpf.MapSpec `ebpf:"fork_stacks"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	PyConfs      *ebpf.MapSpec `ebpf:"py_confs"`
+	PyEvents     *ebpf.MapSpec `ebpf:"py_events"`
+	PyExes       *ebpf.MapSpec `ebpf:"py_exes"`
+	PyLost       *ebpf.MapSpec `ebpf:"py_lost"`
+	PyNatives    *ebpf.MapSpec `ebpf:"py_natives"`
+	PyScratch    *ebpf.MapSpec `ebpf:"py_scratch"`
+	PyStacks     *ebpf.MapSpec `ebpf:"py_stacks"`
+	TaskStates   *ebpf.MapSpec `ebpf:"task_states"`
+	Threads      *ebpf.MapSpec `ebpf:"threads"`
+	TrackedTgids *ebpf.MapSpec `ebpf:"tracked_tgids"`
 }
 
 // PystackVariableSpecs contains global variables before they are loaded into the kernel.
@@ -328,17 +330,18 @@ func (o *PystackObjects) Close() error {
 //
 // It can be passed to LoadPystackObjects or ebpf.CollectionSpec.LoadAndAssign.
 type PystackMaps struct {
-	ForkStacks *ebpf.Map `ebpf:"fork_stacks"`
-	Lost       *ebpf.Map `ebpf:"lost"`
-	PyConfs    *ebpf.Map `ebpf:"py_confs"`
-	PyEvents   *ebpf.Map `ebpf:"py_events"`
-	PyExes     *ebpf.Map `ebpf:"py_exes"`
-	PyLost     *ebpf.Map `ebpf:"py_lost"`
-	PyNatives  *ebpf.Map `ebpf:"py_natives"`
-	PyScratch  *ebpf.Map `ebpf:"py_scratch"`
-	PyStacks   *ebpf.Map `ebpf:"py_stacks"`
-	TaskStates *ebpf.Map `ebpf:"task_states"`
-	Threads    *ebpf.Map `ebpf:"threads"`
+	ForkStacks   *ebpf.Map `ebpf:"fork_stacks"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	PyConfs      *ebpf.Map `ebpf:"py_confs"`
+	PyEvents     *ebpf.Map `ebpf:"py_events"`
+	PyExes       *ebpf.Map `ebpf:"py_exes"`
+	PyLost       *ebpf.Map `ebpf:"py_lost"`
+	PyNatives    *ebpf.Map `ebpf:"py_natives"`
+	PyScratch    *ebpf.Map `ebpf:"py_scratch"`
+	PyStacks     *ebpf.Map `ebpf:"py_stacks"`
+	TaskStates   *ebpf.Map `ebpf:"task_states"`
+	Threads      *ebpf.Map `ebpf:"threads"`
+	TrackedTgids *ebpf.Map `ebpf:"tracked_tgids"`
 }
 
 func (m *PystackMaps) Close() error {
@@ -354,6 +357,7 @@ func (m *PystackMaps) Close() error {
 		m.PyStacks,
 		m.TaskStates,
 		m.Threads,
+		m.TrackedTgids,
 	)
 }
 

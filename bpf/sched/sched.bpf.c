@@ -243,10 +243,13 @@ static __always_inline void charge_wait(struct thread *t, struct task_struct *ta
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
+	/* The clock is read only for a tracked thread: on a VM it costs
+	 * more than the rest of an untracked switch's program. */
+	__u64 now = 0;
 	struct tstate *s = task_state(prev);
 	struct thread *t = s ? slot_thread(s) : NULL;
 	if (s && t) {
+		now = bpf_ktime_get_ns();
 		end_left_entry(s, t, prev, now);
 		/* The scheduler has brought the clock up to date before the
 		 * switch (update_curr). */
@@ -320,6 +323,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	s = task_state(next);
 	t = s ? slot_thread(s) : NULL;
 	if (s && t) {
+		if (!now)
+			now = bpf_ktime_get_ns();
 		__u64 exec = next->se.sum_exec_runtime;
 		__u64 rd = run_delay(next);
 		if (!(t->flags & TF_ON_CPU) && t->last_ts && now > t->last_ts) {
@@ -395,6 +400,7 @@ static __always_inline void track(struct tstate *ps, struct task_struct *child, 
 	ns.slot = slot;
 	ns.tgid = ctgid;
 	ns.flags = inherited;
+	mark_tracked(ctgid);
 	if (!bpf_task_storage_get(&task_states, child, &ns, BPF_LOCAL_STORAGE_GET_F_CREATE)) {
 		t->tid = 0;
 		bpf_map_push_elem(&free_slots, &slot, 0);

@@ -204,6 +204,7 @@ const (
 	SchedMapRunPages                  = "run_pages"
 	SchedMapTaskStates                = "task_states"
 	SchedMapThreads                   = "threads"
+	SchedMapTrackedTgids              = "tracked_tgids"
 	SchedProgOnExec                   = "on_exec"
 	SchedProgOnExit                   = "on_exit"
 	SchedProgOnFork                   = "on_fork"
@@ -271,16 +272,17 @@ type SchedProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedMapSpecs struct {
-	Events      *ebpf.MapSpec `ebpf:"events"`
-	ExecScratch *ebpf.MapSpec `ebpf:"exec_scratch"`
-	FileStacks  *ebpf.MapSpec `ebpf:"file_stacks"`
-	Files       *ebpf.MapSpec `ebpf:"files"`
-	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
-	Lost        *ebpf.MapSpec `ebpf:"lost"`
-	NextSlot    *ebpf.MapSpec `ebpf:"next_slot"`
-	RunPages    *ebpf.MapSpec `ebpf:"run_pages"`
-	TaskStates  *ebpf.MapSpec `ebpf:"task_states"`
-	Threads     *ebpf.MapSpec `ebpf:"threads"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	ExecScratch  *ebpf.MapSpec `ebpf:"exec_scratch"`
+	FileStacks   *ebpf.MapSpec `ebpf:"file_stacks"`
+	Files        *ebpf.MapSpec `ebpf:"files"`
+	FreeSlots    *ebpf.MapSpec `ebpf:"free_slots"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	NextSlot     *ebpf.MapSpec `ebpf:"next_slot"`
+	RunPages     *ebpf.MapSpec `ebpf:"run_pages"`
+	TaskStates   *ebpf.MapSpec `ebpf:"task_states"`
+	Threads      *ebpf.MapSpec `ebpf:"threads"`
+	TrackedTgids *ebpf.MapSpec `ebpf:"tracked_tgids"`
 }
 
 // SchedVariableSpecs contains global variables before they are loaded into the kernel.
@@ -316,16 +318,17 @@ func (o *SchedObjects) Close() error {
 //
 // It can be passed to LoadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedMaps struct {
-	Events      *ebpf.Map `ebpf:"events"`
-	ExecScratch *ebpf.Map `ebpf:"exec_scratch"`
-	FileStacks  *ebpf.Map `ebpf:"file_stacks"`
-	Files       *ebpf.Map `ebpf:"files"`
-	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
-	Lost        *ebpf.Map `ebpf:"lost"`
-	NextSlot    *ebpf.Map `ebpf:"next_slot"`
-	RunPages    *ebpf.Map `ebpf:"run_pages"`
-	TaskStates  *ebpf.Map `ebpf:"task_states"`
-	Threads     *ebpf.Map `ebpf:"threads"`
+	Events       *ebpf.Map `ebpf:"events"`
+	ExecScratch  *ebpf.Map `ebpf:"exec_scratch"`
+	FileStacks   *ebpf.Map `ebpf:"file_stacks"`
+	Files        *ebpf.Map `ebpf:"files"`
+	FreeSlots    *ebpf.Map `ebpf:"free_slots"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	NextSlot     *ebpf.Map `ebpf:"next_slot"`
+	RunPages     *ebpf.Map `ebpf:"run_pages"`
+	TaskStates   *ebpf.Map `ebpf:"task_states"`
+	Threads      *ebpf.Map `ebpf:"threads"`
+	TrackedTgids *ebpf.Map `ebpf:"tracked_tgids"`
 }
 
 func (m *SchedMaps) Close() error {
@@ -340,6 +343,7 @@ func (m *SchedMaps) Close() error {
 		m.RunPages,
 		m.TaskStates,
 		m.Threads,
+		m.TrackedTgids,
 	)
 }
 

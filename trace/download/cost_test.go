@@ -95,6 +95,7 @@ func trackThread(t *testing.T, shared Options) (untrack func()) {
 		t.Skipf("pidfd of a thread: %v", err)
 	}
 	st := bpfdl.DownloadTstate{Slot: 1, Tgid: uint32(unix.Getpid())}
+	markTracked(t, shared.Tracked, uint32(unix.Getpid()))
 	if err := shared.TaskStates.Update(uint32(fd), &st, ebpf.UpdateAny); err != nil {
 		unix.Close(fd)
 		t.Fatalf("track this thread: %v", err)

@@ -34,6 +34,8 @@ import (
 type Options struct {
 	// TaskStates is the core's task storage: present for tracked threads.
 	TaskStates *ebpf.Map
+	// Tracked is the core's bit per tracked process, tested first.
+	Tracked *ebpf.Map
 	// Threads is the core's per-thread slot array.
 	Threads *ebpf.Map
 	// Rights, when set, is whose rights the written files are looked up
@@ -146,8 +148,8 @@ func New(opts Options) (*Sensor, error) {
 // Prepare loads the network probes with the core's tracked set. It
 // attaches nothing: call Start.
 func Prepare(shared Options) (*Sensor, error) {
-	if shared.TaskStates == nil || shared.Threads == nil {
-		return nil, errors.New("load network probes: the core's task_states and threads maps are required")
+	if shared.TaskStates == nil || shared.Threads == nil || shared.Tracked == nil {
+		return nil, errors.New("load network probes: the core's task_states, threads and tracked_tgids maps are required")
 	}
 	s := &Sensor{progress: map[ConnKey][]Progress{}, openNames: map[FileKey]string{}, tries: map[FileKey]int{}, rights: shared.Rights, handles: newHandles(),
 		listed:     listings{},
@@ -158,8 +160,9 @@ func Prepare(shared Options) (*Sensor, error) {
 		s.scoper, s.ownScoper = uprobes.New(uprobes.Options{}), true
 	}
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
-		bpfdl.DownloadMapTaskStates: shared.TaskStates,
-		bpfdl.DownloadMapThreads:    shared.Threads,
+		bpfdl.DownloadMapTaskStates:   shared.TaskStates,
+		bpfdl.DownloadMapThreads:      shared.Threads,
+		bpfdl.DownloadMapTrackedTgids: shared.Tracked,
 	}, Cache: shared.BTF}
 	for k, v := range shared.Stacks {
 		opts.MapReplacements[k] = v

@@ -124,9 +124,27 @@ func sharedMaps(t *testing.T) Options {
 		t.Fatalf("create threads: %v", err)
 	}
 	t.Cleanup(func() { th.Close() })
+	tr, err := ebpf.NewMap(spec.Maps[bpfdl.DownloadMapTrackedTgids])
+	if err != nil {
+		t.Fatalf("create tracked_tgids: %v", err)
+	}
+	t.Cleanup(func() { tr.Close() })
 	up := uprobes.New(uprobes.Options{})
 	t.Cleanup(func() { up.Close() })
-	return Options{TaskStates: ts, Threads: th, Uprobes: up}
+	return Options{TaskStates: ts, Threads: th, Tracked: tr, Uprobes: up}
+}
+
+// markTracked sets process tgid's bit in the tracked processes' map, as
+// the core does before it writes a thread's task storage.
+func markTracked(t *testing.T, m *ebpf.Map, tgid uint32) {
+	t.Helper()
+	var word uint64
+	if err := m.Lookup(tgid>>6, &word); err != nil {
+		t.Fatalf("tracked bits of %d: %v", tgid, err)
+	}
+	if err := m.Update(tgid>>6, word|1<<(tgid&63), ebpf.UpdateAny); err != nil {
+		t.Fatalf("mark %d tracked: %v", tgid, err)
+	}
 }
 
 // track puts pid's main thread into the tracked set, in slot 0, the way
@@ -138,6 +156,7 @@ func track(t *testing.T, m Options, pid int) {
 	}
 	defer unix.Close(fd)
 	s := bpfdl.DownloadTstate{Slot: 0, Tgid: uint32(pid)}
+	markTracked(t, m.Tracked, uint32(pid))
 	if err := m.TaskStates.Update(uint32(fd), &s, ebpf.UpdateAny); err != nil {
 		t.Fatalf("track pid %d: %v", pid, err)
 	}

@@ -168,9 +168,15 @@ func (e *Sensor) start() error {
 		e.scoper, e.ownScoper = uprobes.New(uprobes.Options{}), true
 	}
 
-	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
-		bpfjit.JitMapThreads: e.opts.Shared[bpfjit.JitMapThreads], bpfjit.JitMapTaskStates: e.opts.Shared[bpfjit.JitMapTaskStates]},
-		Cache: e.opts.BTF}
+	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{}, Cache: e.opts.BTF}
+	// One tracked set: maps of this object's own would track nothing.
+	for _, name := range []string{bpfjit.JitMapThreads, bpfjit.JitMapTaskStates, bpfjit.JitMapTrackedTgids} {
+		m := e.opts.Shared[name]
+		if m == nil {
+			return fmt.Errorf("load JIT probes: the core's %s map is required", name)
+		}
+		opts.MapReplacements[name] = m
+	}
 	e.opts.BTF = nil // not held past the load (see evict.New)
 	spec, err := bpfjit.LoadJit()
 	if err != nil {

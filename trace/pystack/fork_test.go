@@ -30,7 +30,7 @@ func traceScript(t *testing.T, python, name string, args []string, wrap ...strin
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	s, err := New(Options{TaskStates: sc.Shared().TaskStates})
+	s, err := New(Options{TaskStates: sc.Shared().TaskStates, Tracked: sc.Shared().Tracked})
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}
@@ -275,7 +275,7 @@ func TestKnownExecutableConfiguredAtExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	s, err := New(Options{TaskStates: sc.Shared().TaskStates})
+	s, err := New(Options{TaskStates: sc.Shared().TaskStates, Tracked: sc.Shared().Tracked})
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}

@@ -21,7 +21,7 @@ func loadSensors(t *testing.T) (*sched.Sensor, *Sensor) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sc.Close() })
-	s, err := New(Options{TaskStates: sc.Shared().TaskStates})
+	s, err := New(Options{TaskStates: sc.Shared().TaskStates, Tracked: sc.Shared().Tracked})
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}

@@ -22,8 +22,9 @@ import (
 
 // Options are the sensor's inputs from the session.
 type Options struct {
-	// TaskStates is the scheduler's tracked set (bpf/sched's task_states).
-	TaskStates *ebpf.Map
+	// TaskStates is the scheduler's tracked set (bpf/sched's task_states)
+	// and Tracked its bit per process (tracked_tgids), tested first.
+	TaskStates, Tracked *ebpf.Map
 	// Threads is the scheduler's thread array, when given: otherwise the
 	// object makes one of its own (bpf/include/common.h declares it), 7.5
 	// MiB of kernel memory and milliseconds of the start.
@@ -100,8 +101,8 @@ func New(opts Options) (*Sensor, error) {
 // object that takes stacks itself, whose load need not wait for the
 // walker's programs (Start). Close releases a walker never started.
 func Prepare(opts Options) (*Sensor, error) {
-	if opts.TaskStates == nil {
-		return nil, errors.New("load python stack probes: the core's task_states map is required")
+	if opts.TaskStates == nil || opts.Tracked == nil {
+		return nil, errors.New("load python stack probes: the core's task_states and tracked_tgids maps are required")
 	}
 	spec, err := bpfpy.LoadPystack()
 	if err != nil {
@@ -109,7 +110,7 @@ func Prepare(opts Options) (*Sensor, error) {
 	}
 	s := &Sensor{opts: opts, spec: spec, procs: map[uint32]*proc{}, exes: map[exeID]bool{}, byKey: map[string]int{},
 		byHash: map[uint64]int{}, hashPID: map[uint64]uint32{}, forks: map[uint32]uint64{}, modules: map[moduleID][]funcSym{}}
-	shared := map[string]*ebpf.Map{bpfpy.PystackMapTaskStates: opts.TaskStates}
+	shared := map[string]*ebpf.Map{bpfpy.PystackMapTaskStates: opts.TaskStates, bpfpy.PystackMapTrackedTgids: opts.Tracked}
 	if opts.Threads != nil {
 		shared[bpfpy.PystackMapThreads] = opts.Threads
 	}

@@ -128,6 +128,7 @@ func (p *probes) seedThread(pid, tid int, nowNS uint64) (bool, error) {
 	if pythonProcess(pid) {
 		st.Flags = tfPython // as at an exec of it (on_exec)
 	}
+	p.tracked.set(uint32(pid))
 	if err := p.objs.TaskStates.Update(uint32(fd), &st, ebpf.UpdateNoExist); err != nil {
 		var free bpfsched.SchedThread
 		_ = p.objs.Threads.Update(slot, &free, ebpf.UpdateAny)

@@ -31,17 +31,21 @@ type Shared struct {
 	// FileStacks charges the files' fill time per Python stack (the
 	// page-cache sensor reads it).
 	FileStacks *ebpf.Map
+	// Tracked is a bit per process any of whose threads is tracked: what
+	// every object's programs test before the task storage.
+	Tracked *ebpf.Map
 }
 
 // Replacements are the shared maps by their names in the BPF objects, for
 // ebpf.CollectionOptions.MapReplacements.
 func (s Shared) Replacements() map[string]*ebpf.Map {
 	return map[string]*ebpf.Map{
-		bpfsched.SchedMapTaskStates: s.TaskStates,
-		bpfsched.SchedMapThreads:    s.Threads,
-		bpfsched.SchedMapFiles:      s.Files,
-		bpfsched.SchedMapRunPages:   s.RunPages,
-		bpfsched.SchedMapFileStacks: s.FileStacks,
+		bpfsched.SchedMapTaskStates:   s.TaskStates,
+		bpfsched.SchedMapThreads:      s.Threads,
+		bpfsched.SchedMapFiles:        s.Files,
+		bpfsched.SchedMapRunPages:     s.RunPages,
+		bpfsched.SchedMapFileStacks:   s.FileStacks,
+		bpfsched.SchedMapTrackedTgids: s.Tracked,
 	}
 }
 
@@ -50,7 +54,9 @@ type probes struct {
 	objs  bpfsched.SchedObjects
 	spec  *ebpf.CollectionSpec // until the programs are loaded
 	links []link.Link
-	ncpus int
+	// tracked is the tracked_tgids map, mapped here.
+	tracked *trackedBits
+	ncpus   int
 	// reserved slots are for threads seeded from user space (attach);
 	// nextOwn is the next of them not yet handed out.
 	reserved, nextOwn int
@@ -82,6 +88,10 @@ func load(o Options) (*probes, error) {
 	// take them, so those load while this object's programs do.
 	if err := spec.LoadAndAssign(&p.objs.SchedMaps, nil); err != nil {
 		return nil, probe.LoadError("scheduler maps", err)
+	}
+	if p.tracked, err = mapTrackedBits(p.objs.TrackedTgids); err != nil {
+		p.objs.Close()
+		return nil, err
 	}
 	return p, nil
 }
@@ -137,6 +147,7 @@ func (p *probes) seed(tid int, nowNS uint64) error {
 	}
 	defer unix.Close(fd)
 	s := bpfsched.SchedTstate{Slot: 0, Tgid: uint32(tid)}
+	p.tracked.set(uint32(tid))
 	if err := p.objs.TaskStates.Update(uint32(fd), &s, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("track pid %d: task storage: %w", tid, err)
 	}
@@ -169,6 +180,7 @@ func (p *probes) close() error {
 		keep(p.links[i].Close())
 	}
 	p.links = nil
+	keep(p.tracked.close())
 	keep(p.objs.Close())
 	return first
 }

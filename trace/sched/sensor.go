@@ -205,7 +205,8 @@ func (s *Sensor) Start() error {
 // Shared returns the maps the other BPF objects take as replacements.
 func (s *Sensor) Shared() Shared {
 	o := &s.p.objs
-	return Shared{TaskStates: o.TaskStates, Threads: o.Threads, Files: o.Files, RunPages: o.RunPages, FileStacks: o.FileStacks}
+	return Shared{TaskStates: o.TaskStates, Threads: o.Threads, Files: o.Files, RunPages: o.RunPages, FileStacks: o.FileStacks,
+		Tracked: o.TrackedTgids}
 }
 
 // Replacements are Shared's maps by their names in the BPF objects:
