@@ -231,8 +231,8 @@ func (a *analyzer) breakdown() []Row {
 
 func (a *analyzer) fileEvidence(rowNS int64) []FileEvidence {
 	ns := a.files.allot(rowNS)
-	var out []FileEvidence
-	seen := map[int]bool{}
+	out := make([]FileEvidence, 0, len(a.files.keys))
+	seen := make(map[int]bool, len(a.files.keys))
 	for i, id := range a.files.keys {
 		seen[id] = true
 		out = append(out, a.fileInfo(id, ns[i], rowNS))
@@ -245,7 +245,10 @@ func (a *analyzer) fileEvidence(rowNS int64) []FileEvidence {
 			out = append(out, a.fileInfo(f.ID, 0, rowNS))
 		}
 	}
-	slices.SortStableFunc(out, func(x, y FileEvidence) int {
+	// Each id is here once, so the order is total and needs no stable
+	// sort (whose rotations of these structs took a record of a million
+	// files seconds).
+	slices.SortFunc(out, func(x, y FileEvidence) int {
 		return cmp.Or(cmp.Compare(y.NS, x.NS), cmp.Compare(y.BytesFromDisk, x.BytesFromDisk),
 			cmp.Compare(x.Path, y.Path), cmp.Compare(x.ID, y.ID))
 	})
