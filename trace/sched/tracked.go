@@ -22,6 +22,10 @@ type trackedBits struct {
 }
 
 func mapTrackedBits(m *ebpf.Map) (*trackedBits, error) {
+	// The kernel side masks a word's index with words-1, as set does.
+	if words := m.MaxEntries(); m.ValueSize() != 8 || words&(words-1) != 0 {
+		return nil, fmt.Errorf("tracked processes' bits: %d words of %d bytes, want a power of two of 8", words, m.ValueSize())
+	}
 	size := int(m.MaxEntries()) * int(m.ValueSize())
 	mem, err := unix.Mmap(m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
