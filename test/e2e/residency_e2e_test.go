@@ -156,7 +156,18 @@ func TestEvictStatusPrefetchCommands(t *testing.T) {
 		t.Errorf("after prefetch (the machine reclaimed %d file pages meanwhile): %+v", gone, doc.Files)
 	}
 	whole := len(doc.Files) == 1 && doc.Files[0].Cached == doc.Files[0].Pages
+	// A page the machine took back since leaves a shadow entry
+	// (cachestat's evicted): then what is read a moment later may say
+	// less than all (seen under load: 99.8% in the text, and a prediction
+	// 96 KiB short, a moment after the JSON said all).
+	missingReclaimed := func() bool {
+		fs, _ := residencypkg.Stat(residencypkg.Self{}, []string{model})
+		return len(fs) == 1 && fs[0].Pages-fs[0].Cached <= fs[0].Counts.Evicted
+	}
 	doc = runStatusJSON(t, "--from", rec)
+	if p := doc.Prediction; whole && p != nil && p.MissingBytes > 0 && missingReclaimed() {
+		whole = false
+	}
 	wantSentence := "next run: warm for the files it read from disk (128.0 of 128.0 MiB cached); Triton cache: 3 entries"
 	if !whole {
 		wantSentence = "next run: warm for the files it read from disk ("
@@ -166,13 +177,8 @@ func TestEvictStatusPrefetchCommands(t *testing.T) {
 		t.Errorf("prediction after prefetch: %+v", p)
 	}
 	code, out, errs := coldtrace(t, nil, "status", "--from", rec)
-	// A page the machine took back since leaves a shadow entry
-	// (cachestat's evicted): then the text may say less than 100.0%
-	// (seen under load: 99.8%, a moment after the JSON said all).
-	if whole && !strings.Contains(out, "100.0%") {
-		if fs, _ := residencypkg.Stat(residencypkg.Self{}, []string{model}); len(fs) == 1 && fs[0].Pages-fs[0].Cached <= fs[0].Counts.Evicted {
-			whole = false
-		}
+	if whole && !strings.Contains(out, "100.0%") && missingReclaimed() {
+		whole = false
 	}
 	if code != 0 || !strings.Contains(out, "next run: warm") || (whole && !strings.Contains(out, "100.0%")) {
 		t.Errorf("status text (every page cached: %v): exit %d\n%s%s", whole, code, out, errs)
