@@ -512,13 +512,18 @@ static __always_inline __u64 read_sig(struct task_struct *task, bool *exact)
 
 /* The page the current read started at, or -1 when unknown: the offset
  * argument of pread and preadv, the file position of read and readv
- * (which moves only at their return). */
+ * (which moves only at their return); for sendfile, splice and
+ * copy_file_range, the offset their pointer argument names (the kernel
+ * copies it in at entry and back at return) or, without one, the input
+ * file's position. */
 static __always_inline __s64 read_start(struct task_struct *task, struct address_space *mapping)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs || (long)regs->ax != -ENOSYS_)
 		return -1;
 	__s64 pos = regs->r10;
+	__u32 fd = regs->di;
+	__u64 at = 0;
 	switch (regs->orig_ax) {
 	case NR_pread64:
 	case NR_preadv:
@@ -530,10 +535,22 @@ static __always_inline __s64 read_start(struct task_struct *task, struct address
 	case NR_read:
 	case NR_readv:
 		break;
+	case NR_sendfile:
+		fd = regs->si;
+		at = regs->dx;
+		break;
+	case NR_splice:
+	case NR_copy_file_range:
+		at = regs->si;
+		break;
 	default:
 		return -1;
 	}
-	__u32 fd = regs->di;
+	if (at) {
+		if (bpf_probe_read_user(&pos, sizeof(pos), (void *)at))
+			return -1;
+		return pos >= 0 ? pos >> 12 : -1;
+	}
 	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
 	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
 		return -1;
@@ -545,6 +562,16 @@ static __always_inline __s64 read_start(struct task_struct *task, struct address
 		return -1;
 	pos = BPF_CORE_READ(f, f_pos);
 	return pos >= 0 ? pos >> 12 : -1;
+}
+
+/* Whether the current syscall reads its file in pipe-sized chunks, one
+ * after the other, each from where the last ended: sendfile, splice and
+ * copy_file_range. A batch of theirs past the previous chunk's end
+ * follows pages a batch without the tracepoint got. */
+static __always_inline bool in_chunks(struct task_struct *task)
+{
+	long nr = current_syscall(task);
+	return nr == NR_sendfile || nr == NR_splice || nr == NR_copy_file_range;
 }
 
 /* read(2) and its kin (pread, readv, sendfile, splice, copy_file_range)
@@ -569,12 +596,17 @@ static __always_inline __u64 count_read(struct tstate *t, struct address_space *
 	__u64 from = lo;
 	if (same && t->rd_sig == sig && (exact || lo > t->rd_index)) {
 		/* A later batch of the read in progress. A batch of one read
-		 * never starts past the end its first batch gave (rd_next):
-		 * one that does is another request with no read syscall in
-		 * between (io_uring's, in the submitter or an io-wq worker,
-		 * whose workers take turns on a file's chunks), and the gap
-		 * before it is not read. */
-		from = t->rd_next > lo ? t->rd_next : lo;
+		 * never starts past the end its first batch gave (rd_next),
+		 * but for the chunks of a sendfile, splice or copy_file_range
+		 * (each chunk's batches name only the chunk): past it, the
+		 * chunk's first batch went without the tracepoint and the gap
+		 * was read. Any other batch past it is another request with
+		 * no read syscall in between (io_uring's, in the submitter or
+		 * an io-wq worker, whose workers take turns on a file's
+		 * chunks), and the gap before it is not read. */
+		from = lo;
+		if (t->rd_next > lo || (t->rd_next < lo && in_chunks(task)))
+			from = t->rd_next;
 		if (hi + 1 > t->rd_next)
 			t->rd_next = hi + 1;
 	} else {
