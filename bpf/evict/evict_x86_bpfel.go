@@ -81,6 +81,8 @@ type EvictFileStats struct {
 	FillWaitNs     uint64
 	DirectBytes    uint64
 	DirectWaitNs   uint64
+	PyReadTgid     uint32
+	Pad            uint32
 }
 
 type EvictInserterKey struct {

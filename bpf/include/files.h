@@ -34,6 +34,11 @@ struct file_stats {
 	 * while those reads were in flight (part of iowait_ns; bpf/sched). */
 	__u64 direct_bytes;
 	__u64 direct_wait_ns;
+	/* The process whose first read of this Python file was sent with
+	 * the file's first sight (bpf/pagecache: add_to_cache), so its reads
+	 * send no other record. */
+	__u32 py_read_tgid;
+	__u32 pad;
 };
 
 struct {

@@ -57,6 +57,8 @@ type PagecacheFileStats struct {
 	FillWaitNs     uint64
 	DirectBytes    uint64
 	DirectWaitNs   uint64
+	PyReadTgid     uint32
+	Pad            uint32
 }
 
 type PagecacheFillEnd struct {

@@ -52,6 +52,8 @@ type SchedFileStats struct {
 	FillWaitNs     uint64
 	DirectBytes    uint64
 	DirectWaitNs   uint64
+	PyReadTgid     uint32
+	Pad            uint32
 }
 
 type SchedLostKind uint32
