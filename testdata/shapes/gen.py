@@ -206,6 +206,10 @@ def prepare(seed, root, pins):
     case["home"] = b64(home)
     if case["job"] == "read":
         size = rng.randint(1, 8) * MIB + rng.randint(0, MIB - 1)
+        if case["read"] == "mmap":
+            # big enough for readahead's large folios, which a fault
+            # maps whole
+            size *= 4
         case["size"] = size
         case["path"] = b64(final)
         write_evicted(final, size, b"model!%d " % seed)
