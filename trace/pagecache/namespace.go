@@ -60,10 +60,14 @@ func (n *nsPaths) hold(ns, p string) {
 	if n.held == nil {
 		n.held = map[string]heldNS{}
 	}
-	mi, err := os.Open("/proc/" + p + "/mountinfo")
+	// Blocking, so that Go's poller does not take it: its epoll asks the
+	// file whether the mounts changed, and the kernel tells only the
+	// first to ask (mountsChanged).
+	fd, err := unix.Open("/proc/"+p+"/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
 	}
+	mi := os.NewFile(uintptr(fd), "/proc/"+p+"/mountinfo")
 	root, err := os.OpenFile("/proc/"+p+"/root", unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil || mountNS(p) != ns { // gone, or its pid reused
 		mi.Close()
@@ -146,6 +150,13 @@ func (n *nsPaths) resolve(pid int32, nsInum uint32, ts uint64, dev uint32, ino u
 	if stat == nil {
 		return "", false
 	}
+	if h, ok := n.held[ns]; ok && mountsChanged(h.mountinfo) {
+		// A table read before a mount (the namespace's first record
+		// came before its bind mount) still resolves the path, through
+		// the mount the host sees it by, so no failure would have it
+		// read again.
+		delete(n.tables, ns)
+	}
 	mt, ok := n.tables[ns]
 	if !ok {
 		mt = n.readTable(ns, p)
@@ -162,6 +173,16 @@ func (n *nsPaths) resolve(pid int32, nsInum uint32, ts uint64, dev uint32, ino u
 		return "", false
 	}
 	return mt.resolveIn(stat, dev, ino, fsPath)
+}
+
+// mountsChanged says whether the mounts of the namespace whose
+// mountinfo f is have changed since f was opened or last asked: the
+// kernel flags an open mountinfo on every mount and unmount (poll's
+// POLLPRI and POLLERR), whoever reads it.
+func mountsChanged(f *os.File) bool {
+	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLPRI}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0
 }
 
 // statIn stats a path as namespace ns sees it: through its held root,
