@@ -1,6 +1,8 @@
 package pagecache
 
 import (
+	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,37 +16,59 @@ import (
 	"github.com/coldtrace/coldtrace/internal/testenv"
 )
 
-// TestLoneNamespaceNamedAfterItsLastProcess: a process alone in a mount
-// namespace of its own, with a bind mount in it, is seen once while it
-// lives; after it exits, its file is still named as it saw it, through
-// the namespace held open at that first sight (before, no process was
-// left to read the namespace's mounts through, and it was not named).
-func TestLoneNamespaceNamedAfterItsLastProcess(t *testing.T) {
+// bindFixture is a file in src, a view directory to bind-mount src on,
+// and the file's device, inode and path inside its file system.
+type bindFixture struct {
+	src, view, file string
+	dev             uint32
+	ino             uint64
+	fsPath          string
+}
+
+// viewed is the file's path through the bind mount.
+func (f bindFixture) viewed() string { return filepath.Join(f.view, "model.bin") }
+
+func newBindFixture(t *testing.T) bindFixture {
+	t.Helper()
 	testenv.RequireRoot(t)
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skip("no unshare(1) to make a mount namespace")
 	}
 	dir := t.TempDir()
-	src, view := filepath.Join(dir, "src"), filepath.Join(dir, "view")
-	for _, d := range []string{src, view} {
+	f := bindFixture{src: filepath.Join(dir, "src"), view: filepath.Join(dir, "view")}
+	for _, d := range []string{f.src, f.view} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	file := filepath.Join(src, "model.bin")
-	if err := os.WriteFile(file, []byte("weights"), 0o644); err != nil {
+	f.file = filepath.Join(f.src, "model.bin")
+	if err := os.WriteFile(f.file, []byte("weights"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var st unix.Stat_t
-	if err := unix.Stat(file, &st); err != nil {
+	if err := unix.Stat(f.file, &st); err != nil {
 		t.Fatal(err)
 	}
-	dev := kernelDev(unix.Major(st.Dev), unix.Minor(st.Dev))
-	fsPath := hostFSPath(t, dev, file)
+	f.dev = kernelDev(unix.Major(st.Dev), unix.Minor(st.Dev))
+	f.ino = st.Ino
+	f.fsPath = hostFSPath(t, f.dev, f.file)
+	return f
+}
 
-	// The namespace's one process mounts, says so, and exits when told.
-	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
-		"mount --bind \"$1\" \"$2\" && echo ok && read x; exit 0", "sh", src, view)
+// nsShell is a shell alone in a private mount namespace of its own,
+// running script with the fixture's src and view as $1 and $2; it says
+// words on its stdout and reads lines from its stdin.
+type nsShell struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	pid   int32
+	ns    uint32 // its mount namespace's inode number
+}
+
+func startNSShell(t *testing.T, f bindFixture, script string) *nsShell {
+	t.Helper()
+	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", f.src, f.view)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -56,35 +80,84 @@ func TestLoneNamespaceNamedAfterItsLastProcess(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 3)
-	if n, err := out.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "ok") {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("unshare -m; mount --bind: %q, %v", buf[:n], err)
+	s := &nsShell{cmd: cmd, stdin: stdin, out: bufio.NewReader(out), pid: int32(cmd.Process.Pid)}
+	t.Cleanup(func() {
+		s.stdin.Close()
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+	})
+	return s
+}
+
+// expect reads the shell's next line, which must be word; the first one
+// also gives the namespace, which the shell is in by then.
+func (s *nsShell) expect(t *testing.T, word string) {
+	t.Helper()
+	line, err := s.out.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != word {
+		t.Fatalf("the namespace's shell said %q, %v; want %q", line, err, word)
 	}
-	pid := int32(cmd.Process.Pid)
-	var nsSt unix.Stat_t
-	if err := unix.Stat("/proc/"+strconv.Itoa(int(pid))+"/ns/mnt", &nsSt); err != nil {
-		t.Fatal(err)
+	if s.ns == 0 {
+		var st unix.Stat_t
+		if err := unix.Stat("/proc/"+strconv.Itoa(int(s.pid))+"/ns/mnt", &st); err != nil {
+			t.Fatal(err)
+		}
+		s.ns = uint32(st.Ino)
 	}
-	nsInum := uint32(nsSt.Ino)
+}
+
+// TestLoneNamespaceNamedAfterItsLastProcess: a process alone in a mount
+// namespace of its own, with a bind mount in it, is seen once while it
+// lives; after it exits, its file is still named as it saw it, through
+// the namespace held open at that first sight (before, no process was
+// left to read the namespace's mounts through, and it was not named).
+func TestLoneNamespaceNamedAfterItsLastProcess(t *testing.T) {
+	f := newBindFixture(t)
+	// The namespace's one process mounts, says so, and exits when told.
+	sh := startNSShell(t, f, `mount --bind "$1" "$2" && echo ok && read x; exit 0`)
+	sh.expect(t, "ok")
 
 	var n nsPaths
 	defer n.close()
-	if got, ok := n.resolve(pid, nsInum, 0, dev, st.Ino, fsPath); !ok || got != filepath.Join(view, "model.bin") {
-		t.Fatalf("while the process lives: %q, %v; want %q", got, ok, filepath.Join(view, "model.bin"))
+	if got, ok := n.resolve(sh.pid, sh.ns, 0, f.dev, f.ino, f.fsPath); !ok || got != f.viewed() {
+		t.Fatalf("while the process lives: %q, %v; want %q", got, ok, f.viewed())
 	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
+	sh.stdin.Close()
+	if err := sh.cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	// A later path of the namespace, its process gone: its table is
 	// read again (through the held mountinfo) and the path checked
 	// through the held root.
 	time.Sleep(2 * rereadAfter)
-	delete(n.tables, "mnt:["+strconv.FormatUint(uint64(nsInum), 10)+"]")
-	if got, ok := n.resolve(pid, nsInum, ^uint64(0), dev, st.Ino, fsPath); !ok || got != filepath.Join(view, "model.bin") {
-		t.Errorf("after the process exited: %q, %v; want %q", got, ok, filepath.Join(view, "model.bin"))
+	delete(n.tables, "mnt:["+strconv.FormatUint(uint64(sh.ns), 10)+"]")
+	if got, ok := n.resolve(sh.pid, sh.ns, ^uint64(0), f.dev, f.ino, f.fsPath); !ok || got != f.viewed() {
+		t.Errorf("after the process exited: %q, %v; want %q", got, ok, f.viewed())
+	}
+}
+
+// TestNamespaceMountedAfterItsFirstPathIsReadAgain: a namespace whose
+// first path came before its bind mount (unshare -m, a file touched,
+// then mount --bind) has its mounts read again for a later path through
+// the bind mount: the table read at the first path still resolves it,
+// through the mount the host sees it by, so only the kernel's flag on
+// the held mountinfo tells that the mounts changed.
+func TestNamespaceMountedAfterItsFirstPathIsReadAgain(t *testing.T) {
+	f := newBindFixture(t)
+	sh := startNSShell(t, f, `echo in && read x && mount --bind "$1" "$2" && echo ok && read y; exit 0`)
+	sh.expect(t, "in")
+
+	var n nsPaths
+	defer n.close()
+	if got, ok := n.resolve(sh.pid, sh.ns, 0, f.dev, f.ino, f.fsPath); !ok || got != f.file {
+		t.Fatalf("before the bind mount: %q, %v; want %q", got, ok, f.file)
+	}
+	if _, err := sh.stdin.Write([]byte("\n")); err != nil {
+		t.Fatal(err)
+	}
+	sh.expect(t, "ok")
+	if got, ok := n.resolve(sh.pid, sh.ns, 0, f.dev, f.ino, f.fsPath); !ok || got != f.viewed() {
+		t.Errorf("after the bind mount: %q, %v; want %q", got, ok, f.viewed())
 	}
 }
 
@@ -107,80 +180,4 @@ func hostFSPath(t *testing.T, dev uint32, path string) string {
 		t.Skipf("no mount of %s's device in /proc/self/mountinfo", path)
 	}
 	return fsPath
-}
-
-// TestNamespaceMountedAfterItsFirstPathIsReadAgain: a namespace whose
-// first path came before its bind mount (unshare -m, a file touched,
-// then mount --bind) has its mounts read again for a later path through
-// the bind mount: the table read at the first path still resolves it,
-// through the mount the host sees it by, so only the kernel's flag on
-// the held mountinfo tells that the mounts changed.
-func TestNamespaceMountedAfterItsFirstPathIsReadAgain(t *testing.T) {
-	testenv.RequireRoot(t)
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("no unshare(1) to make a mount namespace")
-	}
-	dir := t.TempDir()
-	src, view := filepath.Join(dir, "src"), filepath.Join(dir, "view")
-	for _, d := range []string{src, view} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	file := filepath.Join(src, "model.bin")
-	if err := os.WriteFile(file, []byte("weights"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(file, &st); err != nil {
-		t.Fatal(err)
-	}
-	dev := kernelDev(unix.Major(st.Dev), unix.Minor(st.Dev))
-	fsPath := hostFSPath(t, dev, file)
-
-	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
-		"echo in && read x && mount --bind \"$1\" \"$2\" && echo ok && read y; exit 0", "sh", src, view)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		cmd.Wait()
-	}()
-	expect := func(word string) {
-		t.Helper()
-		buf := make([]byte, 3)
-		if n, err := out.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), word) {
-			cmd.Process.Kill()
-			t.Fatalf("the namespace's shell said %q, %v; want %q", buf[:n], err, word)
-		}
-	}
-	expect("in")
-	pid := int32(cmd.Process.Pid)
-	var nsSt unix.Stat_t
-	if err := unix.Stat("/proc/"+strconv.Itoa(int(pid))+"/ns/mnt", &nsSt); err != nil {
-		t.Fatal(err)
-	}
-	nsInum := uint32(nsSt.Ino)
-
-	var n nsPaths
-	defer n.close()
-	if got, ok := n.resolve(pid, nsInum, 0, dev, st.Ino, fsPath); !ok || got != file {
-		t.Fatalf("before the bind mount: %q, %v; want %q", got, ok, file)
-	}
-	if _, err := stdin.Write([]byte("\n")); err != nil {
-		t.Fatal(err)
-	}
-	expect("ok")
-	if got, ok := n.resolve(pid, nsInum, 0, dev, st.Ino, fsPath); !ok || got != filepath.Join(view, "model.bin") {
-		t.Errorf("after the bind mount: %q, %v; want %q", got, ok, filepath.Join(view, "model.bin"))
-	}
 }
