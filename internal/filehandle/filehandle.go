@@ -7,6 +7,7 @@
 package filehandle
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -97,6 +98,75 @@ func (s *Store) Take(k Key, path, name string) {
 		s.mounts[k.Dev] = fd
 	}
 	s.byKey[k] = handle{h: h, first: name}
+}
+
+// fileIDIno32Gen is the kernel's generic file handle
+// (include/linux/exportfs.h, FILEID_INO32_GEN): the inode's number and
+// generation, 32 bits each, as ext4 and others encode theirs.
+const fileIDIno32Gen = 1
+
+// fsIocGetversion is FS_IOC_GETVERSION, _IOR('v', 1, long): the inode's
+// generation, which stat(2) and statx(2) do not give.
+const fsIocGetversion = 0x80087601
+
+// Generation is the generation of the inode open at fd, as the probes
+// read it. ext4, xfs and btrfs answer; tmpfs and others do not (ENOTTY),
+// though tmpfs keeps one the probes read.
+func Generation(fd int) (uint32, error) {
+	g, err := unix.IoctlGetInt(fd, fsIocGetversion)
+	if err != nil {
+		return 0, fmt.Errorf("inode generation: %w", err)
+	}
+	return uint32(g), nil
+}
+
+// TakeByNumber gives file k, whose names went before a handle could be
+// taken (an output renamed by its parent within milliseconds), the
+// handle its number and generation make, where its filesystem encodes
+// handles so: checked on ref, an existing file or directory on k's
+// filesystem, whose own handle must be exactly its number and
+// generation. first is the name k had. Resolve then finds k wherever
+// it is, and checks the name it gets.
+func (s *Store) TakeByNumber(k Key, first, ref string) bool {
+	if _, ok := s.byKey[k]; ok || len(s.byKey) >= s.Max || k.Ino > 1<<32-1 {
+		return false
+	}
+	fd, err := unix.Open(ref, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || unix.Major(st.Dev)<<20|unix.Minor(st.Dev) != k.Dev || st.Ino > 1<<32-1 {
+		return false
+	}
+	gen, err := Generation(fd)
+	if err != nil {
+		return false
+	}
+	h, _, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH)
+	if err != nil || h.Type() != fileIDIno32Gen || h.Size() != 8 {
+		return false
+	}
+	if b := h.Bytes(); binary.NativeEndian.Uint32(b) != uint32(st.Ino) || binary.NativeEndian.Uint32(b[4:]) != gen {
+		return false
+	}
+	if _, ok := s.mounts[k.Dev]; !ok {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return false
+		}
+		dir, err := unix.Open(ref, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false
+		}
+		s.mounts[k.Dev] = dir
+	}
+	b := make([]byte, 8)
+	binary.NativeEndian.PutUint32(b, uint32(k.Ino))
+	binary.NativeEndian.PutUint32(b[4:], k.Gen)
+	s.byKey[k] = handle{h: unix.NewFileHandle(fileIDIno32Gen, b), first: first}
+	delete(s.failed, k)
+	return true
 }
 
 // TakeOpen takes a handle of each regular file process pid has open

@@ -30,10 +30,16 @@ func (s *Sensor) followRename(key probe.FileKey, rf *record.File) {
 	if rf.HostPath != "" {
 		return
 	}
-	path, gone, err := s.handles.Resolve(filehandle.Key{Dev: key.Dev, Ino: key.Ino, Gen: key.Gen})
-	if errors.Is(err, filehandle.ErrNoHandle) {
+	k := filehandle.Key{Dev: key.Dev, Ino: key.Ino, Gen: key.Gen}
+	path, gone, err := s.handles.Resolve(k)
+	if errors.Is(err, filehandle.ErrNoHandle) && s.handles.TakeByNumber(k, rf.Path, existingDir(rf.Path)) {
 		// No handle: the name was gone before it could be taken (a
-		// compiler's output renamed by its parent within milliseconds).
+		// compiler's output renamed by its parent within
+		// milliseconds). Its filesystem makes handles of the numbers
+		// the probes have.
+		path, gone, err = s.handles.Resolve(k)
+	}
+	if errors.Is(err, filehandle.ErrNoHandle) {
 		// Look for the inode in the directories the run's files are in.
 		path, err = s.scannedName(key, rf.Path), nil
 	}
@@ -43,6 +49,16 @@ func (s *Sensor) followRename(key probe.FileKey, rf *record.File) {
 	rf.FirstPath, rf.Path = rf.Path, path
 	if size, ok := statMatches(path, key.Ino); ok {
 		rf.SizeBytes = size
+	}
+}
+
+// existingDir is the deepest directory above path that exists: where
+// the file's first name was, or what is left of it.
+func existingDir(path string) string {
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		if st, err := os.Stat(dir); (err == nil && st.IsDir()) || dir == "/" || dir == "." {
+			return dir
+		}
 	}
 }
 
