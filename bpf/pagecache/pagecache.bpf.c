@@ -811,8 +811,13 @@ static __always_inline bool folio_span(struct address_space *mapping, __u64 inde
 static __always_inline void widen_to_folios(struct address_space *mapping, __u64 *lo, __u64 *hi)
 {
 	__u64 flo, fhi;
-	if (folio_span(mapping, *lo, &flo, &fhi) && flo < *lo)
+	bool got = folio_span(mapping, *lo, &flo, &fhi);
+	if (got && flo < *lo)
 		*lo = flo;
+	if (got && fhi >= *hi) { /* one folio holds both ends */
+		*hi = fhi;
+		return;
+	}
 	if (folio_span(mapping, *hi, &flo, &fhi) && fhi > *hi)
 		*hi = fhi;
 }

@@ -56,11 +56,15 @@ type Store struct {
 	// failed are files no handle could be taken of, so that no caller
 	// tries again.
 	failed map[Key]bool
+	// numbered says, per filesystem asked, whether its handles are an
+	// inode's number and generation (TakeByNumber).
+	numbered map[uint32]bool
 }
 
 // New returns an empty store that keeps at most max handles.
 func New(max int) *Store {
-	return &Store{Max: max, byKey: map[Key]handle{}, mounts: map[uint32]int{}, failed: map[Key]bool{}}
+	return &Store{Max: max, byKey: map[Key]handle{}, mounts: map[uint32]int{}, failed: map[Key]bool{},
+		numbered: map[uint32]bool{}}
 }
 
 // Has reports whether k has a handle, or could not get one.
@@ -123,43 +127,21 @@ func Generation(fd int) (uint32, error) {
 // TakeByNumber gives file k, whose names went before a handle could be
 // taken (an output renamed by its parent within milliseconds), the
 // handle its number and generation make, where its filesystem encodes
-// handles so: checked on ref, an existing file or directory on k's
-// filesystem, whose own handle must be exactly its number and
-// generation. first is the name k had. Resolve then finds k wherever
-// it is, and checks the name it gets.
-func (s *Store) TakeByNumber(k Key, first, ref string) bool {
+// handles so: checked once per filesystem on dir, an existing directory
+// on it, whose own handle must be exactly its number and generation.
+// first is the name k had. Resolve then finds k wherever it is, and
+// checks the name it gets.
+func (s *Store) TakeByNumber(k Key, first, dir string) bool {
 	if _, ok := s.byKey[k]; ok || len(s.byKey) >= s.Max || k.Ino > 1<<32-1 {
 		return false
 	}
-	fd, err := unix.Open(ref, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
+	numbered, known := s.numbered[k.Dev]
+	if !known {
+		numbered = s.checkNumbered(k.Dev, dir)
+		s.numbered[k.Dev] = numbered
 	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || unix.Major(st.Dev)<<20|unix.Minor(st.Dev) != k.Dev || st.Ino > 1<<32-1 {
+	if !numbered {
 		return false
-	}
-	gen, err := Generation(fd)
-	if err != nil {
-		return false
-	}
-	h, _, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH)
-	if err != nil || h.Type() != fileIDIno32Gen || h.Size() != 8 {
-		return false
-	}
-	if b := h.Bytes(); binary.NativeEndian.Uint32(b) != uint32(st.Ino) || binary.NativeEndian.Uint32(b[4:]) != gen {
-		return false
-	}
-	if _, ok := s.mounts[k.Dev]; !ok {
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			return false
-		}
-		dir, err := unix.Open(ref, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return false
-		}
-		s.mounts[k.Dev] = dir
 	}
 	b := make([]byte, 8)
 	binary.NativeEndian.PutUint32(b, uint32(k.Ino))
@@ -167,6 +149,28 @@ func (s *Store) TakeByNumber(k Key, first, ref string) bool {
 	s.byKey[k] = handle{h: unix.NewFileHandle(fileIDIno32Gen, b), first: first}
 	delete(s.failed, k)
 	return true
+}
+
+// checkNumbered says whether filesystem dev's handles are an inode's
+// number and generation, from the handle of dir, a directory on it, and
+// keeps dir open to open handles through when none is.
+func (s *Store) checkNumbered(dev uint32, dir string) bool {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	var st unix.Stat_t
+	gen, genErr := Generation(fd)
+	h, _, hErr := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH)
+	ok := unix.Fstat(fd, &st) == nil && unix.Major(st.Dev)<<20|unix.Minor(st.Dev) == dev && st.Ino <= 1<<32-1 &&
+		genErr == nil && hErr == nil && h.Type() == fileIDIno32Gen && h.Size() == 8 &&
+		binary.NativeEndian.Uint32(h.Bytes()) == uint32(st.Ino) && binary.NativeEndian.Uint32(h.Bytes()[4:]) == gen
+	if _, open := s.mounts[dev]; ok && !open {
+		s.mounts[dev] = fd
+		return true
+	}
+	unix.Close(fd)
+	return ok
 }
 
 // TakeOpen takes a handle of each regular file process pid has open
