@@ -342,8 +342,9 @@ static __always_inline __u64 sent_bytes(const struct sock *sk)
  * keeps accepted connections out: they never pass SYN_SENT. The other
  * transitions may run in softirq context, in any task. */
 SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(on_sock_state, const struct sock *sk, const int oldstate, const int newstate)
+int BPF_PROG(on_sock_state, const struct sock *sk_arg, const int oldstate, const int newstate)
 {
+	struct sock *sk = BTF_VIEW(sk_arg, struct sock);
 	if (sk->sk_protocol != IPPROTO_TCP_)
 		return 0;
 	__u64 key = (__u64)sk;
@@ -401,8 +402,9 @@ static __always_inline bool tcp_sock(struct sock *sk)
 /* Every recvmsg/read on any socket, in the receiving thread: the first
  * test (task storage, one pointer walk) is all an untracked thread pays. */
 SEC("tp_btf/sock_recv_length")
-int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
+int BPF_PROG(on_recv, struct sock *sk_arg, int ret, int flags)
 {
+	struct sock *sk = BTF_VIEW(sk_arg, struct sock);
 	if (ret <= 0 || (flags & MSG_PEEK_))
 		return 0;
 	struct tstate *s = current_state();
@@ -510,8 +512,9 @@ static __always_inline void link_write(struct rx_slot *r, struct inode *inode, _
  * connection: when a write put it there (or it lies past the end of the
  * file, which only a write does), the file is linked to that connection. */
 SEC("tp_btf/mm_filemap_add_to_page_cache")
-int BPF_PROG(on_dl_write, struct folio *folio)
+int BPF_PROG(on_dl_write, struct folio *folio_arg)
 {
+	struct folio *folio = BTF_VIEW(folio_arg, struct folio);
 	struct tstate *s = current_state();
 	if (!s)
 		return 0;

@@ -203,8 +203,9 @@ static __always_inline void mark_evicted(struct file_key *key, __u64 lo, __u64 h
 }
 
 SEC("tp_btf/mm_filemap_delete_from_page_cache")
-int BPF_PROG(on_delete, struct folio *folio)
+int BPF_PROG(on_delete, struct folio *folio_arg)
 {
+	struct folio *folio = BTF_VIEW(folio_arg, struct folio);
 	struct file_key key = {};
 	struct file_stats *fs = run_file(folio->mapping->host, &key);
 	if (!fs)
@@ -256,8 +257,9 @@ int BPF_PROG(on_delete, struct folio *folio)
 const volatile __u32 chained_untracked = 0;
 
 SEC("tp_btf/mm_filemap_add_to_page_cache")
-int BPF_PROG(on_other_insert, struct folio *folio)
+int BPF_PROG(on_other_insert, struct folio *folio_arg)
 {
+	struct folio *folio = BTF_VIEW(folio_arg, struct folio);
 	struct task_struct *task = bpf_get_current_task_btf();
 	if (!chained_untracked && task_state(task))
 		return 0; /* the run's own: bpf/pagecache */

@@ -14,6 +14,16 @@
  * load directly (a fault reads as zero), no probe-read helper per field. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
+/* A tracepoint's trusted BTF argument as a read-only view of the same
+ * object. Each load of a pointer field from a trusted pointer makes the
+ * verifier look up "<type>__safe_trusted" and its kin by name, a linear
+ * search of the kernel's BTF, at every visit of that load; through the
+ * view it does not (measured on 6.18: a third of the page-cache object's
+ * verification). The loads compile to the same faulting loads and the
+ * verifier drops the cast, so it costs nothing at run time. Helpers that
+ * need a trusted pointer (task storage) still take the argument. */
+#define BTF_VIEW(ptr, type) ((type *)bpf_rdonly_cast((ptr), bpf_core_type_id_kernel(type)))
+
 #define MAX_THREADS 65536
 #define MAX_FILES 65536
 

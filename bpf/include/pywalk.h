@@ -139,7 +139,8 @@ struct py_scratch {
 	__u64 ts; /* the walked thread's state (py_stack_reuse keeps it) */
 	/* The walk's first two raw frames and their instructions, for
 	 * py_stack_reuse's next check. */
-	__u64 f0, i0, f1, i1;
+	__u64 f0, f1; /* in this order: py_frame_step indexes them from f0 */
+	__u64 i0, i1;
 	/* Blocks read at once (stack space is short under a bpf_loop). */
 	__u8 tsb[PY_TS_BLOCK];
 	__u8 fb[PY_FRAME_BLOCK];
@@ -245,7 +246,7 @@ struct py_walk_ctx {
 	__u64 ptr;  /* the thread state being matched, then the frame to read */
 	__u64 hash;
 	__u32 tid;
-	__u32 n;
+	__u32 pad;
 };
 
 /* The 8 bytes at off of a block of size bytes read from user memory
@@ -305,15 +306,20 @@ static long py_thread_step(__u64 i, struct py_walk_ctx *w)
 
 /* A frame's previous frame, code, instruction and owner: one read of
  * its first PY_FRAME_BLOCK bytes (every minor's fields lie there), a
- * read per field when that read fails. */
+ * read per field when that read fails.
+ * Global, as py_read_code: the verifier checks each once per program;
+ * inlined, each of their branches went through the rest of the frame
+ * step as states of their own (2.5 times the instructions checked, in
+ * every program that takes stacks). */
 struct py_frame_fields {
 	__u64 previous, code, instr;
 	__u8 owner;
 };
 
-static __always_inline void py_read_frame(struct py_scratch *sc, struct py_conf *c, __u64 cur,
-					  struct py_frame_fields *f)
+__noinline int py_read_frame(struct py_scratch *sc, struct py_conf *c, __u64 cur, struct py_frame_fields *f)
 {
+	if (!sc || !c || !f)
+		return 0;
 	__u8 *b = sc->fb;
 	if (c->fr_previous <= PY_FRAME_BLOCK - 8 && c->fr_code <= PY_FRAME_BLOCK - 8 &&
 	    c->fr_instr <= PY_FRAME_BLOCK - 8 && c->fr_owner < PY_FRAME_BLOCK &&
@@ -323,7 +329,7 @@ static __always_inline void py_read_frame(struct py_scratch *sc, struct py_conf 
 		f->instr = py_blk64(b, c->fr_instr, PY_FRAME_BLOCK);
 		__u32 o = c->fr_owner;
 		f->owner = o < PY_FRAME_BLOCK ? b[o] : 0;
-		return;
+		return 0;
 	}
 	f->previous = py_read_ptr(cur + c->fr_previous);
 	f->code = py_read_ptr(cur + c->fr_code);
@@ -331,12 +337,15 @@ static __always_inline void py_read_frame(struct py_scratch *sc, struct py_conf 
 	f->owner = 0;
 	if (c->skip_cstack)
 		bpf_probe_read_user(&f->owner, 1, (void *)(cur + c->fr_owner));
+	return 0;
 }
 
 /* A code object's type, qualname, filename and first line into f (code
- * and instr already set); false when it is not a code object. */
-static __always_inline bool py_read_code(struct py_scratch *sc, struct py_conf *c, struct py_frame *f)
+ * and instr already set); 0 when it is not a code object. */
+__noinline int py_read_code(struct py_scratch *sc, struct py_conf *c, struct py_frame *f)
 {
+	if (!sc || !c || !f)
+		return 0;
 	__u8 *b = sc->cb;
 	__u64 code = f->code, type;
 	if (c->co_qualname <= PY_CODE_BLOCK - 8 && c->co_filename <= PY_CODE_BLOCK - 8 &&
@@ -368,19 +377,24 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 	struct py_frame_fields ff = {};
 	py_read_frame(w->sc, c, cur, &ff);
 	w->ptr = ff.previous;
-	if (i == 0) {
-		w->sc->f0 = cur;
-		w->sc->i0 = ff.instr;
-	} else if (i == 1) {
-		w->sc->f1 = cur;
-		w->sc->i1 = ff.instr;
+	/* One branch, not one per frame kept: each branch's states went
+	 * through the rest of the step on their own. */
+	if (i < 2) {
+		__u64 *fi = &w->sc->f0;
+		fi[i & 1] = cur;
+		fi[2 + (i & 1)] = ff.instr;
 	}
 	if (c->skip_cstack && ff.owner >= PY_OWNED_BY_CSTACK)
 		return 0;
 	__u64 code = ff.code & ~PY_REF_TAG_BITS;
 	if (!code)
 		return 0;
-	__u32 slot = w->n;
+	/* The count lives in the scratch map, not in this context: read
+	 * back from a map it is any number to the verifier, so the loop's
+	 * states agree after one step; on the stack its range grew step by
+	 * step, and each step was checked again (some 20 ms of verification
+	 * per program that takes stacks). */
+	__u32 n = w->sc->st.total, slot = n;
 	if (slot >= PY_MAX_FRAMES)
 		slot = PY_KEEP_INNER + ((slot - PY_KEEP_INNER) & (PY_MAX_FRAMES - PY_KEEP_INNER - 1));
 	struct py_frame *f = &w->sc->st.frames[slot & (PY_MAX_FRAMES - 1)];
@@ -399,7 +413,7 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 	w->hash = py_mix(w->hash, f->instr);
 	w->hash = py_mix(w->hash, f->qualname ^ (f->filename << 17));
 	w->hash = py_mix(w->hash, ((__u64)f->name_tag << 32) | f->firstlineno);
-	w->n++;
+	w->sc->st.total = n + 1;
 	return 0;
 }
 
@@ -416,7 +430,7 @@ static __always_inline __u64 py_top_frame(struct py_conf *c, __u64 ts)
  * into the CPU's scratch stack and stores it in py_stacks under its
  * hash. Returns 0 (no stack), 1 (a new stack: a PY_EV_STACK record went
  * out) or 2 (a stack already known); the id is in the scratch's hash.
- * Global, so the verifier checks it once per object whatever calls it;
+ * Global, so the verifier checks it once per program whatever calls it;
  * the loops are bpf_loop callbacks, each verified once. */
 __noinline int py_walk(__u32 tgid, __u32 tid, __u64 hint)
 {
@@ -451,11 +465,12 @@ __noinline int py_walk(__u32 tgid, __u32 tid, __u64 hint)
 	w.hash = 0xcbf29ce484222325ULL ^ tgid;
 	sc->st.pid = tgid;
 	sc->st.truncated = 0;
+	sc->st.total = 0;
 	bpf_loop(PY_WALK_LIMIT, py_frame_step, &w, 0);
-	if (!w.n)
+	__u32 n = sc->st.total;
+	if (!n)
 		return 0;
-	sc->st.total = w.n;
-	sc->st.len = w.n < PY_MAX_FRAMES ? w.n : PY_MAX_FRAMES;
+	sc->st.len = n < PY_MAX_FRAMES ? n : PY_MAX_FRAMES;
 	sc->st.truncated = w.ptr != 0;
 	sc->hash = w.hash ? w.hash : 1;
 	/* A known stack is found by a lookup: the update alone would cost

@@ -450,11 +450,27 @@ static __always_inline __u64 path_wakeup(__u32 mnt_ns)
 	return BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void emit_path(struct tstate *t, struct inode *inode, struct file_key *key, __u32 kind)
+/* A BTF pointer's address as a plain number: a global function takes
+ * no BTF pointer, and the verifier keeps a cast one a pointer. */
+static __always_inline __u64 btf_addr(const void *p)
 {
+	__u64 a = 0;
+	bpf_probe_read_kernel(&a, sizeof(a), &p);
+	return a;
+}
+
+/* Sends the path of inode (a kernel address) as a record of kind.
+ * Global: the verifier checks it once per program, not once for each of
+ * the dozens of states its callers reach it in (each of which walked the
+ * dentry loop again: most of on_add_to_cache's verification). */
+__noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *key, __u32 kind)
+{
+	if (!t || !key || !inode_addr)
+		return 0;
+	struct inode *inode = bpf_rdonly_cast((void *)inode_addr, bpf_core_type_id_kernel(struct inode));
 	struct hlist_node *first = inode->i_dentry.first;
 	if (!first)
-		return;
+		return 0;
 	struct walk_ctx c = {};
 	c.dentry = (__u64)((void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias));
 	/* Every name takes at least 2 bytes (one and its NUL), and one more
@@ -464,7 +480,7 @@ static __always_inline void emit_path(struct tstate *t, struct inode *inode, str
 	__u32 zero = 0;
 	struct path_event *ev = bpf_map_lookup_elem(&path_scratch, &zero);
 	if (!ev)
-		return;
+		return 0;
 	struct task_struct *task = bpf_get_current_task_btf();
 	ev->mnt_ns = BPF_CORE_READ(task, nsproxy, mnt_ns, ns.inum);
 	ev->tgid = t->tgid;
@@ -486,6 +502,7 @@ static __always_inline void emit_path(struct tstate *t, struct inode *inode, str
 		size = sizeof(*ev);
 	if (bpf_ringbuf_output(&paths, ev, size, path_wakeup(ev->mnt_ns)))
 		count_lost(LOST_RINGBUF);
+	return 0;
 }
 
 static __always_inline bool same_file(struct file_key *a, struct file_key *b)
@@ -663,9 +680,12 @@ static long mark_block(__u64 i, struct mark_ctx *c)
 }
 
 /* Marks pages [lo, hi] of key as inserted by the run and returns how
- * many of them had been inserted by it before and evicted since. */
-static __always_inline __u64 mark_inserted(struct file_key *key, __u64 lo, __u64 hi)
+ * many of them had been inserted by it before and evicted since. Global:
+ * checked once, not in each state on_add_to_cache reaches it in. */
+__noinline __u64 mark_inserted(struct file_key *key, __u64 lo, __u64 hi)
 {
+	if (!key)
+		return 0;
 	struct mark_ctx c = {};
 	c.bk.dev = key->dev;
 	c.bk.gen = key->gen;
@@ -726,7 +746,7 @@ static __always_inline void python_read(struct tstate *t, struct inode *inode, s
 		return;
 	__u8 one = 1;
 	bpf_map_update_elem(&py_seen, &k, &one, BPF_ANY);
-	emit_path(t, inode, key, PATH_PY_READ);
+	emit_path(t, btf_addr(inode), key, PATH_PY_READ);
 }
 
 /* The pages of [lo, hi] of key that t's latest fault range does not hold,
@@ -903,13 +923,14 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 		file_stack_add(key_dev_gen(&key), key.ino, t->fill_stack, FS_READ, pages);
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
-		emit_path(t, inode, &key, PATH_SEEN);
+		emit_path(t, btf_addr(inode), &key, PATH_SEEN);
 	}
 }
 
 SEC("tp_btf/mm_filemap_get_pages")
-int BPF_PROG(on_get_pages, struct address_space *mapping, unsigned long index, unsigned long last_index)
+int BPF_PROG(on_get_pages, struct address_space *mapping_arg, unsigned long index, unsigned long last_index)
 {
+	struct address_space *mapping = BTF_VIEW(mapping_arg, struct address_space);
 	struct tstate *t = current_state();
 	if (t) {
 		end_left_entry(t, NULL, bpf_get_current_task_btf(), 0);
@@ -920,8 +941,9 @@ int BPF_PROG(on_get_pages, struct address_space *mapping, unsigned long index, u
 }
 
 SEC("tp_btf/mm_filemap_map_pages")
-int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long start, unsigned long end)
+int BPF_PROG(on_map_pages, struct address_space *mapping_arg, unsigned long start, unsigned long end)
 {
+	struct address_space *mapping = BTF_VIEW(mapping_arg, struct address_space);
 	struct tstate *t = current_state();
 	if (t) {
 		end_left_entry(t, NULL, bpf_get_current_task_btf(), 0);
@@ -934,8 +956,9 @@ int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long start, u
 }
 
 SEC("tp_btf/mm_filemap_fault")
-int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long index)
+int BPF_PROG(on_filemap_fault, struct address_space *mapping_arg, unsigned long index)
 {
+	struct address_space *mapping = BTF_VIEW(mapping_arg, struct address_space);
 	struct tstate *t = current_state();
 	if (!t)
 		return 0;
@@ -999,7 +1022,7 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 			fs->py_read_tgid = t->tgid;
 			kind = PATH_PY_READ;
 		}
-		emit_path(t, inode, &key, kind);
+		emit_path(t, btf_addr(inode), &key, kind);
 	}
 	if (created) {
 		__sync_fetch_and_add(&fs->created, n);
@@ -1033,8 +1056,9 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 }
 
 SEC("tp_btf/mm_filemap_add_to_page_cache")
-int BPF_PROG(on_add_to_cache, struct folio *folio)
+int BPF_PROG(on_add_to_cache, struct folio *folio_arg)
 {
+	struct folio *folio = BTF_VIEW(folio_arg, struct folio);
 	/* The tracked test first, the only work for most of the machine's
 	 * insertions. */
 	struct tstate *t = current_state();
@@ -1150,12 +1174,17 @@ static __always_inline bool unknown_direct_key(struct tstate *t, struct bio *bio
 }
 
 SEC("tp_btf/block_bio_queue")
-int BPF_PROG(on_bio_queue, struct bio *bio)
+int BPF_PROG(on_bio_queue, struct bio *bio_arg)
 {
+	struct bio *bio = BTF_VIEW(bio_arg, struct bio);
 	struct tstate *t = current_state();
 	if (!t || (bio->bi_opf & REQ_OP_MASK_) != REQ_OP_READ)
 		return 0;
 	struct task_struct *task = bpf_get_current_task_btf();
+	/* Looked up here, where one path reaches it: the group leader is a
+	 * trusted pointer's field, whose every load costs the verifier a
+	 * search of the kernel's BTF (BTF_VIEW), once per path reaching it. */
+	struct tstate *ls = task_state(task->group_leader);
 	end_left_entry(t, NULL, task, 0);
 	/* An io-wq worker never returns to user space, and its counters do
 	 * not move between requests: without task works each bio it queues
@@ -1189,13 +1218,12 @@ int BPF_PROG(on_bio_queue, struct bio *bio)
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
 		if (inode)
-			emit_path(t, inode, &key, PATH_SEEN);
+			emit_path(t, btf_addr(inode), &key, PATH_SEEN);
 	}
 	t->dio_file = key;
 	if (close_at_return(t))
 		t->flags |= TF_DIRECT;
 	seen_in_entry(t);
-	struct tstate *ls = task_state(task->group_leader);
 	if (ls) {
 		ls->async_file = key;
 		ls->async_ts = bpf_ktime_get_ns();

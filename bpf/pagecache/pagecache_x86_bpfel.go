@@ -132,8 +132,8 @@ type PagecachePyScratch struct {
 	Hash uint64
 	Ts   uint64
 	F0   uint64
-	I0   uint64
 	F1   uint64
+	I0   uint64
 	I1   uint64
 	Tsb  [256]uint8
 	Fb   [80]uint8

@@ -130,10 +130,95 @@ func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, erro
 			return nil, fmt.Errorf("load page-cache probes: %w", err)
 		}
 	}
-	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: repl, Cache: kernel}); err != nil {
+	if err := loadInLanes(spec, &p.objs, repl, kernel); err != nil {
 		return nil, probe.LoadError("page-cache probes", err)
 	}
 	return p, nil
+}
+
+// programLanes are the object's programs in the lanes that verify them
+// at once, the largest first: verified one after another they were the
+// longest lane of coldtrace's start, with the other CPU idle once the
+// other objects were in. Their sums of verification are about equal.
+var programLanes = [][]string{
+	{bpfpc.PagecacheProgOnAddToCache, bpfpc.PagecacheProgOnMapPages, bpfpc.PagecacheProgOnReadExit},
+	{bpfpc.PagecacheProgOnGetPages, bpfpc.PagecacheProgOnFilemapFault, bpfpc.PagecacheProgOnBioQueue},
+}
+
+// loadInLanes makes spec's maps (repl's in place of their own), then
+// loads programLanes' programs, a goroutine per lane, every program with
+// the same maps, and assigns them all to objs. On an error nothing stays
+// loaded.
+func loadInLanes(spec *ebpf.CollectionSpec, objs *bpfpc.PagecacheObjects, repl map[string]*ebpf.Map, kernel *btf.Cache) error {
+	// Every map first, the data sections too (a lane of its own would
+	// give each lane its own .bss).
+	mapSpec := spec.Copy()
+	mapSpec.Programs = nil
+	maps, err := ebpf.NewCollectionWithOptions(mapSpec, ebpf.CollectionOptions{MapReplacements: repl, Cache: kernel})
+	if err != nil {
+		return err
+	}
+	// The lanes clone what they take. At return the data sections go
+	// (the programs hold them) and, after an error, every map.
+	defer maps.Close()
+	all := make(map[string]*ebpf.Map, len(maps.Maps))
+	for name, m := range maps.Maps {
+		all[name] = m
+	}
+	colls := make([]*ebpf.Collection, len(programLanes))
+	errs := make([]error, len(programLanes))
+	var wg sync.WaitGroup
+	for i, names := range programLanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := spec.Copy()
+			s.Programs = make(map[string]*ebpf.ProgramSpec, len(names))
+			for _, name := range names {
+				s.Programs[name] = spec.Programs[name]
+			}
+			colls[i], errs[i] = ebpf.NewCollectionWithOptions(s, ebpf.CollectionOptions{MapReplacements: all, Cache: kernel})
+		}()
+	}
+	wg.Wait()
+	merged := &ebpf.Collection{Programs: map[string]*ebpf.Program{}}
+	for i, c := range colls {
+		if c == nil {
+			continue
+		}
+		for name, prog := range c.Programs {
+			merged.Programs[name] = prog
+		}
+		c.Programs = nil
+		c.Close() // the lane's copies of the maps
+		if errs[i] != nil {
+			merged.Close()
+			return errs[i]
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		merged.Close()
+		return err
+	}
+	var progs struct {
+		OnAddToCache   *ebpf.Program `ebpf:"on_add_to_cache"`
+		OnBioQueue     *ebpf.Program `ebpf:"on_bio_queue"`
+		OnFilemapFault *ebpf.Program `ebpf:"on_filemap_fault"`
+		OnGetPages     *ebpf.Program `ebpf:"on_get_pages"`
+		OnMapPages     *ebpf.Program `ebpf:"on_map_pages"`
+		OnReadExit     *ebpf.Program `ebpf:"on_read_exit"`
+	}
+	if err := merged.Assign(&progs); err != nil {
+		merged.Close()
+		return err
+	}
+	if err := maps.Assign(&objs.PagecacheMaps); err != nil {
+		merged.Close()
+		return err
+	}
+	objs.OnAddToCache, objs.OnBioQueue, objs.OnFilemapFault = progs.OnAddToCache, progs.OnBioQueue, progs.OnFilemapFault
+	objs.OnGetPages, objs.OnMapPages, objs.OnReadExit = progs.OnGetPages, progs.OnMapPages, progs.OnReadExit
+	return nil
 }
 
 // attach attaches the programs; without task works, the read family's
