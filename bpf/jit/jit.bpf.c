@@ -287,21 +287,40 @@ static __always_inline bool anywhere_name(__u64 h)
 }
 
 /* The state of one pass over a path, for bpf_loop (a plain loop made
- * the verifier walk every combination of its counters). */
-struct scan {
-	const char *path;
-	__u32 n;
+ * the verifier walk every combination of its counters). The counters
+ * live in a per-CPU map, not in the loop's context on the stack: read
+ * back from a map they are any number to the verifier, so the loop's
+ * states agree after a step or two; on the stack every step was checked
+ * again with their ranges one wider (most of on_path_exit's 50 ms of
+ * verification). */
+struct scan_state {
+	__u64 h;
 	__u32 clen;
 	__u32 dots;
 	__u32 so;
-	__u64 h;
 	char c1, c2;
 	bool pass; /* the path must reach user space */
+	__u8 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scan_state);
+} scan_scratch SEC(".maps");
+
+struct scan {
+	const char *path;
+	__u32 n;
+	__u32 pad;
+	struct scan_state *st;
 };
 
 static long scan_byte(__u64 i, void *arg)
 {
 	struct scan *s = arg;
+	struct scan_state *st = s->st;
 	if (i == 0)
 		return 0; /* the leading '/' */
 	if (i >= s->n)
@@ -309,26 +328,41 @@ static long scan_byte(__u64 i, void *arg)
 	char c = s->path[i & (SCAN_LEN - 1)];
 	if (c == '/' || c == 0) {
 		/* "//", "/./" or "/../": not clean; or an in-tree cache's name */
-		if (s->clen == 0 || s->clen == s->dots || anywhere_name(s->h)) {
-			s->pass = true;
+		if (st->clen == 0 || st->clen == st->dots || anywhere_name(st->h)) {
+			st->pass = true;
 			return 1;
 		}
 		if (c == 0)
 			return 1;
-		s->h = FNV_OFFSET;
-		s->clen = s->dots = s->so = 0;
-		s->c1 = s->c2 = 0;
+		st->h = FNV_OFFSET;
+		st->clen = st->dots = st->so = 0;
+		st->c1 = st->c2 = 0;
 		return 0;
 	}
-	s->h = (s->h ^ (__u8)c) * FNV_PRIME;
-	s->clen++;
-	if (c == '.' && s->clen == s->dots + 1)
-		s->dots++;
-	if (s->c2 == '.' && s->c1 == 's' && c == 'o')
-		s->so = 1;
-	s->c2 = s->c1;
-	s->c1 = c;
+	st->h = (st->h ^ (__u8)c) * FNV_PRIME;
+	st->clen++;
+	if (c == '.' && st->clen == st->dots + 1)
+		st->dots++;
+	if (st->c2 == '.' && st->c1 == 's' && c == 'o')
+		st->so = 1;
+	st->c2 = st->c1;
+	st->c1 = c;
 	return 0;
+}
+
+/* scan_path runs scan_byte over the n bytes at path; NULL when the CPU's
+ * scratch is missing. */
+static __always_inline struct scan_state *scan_path(const char *path, __u32 n)
+{
+	__u32 zero = 0;
+	struct scan_state *st = bpf_map_lookup_elem(&scan_scratch, &zero);
+	if (!st)
+		return NULL;
+	__builtin_memset(st, 0, sizeof(*st));
+	st->h = FNV_OFFSET;
+	struct scan s = {.path = path, .n = n, .st = st};
+	bpf_loop(SCAN_LEN, scan_byte, &s, 0);
+	return st;
 }
 
 /* quiet_open says whether the successful read-only open whose path is in
@@ -342,9 +376,8 @@ static __always_inline bool quiet_open(struct file_event *ev, long n, __u32 tgid
 	if (!g || !v || v->gen != *g)
 		return false;
 	/* One pass over the path: components, their hashes, ".so". */
-	struct scan s = {.path = ev->path, .n = n, .h = FNV_OFFSET};
-	bpf_loop(SCAN_LEN, scan_byte, &s, 0);
-	if (s.pass || s.so)
+	struct scan_state *st = scan_path(ev->path, n);
+	if (!st || st->pass || st->so)
 		return false;
 	struct root_prefix key = {};
 	__u32 len = n - 1;
@@ -444,9 +477,8 @@ __noinline int stack_wanted(struct file_event *ev, long n1, long n2)
 		return 1;
 	if (n > SCAN_LEN)
 		return 0;
-	struct scan sc = {.path = p, .n = n, .h = FNV_OFFSET};
-	bpf_loop(SCAN_LEN, scan_byte, &sc, 0);
-	return sc.pass;
+	struct scan_state *st = scan_path(p, n);
+	return st && st->pass;
 }
 
 /* A program may read no further into its context than the smallest

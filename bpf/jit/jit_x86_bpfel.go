@@ -154,6 +154,18 @@ type JitRootPrefix struct {
 	Data      [128]uint8
 }
 
+type JitScanState struct {
+	_    structs.HostLayout
+	H    uint64
+	Clen uint32
+	Dots uint32
+	So   uint32
+	C1   int8
+	C2   int8
+	Pass bool
+	Pad  uint8
+}
+
 type JitThread struct {
 	_         structs.HostLayout
 	Tid       uint32
@@ -292,6 +304,7 @@ const (
 	JitMapPyScratch             = "py_scratch"
 	JitMapPyStacks              = "py_stacks"
 	JitMapRootPrefixes          = "root_prefixes"
+	JitMapScanScratch           = "scan_scratch"
 	JitMapTaskStates            = "task_states"
 	JitMapThreads               = "threads"
 	JitMapTrackedTgids          = "tracked_tgids"
@@ -392,6 +405,7 @@ type JitMapSpecs struct {
 	PyScratch    *ebpf.MapSpec `ebpf:"py_scratch"`
 	PyStacks     *ebpf.MapSpec `ebpf:"py_stacks"`
 	RootPrefixes *ebpf.MapSpec `ebpf:"root_prefixes"`
+	ScanScratch  *ebpf.MapSpec `ebpf:"scan_scratch"`
 	TaskStates   *ebpf.MapSpec `ebpf:"task_states"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
 	TrackedTgids *ebpf.MapSpec `ebpf:"tracked_tgids"`
@@ -450,6 +464,7 @@ type JitMaps struct {
 	PyScratch    *ebpf.Map `ebpf:"py_scratch"`
 	PyStacks     *ebpf.Map `ebpf:"py_stacks"`
 	RootPrefixes *ebpf.Map `ebpf:"root_prefixes"`
+	ScanScratch  *ebpf.Map `ebpf:"scan_scratch"`
 	TaskStates   *ebpf.Map `ebpf:"task_states"`
 	Threads      *ebpf.Map `ebpf:"threads"`
 	TrackedTgids *ebpf.Map `ebpf:"tracked_tgids"`
@@ -473,6 +488,7 @@ func (m *JitMaps) Close() error {
 		m.PyScratch,
 		m.PyStacks,
 		m.RootPrefixes,
+		m.ScanScratch,
 		m.TaskStates,
 		m.Threads,
 		m.TrackedTgids,

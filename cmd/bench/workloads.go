@@ -48,9 +48,6 @@ type workload struct {
 var workloadNames = append([]string{"seqread", "mmap", "smallfiles", "forkexec", "ctxswitch", "groundtruth",
 	"pysmallfiles", "pyimport", "pyread", "pyread64k", "pymmapcold", "pycoldimport"}, networkWorkloadNames...)
 
-// coldModules is the size of the evicted package pycoldimport imports.
-const coldModules = 2000
-
 // python is the interpreter of the Python workloads: the system's, as a
 // user would run it.
 const python = "/usr/bin/python3"
@@ -82,15 +79,21 @@ type sizes struct {
 	mmapRounds int // times the mmap workload faults the whole file in
 	gtSleep    time.Duration
 	gtSpin     time.Duration
+	// pyModules caps pyimport's list (0: every importable module);
+	// coldModules is the size of the evicted package pycoldimport
+	// imports. Smoke sizes: importing 1,800 modules four times was 12 s
+	// of the smoke run's 48.
+	pyModules   int
+	coldModules int
 }
 
 func sizesFor(smoke bool) sizes {
 	if smoke {
 		return sizes{bigFile: 64 << 20, gtFile: 32 << 20, smallFiles: 2000, processes: 200, rounds: 20000, mmapRounds: 2,
-			gtSleep: 100 * time.Millisecond, gtSpin: 100 * time.Millisecond}
+			gtSleep: 100 * time.Millisecond, gtSpin: 100 * time.Millisecond, pyModules: 200, coldModules: 500}
 	}
 	return sizes{bigFile: 1 << 30, gtFile: 512 << 20, smallFiles: 20000, processes: 2000, rounds: 300000, mmapRounds: 16,
-		gtSleep: time.Second, gtSpin: time.Second}
+		gtSleep: time.Second, gtSpin: time.Second, coldModules: 2000}
 }
 
 // setup builds the helper and the data files in dir and returns the
@@ -220,7 +223,7 @@ func setupPython(dir, src string, sz sizes, want func(string) bool, big string, 
 		// The modules this interpreter imports without error, listed once
 		// (the listing also writes every .pyc: the runs are warm imports).
 		list := filepath.Join(dir, "modules.txt")
-		cmd := exec.Command(prog[0], prog[1], "0", "pymodules", list)
+		cmd := exec.Command(prog[0], prog[1], "0", "pymodules", list, strconv.Itoa(sz.pyModules))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("list Python modules: %v: %s", err, out)
 		}
@@ -279,12 +282,12 @@ func setupPythonStacks(dir, src string, sz sizes, want func(string) bool, big st
 	}
 	if want("pycoldimport") {
 		root := filepath.Join(dir, "coldpkg")
-		log("writing a package of %d modules under %s", coldModules, root)
-		n := strconv.Itoa(coldModules)
+		log("writing a package of %d modules under %s", sz.coldModules, root)
+		n := strconv.Itoa(sz.coldModules)
 		if out, err := exec.Command(prog[0], prog[1], "0", "mkcoldpkg", root, n).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("write the evicted package: %v: %s", err, out)
 		}
-		ws = append(ws, &workload{Name: "pycoldimport", Title: fmt.Sprintf("Python: import %d evicted modules, stacks", coldModules),
+		ws = append(ws, &workload{Name: "pycoldimport", Title: fmt.Sprintf("Python: import %d evicted modules, stacks", sz.coldModules),
 			Budget: 1.05, NoLoss: true, File: root, Cold: true, Prog: prog, Args: []string{"pycoldimport", root, n}})
 	}
 	return ws, nil

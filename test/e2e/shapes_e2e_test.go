@@ -212,20 +212,31 @@ func TestShapes(t *testing.T) {
 	seeds, fixed := shapeSweep(t)
 	covered := map[string]bool{}
 	var tmpfsDownloads, unlisted int
-	for _, seed := range seeds {
-		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
-			c, notListed := runShape(t, env, seed)
-			for _, d := range c.dims() {
-				covered[d] = true
-			}
-			if c.Job == "download" && c.FS == "tmpfs" {
-				tmpfsDownloads++
-			}
-			if notListed {
-				unlisted++
-			}
-		})
-	}
+	var mu sync.Mutex
+	// Cases run side by side (go test's -parallel, the CPUs by
+	// default): each has its own files, mounts and processes, and most
+	// of a case is waiting (a server's pace, a FUSE mount, a child's
+	// exit), so two at once halve the sweep; its counts are exact either
+	// way, and its times only bounds. The group returns when all have.
+	t.Run("cases", func(t *testing.T) {
+		for _, seed := range seeds {
+			t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
+				t.Parallel()
+				c, notListed := runShape(t, env, seed)
+				mu.Lock()
+				defer mu.Unlock()
+				for _, d := range c.dims() {
+					covered[d] = true
+				}
+				if c.Job == "download" && c.FS == "tmpfs" {
+					tmpfsDownloads++
+				}
+				if notListed {
+					unlisted++
+				}
+			})
+		}
+	})
 	// A tmpfs body coldtrace did not list in time is said so in the
 	// record, but the watcher must list most of them: once in a while
 	// under load, never as a rule.

@@ -16,7 +16,7 @@ the harness compares traced and untraced runs of Python as it does C:
     pycoldimport DIR N    import coldpkg.m0000 ... N modules from DIR (the
                           harness evicts their .py and .pyc first)
     mkcoldpkg DIR N       write DIR/coldpkg with N modules and their .pyc (setup)
-    pymodules OUT         write the importable modules to OUT (setup)
+    pymodules OUT [MAX]   write the importable modules to OUT (setup), at most MAX (0: all)
     pylong SECONDS DIR    32 threads reading and re-reading DIR's files,
                           a compiler subprocess every few seconds
 """
@@ -158,10 +158,11 @@ def skip(name):
     return any(name == s or name.startswith(s + ".") for s in SKIP_PREFIXES)
 
 
-def modules(out):
+def modules(out, limit=0):
     """Lists the non-test modules of the standard library and numpy (and
     torch when installed) that this interpreter imports without error,
-    in one process, in the order they imported."""
+    in one process, in the order they imported; the first limit of them
+    when limit is not 0."""
     import importlib
     import pkgutil
     import warnings
@@ -183,11 +184,17 @@ def modules(out):
         return m
 
     for root in roots:
+        if limit and len(ok) >= limit:
+            break
         m = attempt(root)
         if m is None or not hasattr(m, "__path__"):
             continue
         for info in pkgutil.walk_packages(m.__path__, root + ".", onerror=lambda n: None):
+            if limit and len(ok) >= limit:
+                break
             attempt(info.name)
+    if limit:
+        del ok[limit:]
     with open(out, "w") as f:
         f.write("\n".join(ok) + "\n")
     return len(ok)
@@ -262,7 +269,7 @@ def main():
     elif mode == "mkcoldpkg":
         check = make_cold_package(args[0], int(args[1]))
     elif mode == "pymodules":
-        check = modules(args[0])
+        check = modules(args[0], int(args[1]) if len(args) > 1 else 0)
     elif mode == "pylong":
         check = long_run(float(args[0]), args[1])
     else:
