@@ -125,6 +125,11 @@ func TestDoctorPasses(t *testing.T) {
 	if missed-again != 2048 {
 		t.Errorf("cold read: %d pages missed, %d of them again; want 2048 once", missed, again)
 	}
+	// The verifier's time is read from its statistics, for the page
+	// cache's object too (its slowest program named).
+	if !regexp.MustCompile(`(?m)^  (ok  |note)  verification, most of coldtrace's start: the kernel's verifier took [0-9.]+(µs|ms|s) .*page cache [0-9.]+(µs|ms|s) \(on_`).MatchString(out) {
+		t.Errorf("report lacks the verifier's time per object")
+	}
 	if !regexp.MustCompile(`(?m)^  ok    page cache, warm read of a 2048-page file in .*: \d+ pages missed, 2048 accessed`).MatchString(out) {
 		t.Errorf("report lacks a passed warm read of 2048 pages")
 	}
@@ -154,5 +159,20 @@ func TestDoctorHiddenTracepoint(t *testing.T) {
 	}
 	if !strings.Contains(out, "a report here would lack:\n") || !strings.Contains(out, "page-cache misses, hits and disk-read time (tp_btf mm_filemap_get_pages (page cache)): FAIL") {
 		t.Errorf("the report does not say what would be lacking")
+	}
+}
+
+// TestVerificationCheckNotesASlowStart: the verifier's times add up per
+// object, and past slowStart the check is a note that says the start is
+// slow on this kernel.
+func TestVerificationCheckNotesASlowStart(t *testing.T) {
+	fast := verificationCheck([]verification{{sensor: "page cache", total: 40 * time.Millisecond, largest: "on_add_to_cache", largestTime: 12 * time.Millisecond},
+		{sensor: "scheduler", total: 9 * time.Millisecond, largest: "on_switch", largestTime: 5 * time.Millisecond}})
+	if fast.Status != OK || !strings.Contains(fast.Detail, "took 49ms") || !strings.Contains(fast.Detail, "page cache 40ms (on_add_to_cache 12ms)") {
+		t.Errorf("fast: %+v", fast)
+	}
+	slow := verificationCheck([]verification{{sensor: "page cache", total: 168 * time.Millisecond, largest: "on_add_to_cache", largestTime: 52 * time.Millisecond}})
+	if slow.Status != Note || !strings.Contains(slow.Detail, "starts slowly") {
+		t.Errorf("slow: %+v", slow)
 	}
 }

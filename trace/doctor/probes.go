@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -74,22 +76,94 @@ func hiddenName(name string) string { return name + "__hidden_by_coldtrace_docto
 // attachment.
 func checkPrograms(hide map[string]bool) []Check {
 	var out []Check
+	var costs []verification
 	for _, o := range objects() {
-		for _, c := range checkObject(o, hide) {
+		checks, cost := checkObject(o, hide)
+		for _, c := range checks {
 			if o.optional && c.Status == Fail {
 				// A run notes the sensor's absence and goes on.
 				c.Status = Note
 			}
 			out = append(out, c)
 		}
+		if cost.total > 0 {
+			costs = append(costs, cost)
+		}
+	}
+	if len(costs) > 0 {
+		out = append(out, verificationCheck(costs))
 	}
 	return out
 }
 
-func checkObject(o object, hide map[string]bool) []Check {
+// verification is what the kernel's verifier took to check one object's
+// programs, as its statistics say.
+type verification struct {
+	sensor string
+	total  time.Duration
+	// largest is the program that took longest, and its time.
+	largest     string
+	largestTime time.Duration
+}
+
+// verificationTime matches the verifier's statistics line.
+var verificationTime = regexp.MustCompile(`verification time (\d+) usec`)
+
+// verificationOf sums the verification times in coll's programs' logs.
+func verificationOf(sensor string, coll *ebpf.Collection) verification {
+	v := verification{sensor: sensor}
+	for name, p := range coll.Programs {
+		m := verificationTime.FindStringSubmatch(p.VerifierLog)
+		if m == nil {
+			continue
+		}
+		us, _ := strconv.Atoi(m[1])
+		d := time.Duration(us) * time.Microsecond
+		v.total += d
+		if d > v.largestTime || (d == v.largestTime && name < v.largest) {
+			v.largest, v.largestTime = name, d
+		}
+	}
+	return v
+}
+
+// slowStart is the verification above which the check-up notes that
+// coldtrace starts slowly on this kernel: most of a start is the
+// verifier, and the start's budget is 100 ms.
+const slowStart = 150 * time.Millisecond
+
+// verificationCheck says how long the verifier took to check the
+// sensors' programs as a run loads them (Python stacks on): most of
+// coldtrace's start, spread over the CPUs.
+func verificationCheck(costs []verification) Check {
+	var total time.Duration
+	parts := make([]string, 0, len(costs))
+	for _, c := range costs {
+		total += c.total
+		parts = append(parts, fmt.Sprintf("%s %s (%s %s)", c.sensor, c.total.Round(100*time.Microsecond),
+			c.largest, c.largestTime.Round(100*time.Microsecond)))
+	}
+	c := Check{Status: OK, Name: "verification, most of coldtrace's start",
+		Detail: fmt.Sprintf("the kernel's verifier took %s to check the programs a run loads: %s",
+			total.Round(100*time.Microsecond), strings.Join(parts, ", "))}
+	if total > slowStart {
+		c.Status = Note
+		c.Detail += fmt.Sprintf("; over %s: coldtrace starts slowly on this kernel (its start waits for most of it)", slowStart)
+	}
+	return c
+}
+
+func checkObject(o object, hide map[string]bool) ([]Check, verification) {
 	spec, err := o.load()
 	if err != nil {
-		return []Check{{Status: Fail, Name: o.sensor + " probes", Detail: err.Error(), Lacks: o.lacks}}
+		return []Check{{Status: Fail, Name: o.sensor + " probes", Detail: err.Error(), Lacks: o.lacks}}, verification{}
+	}
+	// Loaded as a run loads it with Python stacks on: the walker's code
+	// is then checked too, and the verification timed as a run's.
+	if v := spec.Variables["py_stacks_on"]; v != nil {
+		if err := v.Set(uint32(1)); err != nil {
+			return []Check{{Status: Fail, Name: o.sensor + " probes", Detail: err.Error(), Lacks: o.lacks}}, verification{}
+		}
 	}
 	targets := targetsOf(spec, o.pathSyscalls)
 	for _, ps := range spec.Programs {
@@ -98,8 +172,11 @@ func checkObject(o object, hide map[string]bool) []Check {
 		}
 	}
 	loadErrs := map[string]error{}
-	coll, err := ebpf.NewCollection(spec)
-	if err != nil {
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})
+	var cost verification
+	if err == nil {
+		cost = verificationOf(o.sensor, coll)
+	} else {
 		// Find which programs the kernel refuses, one at a time.
 		for name := range spec.Programs {
 			one := spec.Copy()
@@ -116,7 +193,7 @@ func checkObject(o object, hide map[string]bool) []Check {
 			c.Close()
 		}
 		if len(loadErrs) == 0 {
-			return []Check{{Status: Fail, Name: o.sensor + " probes", Detail: err.Error(), Lacks: o.lacks}}
+			return []Check{{Status: Fail, Name: o.sensor + " probes", Detail: err.Error(), Lacks: o.lacks}}, verification{}
 		}
 		// The others are attached for real all the same.
 		rest := spec.Copy()
@@ -151,7 +228,7 @@ func checkObject(o object, hide map[string]bool) []Check {
 	if coll != nil {
 		coll.Close()
 	}
-	return out
+	return out, cost
 }
 
 // targetsOf lists the attachments of an object's tracepoint programs,
