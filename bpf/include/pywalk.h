@@ -211,10 +211,13 @@ static __always_inline __u64 py_read_ptr(__u64 addr)
 
 /* The thread's tid in its own pid namespace: what CPython stores as
  * native_thread_id inside a container. */
-static __always_inline __u32 py_ns_tid(struct task_struct *task)
+static __always_inline __u32 py_ns_tid(struct task_struct *task_arg)
 {
 	/* BTF pointers: plain loads. Outside a pid namespace the tid is the
-	 * task's own, with no helper call. */
+	 * task's own, with no helper call. Through a read-only view: from
+	 * the trusted task each pointer load costs the verifier a search
+	 * of the kernel's BTF (BTF_VIEW). */
+	struct task_struct *task = BTF_VIEW(task_arg, struct task_struct);
 	__u32 pid = task->pid; /* loaded first: one load, not one merged with u's */
 	struct pid *p = task->thread_pid;
 	unsigned int level = p->level;
