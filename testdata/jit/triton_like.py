@@ -9,7 +9,10 @@ directory, then renames each file into place and removes the temp
 directory. It prints one JSON line: its hits, misses and the wall time
 of its own compiles (ns).
 
-usage: triton_like.py [KERNELS] [FUNCS]
+usage: triton_like.py [KERNELS] [FUNCS [LINGER]]
+
+LINGER: seconds the program goes on running after its kernels (as a real
+one runs them), so that a tracer can still read its memory; default 0.
 """
 import base64
 import hashlib
@@ -73,6 +76,8 @@ def main():
             os.replace(os.path.join(tmp, p), os.path.join(key_dir, p))
         os.removedirs(tmp)
     print(json.dumps({"hits": hits, "misses": misses, "compile_ns": compile_ns}))
+    if len(sys.argv) > 3:
+        time.sleep(float(sys.argv[3]))
 
 
 if __name__ == "__main__":
