@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -136,19 +137,16 @@ func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, erro
 	return p, nil
 }
 
-// programLanes are the object's programs in the lanes that verify them
-// at once, the largest first: verified one after another they were the
-// longest lane of coldtrace's start, with the other CPU idle once the
-// other objects were in. Their sums of verification are about equal.
-var programLanes = [][]string{
-	{bpfpc.PagecacheProgOnAddToCache, bpfpc.PagecacheProgOnMapPages, bpfpc.PagecacheProgOnReadExit},
-	{bpfpc.PagecacheProgOnGetPages, bpfpc.PagecacheProgOnFilemapFault, bpfpc.PagecacheProgOnBioQueue},
-}
+// firstLane are the programs verified in one lane, the largest first;
+// every other program of the object goes to the second. Verified one
+// after another they were the longest lane of coldtrace's start, with
+// the other CPU idle once the other objects were in; the two lanes'
+// sums of verification are about equal.
+var firstLane = []string{bpfpc.PagecacheProgOnAddToCache, bpfpc.PagecacheProgOnMapPages, bpfpc.PagecacheProgOnReadExit}
 
 // loadInLanes makes spec's maps (repl's in place of their own), then
-// loads programLanes' programs, a goroutine per lane, every program with
-// the same maps, and assigns them all to objs. On an error nothing stays
-// loaded.
+// loads its programs in two lanes at once, every program with the same
+// maps, and assigns them all to objs. On an error nothing stays loaded.
 func loadInLanes(spec *ebpf.CollectionSpec, objs *bpfpc.PagecacheObjects, repl map[string]*ebpf.Map, kernel *btf.Cache) error {
 	// Every map first, the data sections too (a lane of its own would
 	// give each lane its own .bss).
@@ -161,28 +159,27 @@ func loadInLanes(spec *ebpf.CollectionSpec, objs *bpfpc.PagecacheObjects, repl m
 	// The lanes clone what they take. At return the data sections go
 	// (the programs hold them) and, after an error, every map.
 	defer maps.Close()
-	all := make(map[string]*ebpf.Map, len(maps.Maps))
-	for name, m := range maps.Maps {
-		all[name] = m
+	lanes := [2]*ebpf.CollectionSpec{spec.Copy(), spec.Copy()}
+	for name := range spec.Programs {
+		if slices.Contains(firstLane, name) {
+			delete(lanes[1].Programs, name)
+		} else {
+			delete(lanes[0].Programs, name)
+		}
 	}
-	colls := make([]*ebpf.Collection, len(programLanes))
-	errs := make([]error, len(programLanes))
+	var colls [2]*ebpf.Collection
+	var errs [2]error
 	var wg sync.WaitGroup
-	for i, names := range programLanes {
+	for i, l := range lanes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := spec.Copy()
-			s.Programs = make(map[string]*ebpf.ProgramSpec, len(names))
-			for _, name := range names {
-				s.Programs[name] = spec.Programs[name]
-			}
-			colls[i], errs[i] = ebpf.NewCollectionWithOptions(s, ebpf.CollectionOptions{MapReplacements: all, Cache: kernel})
+			colls[i], errs[i] = ebpf.NewCollectionWithOptions(l, ebpf.CollectionOptions{MapReplacements: maps.Maps, Cache: kernel})
 		}()
 	}
 	wg.Wait()
 	merged := &ebpf.Collection{Programs: map[string]*ebpf.Program{}}
-	for i, c := range colls {
+	for _, c := range colls {
 		if c == nil {
 			continue
 		}
@@ -191,33 +188,19 @@ func loadInLanes(spec *ebpf.CollectionSpec, objs *bpfpc.PagecacheObjects, repl m
 		}
 		c.Programs = nil
 		c.Close() // the lane's copies of the maps
-		if errs[i] != nil {
-			merged.Close()
-			return errs[i]
-		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(errs[:]...); err != nil {
 		merged.Close()
 		return err
 	}
-	var progs struct {
-		OnAddToCache   *ebpf.Program `ebpf:"on_add_to_cache"`
-		OnBioQueue     *ebpf.Program `ebpf:"on_bio_queue"`
-		OnFilemapFault *ebpf.Program `ebpf:"on_filemap_fault"`
-		OnGetPages     *ebpf.Program `ebpf:"on_get_pages"`
-		OnMapPages     *ebpf.Program `ebpf:"on_map_pages"`
-		OnReadExit     *ebpf.Program `ebpf:"on_read_exit"`
-	}
-	if err := merged.Assign(&progs); err != nil {
+	if err := merged.Assign(&objs.PagecachePrograms); err != nil {
 		merged.Close()
 		return err
 	}
 	if err := maps.Assign(&objs.PagecacheMaps); err != nil {
-		merged.Close()
+		_ = objs.PagecachePrograms.Close()
 		return err
 	}
-	objs.OnAddToCache, objs.OnBioQueue, objs.OnFilemapFault = progs.OnAddToCache, progs.OnBioQueue, progs.OnFilemapFault
-	objs.OnGetPages, objs.OnMapPages, objs.OnReadExit = progs.OnGetPages, progs.OnMapPages, progs.OnReadExit
 	return nil
 }
 
