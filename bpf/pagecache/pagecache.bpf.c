@@ -582,6 +582,44 @@ static __always_inline __s64 read_start(struct task_struct *task, struct address
 	return pos >= 0 ? pos >> 12 : -1;
 }
 
+/* io_uring read requests submitted by tracked threads, by their file and
+ * last page: the tracepoint of each batch of folios names the request's
+ * last page (its position plus what is left to read, which move
+ * together), whichever thread does the read and however often it is
+ * retried. A cold batch whose last folio is still being read returns
+ * without the tracepoint, and no read syscall gives the request's start
+ * (the submitter's inline attempt, a retry from task work, an io-wq
+ * worker): 106 of a 96 MiB file's 24,576 pages went uncounted, read in
+ * 132 KiB requests. The value is the request's first page not counted
+ * yet, its start at submission. */
+struct uring_read_key {
+	struct file_key file;
+	__u64 last;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct uring_read_key);
+	__type(value, __u64);
+} uring_reads SEC(".maps");
+
+/* include/linux/sched.h: the task is an io_uring worker. */
+#define PF_IO_WORKER_ 0x00000010
+
+/* Whether the thread may be doing an io_uring request's read: an io-wq
+ * or SQPOLL worker, a submitter in io_uring_enter, or task work run on
+ * the way back to user space (regs->ax holds a return value then). */
+static __always_inline bool in_uring(struct task_struct *task)
+{
+	if (task->flags & PF_IO_WORKER_)
+		return true;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return false;
+	return (long)regs->ax != -ENOSYS_ || regs->orig_ax == NR_io_uring_enter;
+}
+
 /* Whether the current syscall reads its file in pipe-sized chunks, one
  * after the other, each from where the last ended: sendfile, splice and
  * copy_file_range. A batch of theirs past the previous chunk's end
@@ -605,14 +643,25 @@ static __always_inline bool in_chunks(struct task_struct *task)
  * up (the fd table walk costs a few probe reads; sequential reads skip
  * it). Returns the first page to count. */
 static __always_inline __u64 count_read(struct tstate *t, struct address_space *mapping, struct file_key *key,
-					__u64 lo, __u64 hi)
+					__u64 lo, __u64 hi, __u64 last)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	bool exact;
 	__u64 sig = read_sig(task, &exact);
 	bool same = same_file(&t->rd_file, key);
 	__u64 from = lo;
-	if (same && t->rd_sig == sig && (exact || lo > t->rd_index)) {
+	struct uring_read_key uk = {.file = *key, .last = last};
+	__u64 *next = in_uring(task) ? bpf_map_lookup_elem(&uring_reads, &uk) : NULL;
+	if (next) {
+		/* An io_uring request's: every page from its start counted
+		 * once, by the first traced batch of any of its passes. */
+		from = *next;
+		if (hi + 1 > from)
+			*next = hi + 1;
+		t->rd_file = *key;
+		t->rd_sig = sig;
+		t->rd_next = hi + 1;
+	} else if (same && t->rd_sig == sig && (exact || lo > t->rd_index)) {
 		/* A later batch of the read in progress. A batch of one read
 		 * never starts past the end its first batch gave (rd_next),
 		 * but for the chunks of a sendfile, splice or copy_file_range
@@ -859,12 +908,13 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 	/* A read asks for its whole buffer; count the pages the file has. */
 	__u64 size = inode->i_size;
 	__u64 npages = (size + 4095) >> 12;
+	__u64 last = hi;
 	if (hi >= npages) {
 		if (lo >= npages)
 			return;
 		hi = npages - 1;
 	}
-	__u64 from = batched ? count_read(t, mapping, &key, lo, hi) : lo;
+	__u64 from = batched ? count_read(t, mapping, &key, lo, hi, last) : lo;
 	__u64 pages = hi >= from ? hi - from + 1 : 0;
 	if (!batched)
 		pages = map_new_pages(t, &key, lo, hi);
@@ -952,6 +1002,84 @@ int BPF_PROG(on_map_pages, struct address_space *mapping_arg, unsigned long star
 		on_access(t, mapping, lo, hi, 0, false);
 		seen_in_entry(t);
 	}
+	return 0;
+}
+
+/* The file an io_uring request reads: the submitter's descriptor, or the
+ * ring's registered file of that index (IOSQE_FIXED_FILE). NULL where
+ * neither can be read. Probe reads: one submission's worth. */
+static __always_inline struct file *uring_file(struct io_kiocb *req)
+{
+	/* The request's flag bits that mirror its IOSQE_ flags (the uapi's
+	 * bit numbers: an anonymous enum, which CO-RE cannot relocate) */
+	__u32 fd = req->cqe.fd;
+	struct file *f = NULL;
+	if (!(req->flags & (1ull << REQ_F_FIXED_FILE_BIT))) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+		if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+			return NULL;
+		struct file **fds = BPF_CORE_READ(fdt, fd);
+		if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+			return NULL;
+		return f;
+	}
+	if (!bpf_core_field_exists(struct io_rsrc_node, file_ptr))
+		return NULL;
+	struct io_ring_ctx *ctx = req->ctx;
+	if (fd >= ctx->file_table.data.nr)
+		return NULL;
+	struct io_rsrc_node **nodes = ctx->file_table.data.nodes;
+	struct io_rsrc_node *node = NULL;
+	if (bpf_probe_read_kernel(&node, sizeof(node), &nodes[fd]) || !node)
+		return NULL;
+	/* io_uring/filetable.h: the low bits are flags (FFS_MASK) */
+	return (struct file *)(BPF_CORE_READ(node, file_ptr) & ~3ul);
+}
+
+/* An io_uring read request of a tracked thread, as it is submitted: its
+ * file, first and last page (see uring_reads). Its position is the one
+ * the request gives (-1, the file's position, is taken at issue: such
+ * requests are counted as other reads are). A provided buffer's length
+ * is chosen at issue and a registered vector's at import (also at
+ * issue): those too. */
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(on_uring_submit, struct io_kiocb *req_arg)
+{
+	struct tstate *t = current_state();
+	if (!t)
+		return 0;
+	struct io_kiocb *req = BTF_VIEW(req_arg, struct io_kiocb);
+	__u32 op = req->opcode;
+	bool vectored = op == bpf_core_enum_value(enum io_uring_op, IORING_OP_READV);
+	if (!vectored && op != bpf_core_enum_value(enum io_uring_op, IORING_OP_READ) &&
+	    op != bpf_core_enum_value(enum io_uring_op, IORING_OP_READ_FIXED))
+		return 0;
+	if (req->flags & (1ull << REQ_F_BUFFER_SELECT_BIT))
+		return 0;
+	struct io_rw *rw = bpf_rdonly_cast(req, bpf_core_type_id_kernel(struct io_rw));
+	__s64 pos = rw->kiocb.ki_pos;
+	__u64 bytes = rw->len;
+	if (vectored) {
+		/* the vector is imported at preparation, before this */
+		struct io_async_rw *io = bpf_rdonly_cast(req->async_data, bpf_core_type_id_kernel(struct io_async_rw));
+		bytes = io ? io->iter.count : 0;
+	}
+	if (pos < 0 || !bytes)
+		return 0;
+	struct file *f = uring_file(req);
+	if (!f)
+		return 0;
+	struct inode *inode = BPF_CORE_READ(f, f_mapping, host);
+	if (!inode)
+		return 0;
+	struct uring_read_key k = {};
+	k.file.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	k.file.gen = BPF_CORE_READ(inode, i_generation);
+	k.file.ino = BPF_CORE_READ(inode, i_ino);
+	k.last = ((__u64)pos + bytes - 1) >> 12;
+	__u64 first = (__u64)pos >> 12;
+	bpf_map_update_elem(&uring_reads, &k, &first, BPF_ANY);
 	return 0;
 }
 
@@ -1156,9 +1284,6 @@ static __always_inline bool direct_pages(struct bio *bio)
  * an entry whose direct reads a file already named: a stacked device
  * (dm, md) queues its clones of those bios from the same entry. */
 #define UNKNOWN_DIRECT (1ull << 63)
-
-/* include/linux/sched.h: the task is an io_uring worker. */
-#define PF_IO_WORKER_ 0x00000010
 
 static __always_inline bool unknown_direct_key(struct tstate *t, struct bio *bio, struct file_key *key)
 {

@@ -250,6 +250,12 @@ type PagecacheTstate struct {
 	SeenTs    uint64
 }
 
+type PagecacheUringReadKey struct {
+	_    structs.HostLayout
+	File PagecacheFileKey
+	Last uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -278,12 +284,14 @@ const (
 	PagecacheMapTaskStates          = "task_states"
 	PagecacheMapThreads             = "threads"
 	PagecacheMapTrackedTgids        = "tracked_tgids"
+	PagecacheMapUringReads          = "uring_reads"
 	PagecacheProgOnAddToCache       = "on_add_to_cache"
 	PagecacheProgOnBioQueue         = "on_bio_queue"
 	PagecacheProgOnFilemapFault     = "on_filemap_fault"
 	PagecacheProgOnGetPages         = "on_get_pages"
 	PagecacheProgOnMapPages         = "on_map_pages"
 	PagecacheProgOnReadExit         = "on_read_exit"
+	PagecacheProgOnUringSubmit      = "on_uring_submit"
 	PagecacheProgProbeTaskWork      = "probe_task_work"
 	PagecacheVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	PagecacheVarBtfAnchorPathKind   = "_btf_anchor_path_kind"
@@ -342,6 +350,7 @@ type PagecacheProgramSpecs struct {
 	OnGetPages     *ebpf.ProgramSpec `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.ProgramSpec `ebpf:"on_map_pages"`
 	OnReadExit     *ebpf.ProgramSpec `ebpf:"on_read_exit"`
+	OnUringSubmit  *ebpf.ProgramSpec `ebpf:"on_uring_submit"`
 	ProbeTaskWork  *ebpf.ProgramSpec `ebpf:"probe_task_work"`
 }
 
@@ -373,6 +382,7 @@ type PagecacheMapSpecs struct {
 	TaskStates   *ebpf.MapSpec `ebpf:"task_states"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
 	TrackedTgids *ebpf.MapSpec `ebpf:"tracked_tgids"`
+	UringReads   *ebpf.MapSpec `ebpf:"uring_reads"`
 }
 
 // PagecacheVariableSpecs contains global variables before they are loaded into the kernel.
@@ -432,6 +442,7 @@ type PagecacheMaps struct {
 	TaskStates   *ebpf.Map `ebpf:"task_states"`
 	Threads      *ebpf.Map `ebpf:"threads"`
 	TrackedTgids *ebpf.Map `ebpf:"tracked_tgids"`
+	UringReads   *ebpf.Map `ebpf:"uring_reads"`
 }
 
 func (m *PagecacheMaps) Close() error {
@@ -460,6 +471,7 @@ func (m *PagecacheMaps) Close() error {
 		m.TaskStates,
 		m.Threads,
 		m.TrackedTgids,
+		m.UringReads,
 	)
 }
 
@@ -486,6 +498,7 @@ type PagecachePrograms struct {
 	OnGetPages     *ebpf.Program `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.Program `ebpf:"on_map_pages"`
 	OnReadExit     *ebpf.Program `ebpf:"on_read_exit"`
+	OnUringSubmit  *ebpf.Program `ebpf:"on_uring_submit"`
 	ProbeTaskWork  *ebpf.Program `ebpf:"probe_task_work"`
 }
 
@@ -497,6 +510,7 @@ func (p *PagecachePrograms) Close() error {
 		p.OnGetPages,
 		p.OnMapPages,
 		p.OnReadExit,
+		p.OnUringSubmit,
 		p.ProbeTaskWork,
 	)
 }

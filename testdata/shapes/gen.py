@@ -249,6 +249,11 @@ def prepare(seed, root, pins):
         # the rest read at offsets given to the call, or at the file's
         # position
         case["offsets"] = rng.random() < 0.5
+        # io_uring requests in chunks of whole pages that start inside
+        # readahead windows or at them, vectored or not, on a registered
+        # file or a descriptor
+        case["uring_chunk"] = rng.choice([MIB, 20 << 10, 132 << 10, rng.randint(1, 64) * PAGE])
+        case["uring_ops"] = "".join(op for op in ("+fixed", "+readv") if rng.random() < 0.5)
     with open(os.path.join(root, b"case.json"), "w") as f:
         json.dump(case, f)
     print(json.dumps(case))
@@ -261,8 +266,8 @@ def read_file(case, path, uring):
     """Reads path whole as case says; returns the bytes read."""
     how, scratch = case["read"], unb64(case["scratch"])
     if how in ("uring", "uring_async"):
-        out = subprocess.run([uring, path, str(MIB), "inline" if how == "uring" else "async"],
-                             check=True, capture_output=True)
+        mode = ("inline" if how == "uring" else "async") + case.get("uring_ops", "")
+        out = subprocess.run([uring, path, str(case.get("uring_chunk", MIB)), mode], check=True, capture_output=True)
         return int(out.stdout)
     fd = os.open(path, os.O_RDONLY)
     size = os.fstat(fd).st_size
@@ -402,24 +407,7 @@ def bind_view(case):
     return view
 
 
-URING_FAIL = {
-    "pages_accessed": "io_uring requests have no read syscall between them, so the page-cache "
-    "sensor tells one request from the next by where it starts: a request whose first traced batch "
-    "starts past its own start (a cold batch whose last folio is still in flight returns untraced) "
-    "leaves those pages out of pages_accessed (one page short once in some 50 loaded cases, 36 of 813 "
-    "once in a CI run twice as slow as a quiet one); "
-    "pages_missed and the bytes stay exact",
-}
-
-
 def do_read(case):
-    out = do_read_as(case)
-    if case["read"] in ("uring", "uring_async"):
-        out["expected_fail"] = out.get("expected_fail", {}) | URING_FAIL
-    return out
-
-
-def do_read_as(case):
     path = unb64(case["path"])
     uring = os.environ.get("SHAPES_URING", "")
     if case["mount"] == "bindlive":

@@ -8,7 +8,9 @@
  * leaves IOSQE_ASYNC off, so the submitter tries the read itself first
  * (the kernel punts it to a worker when the pages are not cached). STEP
  * reads one chunk of every STEP (default 1: all of them), the shape of a
- * reader that picks its chunks. */
+ * reader that picks its chunks. "+fixed" after the mode reads a
+ * registered file (IOSQE_FIXED_FILE), "+readv" with IORING_OP_READV
+ * into two buffers: "inline+fixed", "async+readv+fixed". */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/io_uring.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,12 +31,15 @@ static void die(const char *what)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s FILE [CHUNK_BYTES [direct|inline|async [STEP]]]\n", argv[0]);
+		fprintf(stderr, "usage: %s FILE [CHUNK_BYTES [direct|inline|async[+fixed][+readv] [STEP]]]\n", argv[0]);
 		return 2;
 	}
 	size_t chunk = argc > 2 ? strtoul(argv[2], NULL, 0) : 1 << 20;
-	int direct = argc > 3 && strcmp(argv[3], "direct") == 0;
-	int inline_read = argc > 3 && strcmp(argv[3], "inline") == 0;
+	const char *mode = argc > 3 ? argv[3] : "async";
+	int direct = strncmp(mode, "direct", 6) == 0;
+	int inline_read = strncmp(mode, "inline", 6) == 0;
+	int fixed = strstr(mode, "+fixed") != NULL;
+	int vectored = strstr(mode, "+readv") != NULL;
 	unsigned long long step = argc > 4 ? strtoull(argv[4], NULL, 0) : 1;
 	if (step < 1)
 		step = 1;
@@ -73,19 +79,24 @@ int main(int argc, char **argv)
 	unsigned cq_mask = *(unsigned *)(cq + p.cq_off.ring_mask);
 	struct io_uring_cqe *cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
 
+	if (fixed && syscall(__NR_io_uring_register, ring, IORING_REGISTER_FILES, &fd, 1) < 0)
+		die("io_uring_register");
 	void *buf;
 	if (posix_memalign(&buf, 4096, chunk))
 		die("posix_memalign");
+	/* two buffers, the first a page or half the chunk */
+	size_t first = chunk / 2 < 4096 ? chunk / 2 : 4096;
+	struct iovec iov[2] = {{buf, first}, {(char *)buf + first, chunk - first}};
 	unsigned long long total = 0, off = 0;
 	for (;;) {
 		unsigned tail = *sq_tail, idx = tail & sq_mask;
 		struct io_uring_sqe *sqe = &sqes[idx];
 		memset(sqe, 0, sizeof(*sqe));
-		sqe->opcode = IORING_OP_READ;
-		sqe->flags = inline_read ? 0 : IOSQE_ASYNC;
-		sqe->fd = fd;
-		sqe->addr = (unsigned long)buf;
-		sqe->len = chunk;
+		sqe->opcode = vectored ? IORING_OP_READV : IORING_OP_READ;
+		sqe->flags = (inline_read ? 0 : IOSQE_ASYNC) | (fixed ? IOSQE_FIXED_FILE : 0);
+		sqe->fd = fixed ? 0 : fd;
+		sqe->addr = vectored ? (unsigned long)iov : (unsigned long)buf;
+		sqe->len = vectored ? 2 : chunk;
 		sqe->off = off;
 		sq_array[idx] = idx;
 		__atomic_store_n(sq_tail, tail + 1, __ATOMIC_RELEASE);

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
+
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/probe"
@@ -63,6 +65,9 @@ func TestFillEndFollowsKernelAndReadExitsOption(t *testing.T) {
 			t.Error(err)
 		}
 		want, wantLinks := record.FillEndReadExit, 5
+		if s.p.uringSubmits {
+			wantLinks++ // io_uring's submissions: no syscall tracepoint
+		}
 		switch {
 		case taskWorks:
 			want = record.FillEndTaskWork
@@ -94,5 +99,41 @@ func TestFillEndFollowsKernelAndReadExitsOption(t *testing.T) {
 			t.Error(err)
 		}
 		sc.Close()
+	}
+}
+
+// On a kernel built without io_uring (no io_uring_submit_req to verify
+// the submission program against, and none of the types it reads), the
+// program is replaced by one that does nothing and the rest of the
+// object loads as before.
+func TestObjectLoadsWithoutIOUringSubmissions(t *testing.T) {
+	testenv.RequireTracing(t)
+	has, err := hasTracepoint(nil, "io_uring_submit_req")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none, err := hasTracepoint(nil, "no_such_tracepoint"); err != nil || none {
+		t.Errorf("a tracepoint no kernel has: found %v, %v", none, err)
+	}
+	t.Logf("this kernel has io_uring_submit_req: %v", has)
+	spec, err := bpfpc.LoadPagecache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubProgram(spec.Programs[bpfpc.PagecacheProgOnUringSubmit])
+	var objs bpfpc.PagecacheObjects
+	if err := loadInLanes(spec, &objs, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer objs.Close()
+	info, err := objs.OnUringSubmit.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if insns, err := info.Instructions(); err != nil || len(insns) != 2 {
+		t.Errorf("stubbed program: %d instructions (%v), want 2", len(insns), err)
+	}
+	if objs.OnGetPages == nil || objs.OnAddToCache == nil {
+		t.Error("the object's other programs did not load")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
@@ -40,6 +41,9 @@ type probes struct {
 	taskWorks bool
 	// fillEnd is how the attached programs end fills (record.FillEnd).
 	fillEnd string
+	// uringSubmits: the kernel has io_uring's submission tracepoint,
+	// where on_uring_submit notes each read request's start.
+	uringSubmits bool
 }
 
 // TaskWorksAllowed says whether this kernel lets a tracing program
@@ -131,10 +135,53 @@ func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, erro
 			return nil, fmt.Errorf("load page-cache probes: %w", err)
 		}
 	}
+	if p.uringSubmits, err = hasTracepoint(kernel, "io_uring_submit_req"); err != nil {
+		return nil, fmt.Errorf("load page-cache probes: %w", err)
+	}
+	if !p.uringSubmits {
+		stubProgram(spec.Programs[bpfpc.PagecacheProgOnUringSubmit])
+	}
 	if err := loadInLanes(spec, &p.objs, repl, kernel); err != nil {
 		return nil, probe.LoadError("page-cache probes", err)
 	}
 	return p, nil
+}
+
+// hasTracepoint says whether the kernel has the BTF tracepoint name (a
+// kernel built without io_uring has none of io_uring's). kernel may be
+// nil.
+func hasTracepoint(kernel *btf.Cache, name string) (bool, error) {
+	var spec *btf.Spec
+	var err error
+	if kernel != nil {
+		spec, err = kernel.Kernel()
+	} else {
+		spec, err = btf.LoadKernelSpec()
+	}
+	if err != nil {
+		return false, fmt.Errorf("kernel BTF: %w", err)
+	}
+	var td *btf.Typedef
+	switch err := spec.TypeByName("btf_trace_"+name, &td); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, btf.ErrNotFound):
+		return false, nil
+	default:
+		return false, fmt.Errorf("kernel BTF: tracepoint %s: %w", name, err)
+	}
+}
+
+// stubProgram makes prog a program that does nothing, verified against a
+// tracepoint every kernel coldtrace runs on has, for a kernel that lacks
+// the one it was written for (whose types it names, which would fail its
+// load and with it the whole object's). It is never attached.
+func stubProgram(prog *ebpf.ProgramSpec) {
+	prog.AttachTo = "mm_filemap_get_pages"
+	prog.Instructions = asm.Instructions{
+		asm.Mov.Imm(asm.R0, 0).WithSymbol(prog.Name),
+		asm.Return(),
+	}
 }
 
 // firstLane are the programs verified in one lane, the largest first;
@@ -218,6 +265,13 @@ func (p *probes) attach(noReadExits bool) error {
 		{name: "mm_filemap_fault", prog: o.OnFilemapFault},
 		{name: "mm_filemap_add_to_page_cache", prog: o.OnAddToCache},
 		{name: "block_bio_queue", prog: o.OnBioQueue},
+	}
+	if p.uringSubmits {
+		list = append(list, struct {
+			name    string
+			classic bool
+			prog    *ebpf.Program
+		}{name: "io_uring_submit_req", prog: o.OnUringSubmit})
 	}
 	switch {
 	case p.taskWorks:
