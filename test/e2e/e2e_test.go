@@ -62,6 +62,11 @@ type summaryJSON struct {
 		EndNS    int64  `json:"end_ns"`
 		Dominant string `json:"dominant"`
 	} `json:"phases"`
+	Machine *struct {
+		OthersCPUNS int64 `json:"others_cpu_ns"`
+		OthersCount int   `json:"others_count"`
+		StealNS     int64 `json:"steal_ns"`
+	} `json:"machine"`
 	Verdict string `json:"verdict"`
 }
 

@@ -59,6 +59,17 @@ func runGroundTruth(t *testing.T, mode ...string) (phases, summaryJSON) {
 		t.Logf("  %-12s %v", r.Category, time.Duration(r.NS))
 	}
 	t.Logf("verdict: %s", s.Verdict)
+	// What else took the CPUs: a phase's time that no signal covers (a
+	// preempted compiler, a vCPU the host ran elsewhere) is other_wait.
+	if m := s.Machine; m != nil {
+		t.Logf("others' CPU %v (%d processes), steal %v", time.Duration(m.OthersCPUNS), m.OthersCount, time.Duration(m.StealNS))
+	}
+	for _, p := range s.Processes {
+		t.Logf("  process %d %-10s cpu %v, off-CPU %v, I/O wait %v", p.PID, p.Comm, time.Duration(p.CPUNS), time.Duration(p.OffCPUNS), time.Duration(p.IOWaitNS))
+	}
+	for _, p := range s.Phases {
+		t.Logf("  phase %v-%v %s", time.Duration(p.StartNS), time.Duration(p.EndNS), p.Dominant)
+	}
 	return ph, s
 }
 
