@@ -1010,8 +1010,8 @@ int BPF_PROG(on_map_pages, struct address_space *mapping_arg, unsigned long star
  * neither can be read. Probe reads: one submission's worth. */
 static __always_inline struct file *uring_file(struct io_kiocb *req)
 {
-	/* The request's flag bits that mirror its IOSQE_ flags (the uapi's
-	 * bit numbers: an anonymous enum, which CO-RE cannot relocate) */
+	/* REQ_F_FIXED_FILE_BIT mirrors IOSQE_FIXED_FILE_BIT (the uapi's bit
+	 * number: an anonymous enum, which CO-RE cannot relocate) */
 	__u32 fd = req->cqe.fd;
 	struct file *f = NULL;
 	if (!(req->flags & (1ull << REQ_F_FIXED_FILE_BIT))) {
@@ -1039,10 +1039,14 @@ static __always_inline struct file *uring_file(struct io_kiocb *req)
 
 /* An io_uring read request of a tracked thread, as it is submitted: its
  * file, first and last page (see uring_reads). Its position is the one
- * the request gives (-1, the file's position, is taken at issue: such
- * requests are counted as other reads are). A provided buffer's length
- * is chosen at issue and a registered vector's at import (also at
- * issue): those too. */
+ * the request gives, or for -1 the file's position now, which the
+ * request takes at issue (and moves at completion): with several such
+ * requests in flight only the first is right, and the others' last
+ * pages then match no batch of theirs, so they are counted as before
+ * (by where their first reported batch starts). A provided buffer's
+ * length, picked at issue, is taken to be the request's: a shorter one
+ * matches nothing either. A registered vector is imported at issue:
+ * READV_FIXED is not noted. */
 SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(on_uring_submit, struct io_kiocb *req_arg)
 {
@@ -1055,8 +1059,6 @@ int BPF_PROG(on_uring_submit, struct io_kiocb *req_arg)
 	if (!vectored && op != bpf_core_enum_value(enum io_uring_op, IORING_OP_READ) &&
 	    op != bpf_core_enum_value(enum io_uring_op, IORING_OP_READ_FIXED))
 		return 0;
-	if (req->flags & (1ull << REQ_F_BUFFER_SELECT_BIT))
-		return 0;
 	struct io_rw *rw = bpf_rdonly_cast(req, bpf_core_type_id_kernel(struct io_rw));
 	__s64 pos = rw->kiocb.ki_pos;
 	__u64 bytes = rw->len;
@@ -1065,10 +1067,14 @@ int BPF_PROG(on_uring_submit, struct io_kiocb *req_arg)
 		struct io_async_rw *io = bpf_rdonly_cast(req->async_data, bpf_core_type_id_kernel(struct io_async_rw));
 		bytes = io ? io->iter.count : 0;
 	}
-	if (pos < 0 || !bytes)
+	if (!bytes)
 		return 0;
 	struct file *f = uring_file(req);
 	if (!f)
+		return 0;
+	if (pos == -1)
+		pos = BPF_CORE_READ(f, f_pos);
+	if (pos < 0)
 		return 0;
 	struct inode *inode = BPF_CORE_READ(f, f_mapping, host);
 	if (!inode)

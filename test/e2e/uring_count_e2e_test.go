@@ -12,7 +12,8 @@ import (
 
 // TestUringReadsCountEachPageOnce: io_uring reads of a file count each
 // page they access once, however the requests are spread over threads,
-// sized, vectored or given their file. No read syscall separates one
+// sized, vectored, placed (offsets, or the file's position) or given
+// their file. No read syscall separates one
 // request from the next in the thread that does it (the submitter's
 // inline attempt, a retry from task work, an io-wq worker), so each
 // request is known from its submission: its first traced batch counts
@@ -43,6 +44,8 @@ func TestUringReadsCountEachPageOnce(t *testing.T) {
 		{"async+readv", 132 << 10, 2, false},
 		{"inline+fixed", 132 << 10, 1, true},
 		{"async+readv+fixed", 20 << 10, 3, false},
+		{"inline+curpos", 132 << 10, 1, true},
+		{"async+readv+curpos", 20 << 10, 2, false},
 	} {
 		f := e2eutil.EvictableFile(t, size)
 		if !c.cold {

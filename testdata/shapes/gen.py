@@ -251,9 +251,9 @@ def prepare(seed, root, pins):
         case["offsets"] = rng.random() < 0.5
         # io_uring requests in chunks of whole pages that start inside
         # readahead windows or at them, vectored or not, on a registered
-        # file or a descriptor
+        # file or a descriptor, at offsets or the file's position
         case["uring_chunk"] = rng.choice([MIB, 20 << 10, 132 << 10, rng.randint(1, 64) * PAGE])
-        case["uring_ops"] = "".join(op for op in ("+fixed", "+readv") if rng.random() < 0.5)
+        case["uring_ops"] = "".join(op for op in ("+fixed", "+readv", "+curpos") if rng.random() < 0.5)
     with open(os.path.join(root, b"case.json"), "w") as f:
         json.dump(case, f)
     print(json.dumps(case))

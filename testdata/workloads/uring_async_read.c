@@ -10,7 +10,8 @@
  * reads one chunk of every STEP (default 1: all of them), the shape of a
  * reader that picks its chunks. "+fixed" after the mode reads a
  * registered file (IOSQE_FIXED_FILE), "+readv" with IORING_OP_READV
- * into two buffers: "inline+fixed", "async+readv+fixed". */
+ * into two buffers, "+curpos" at the file's position (offset -1, with
+ * STEP's skips made by lseek): "inline+fixed", "async+readv+curpos". */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/io_uring.h>
@@ -31,7 +32,7 @@ static void die(const char *what)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s FILE [CHUNK_BYTES [direct|inline|async[+fixed][+readv] [STEP]]]\n", argv[0]);
+		fprintf(stderr, "usage: %s FILE [CHUNK_BYTES [direct|inline|async[+fixed][+readv][+curpos] [STEP]]]\n", argv[0]);
 		return 2;
 	}
 	size_t chunk = argc > 2 ? strtoul(argv[2], NULL, 0) : 1 << 20;
@@ -40,6 +41,7 @@ int main(int argc, char **argv)
 	int inline_read = strncmp(mode, "inline", 6) == 0;
 	int fixed = strstr(mode, "+fixed") != NULL;
 	int vectored = strstr(mode, "+readv") != NULL;
+	int curpos = strstr(mode, "+curpos") != NULL;
 	unsigned long long step = argc > 4 ? strtoull(argv[4], NULL, 0) : 1;
 	if (step < 1)
 		step = 1;
@@ -97,7 +99,7 @@ int main(int argc, char **argv)
 		sqe->fd = fixed ? 0 : fd;
 		sqe->addr = vectored ? (unsigned long)iov : (unsigned long)buf;
 		sqe->len = vectored ? 2 : chunk;
-		sqe->off = off;
+		sqe->off = curpos ? (__u64)-1 : off;
 		sq_array[idx] = idx;
 		__atomic_store_n(sq_tail, tail + 1, __ATOMIC_RELEASE);
 		if (syscall(__NR_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0)
@@ -117,6 +119,8 @@ int main(int argc, char **argv)
 			break;
 		total += res;
 		off += (unsigned long long)res + (step - 1) * chunk;
+		if (curpos && step > 1 && lseek(fd, off, SEEK_SET) < 0)
+			die("lseek");
 	}
 	printf("%llu\n", total);
 	return 0;
