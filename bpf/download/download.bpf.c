@@ -158,6 +158,33 @@ struct {
 	__type(value, struct conn); /* names the type for bpf2go */
 } closed_conns SEC(".maps");
 
+/* How many tracked connections are in conns now. User space's watcher of
+ * receiving processes looks every few milliseconds only while one is
+ * (a tick every 10 ms for the whole run cost some 400 thread switches a
+ * second, the runtime's monitor thread's included, to runs that never
+ * opened one); the connection that makes the count 1 wakes it through
+ * conn_wake. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} open_conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} conn_wake SEC(".maps");
+
+/* A connection went into conns (+1) or out of it (-1). */
+static __always_inline void count_open(__s64 d, __u32 tgid)
+{
+	__u32 zero = 0;
+	__s64 *n = bpf_map_lookup_elem(&open_conns, &zero);
+	if (n && __sync_fetch_and_add(n, d) == 0 && d > 0)
+		bpf_ringbuf_output(&conn_wake, &tgid, sizeof(tgid), BPF_RB_FORCE_WAKEUP);
+}
+
 /* Host names: getaddrinfo(3) in libc, probed at its entry and return in
  * tracked threads. A process's latest lookup is kept with the addresses
  * it returned; a connection it then opens to one of them is named by it.
@@ -374,6 +401,8 @@ int BPF_PROG(on_sock_state, const struct sock *sk_arg, const int oldstate, const
 		c.stack = py_stack_or_leaf();
 		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
 			count_net_lost(DL_CONNS);
+		else if (!old)
+			count_open(1, c.tgid);
 		count_write();
 		return 0;
 	}
@@ -386,7 +415,8 @@ int BPF_PROG(on_sock_state, const struct sock *sk_arg, const int oldstate, const
 	} else if (newstate == TCP_CLOSE) {
 		c->sent = sent_bytes(sk);
 		report_closed(c);
-		bpf_map_delete_elem(&conns, &key);
+		if (bpf_map_delete_elem(&conns, &key) == 0)
+			count_open(-1, 0);
 		count_write();
 	}
 	return 0;

@@ -241,12 +241,14 @@ type DownloadWriteStats struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	DownloadMapClosedConns         = "closed_conns"
+	DownloadMapConnWake            = "conn_wake"
 	DownloadMapConns               = "conns"
 	DownloadMapGaiCalls            = "gai_calls"
 	DownloadMapLookupScratch       = "lookup_scratch"
 	DownloadMapLookups             = "lookups"
 	DownloadMapLost                = "lost"
 	DownloadMapNetLost             = "net_lost"
+	DownloadMapOpenConns           = "open_conns"
 	DownloadMapPyConfs             = "py_confs"
 	DownloadMapPyEvents            = "py_events"
 	DownloadMapPyLost              = "py_lost"
@@ -324,12 +326,14 @@ type DownloadProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type DownloadMapSpecs struct {
 	ClosedConns   *ebpf.MapSpec `ebpf:"closed_conns"`
+	ConnWake      *ebpf.MapSpec `ebpf:"conn_wake"`
 	Conns         *ebpf.MapSpec `ebpf:"conns"`
 	GaiCalls      *ebpf.MapSpec `ebpf:"gai_calls"`
 	LookupScratch *ebpf.MapSpec `ebpf:"lookup_scratch"`
 	Lookups       *ebpf.MapSpec `ebpf:"lookups"`
 	Lost          *ebpf.MapSpec `ebpf:"lost"`
 	NetLost       *ebpf.MapSpec `ebpf:"net_lost"`
+	OpenConns     *ebpf.MapSpec `ebpf:"open_conns"`
 	PyConfs       *ebpf.MapSpec `ebpf:"py_confs"`
 	PyEvents      *ebpf.MapSpec `ebpf:"py_events"`
 	PyLost        *ebpf.MapSpec `ebpf:"py_lost"`
@@ -375,12 +379,14 @@ func (o *DownloadObjects) Close() error {
 // It can be passed to LoadDownloadObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DownloadMaps struct {
 	ClosedConns   *ebpf.Map `ebpf:"closed_conns"`
+	ConnWake      *ebpf.Map `ebpf:"conn_wake"`
 	Conns         *ebpf.Map `ebpf:"conns"`
 	GaiCalls      *ebpf.Map `ebpf:"gai_calls"`
 	LookupScratch *ebpf.Map `ebpf:"lookup_scratch"`
 	Lookups       *ebpf.Map `ebpf:"lookups"`
 	Lost          *ebpf.Map `ebpf:"lost"`
 	NetLost       *ebpf.Map `ebpf:"net_lost"`
+	OpenConns     *ebpf.Map `ebpf:"open_conns"`
 	PyConfs       *ebpf.Map `ebpf:"py_confs"`
 	PyEvents      *ebpf.Map `ebpf:"py_events"`
 	PyLost        *ebpf.Map `ebpf:"py_lost"`
@@ -398,12 +404,14 @@ type DownloadMaps struct {
 func (m *DownloadMaps) Close() error {
 	return _DownloadClose(
 		m.ClosedConns,
+		m.ConnWake,
 		m.Conns,
 		m.GaiCalls,
 		m.LookupScratch,
 		m.Lookups,
 		m.Lost,
 		m.NetLost,
+		m.OpenConns,
 		m.PyConfs,
 		m.PyEvents,
 		m.PyLost,

@@ -106,6 +106,11 @@ type Sensor struct {
 	fdMu      sync.Mutex
 	watchStop chan struct{}
 	watchDone chan struct{}
+	// connWake reads the kernel's note that a tracked connection opened
+	// while none was (bpf/download's conn_wake), which wakes the
+	// watcher through opened.
+	connWake *probe.Ring
+	opened   chan struct{}
 	// listed are the spans in which the watcher listed each receiving
 	// process's open files.
 	listed listings
@@ -239,6 +244,9 @@ func (s *Sensor) Start() error {
 		s.links = append(s.links, l)
 	}
 	if err := s.attachResolver(); err != nil {
+		return err
+	}
+	if err := s.startConnWake(); err != nil {
 		return err
 	}
 	rd, err := ringbuf.NewReader(s.objs.ClosedConns)
@@ -641,6 +649,12 @@ func (s *Sensor) Close() error {
 	}
 	s.handles.Close()
 	s.tmpfs.close()
+	if s.connWake != nil {
+		if err := s.connWake.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
+			first = fmt.Errorf("close connection wake-up ring buffer: %w", err)
+		}
+		s.connWake = nil
+	}
 	if s.rd != nil {
 		if err := s.rd.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
 			first = fmt.Errorf("close network ring buffer: %w", err)

@@ -1,6 +1,7 @@
 package download
 
 import (
+	"fmt"
 	"time"
 
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
@@ -20,9 +21,21 @@ import (
 // fastInterval is the watcher's tick while connections receive.
 const fastInterval = 5 * time.Millisecond
 
-// idleInterval is its tick while nothing receives: the first 10 ms of a
-// download go unlisted at most.
+// idleInterval is its tick while nothing receives but a tracked
+// connection is open: the first 10 ms of a download go unlisted at most.
+// While none is open it waits for the kernel's note that one opened
+// (bpf/download's conn_wake): a tick every 10 ms for the whole run cost
+// some 400 thread switches a second (the Go runtime's monitor thread's
+// included) to runs that never open a connection.
 const idleInterval = 10 * time.Millisecond
+
+// connWakeLook is how often the conn_wake ring is looked at without a
+// wake-up (each of its records comes with one); connWakeIdle how long
+// that look may grow while it stays empty.
+const (
+	connWakeLook = time.Second
+	connWakeIdle = 10 * time.Second
+)
 
 // listings are the spans in which a process's open files were listed
 // every tick (ns from the run's start): a download whose receive span
@@ -53,6 +66,22 @@ func (l listings) during(pid int32, from, to int64) bool {
 }
 
 // startWatch starts the watcher; stopWatch ends it and waits for it.
+// startConnWake starts reading conn_wake: each record signals opened.
+func (s *Sensor) startConnWake() error {
+	s.opened = make(chan struct{}, 1)
+	wake, err := probe.StartRing(s.objs.ConnWake, connWakeLook, connWakeIdle, func([]byte) {
+		select {
+		case s.opened <- struct{}{}:
+		default: // one is waiting already
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("open connection wake-up ring buffer: %w", err)
+	}
+	s.connWake = wake
+	return nil
+}
+
 func (s *Sensor) startWatch() {
 	if s.watchStop != nil {
 		return
@@ -70,12 +99,31 @@ func (s *Sensor) stopWatch() {
 	s.watchStop = nil
 }
 
+// idleWait is the watcher's wait while nothing receives: idleInterval
+// while a tracked connection is open (or the count cannot be read), else
+// 0: until one opens.
+func (s *Sensor) idleWait() time.Duration {
+	var n int64
+	if err := s.objs.OpenConns.Lookup(uint32(0), &n); err != nil || n > 0 {
+		return idleInterval
+	}
+	return 0
+}
+
 func (s *Sensor) watch() {
 	defer close(s.watchDone)
 	var seen uint64
 	bytes := map[uint64]uint64{} // each connection's bytes at the last look
-	wait := idleInterval
+	wait := s.idleWait()
 	for {
+		if wait == 0 {
+			select {
+			case <-s.watchStop:
+				return
+			case <-s.opened:
+			}
+			wait = idleInterval
+		}
 		select {
 		case <-s.watchStop:
 			return
@@ -83,12 +131,12 @@ func (s *Sensor) watch() {
 		}
 		writes, err := probe.SumPerCPU(s.objs.TableWrites, 0)
 		if err != nil || writes == seen {
-			wait = idleInterval
+			wait = s.idleWait()
 			continue
 		}
 		seen = writes
 		active := s.receiving(bytes)
-		wait = idleInterval
+		wait = s.idleWait()
 		if len(active) == 0 {
 			continue
 		}

@@ -114,3 +114,36 @@ func TestTmpfsDownloadBetweenTwoPollsIsFound(t *testing.T) {
 		t.Errorf("files[] row %+v, want %q (first %q), %d bytes, %d pages created, on tmpfs", row, dest, dest+".incomplete", memBody, memBody/4096)
 	}
 }
+
+// The watcher ticks only while a tracked connection is open: the
+// kernel's count of them is 0 before the run's first connection (the
+// watcher then waits for the kernel's note that one opened) and again
+// once the download's connection has closed.
+func TestWatcherWaitsWhileNoConnectionIsOpen(t *testing.T) {
+	testenv.RequireTracing(t)
+	srv := serve(t)
+	s, shared := startSensor(t)
+	s.Begin(monotonicNS())
+	if got := s.idleWait(); got != 0 {
+		t.Errorf("before any connection: the watcher's idle wait is %v, want 0 (until one opens)", got)
+	}
+	dest := filepath.Join(t.TempDir(), "body.bin")
+	results, _ := runClient(t, shared, "get:"+srv.URL+"/short:"+dest)
+	if got := results.ops["get"]; len(got) != 1 || got[0].Bytes != memBody {
+		t.Fatalf("client results %+v, want one get of %d bytes", results.ops, memBody)
+	}
+	// The client has exited; its socket's last transition to CLOSE may
+	// come a moment after (the peer's ACK of its FIN).
+	var open int64
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if err := s.objs.OpenConns.Lookup(uint32(0), &open); err != nil {
+			t.Fatal(err)
+		}
+		if open == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if open != 0 || s.idleWait() != 0 {
+		t.Errorf("after the client's connection closed: %d open, idle wait %v; want 0 and 0", open, s.idleWait())
+	}
+}
