@@ -1010,8 +1010,9 @@ int BPF_PROG(on_map_pages, struct address_space *mapping_arg, unsigned long star
  * neither can be read. Probe reads: one submission's worth. */
 static __always_inline struct file *uring_file(struct io_kiocb *req)
 {
-	/* REQ_F_FIXED_FILE_BIT mirrors IOSQE_FIXED_FILE_BIT (the uapi's bit
-	 * number: an anonymous enum, which CO-RE cannot relocate) */
+	/* REQ_F_FIXED_FILE_BIT mirrors IOSQE_FIXED_FILE_BIT, as
+	 * REQ_F_BUFFER_SELECT_BIT does IOSQE_BUFFER_SELECT_BIT (the uapi's
+	 * bit numbers: an anonymous enum, which CO-RE cannot relocate) */
 	__u32 fd = req->cqe.fd;
 	struct file *f = NULL;
 	if (!(req->flags & (1ull << REQ_F_FIXED_FILE_BIT))) {
@@ -1045,8 +1046,9 @@ static __always_inline struct file *uring_file(struct io_kiocb *req)
  * pages then match no batch of theirs, so they are counted as before
  * (by where their first reported batch starts). A provided buffer's
  * length, picked at issue, is taken to be the request's: a shorter one
- * matches nothing either. A registered vector is imported at issue:
- * READV_FIXED is not noted. */
+ * matches nothing either. A registered vector is imported at issue, and
+ * so is a vector of provided buffers: READV_FIXED and such a READV are
+ * not noted. */
 SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(on_uring_submit, struct io_kiocb *req_arg)
 {
@@ -1063,7 +1065,11 @@ int BPF_PROG(on_uring_submit, struct io_kiocb *req_arg)
 	__s64 pos = rw->kiocb.ki_pos;
 	__u64 bytes = rw->len;
 	if (vectored) {
-		/* the vector is imported at preparation, before this */
+		/* The vector is imported at preparation, before this, but not
+		 * one the kernel picks at issue (provided buffers): that
+		 * request's state may hold an earlier request's count. */
+		if (req->flags & (1ull << REQ_F_BUFFER_SELECT_BIT))
+			return 0;
 		struct io_async_rw *io = bpf_rdonly_cast(req->async_data, bpf_core_type_id_kernel(struct io_async_rw));
 		bytes = io ? io->iter.count : 0;
 	}
