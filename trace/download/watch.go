@@ -65,7 +65,6 @@ func (l listings) during(pid int32, from, to int64) bool {
 	return false
 }
 
-// startWatch starts the watcher; stopWatch ends it and waits for it.
 // startConnWake starts reading conn_wake: each record signals opened.
 func (s *Sensor) startConnWake() error {
 	s.opened = make(chan struct{}, 1)
@@ -82,6 +81,7 @@ func (s *Sensor) startConnWake() error {
 	return nil
 }
 
+// startWatch starts the watcher; stopWatch ends it and waits for it.
 func (s *Sensor) startWatch() {
 	if s.watchStop != nil {
 		return

@@ -255,11 +255,12 @@ func loadInLanes(spec *ebpf.CollectionSpec, objs *bpfpc.PagecacheObjects, repl m
 // syscall exits too unless noReadExits.
 func (p *probes) attach(noReadExits bool) error {
 	o := &p.objs
-	list := []struct {
+	type tracepoint struct {
 		name    string // the BTF tracepoint, or the classic one's event
 		classic bool
 		prog    *ebpf.Program
-	}{
+	}
+	list := []tracepoint{
 		{name: "mm_filemap_get_pages", prog: o.OnGetPages},
 		{name: "mm_filemap_map_pages", prog: o.OnMapPages},
 		{name: "mm_filemap_fault", prog: o.OnFilemapFault},
@@ -267,11 +268,7 @@ func (p *probes) attach(noReadExits bool) error {
 		{name: "block_bio_queue", prog: o.OnBioQueue},
 	}
 	if p.uringSubmits {
-		list = append(list, struct {
-			name    string
-			classic bool
-			prog    *ebpf.Program
-		}{name: "io_uring_submit_req", prog: o.OnUringSubmit})
+		list = append(list, tracepoint{name: "io_uring_submit_req", prog: o.OnUringSubmit})
 	}
 	switch {
 	case p.taskWorks:
