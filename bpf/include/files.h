@@ -276,6 +276,19 @@ static __always_inline bool writes_files(long id)
 	return false;
 }
 
+/* The file task has open as descriptor fd, or NULL. A few probe reads. */
+static __always_inline struct file *task_fd_file(struct task_struct *task, unsigned int fd)
+{
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+		return NULL;
+	return f;
+}
+
 /* The file the current read-family syscall of task reads (read, pread64,
  * readv, preadv, preadv2: the descriptor in the first argument), or NULL.
  * A few probe reads: for rare events only (a switch out for I/O, a bio). */
@@ -285,13 +298,5 @@ static __always_inline struct file *syscall_read_file(struct task_struct *task)
 	long nr = current_syscall(task);
 	if (!regs || (nr != NR_read && nr != NR_pread64 && nr != NR_readv && nr != NR_preadv && nr != NR_preadv2))
 		return NULL;
-	unsigned int fd = BPF_CORE_READ(regs, di);
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *f = NULL;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
-		return NULL;
-	return f;
+	return task_fd_file(task, BPF_CORE_READ(regs, di));
 }

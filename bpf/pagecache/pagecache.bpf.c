@@ -569,12 +569,8 @@ static __always_inline __s64 read_start(struct task_struct *task, struct address
 			return -1;
 		return pos >= 0 ? pos >> 12 : -1;
 	}
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return -1;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *f = NULL;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+	struct file *f = task_fd_file(task, fd);
+	if (!f)
 		return -1;
 	if (BPF_CORE_READ(f, f_mapping) != mapping)
 		return -1;
@@ -1014,17 +1010,8 @@ static __always_inline struct file *uring_file(struct io_kiocb *req)
 	 * REQ_F_BUFFER_SELECT_BIT does IOSQE_BUFFER_SELECT_BIT (the uapi's
 	 * bit numbers: an anonymous enum, which CO-RE cannot relocate) */
 	__u32 fd = req->cqe.fd;
-	struct file *f = NULL;
-	if (!(req->flags & (1ull << REQ_F_FIXED_FILE_BIT))) {
-		struct task_struct *task = bpf_get_current_task_btf();
-		struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-		if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-			return NULL;
-		struct file **fds = BPF_CORE_READ(fdt, fd);
-		if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
-			return NULL;
-		return f;
-	}
+	if (!(req->flags & (1ull << REQ_F_FIXED_FILE_BIT)))
+		return task_fd_file(bpf_get_current_task_btf(), fd);
 	if (!bpf_core_field_exists(struct io_rsrc_node, file_ptr))
 		return NULL;
 	struct io_ring_ctx *ctx = req->ctx;
