@@ -79,6 +79,40 @@ func (n *nsPaths) hold(ns, p string) {
 	n.held[ns] = heldNS{mountinfo: mi, root: root}
 }
 
+// holdVia holds namespace ns through process p (none: a live process of
+// ns) and returns the process to read ns through, "" when none is left.
+// p was alive when its namespace was looked up, but may be gone by now: a
+// reader that exits while its first path is resolved, which a loaded
+// machine makes likely (its file went by the host's name, the reader's
+// parent alive in the namespace all along); ns is then held through
+// another of its processes.
+func (n *nsPaths) holdVia(ns, p string) string {
+	if p == "" {
+		p = n.liveIn(ns)
+	}
+	n.hold(ns, p)
+	if _, ok := n.held[ns]; ok || p == "" || mountNS(p) == ns {
+		return p // held, or alive (only not held: maxHeld)
+	}
+	delete(n.searched, ns) // gone: /proc may be searched again at once
+	if q := n.liveIn(ns); q != "" && q != p {
+		n.hold(ns, q)
+		return q
+	}
+	return ""
+}
+
+// liveIn is a live process of namespace ns: the latest one seen in it
+// that still is, else one found in /proc; "" when there is none.
+func (n *nsPaths) liveIn(ns string) string {
+	for _, q := range slices.Backward(n.pids[ns]) {
+		if mountNS(q) == ns {
+			return q
+		}
+	}
+	return n.findIn(ns)
+}
+
 // close releases the namespaces held.
 func (n *nsPaths) close() {
 	for ns, h := range n.held {
@@ -133,19 +167,7 @@ func (n *nsPaths) resolve(pid int32, nsInum uint32, ts uint64, dev uint32, ino u
 			n.pids[ns] = n.pids[ns][1:]
 		}
 	}
-	// A process of the namespace, alive, to read its mounts through.
-	if p == "" {
-		for _, q := range slices.Backward(n.pids[ns]) {
-			if mountNS(q) == ns {
-				p = q
-				break
-			}
-		}
-		if p == "" {
-			p = n.findIn(ns)
-		}
-	}
-	n.hold(ns, p)
+	p = n.holdVia(ns, p)
 	stat := n.statIn(ns, p)
 	if stat == nil {
 		return "", false

@@ -161,6 +161,44 @@ func TestNamespaceMountedAfterItsFirstPathIsReadAgain(t *testing.T) {
 	}
 }
 
+// TestNamespaceHeldThroughAnotherProcessWhenTheReaderIsGone: the process
+// that touched a file was alive when its namespace was looked up, but is
+// gone by the time the namespace is held (a reader that exits while its
+// first path is resolved: beside busy loops a grandchild's file went by
+// the host's name so, its parent alive in the namespace all along). The
+// namespace is held through another of its processes, and the file is
+// named as the namespace sees it.
+func TestNamespaceHeldThroughAnotherProcessWhenTheReaderIsGone(t *testing.T) {
+	f := newBindFixture(t)
+	// The shell mounts, starts a child that says its pid and exits, and
+	// lives on until told.
+	sh := startNSShell(t, f, `mount --bind "$1" "$2" && echo ok && sh -c 'echo $$' && read x; exit 0`)
+	sh.expect(t, "ok")
+	line, err := sh.out.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := strings.TrimSpace(line)
+	for deadline := time.Now().Add(2 * time.Second); mountNS(child) != "" && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond) // reaped by the shell a moment after it spoke
+	}
+	if mountNS(child) != "" {
+		t.Fatalf("the namespace's child %s is still there", child)
+	}
+	ns := "mnt:[" + strconv.FormatUint(uint64(sh.ns), 10) + "]"
+	n := nsPaths{self: mountNS("self"), tables: map[string]mountTable{}, pids: map[string][]string{ns: {child}}}
+	defer n.close()
+	if got, want := n.holdVia(ns, child), strconv.Itoa(int(sh.pid)); got != want {
+		t.Fatalf("held through %q, want the shell %s", got, want)
+	}
+	if _, ok := n.held[ns]; !ok {
+		t.Fatal("the namespace is not held")
+	}
+	if got, ok := n.resolve(sh.pid, sh.ns, 0, f.dev, f.ino, f.fsPath); !ok || got != f.viewed() {
+		t.Errorf("the file: %q, %v; want %q", got, ok, f.viewed())
+	}
+}
+
 // hostFSPath is path's path inside its file system, from coldtrace's
 // own mount table.
 func hostFSPath(t *testing.T, dev uint32, path string) string {
