@@ -176,13 +176,14 @@ struct {
 	__uint(max_entries, 4096);
 } conn_wake SEC(".maps");
 
-/* A connection went into conns (+1) or out of it (-1). */
-static __always_inline void count_open(__s64 d, __u32 tgid)
+/* A connection went into conns (+1) or out of it (-1). The wake-up's
+ * record says nothing but that it happened. */
+static __always_inline void count_open(__s64 d)
 {
 	__u32 zero = 0;
 	__s64 *n = bpf_map_lookup_elem(&open_conns, &zero);
 	if (n && __sync_fetch_and_add(n, d) == 0 && d > 0)
-		bpf_ringbuf_output(&conn_wake, &tgid, sizeof(tgid), BPF_RB_FORCE_WAKEUP);
+		bpf_ringbuf_output(&conn_wake, &zero, sizeof(zero), BPF_RB_FORCE_WAKEUP);
 }
 
 /* Host names: getaddrinfo(3) in libc, probed at its entry and return in
@@ -402,7 +403,7 @@ int BPF_PROG(on_sock_state, const struct sock *sk_arg, const int oldstate, const
 		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
 			count_net_lost(DL_CONNS);
 		else if (!old)
-			count_open(1, c.tgid);
+			count_open(1);
 		count_write();
 		return 0;
 	}
@@ -416,7 +417,7 @@ int BPF_PROG(on_sock_state, const struct sock *sk_arg, const int oldstate, const
 		c->sent = sent_bytes(sk);
 		report_closed(c);
 		if (bpf_map_delete_elem(&conns, &key) == 0)
-			count_open(-1, 0);
+			count_open(-1);
 		count_write();
 	}
 	return 0;

@@ -600,6 +600,10 @@ struct {
 	__type(value, __u64);
 } uring_reads SEC(".maps");
 
+/* Set once a request is noted: until then no read looks one up (the
+ * context test reads the thread's registers, at every batch). */
+__u32 uring_noted = 0;
+
 /* include/linux/sched.h: the task is an io_uring worker. */
 #define PF_IO_WORKER_ 0x00000010
 
@@ -646,8 +650,11 @@ static __always_inline __u64 count_read(struct tstate *t, struct address_space *
 	__u64 sig = read_sig(task, &exact);
 	bool same = same_file(&t->rd_file, key);
 	__u64 from = lo;
-	struct uring_read_key uk = {.file = *key, .last = last};
-	__u64 *next = in_uring(task) ? bpf_map_lookup_elem(&uring_reads, &uk) : NULL;
+	__u64 *next = NULL;
+	if (uring_noted && in_uring(task)) {
+		struct uring_read_key uk = {.file = *key, .last = last};
+		next = bpf_map_lookup_elem(&uring_reads, &uk);
+	}
 	if (next) {
 		/* An io_uring request's: every page from its start counted
 		 * once, by the first traced batch of any of its passes. */
@@ -1078,7 +1085,8 @@ int BPF_PROG(on_uring_submit, struct io_kiocb *req_arg)
 	k.file.ino = BPF_CORE_READ(inode, i_ino);
 	k.last = ((__u64)pos + bytes - 1) >> 12;
 	__u64 first = (__u64)pos >> 12;
-	bpf_map_update_elem(&uring_reads, &k, &first, BPF_ANY);
+	if (bpf_map_update_elem(&uring_reads, &k, &first, BPF_ANY) == 0 && !uring_noted)
+		uring_noted = 1;
 	return 0;
 }
 

@@ -300,6 +300,7 @@ const (
 	PagecacheVarPyStacksOn          = "py_stacks_on"
 	PagecacheVarSelfMntNs           = "self_mnt_ns"
 	PagecacheVarTaskWorks           = "task_works"
+	PagecacheVarUringNoted          = "uring_noted"
 )
 
 // LoadPagecache returns the embedded CollectionSpec for Pagecache.
@@ -396,6 +397,7 @@ type PagecacheVariableSpecs struct {
 	PyStacksOn          *ebpf.VariableSpec `ebpf:"py_stacks_on"`
 	SelfMntNs           *ebpf.VariableSpec `ebpf:"self_mnt_ns"`
 	TaskWorks           *ebpf.VariableSpec `ebpf:"task_works"`
+	UringNoted          *ebpf.VariableSpec `ebpf:"uring_noted"`
 }
 
 // PagecacheObjects contains all objects after they have been loaded into the kernel.
@@ -486,6 +488,7 @@ type PagecacheVariables struct {
 	PyStacksOn          *ebpf.Variable `ebpf:"py_stacks_on"`
 	SelfMntNs           *ebpf.Variable `ebpf:"self_mnt_ns"`
 	TaskWorks           *ebpf.Variable `ebpf:"task_works"`
+	UringNoted          *ebpf.Variable `ebpf:"uring_noted"`
 }
 
 // PagecachePrograms contains all programs after they have been loaded into the kernel.

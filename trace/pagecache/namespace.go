@@ -95,7 +95,7 @@ func (n *nsPaths) holdVia(ns, p string) string {
 		return p // held, or alive (only not held: maxHeld)
 	}
 	delete(n.searched, ns) // gone: /proc may be searched again at once
-	if q := n.liveIn(ns); q != "" && q != p {
+	if q := n.liveIn(ns); q != "" {
 		n.hold(ns, q)
 		return q
 	}
