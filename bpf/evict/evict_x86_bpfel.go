@@ -82,7 +82,7 @@ type EvictFileStats struct {
 	DirectBytes    uint64
 	DirectWaitNs   uint64
 	PyReadTgid     uint32
-	Pad            uint32
+	ViewSent       uint32
 }
 
 type EvictInserterKey struct {

@@ -38,7 +38,9 @@ struct file_stats {
 	 * the file's first sight (bpf/pagecache: add_to_cache), so its reads
 	 * send no other record. */
 	__u32 py_read_tgid;
-	__u32 pad;
+	/* A tracked process of another mount namespace touched the file,
+	 * and the path it used was sent (bpf/pagecache: emit_view). */
+	__u32 view_sent;
 };
 
 struct {

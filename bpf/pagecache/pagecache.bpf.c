@@ -69,6 +69,8 @@ enum path_kind {
 	PATH_SEEN = 0,
 	PATH_PY_READ = 1,
 	PATH_CREATED = 2,
+	/* The path a process of another mount namespace used (send_view). */
+	PATH_VIEW = 3,
 };
 
 struct {
@@ -351,42 +353,101 @@ static __always_inline __u64 open_fill(struct tstate *s, __u64 start, __u64 now)
 	return stack;
 }
 
-/* One step of the dentry walk, run by bpf_loop: the verifier checks the
+/* A BTF pointer's address as a plain number: a global function takes
+ * no BTF pointer, and the verifier keeps a cast one a pointer. */
+static __always_inline __u64 btf_addr(const void *p)
+{
+	__u64 a = 0;
+	bpf_probe_read_kernel(&a, sizeof(a), &p);
+	return a;
+}
+
+/* One step of a path's walk, run by bpf_loop: the verifier checks the
  * body once instead of once per unrolled step and per caller (which cost
- * 200 ms of start-up). Pointers travel as integers read with probe reads. */
+ * 200 ms of start-up). A walk from an inode (mnt 0) goes up its dentries
+ * to its filesystem's root; one from an open file also crosses its
+ * mounts up to the process's root, as d_path does (emit_path's
+ * PATH_VIEW). Every pointer is read as a number and the names' length
+ * and count live in the scratch event: states the verifier can tell
+ * apart by nothing, so it checks the body about once (a second walk with
+ * pointers and counters in its context cost each program 2,600
+ * instructions of verification). */
 struct walk_ctx {
 	__u64 dentry;
-	__u32 off;
-	__u32 depth;
-	__u32 done;
+	__u64 mnt;      /* struct mount *, or 0: within the filesystem */
+	__u64 root;     /* the process's root: its dentry */
+	__u64 root_mnt; /* and its struct vfsmount * */
+	__u32 done;     /* WALK_ROOT, WALK_OUTSIDE, or 0: cut */
+	__u32 pad;
 };
 
-static long walk_step(__u64 i, struct walk_ctx *c)
+#define WALK_ROOT 1
+#define WALK_OUTSIDE 2 /* the mount tree's top, not the process's root */
+
+/* The walk's state, in a per-CPU map rather than the loop's context on
+ * the stack: whatever the caller knew of it, the verifier sees any
+ * value there, so it checks the step once per program however many
+ * states reach the loop. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk_ctx);
+} walk_state SEC(".maps");
+
+static __always_inline __u64 read_addr(__u64 at)
+{
+	__u64 v = 0;
+	bpf_probe_read_kernel(&v, sizeof(v), (void *)at);
+	return v;
+}
+
+static long walk_step(__u64 i, void *unused)
 {
 	__u32 zero = 0;
 	struct path_event *ev = bpf_map_lookup_elem(&path_scratch, &zero);
-	if (!ev)
+	struct walk_ctx *c = bpf_map_lookup_elem(&walk_state, &zero);
+	if (!ev || !c)
 		return 1;
+	__u64 d = c->dentry, m = c->mnt;
+	if (m) {
+		if (d == c->root && m + bpf_core_field_offset(struct mount, mnt) == c->root_mnt) {
+			c->done = WALK_ROOT;
+			return 1;
+		}
+		if (d == read_addr(m + bpf_core_field_offset(struct mount, mnt.mnt_root))) {
+			/* The top of this mount: on from where it is mounted. */
+			__u64 up = read_addr(m + bpf_core_field_offset(struct mount, mnt_parent));
+			if (!up || up == m) {
+				c->done = WALK_OUTSIDE;
+				return 1;
+			}
+			c->dentry = read_addr(m + bpf_core_field_offset(struct mount, mnt_mountpoint));
+			c->mnt = up;
+			return 0;
+		}
+	}
 	/* An untrusted BTF pointer: its fields load directly (faults read
 	 * as zero), no probe-read helper call per field. */
-	struct dentry *d = bpf_rdonly_cast((void *)c->dentry, bpf_core_type_id_kernel(struct dentry));
-	struct dentry *parent = d->d_parent;
-	if (!parent || parent == (void *)c->dentry) {
-		c->done = 1;
+	struct dentry *dd = bpf_rdonly_cast((void *)d, bpf_core_type_id_kernel(struct dentry));
+	__u64 parent = btf_addr(dd->d_parent);
+	if (!parent || parent == d) {
+		c->done = m ? WALK_OUTSIDE : WALK_ROOT;
 		return 1;
 	}
 	/* The name's own length, not a string copy: a name that fills its
 	 * buffer exactly is then told from a longer one. */
-	__u32 len = d->d_name.len;
-	if (len > NAME_MAX_ || c->off + len + 1 > PATH_MAX_)
+	__u32 len = dd->d_name.len;
+	__u32 off = ev->len;
+	if (len > NAME_MAX_ || off > PATH_MAX_ || off + len + 1 > PATH_MAX_)
 		return 1; /* cut: done stays 0 */
-	__u32 at = c->off & (PATH_MAX_ - 1);
-	if (bpf_probe_read_kernel(&ev->names[at], len, d->d_name.name))
+	__u32 at = off & (PATH_MAX_ - 1);
+	if (bpf_probe_read_kernel(&ev->names[at], len, dd->d_name.name))
 		return 1;
 	ev->names[at + len] = 0;
-	c->off += len + 1;
-	c->depth++;
-	c->dentry = (__u64)parent;
+	ev->len = off + len + 1;
+	ev->depth++;
+	c->dentry = parent;
 	return 0;
 }
 
@@ -450,38 +511,148 @@ static __always_inline __u64 path_wakeup(__u32 mnt_ns)
 	return BPF_RB_NO_WAKEUP;
 }
 
-/* A BTF pointer's address as a plain number: a global function takes
- * no BTF pointer, and the verifier keeps a cast one a pointer. */
-static __always_inline __u64 btf_addr(const void *p)
+/* The path a process in another mount namespace used.
+ *
+ * A file's path inside its filesystem names it as the host sees it; the
+ * path a process in a container or behind a bind mount used goes through
+ * its namespace's mounts, which user space reads from /proc while a
+ * process of the namespace lives. A reader alone in a namespace of its
+ * own (unshare -m, a bind mount, a read, exit) can be gone, or have
+ * unmounted, before user space looks: its file went by the host's name,
+ * about one case in 27 with both cores busy. So the first time a tracked
+ * thread of another namespace touches a file, the path it used is walked
+ * here, from an open file of its own on that inode (a descriptor, else a
+ * mapping) through the mounts up to its root, as d_path would, and sent
+ * as a PATH_VIEW record (emit_path) before the file's other record. */
+
+/* The open files of a process, searched for one of an inode. */
+struct fd_scan {
+	__u64 fds;   /* struct file ** */
+	__u64 inode;
+	__u64 found; /* struct file * */
+	__u32 n;
+};
+
+/* A process with more descriptors than this is searched in its first ones. */
+#define VIEW_MAX_FDS 4096
+
+static long fd_step(__u64 i, struct fd_scan *c)
 {
-	__u64 a = 0;
-	bpf_probe_read_kernel(&a, sizeof(a), &p);
-	return a;
+	if (i >= c->n)
+		return 1;
+	__u64 f = 0;
+	if (bpf_probe_read_kernel(&f, sizeof(f), (void *)(c->fds + i * sizeof(f))) || !f)
+		return 0;
+	struct file *fp = bpf_rdonly_cast((void *)f, bpf_core_type_id_kernel(struct file));
+	if ((__u64)fp->f_inode == c->inode) {
+		c->found = f;
+		return 1;
+	}
+	return 0;
 }
 
-/* Sends the path of inode (a kernel address) as a record of kind.
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __ksym __weak;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym __weak;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym __weak;
+
+/* An open file of the current process on inode: the descriptor the read
+ * syscall names, any descriptor, else a mapping (a file mapped and
+ * closed); 0 when it has none (an io_uring registered file whose
+ * descriptor is closed). */
+static __always_inline __u64 own_file(struct task_struct *task, __u64 inode)
+{
+	struct file *f = syscall_read_file(task);
+	if (f && (__u64)BPF_CORE_READ(f, f_inode) == inode)
+		return btf_addr(f);
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (fdt) {
+		struct fd_scan c = {.inode = inode};
+		c.fds = (__u64)BPF_CORE_READ(fdt, fd);
+		c.n = BPF_CORE_READ(fdt, max_fds);
+		if (c.n > VIEW_MAX_FDS)
+			c.n = VIEW_MAX_FDS;
+		bpf_loop(VIEW_MAX_FDS, fd_step, &c, 0);
+		if (c.found)
+			return c.found;
+	}
+	if (!bpf_iter_task_vma_new)
+		return 0;
+	__u64 found = 0;
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	bpf_iter_task_vma_new(&it, task, 0);
+	while ((vma = bpf_iter_task_vma_next(&it))) {
+		/* Read through a read-only view: a load from the trusted
+		 * pointer costs the verifier a search of the kernel's BTF. */
+		struct vm_area_struct *v = BTF_VIEW(vma, struct vm_area_struct);
+		struct file *vf = BTF_VIEW(v->vm_file, struct file);
+		if (vf && (__u64)vf->f_inode == inode) {
+			found = btf_addr(vf);
+			break;
+		}
+	}
+	bpf_iter_task_vma_destroy(&it);
+	return found;
+}
+
+/* Whether the current task is in a mount namespace other than
+ * coldtrace's (0: unknown, then none is). */
+static __always_inline bool foreign_ns(void)
+{
+	if (!self_mnt_ns)
+		return false;
+	struct task_struct *task = BTF_VIEW(bpf_get_current_task_btf(), struct task_struct);
+	return task->nsproxy->mnt_ns->ns.inum != self_mnt_ns;
+}
+
+/* Sends the path of inode (a kernel address) as a record of kind: its
+ * path inside its filesystem, or, for PATH_VIEW, the path through which
+ * the current process has it open (file_addr, its struct file, if known)
+ * across its mounts up to its root; no view when it has no open file of
+ * it, or the file lies outside its root.
  * Global: the verifier checks it once per program, not once for each of
  * the dozens of states its callers reach it in (each of which walked the
- * dentry loop again: most of on_add_to_cache's verification). */
-__noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *key, __u32 kind)
+ * dentry loop again: most of on_add_to_cache's verification). One walk
+ * for both kinds: a second one cost each program as much again. */
+__noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *key, __u32 kind, __u64 file_addr)
 {
 	if (!t || !key || !inode_addr)
 		return 0;
-	struct inode *inode = bpf_rdonly_cast((void *)inode_addr, bpf_core_type_id_kernel(struct inode));
-	struct hlist_node *first = inode->i_dentry.first;
-	if (!first)
-		return 0;
-	struct walk_ctx c = {};
-	c.dentry = (__u64)((void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias));
-	/* Every name takes at least 2 bytes (one and its NUL), and one more
-	 * step finds the root. */
-	bpf_loop(PATH_MAX_ / 2 + 1, walk_step, &c, 0);
-
+	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 zero = 0;
 	struct path_event *ev = bpf_map_lookup_elem(&path_scratch, &zero);
-	if (!ev)
+	struct walk_ctx *c = bpf_map_lookup_elem(&walk_state, &zero);
+	if (!ev || !c)
 		return 0;
-	struct task_struct *task = bpf_get_current_task_btf();
+	c->mnt = 0;
+	c->done = 0;
+	if (kind == PATH_VIEW) {
+		if (!file_addr)
+			file_addr = own_file(task, inode_addr);
+		if (!file_addr)
+			return 0;
+		c->dentry = read_addr(file_addr + bpf_core_field_offset(struct file, f_path.dentry));
+		c->mnt = read_addr(file_addr + bpf_core_field_offset(struct file, f_path.mnt)) -
+			 bpf_core_field_offset(struct mount, mnt);
+		__u64 fs = read_addr(btf_addr(task) + bpf_core_field_offset(struct task_struct, fs));
+		if (!fs)
+			return 0;
+		c->root = read_addr(fs + bpf_core_field_offset(struct fs_struct, root.dentry));
+		c->root_mnt = read_addr(fs + bpf_core_field_offset(struct fs_struct, root.mnt));
+	} else {
+		__u64 first = read_addr(inode_addr + bpf_core_field_offset(struct inode, i_dentry.first));
+		if (!first)
+			return 0;
+		c->dentry = first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	}
+	ev->len = 0;
+	ev->depth = 0;
+	/* Every name takes at least 2 bytes (one and its NUL), one more
+	 * step finds the root, and each mount crossed takes one. */
+	bpf_loop(PATH_MAX_ / 2 + 64, walk_step, NULL, 0);
+	__u32 done = c->done;
+	if (done == WALK_OUTSIDE)
+		return 0;
 	ev->mnt_ns = BPF_CORE_READ(task, nsproxy, mnt_ns, ns.inum);
 	ev->tgid = t->tgid;
 	ev->kind = kind;
@@ -491,18 +662,34 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 	ev->dev = key->dev;
 	ev->gen = key->gen;
 	ev->ino = key->ino;
-	ev->truncated = !c.done;
-	ev->depth = c.depth;
-	__u32 off = c.off;
+	ev->truncated = !done;
+	__u32 off = ev->len;
 	if (off > PATH_MAX_)
 		off = PATH_MAX_;
-	ev->len = off;
 	__u64 size = offsetof(struct path_event, names) + off;
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
-	if (bpf_ringbuf_output(&paths, ev, size, path_wakeup(ev->mnt_ns)))
+	/* A view wakes no one: the file's first-sight record, when it
+	 * follows, wakes the reader as paths do; a view alone waits for the
+	 * reader's next look, and holds all it needs. */
+	__u64 wake = kind == PATH_VIEW ? BPF_RB_NO_WAKEUP : path_wakeup(ev->mnt_ns);
+	if (bpf_ringbuf_output(&paths, ev, size, wake))
 		count_lost(LOST_RINGBUF);
 	return 0;
+}
+
+/* The first touch of a file by a tracked thread of another mount
+ * namespace sends the path it used (fs: the file's entry; file_addr its
+ * struct file if known). Host processes pay the call and the namespace
+ * test. Global: inlined, its branches doubled the states of the rest of
+ * its callers (on_add_to_cache 1,300 instructions more to verify). */
+__noinline int send_view(struct tstate *t, __u64 inode_addr, __u64 file_addr, struct file_key *key,
+			 struct file_stats *fs)
+{
+	if (!fs || fs->view_sent || !foreign_ns())
+		return 0;
+	fs->view_sent = 1;
+	return emit_path(t, inode_addr, key, PATH_VIEW, file_addr);
 }
 
 static __always_inline bool same_file(struct file_key *a, struct file_key *b)
@@ -798,7 +985,7 @@ static __always_inline void python_read(struct tstate *t, struct inode *inode, s
 		return;
 	__u8 one = 1;
 	bpf_map_update_elem(&py_seen, &k, &one, BPF_ANY);
-	emit_path(t, btf_addr(inode), key, PATH_PY_READ);
+	emit_path(t, btf_addr(inode), key, PATH_PY_READ, 0);
 }
 
 /* The pages of [lo, hi] of key that t's latest fault range does not hold,
@@ -974,9 +1161,10 @@ static __always_inline void on_access(struct tstate *t, struct address_space *ma
 	}
 	if (pages && (t->flags & TF_MISSED) && t->fill_stack)
 		file_stack_add(key_dev_gen(&key), key.ino, t->fill_stack, FS_READ, pages);
+	send_view(t, btf_addr(inode), 0, &key, fs);
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
-		emit_path(t, btf_addr(inode), &key, PATH_SEEN);
+		emit_path(t, btf_addr(inode), &key, PATH_SEEN, 0);
 	}
 }
 
@@ -1144,6 +1332,7 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 	 * a write that extends it, whatever the syscall (sendfile, splice,
 	 * copy_file_range into a file). */
 	bool created = writes_files(nr) || folio->index >= (((__u64)inode->i_size + 4095) >> 12);
+	send_view(t, btf_addr(inode), 0, &key, fs);
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
 		__u32 kind = created ? PATH_CREATED : PATH_SEEN;
@@ -1157,7 +1346,7 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 			fs->py_read_tgid = t->tgid;
 			kind = PATH_PY_READ;
 		}
-		emit_path(t, btf_addr(inode), &key, kind);
+		emit_path(t, btf_addr(inode), &key, kind, 0);
 	}
 	if (created) {
 		__sync_fetch_and_add(&fs->created, n);
@@ -1347,10 +1536,12 @@ int BPF_PROG(on_bio_queue, struct bio *bio_arg)
 		return 0;
 	__sync_fetch_and_add(&fs->direct_bytes, bio->bi_iter.bi_size);
 	fs->last_tgid = t->tgid;
+	if (inode)
+		send_view(t, btf_addr(inode), btf_addr(f), &key, fs);
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
 		if (inode)
-			emit_path(t, btf_addr(inode), &key, PATH_SEEN);
+			emit_path(t, btf_addr(inode), &key, PATH_SEEN, 0);
 	}
 	t->dio_file = key;
 	if (close_at_return(t))

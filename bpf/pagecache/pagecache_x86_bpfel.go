@@ -58,7 +58,7 @@ type PagecacheFileStats struct {
 	DirectBytes    uint64
 	DirectWaitNs   uint64
 	PyReadTgid     uint32
-	Pad            uint32
+	ViewSent       uint32
 }
 
 type PagecacheFillEnd struct {
@@ -105,6 +105,7 @@ const (
 	PagecachePathKindPATH_SEEN    PagecachePathKind = 0
 	PagecachePathKindPATH_PY_READ PagecachePathKind = 1
 	PagecachePathKindPATH_CREATED PagecachePathKind = 2
+	PagecachePathKindPATH_VIEW    PagecachePathKind = 3
 )
 
 type PagecachePyConf struct {
@@ -256,6 +257,16 @@ type PagecacheUringReadKey struct {
 	Last uint64
 }
 
+type PagecacheWalkCtx struct {
+	_       structs.HostLayout
+	Dentry  uint64
+	Mnt     uint64
+	Root    uint64
+	RootMnt uint64
+	Done    uint32
+	Pad     uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -285,6 +296,7 @@ const (
 	PagecacheMapThreads             = "threads"
 	PagecacheMapTrackedTgids        = "tracked_tgids"
 	PagecacheMapUringReads          = "uring_reads"
+	PagecacheMapWalkState           = "walk_state"
 	PagecacheProgOnAddToCache       = "on_add_to_cache"
 	PagecacheProgOnBioQueue         = "on_bio_queue"
 	PagecacheProgOnFilemapFault     = "on_filemap_fault"
@@ -384,6 +396,7 @@ type PagecacheMapSpecs struct {
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
 	TrackedTgids *ebpf.MapSpec `ebpf:"tracked_tgids"`
 	UringReads   *ebpf.MapSpec `ebpf:"uring_reads"`
+	WalkState    *ebpf.MapSpec `ebpf:"walk_state"`
 }
 
 // PagecacheVariableSpecs contains global variables before they are loaded into the kernel.
@@ -445,6 +458,7 @@ type PagecacheMaps struct {
 	Threads      *ebpf.Map `ebpf:"threads"`
 	TrackedTgids *ebpf.Map `ebpf:"tracked_tgids"`
 	UringReads   *ebpf.Map `ebpf:"uring_reads"`
+	WalkState    *ebpf.Map `ebpf:"walk_state"`
 }
 
 func (m *PagecacheMaps) Close() error {
@@ -474,6 +488,7 @@ func (m *PagecacheMaps) Close() error {
 		m.Threads,
 		m.TrackedTgids,
 		m.UringReads,
+		m.WalkState,
 	)
 }
 

@@ -53,7 +53,7 @@ type SchedFileStats struct {
 	DirectBytes    uint64
 	DirectWaitNs   uint64
 	PyReadTgid     uint32
-	Pad            uint32
+	ViewSent       uint32
 }
 
 type SchedLostKind uint32

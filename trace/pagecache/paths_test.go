@@ -5,7 +5,10 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"unsafe"
 
+	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
+	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
@@ -102,5 +105,55 @@ func TestPathOfFallbacks(t *testing.T) {
 		if got := c.pathOf(&fileAcc{key: tc.key}); got != tc.want {
 			t.Errorf("pathOf(%v) = %q, want %q", tc.key, got, tc.want)
 		}
+	}
+}
+
+// pathRecord is a path record as the page-cache probe sends it: the
+// header, then the names leaf first, each ending in NUL.
+func pathRecord(kind bpfpc.PagecachePathKind, tgid, mntNS uint32, key probe.FileKey, leafFirst ...string) []byte {
+	var names []byte
+	for _, n := range leafFirst {
+		names = append(append(names, n...), 0)
+	}
+	ev := bpfpc.PagecachePathEvent{Tgid: tgid, Dev: key.Dev, Ino: key.Ino, Gen: key.Gen, Depth: uint32(len(leafFirst)),
+		Len: uint32(len(names)), Kind: uint32(kind), MntNs: mntNS}
+	head := unsafe.Slice((*byte)(unsafe.Pointer(&ev)), namesAt)
+	return append(append([]byte{}, head...), names...)
+}
+
+// TestViewRecordNamesTheFileAsItsReaderSawIt: a file first touched by a
+// process of another mount namespace comes with the path that process
+// used, walked by the probe, before its path inside its filesystem. The
+// record names the file by it, with the host's name beside it, though
+// the process and its namespace are gone (no process has that pid or
+// namespace here) and the namespace's mounts cannot be read; a view the
+// probe cut is not taken.
+func TestViewRecordNamesTheFileAsItsReaderSawIt(t *testing.T) {
+	root := kernelDev(254, 0)
+	s := newSensor(nil, mountTable{root: {{dev: root, root: "/", mountPoint: "/"}}}, Options{})
+	const gone, foreignNS = 1 << 30, 1
+	viewed := probe.FileKey{Dev: root, Ino: 12, Gen: 3}
+	cut := probe.FileKey{Dev: root, Ino: 13, Gen: 3}
+	s.handle(pathRecord(bpfpc.PagecachePathKindPATH_VIEW, gone, foreignNS, viewed, "model.bin", "the view", "srv"))
+	s.handle(pathRecord(bpfpc.PagecachePathKindPATH_SEEN, gone, foreignNS, viewed, "model.bin", "src", "srv"))
+	cutView := pathRecord(bpfpc.PagecachePathKindPATH_VIEW, gone, foreignNS, cut, "other.bin", "the view")
+	(*bpfpc.PagecachePathEvent)(unsafe.Pointer(&cutView[0])).Truncated = 1
+	s.handle(cutView)
+	s.handle(pathRecord(bpfpc.PagecachePathKindPATH_SEEN, gone, foreignNS, cut, "other.bin", "src", "srv"))
+	for i, k := range []probe.FileKey{viewed, cut} {
+		acc := &fileAcc{id: i, key: k, lastP: gone}
+		s.files[k] = acc
+		s.fileOrder = append(s.fileOrder, acc)
+	}
+	var r record.Record
+	s.fill(&r, 4096)
+	if len(r.Files) != 2 {
+		t.Fatalf("%d files in the record, want 2", len(r.Files))
+	}
+	if f := r.Files[0]; f.Path != "/srv/the view/model.bin" || f.HostPath != "/srv/src/model.bin" {
+		t.Errorf("the viewed file: path %q, host path %q; want %q and %q", f.Path, f.HostPath, "/srv/the view/model.bin", "/srv/src/model.bin")
+	}
+	if f := r.Files[1]; f.Path != "/srv/src/other.bin" || f.HostPath != "" {
+		t.Errorf("the file whose view was cut: path %q, host path %q; want %q by its host name alone", f.Path, f.HostPath, "/srv/src/other.bin")
 	}
 }

@@ -135,6 +135,11 @@ type Sensor struct {
 	// saw it, resolved when its path arrived: a child in its own mount
 	// namespace (a bind mount) is often gone by the end of the run.
 	nsSeen map[probe.FileKey]string
+	// nsView is the path a process of another mount namespace used for
+	// a file, walked through its mounts by the kernel side at its first
+	// touch (PATH_VIEW): exact whenever the namespace is gone or its
+	// mounts have changed by the time user space could read them.
+	nsView map[probe.FileKey]string
 	// handles follow the files the run created across renames
 	// (finalnames.go).
 	handles *filehandle.Store
@@ -194,7 +199,7 @@ func New(opts Options) (*Sensor, error) {
 
 func newSensor(p *probes, mounts mountTable, opts Options) *Sensor {
 	return &Sensor{p: p, opts: opts, mounts: mounts, loaded: time.Now(),
-		files: map[probe.FileKey]*fileAcc{}, fsPaths: map[probe.FileKey]string{}, nsSeen: map[probe.FileKey]string{}, born: map[probe.FileKey]bool{}, sightTS: map[probe.FileKey]uint64{}, cutPaths: map[probe.FileKey]bool{},
+		files: map[probe.FileKey]*fileAcc{}, fsPaths: map[probe.FileKey]string{}, nsSeen: map[probe.FileKey]string{}, nsView: map[probe.FileKey]string{}, born: map[probe.FileKey]bool{}, sightTS: map[probe.FileKey]uint64{}, cutPaths: map[probe.FileKey]bool{},
 		handles:    filehandle.New(maxHandles),
 		fileKeyBuf: make([]bpfpc.PagecacheFileKey, probe.BatchSize),
 		fileBuf:    make([]bpfpc.PagecacheFileStats, probe.BatchSize)}
@@ -258,6 +263,16 @@ func (s *Sensor) handle(raw []byte) {
 	fsPath := fsPathFromNames(names, truncated)
 	key := probe.FileKey{Dev: ev.Dev, Ino: ev.Ino, Gen: ev.Gen}
 	s.mu.Lock()
+	if bpfpc.PagecachePathKind(ev.Kind) == bpfpc.PagecachePathKindPATH_VIEW {
+		// The path a process of another mount namespace used, walked
+		// through its mounts in the kernel at its first touch: a cut
+		// one is left to the namespace's mount table.
+		if !truncated {
+			s.nsView[key] = fsPath
+		}
+		s.mu.Unlock()
+		return
+	}
 	s.seen++
 	s.fsPaths[key] = fsPath
 	if _, ok := s.sightTS[key]; !ok {
@@ -268,8 +283,10 @@ func (s *Sensor) handle(raw []byte) {
 	} else {
 		delete(s.cutPaths, key)
 	}
-	if nsp, ok := s.ns.resolve(int32(ev.Tgid), ev.MntNs, ev.Ts, ev.Dev, ev.Ino, fsPath); ok && !truncated {
-		s.nsSeen[key] = nsp
+	if _, viewed := s.nsView[key]; !viewed {
+		if nsp, ok := s.ns.resolve(int32(ev.Tgid), ev.MntNs, ev.Ts, ev.Dev, ev.Ino, fsPath); ok && !truncated {
+			s.nsSeen[key] = nsp
+		}
 	}
 	p, resolved := s.mounts.resolve(ev.Dev, fsPath)
 	if _, known := s.born[key]; !known && resolved && !truncated {
@@ -448,7 +465,10 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 		// may still give the whole name.
 		rf.NameCut = s.cutPaths[f.key] && !strings.HasPrefix(rf.Path, "/")
 		if fsPath, ok := s.fsPaths[f.key]; ok {
-			p, ok := s.ns.resolve(f.lastP, 0, 0, f.key.Dev, f.key.Ino, fsPath)
+			p, ok := s.nsView[f.key]
+			if !ok {
+				p, ok = s.ns.resolve(f.lastP, 0, 0, f.key.Dev, f.key.Ino, fsPath)
+			}
 			if !ok {
 				p, ok = s.nsSeen[f.key]
 			}
