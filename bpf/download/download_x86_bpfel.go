@@ -156,14 +156,14 @@ type DownloadThread struct {
 }
 
 type DownloadTstate struct {
-	_       structs.HostLayout
-	Slot    uint32
-	Flags   uint32
-	Tgid    uint32
-	Pad     uint32
-	MarkTs  uint64
-	FaultTs uint64
-	Cur     struct {
+	_         structs.HostLayout
+	Slot      uint32
+	Flags     uint32
+	Tgid      uint32
+	ForeignNs uint32
+	MarkTs    uint64
+	FaultTs   uint64
+	Cur       struct {
 		_   structs.HostLayout
 		Dev uint32
 		Gen uint32
@@ -216,6 +216,7 @@ type DownloadTstate struct {
 	PyLast    uint64
 	Entry     uint64
 	SeenTs    uint64
+	Nsproxy   uint64
 }
 
 type DownloadWriteKey struct {

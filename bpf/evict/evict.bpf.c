@@ -184,9 +184,15 @@ static __always_inline void *insert_missing(void *map, const void *key, const vo
 	return bpf_map_lookup_elem(map, key);
 }
 
-/* Sets the evicted bits of pages [lo, hi] the run inserted. */
-static __always_inline void mark_evicted(struct file_key *key, __u64 lo, __u64 hi)
+/* Sets the evicted bits of pages [lo, hi] the run inserted (block 0's
+ * in the file's entry fs). */
+static __always_inline void mark_evicted(struct file_key *key, struct file_stats *fs, __u64 lo, __u64 hi)
 {
+	if (lo < RUN_PAGES_BLOCK) {
+		fs->blk0_evicted |= fs->blk0_inserted & block_mask(0, lo, hi);
+		if (hi < RUN_PAGES_BLOCK)
+			return;
+	}
 	struct run_block_key bk = {};
 	bk.dev = key->dev;
 	bk.gen = key->gen;
@@ -195,6 +201,8 @@ static __always_inline void mark_evicted(struct file_key *key, __u64 lo, __u64 h
 		__u64 b = lo / RUN_PAGES_BLOCK + i;
 		if (b * RUN_PAGES_BLOCK > hi)
 			break;
+		if (b == 0)
+			continue;
 		bk.block = b;
 		struct run_block *rb = bpf_map_lookup_elem(&run_pages, &bk);
 		if (rb)
@@ -212,7 +220,7 @@ int BPF_PROG(on_delete, struct folio *folio_arg)
 		return 0;
 	__u64 n = folio_pages(folio);
 	__sync_fetch_and_add(&fs->evicted, n);
-	mark_evicted(&key, folio->index, folio->index + n - 1);
+	mark_evicted(&key, fs, folio->index, folio->index + n - 1);
 
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 id = bpf_get_current_pid_tgid();

@@ -83,6 +83,11 @@ type EvictFileStats struct {
 	DirectWaitNs   uint64
 	PyReadTgid     uint32
 	ViewSent       uint32
+	OrderNext      uint64
+	OrderPages     uint32
+	OrderFault     uint32
+	Blk0Inserted   uint64
+	Blk0Evicted    uint64
 }
 
 type EvictInserterKey struct {
@@ -155,7 +160,7 @@ type EvictTstate struct {
 	Slot      uint32
 	Flags     uint32
 	Tgid      uint32
-	Pad       uint32
+	ForeignNs uint32
 	MarkTs    uint64
 	FaultTs   uint64
 	Cur       EvictFileKey
@@ -181,6 +186,7 @@ type EvictTstate struct {
 	PyLast    uint64
 	Entry     uint64
 	SeenTs    uint64
+	Nsproxy   uint64
 }
 
 // Names of all BPF objects in the ELF.

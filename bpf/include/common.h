@@ -95,7 +95,11 @@ struct tstate {
 	__u32 slot;
 	__u32 flags;
 	__u32 tgid;
-	__u32 pad;
+	/* Whether the thread's mount namespace is another than coldtrace's,
+	 * as of its nsproxy below (bpf/pagecache: send_view): a namespace
+	 * changes only with a new nsproxy (unshare, setns), so one load
+	 * tells whether the three behind it need reading again. */
+	__u32 foreign_ns;
 	__u64 mark_ts; /* start of on-CPU fill time not yet charged */
 	__u64 fault_ts; /* entry to filemap_fault of the latest file fault */
 	struct file_key cur; /* file of the latest page-cache event */
@@ -145,6 +149,7 @@ struct tstate {
 	 * was last seen in it. */
 	__u64 entry;
 	__u64 seen_ts;
+	__u64 nsproxy;
 };
 
 struct thread {

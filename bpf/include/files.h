@@ -41,6 +41,20 @@ struct file_stats {
 	/* A tracked process of another mount namespace touched the file,
 	 * and the path it used was sent (bpf/pagecache: emit_view). */
 	__u32 view_sent;
+	/* The file's first miss, kept here rather than in bpf/pagecache's
+	 * read_orders, which it enters at its second: most of a program's
+	 * files miss once (a module's bytecode), and each table a new file
+	 * enters costs its insertion a hash insert (a cold bucket and a new
+	 * element). order_next is the page after it (0: none yet); its
+	 * pages, and whether a fault brought them. */
+	__u64 order_next;
+	__u32 order_pages;
+	__u32 order_fault;
+	/* The run's inserted and evicted marks of the file's first
+	 * RUN_PAGES_BLOCK pages: run_pages' block 0 of it, kept here for the
+	 * same reason. */
+	__u64 blk0_inserted;
+	__u64 blk0_evicted;
 };
 
 struct {
@@ -130,7 +144,8 @@ __noinline int file_stack_add(__u64 dev_gen, __u64 ino, __u64 stack, __u32 field
 /* Which pages of the run's files the run inserted (read from disk) and
  * which of those were evicted since, 64 pages a block: an insertion of
  * an evicted page is a re-read. The page-cache object sets inserted bits
- * and counts re-reads; the eviction object sets evicted bits. */
+ * and counts re-reads; the eviction object sets evicted bits. A file's
+ * block 0 is in its file_stats entry (blk0_*), not here. */
 #define RUN_PAGES_BLOCK 64
 #define MAX_RUN_BLOCKS (1 << 17) /* 32 GiB of 4 KiB pages */
 

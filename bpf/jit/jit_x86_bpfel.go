@@ -196,14 +196,14 @@ type JitThread struct {
 }
 
 type JitTstate struct {
-	_       structs.HostLayout
-	Slot    uint32
-	Flags   uint32
-	Tgid    uint32
-	Pad     uint32
-	MarkTs  uint64
-	FaultTs uint64
-	Cur     struct {
+	_         structs.HostLayout
+	Slot      uint32
+	Flags     uint32
+	Tgid      uint32
+	ForeignNs uint32
+	MarkTs    uint64
+	FaultTs   uint64
+	Cur       struct {
 		_   structs.HostLayout
 		Dev uint32
 		Gen uint32
@@ -256,6 +256,7 @@ type JitTstate struct {
 	PyLast    uint64
 	Entry     uint64
 	SeenTs    uint64
+	Nsproxy   uint64
 }
 
 type JitUcall struct {

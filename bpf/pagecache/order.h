@@ -8,6 +8,7 @@
 #pragma once
 
 #include "common.h"
+#include "files.h"
 
 #define ORDER_JUMP_NEAR 32    /* pages: 128 KiB */
 #define ORDER_JUMP_FAR 2048   /* pages: 8 MiB */
@@ -30,14 +31,28 @@ struct {
 	__type(value, struct read_order);
 } read_orders SEC(".maps");
 
-/* note_order counts one miss of n pages at index lo; fault: it came in a
- * page fault (mmap), not a read syscall. */
-static __always_inline void note_order(struct file_key *key, __u64 lo, __u64 n, bool fault)
+/* note_order counts one miss of n pages at index lo of the file whose
+ * entry is fs; fault: it came in a page fault (mmap), not a read
+ * syscall. A file's first miss stays in its entry (file_stats'
+ * order_*); its second makes its read_orders entry, with the first in it. */
+static __always_inline void note_order(struct file_key *key, struct file_stats *fs, __u64 lo, __u64 n, bool fault)
 {
+	if (!fs->order_next) {
+		fs->order_next = lo + n;
+		fs->order_pages = n;
+		fs->order_fault = fault;
+		return;
+	}
 	struct read_order *o = bpf_map_lookup_elem(&read_orders, key);
 	if (!o) {
-		struct read_order zero = {};
-		bpf_map_update_elem(&read_orders, key, &zero, BPF_NOEXIST);
+		struct read_order first = {};
+		first.next = fs->order_next;
+		first.misses = 1;
+		if (fs->order_fault)
+			first.fault_pages = fs->order_pages;
+		else
+			first.read_pages = fs->order_pages;
+		bpf_map_update_elem(&read_orders, key, &first, BPF_NOEXIST);
 		o = bpf_map_lookup_elem(&read_orders, key);
 		if (!o)
 			return; /* table full: the file gets no order */

@@ -430,7 +430,7 @@ static long walk_step(__u64 i, void *unused)
 	/* An untrusted BTF pointer: its fields load directly (faults read
 	 * as zero), no probe-read helper call per field. */
 	struct dentry *dd = bpf_rdonly_cast((void *)d, bpf_core_type_id_kernel(struct dentry));
-	__u64 parent = btf_addr(dd->d_parent);
+	__u64 parent = (__u64)dd->d_parent;
 	if (!parent || parent == d) {
 		c->done = m ? WALK_OUTSIDE : WALK_ROOT;
 		return 1;
@@ -595,14 +595,20 @@ static __always_inline __u64 own_file(struct task_struct *task, __u64 inode)
 	return found;
 }
 
-/* Whether the current task is in a mount namespace other than
- * coldtrace's (0: unknown, then none is). */
-static __always_inline bool foreign_ns(void)
+/* Whether thread t (the current task) is in a mount namespace other
+ * than coldtrace's (0: unknown, then none is). The namespace is read
+ * again only when the task's nsproxy is not the one t last saw. */
+static __always_inline bool foreign_ns(struct tstate *t)
 {
 	if (!self_mnt_ns)
 		return false;
 	struct task_struct *task = BTF_VIEW(bpf_get_current_task_btf(), struct task_struct);
-	return task->nsproxy->mnt_ns->ns.inum != self_mnt_ns;
+	__u64 ns = (__u64)task->nsproxy;
+	if (ns != t->nsproxy) {
+		t->nsproxy = ns;
+		t->foreign_ns = task->nsproxy->mnt_ns->ns.inum != self_mnt_ns;
+	}
+	return t->foreign_ns;
 }
 
 /* Sends the path of inode (a kernel address) as a record of kind: its
@@ -686,7 +692,7 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 __noinline int send_view(struct tstate *t, __u64 inode_addr, __u64 file_addr, struct file_key *key,
 			 struct file_stats *fs)
 {
-	if (!fs || fs->view_sent || !foreign_ns())
+	if (!t || !fs || fs->view_sent || !foreign_ns(t))
 		return 0;
 	fs->view_sent = 1;
 	return emit_path(t, inode_addr, key, PATH_VIEW, file_addr);
@@ -898,6 +904,8 @@ static long mark_block(__u64 i, struct mark_ctx *c)
 	__u64 b = c->lo / RUN_PAGES_BLOCK + i;
 	if (b * RUN_PAGES_BLOCK > c->hi)
 		return 1;
+	if (b == 0)
+		return 0; /* the file's entry holds it */
 	c->bk.block = b;
 	__u64 m = block_mask(b, c->lo, c->hi);
 	struct run_block *rb = bpf_map_lookup_elem(&run_pages, &c->bk);
@@ -918,13 +926,25 @@ static long mark_block(__u64 i, struct mark_ctx *c)
 	return 0;
 }
 
-/* Marks pages [lo, hi] of key as inserted by the run and returns how
- * many of them had been inserted by it before and evicted since. Global:
- * checked once, not in each state on_add_to_cache reaches it in. */
-__noinline __u64 mark_inserted(struct file_key *key, __u64 lo, __u64 hi)
+/* Marks pages [lo, hi] of key (its entry fs) as inserted by the run and
+ * returns how many of them had been inserted by it before and evicted
+ * since. The first block's marks are the file's entry's (file_stats'
+ * blk0_*): a file that fits in it (a module's bytecode) enters no table
+ * here. Global: checked once, not in each state on_add_to_cache reaches
+ * it in. */
+__noinline __u64 mark_inserted(struct file_key *key, struct file_stats *fs, __u64 lo, __u64 hi)
 {
-	if (!key)
+	if (!key || !fs)
 		return 0;
+	__u64 again = 0;
+	if (lo < RUN_PAGES_BLOCK) {
+		__u64 m = block_mask(0, lo, hi);
+		again = __builtin_popcountll(fs->blk0_evicted & fs->blk0_inserted & m);
+		fs->blk0_evicted &= ~m;
+		fs->blk0_inserted |= m;
+		if (hi < RUN_PAGES_BLOCK)
+			return again;
+	}
 	struct mark_ctx c = {};
 	c.bk.dev = key->dev;
 	c.bk.gen = key->gen;
@@ -932,7 +952,7 @@ __noinline __u64 mark_inserted(struct file_key *key, __u64 lo, __u64 hi)
 	c.lo = lo;
 	c.hi = hi;
 	bpf_loop(MAX_FOLIO_BLOCKS, mark_block, &c, 0);
-	return c.again;
+	return again + c.again;
 }
 
 /* The Python files each process has read, so each gets one record. */
@@ -1354,7 +1374,7 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 	}
 	__sync_fetch_and_add(&fs->missed, n);
 	__u64 lo = folio->index, hi = folio->index + n - 1;
-	__u64 again = mark_inserted(&key, lo, hi);
+	__u64 again = mark_inserted(&key, fs, lo, hi);
 	if (again)
 		__sync_fetch_and_add(&fs->reread, again);
 	if (same_file(&t->ra_file, &key) && lo <= t->ra_hi + 1 && hi + 1 >= t->ra_lo) {
@@ -1376,7 +1396,7 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 	__u64 stack = open_fill(t, start, now);
 	if (stack)
 		file_stack_add(key_dev_gen(&key), key.ino, stack, FS_MISSED, n);
-	note_order(&key, lo, n, nr < 0);
+	note_order(&key, fs, lo, n, nr < 0);
 }
 
 SEC("tp_btf/mm_filemap_add_to_page_cache")

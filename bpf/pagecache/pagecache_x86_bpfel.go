@@ -59,6 +59,11 @@ type PagecacheFileStats struct {
 	DirectWaitNs   uint64
 	PyReadTgid     uint32
 	ViewSent       uint32
+	OrderNext      uint64
+	OrderPages     uint32
+	OrderFault     uint32
+	Blk0Inserted   uint64
+	Blk0Evicted    uint64
 }
 
 type PagecacheFillEnd struct {
@@ -223,7 +228,7 @@ type PagecacheTstate struct {
 	Slot      uint32
 	Flags     uint32
 	Tgid      uint32
-	Pad       uint32
+	ForeignNs uint32
 	MarkTs    uint64
 	FaultTs   uint64
 	Cur       PagecacheFileKey
@@ -249,6 +254,7 @@ type PagecacheTstate struct {
 	PyLast    uint64
 	Entry     uint64
 	SeenTs    uint64
+	Nsproxy   uint64
 }
 
 type PagecacheUringReadKey struct {

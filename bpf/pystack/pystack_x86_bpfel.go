@@ -142,14 +142,14 @@ type PystackThread struct {
 }
 
 type PystackTstate struct {
-	_       structs.HostLayout
-	Slot    uint32
-	Flags   uint32
-	Tgid    uint32
-	Pad     uint32
-	MarkTs  uint64
-	FaultTs uint64
-	Cur     struct {
+	_         structs.HostLayout
+	Slot      uint32
+	Flags     uint32
+	Tgid      uint32
+	ForeignNs uint32
+	MarkTs    uint64
+	FaultTs   uint64
+	Cur       struct {
 		_   structs.HostLayout
 		Dev uint32
 		Gen uint32
@@ -202,6 +202,7 @@ type PystackTstate struct {
 	PyLast    uint64
 	Entry     uint64
 	SeenTs    uint64
+	Nsproxy   uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -54,6 +54,11 @@ type SchedFileStats struct {
 	DirectWaitNs   uint64
 	PyReadTgid     uint32
 	ViewSent       uint32
+	OrderNext      uint64
+	OrderPages     uint32
+	OrderFault     uint32
+	Blk0Inserted   uint64
+	Blk0Evicted    uint64
 }
 
 type SchedLostKind uint32
@@ -164,7 +169,7 @@ type SchedTstate struct {
 	Slot      uint32
 	Flags     uint32
 	Tgid      uint32
-	Pad       uint32
+	ForeignNs uint32
 	MarkTs    uint64
 	FaultTs   uint64
 	Cur       SchedFileKey
@@ -190,6 +195,7 @@ type SchedTstate struct {
 	PyLast    uint64
 	Entry     uint64
 	SeenTs    uint64
+	Nsproxy   uint64
 }
 
 // Names of all BPF objects in the ELF.
