@@ -536,6 +536,26 @@ struct fd_scan {
 /* A process with more descriptors than this is searched in its first ones. */
 #define VIEW_MAX_FDS 4096
 
+#define OVERLAYFS_SUPER_MAGIC_ 0x794c7630
+
+/* Whether fp is an overlayfs file whose real file (the layer's, which
+ * owns the page cache) is inode: the process opened the file through
+ * the overlay (a container's image), and fp's path is the one it used. */
+static __always_inline bool overlay_of(struct file *fp, __u64 inode)
+{
+	if (!bpf_core_type_exists(struct ovl_file))
+		return false;
+	struct inode *fi = bpf_rdonly_cast(fp->f_inode, bpf_core_type_id_kernel(struct inode));
+	if (!fi || fi->i_sb->s_magic != OVERLAYFS_SUPER_MAGIC_)
+		return false;
+	struct ovl_file *of = bpf_rdonly_cast(fp->private_data, bpf_core_type_id_kernel(struct ovl_file));
+	if (!of)
+		return false;
+	struct file *real = bpf_rdonly_cast(of->realfile, bpf_core_type_id_kernel(struct file));
+	struct file *upper = bpf_rdonly_cast(of->upperfile, bpf_core_type_id_kernel(struct file));
+	return (real && (__u64)real->f_inode == inode) || (upper && (__u64)upper->f_inode == inode);
+}
+
 static long fd_step(__u64 i, struct fd_scan *c)
 {
 	if (i >= c->n)
@@ -544,7 +564,7 @@ static long fd_step(__u64 i, struct fd_scan *c)
 	if (bpf_probe_read_kernel(&f, sizeof(f), (void *)(c->fds + i * sizeof(f))) || !f)
 		return 0;
 	struct file *fp = bpf_rdonly_cast((void *)f, bpf_core_type_id_kernel(struct file));
-	if ((__u64)fp->f_inode == c->inode) {
+	if ((__u64)fp->f_inode == c->inode || overlay_of(fp, c->inode)) {
 		c->found = f;
 		return 1;
 	}

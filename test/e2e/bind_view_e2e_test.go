@@ -20,26 +20,37 @@ import (
 // reader in a child: the path it used is walked through its mounts in
 // the kernel at its first touch. Read from the namespace's mount table
 // it went by the host's name (one case in two with a shell between the
-// read and the unmount, quiet machine).
+// read and the unmount, quiet machine). The same through an overlay of
+// the file's directory (a container's image), read through a
+// descriptor: the overlay file's real file owns the page cache, and the
+// overlay's path is the one the reader used.
 func TestReaderGoneWithItsMountsNamesTheFileAsItSawIt(t *testing.T) {
 	requireTracing(t)
 	reader := buildC(t, "bind_view_read")
 	uring := buildC(t, "uring_async_read")
 	const size = 4 << 20
 	for _, c := range []struct {
-		mode string
-		args []string
+		overlay bool
+		mode    string
+		args    []string
 	}{
-		{"read", nil},
-		{"mmap", nil},
-		{"run", []string{uring, "{}", "65536", "async"}},
+		{false, "read", nil},
+		{false, "mmap", nil},
+		{false, "run", []string{uring, "{}", "65536", "async"}},
+		{true, "read", nil},
+		{true, "run", []string{uring, "{}", "65536", "async"}},
 	} {
 		f := e2eutil.EvictableFile(t, size)
 		view := filepath.Join(t.TempDir(), "the view")
 		if err := os.Mkdir(view, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		w := traceWaits(t, append([]string{reader, filepath.Dir(f), view, filepath.Base(f), c.mode}, c.args...)...)
+		argv := []string{reader}
+		if c.overlay {
+			argv = append(argv, "-o", t.TempDir())
+		}
+		argv = append(argv, filepath.Dir(f), view, filepath.Base(f), c.mode)
+		w := traceWaits(t, append(argv, c.args...)...)
 		var st unix.Stat_t
 		if err := unix.Stat(f, &st); err != nil {
 			t.Fatal(err)
@@ -52,16 +63,16 @@ func TestReaderGoneWithItsMountsNamesTheFileAsItSawIt(t *testing.T) {
 				continue
 			}
 			found = true
-			t.Logf("%s: %q (host %q): %d pages accessed, %d missed", c.mode, rf.Path, rf.HostPath, rf.PagesAccessed, rf.PagesMissed)
+			t.Logf("%s (overlay %v): %q (host %q): %d pages accessed, %d missed", c.mode, c.overlay, rf.Path, rf.HostPath, rf.PagesAccessed, rf.PagesMissed)
 			if rf.Path != want || rf.HostPath != f {
-				t.Errorf("%s: named %q, host name %q; want %q, host name %q", c.mode, rf.Path, rf.HostPath, want, f)
+				t.Errorf("%s (overlay %v): named %q, host name %q; want %q, host name %q", c.mode, c.overlay, rf.Path, rf.HostPath, want, f)
 			}
 			if rf.PagesAccessed != size/4096 {
-				t.Errorf("%s: %d pages accessed, want %d", c.mode, rf.PagesAccessed, size/4096)
+				t.Errorf("%s (overlay %v): %d pages accessed, want %d", c.mode, c.overlay, rf.PagesAccessed, size/4096)
 			}
 		}
 		if !found {
-			t.Errorf("%s: no entry of %s (inode %d) among the record's %d files", c.mode, f, ino, len(w.rec.Files))
+			t.Errorf("%s (overlay %v): no entry of %s (inode %d) among the record's %d files", c.mode, c.overlay, f, ino, len(w.rec.Files))
 		}
 	}
 }

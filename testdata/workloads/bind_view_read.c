@@ -1,7 +1,9 @@
-/* bind_view_read SRC VIEW NAME MODE [PROGRAM ARG...]
+/* bind_view_read [-o SCRATCH] SRC VIEW NAME MODE [PROGRAM ARG...]
  *
  * In a private mount namespace of its own, bind-mounts directory SRC on
- * VIEW, reads VIEW/NAME, then unmounts VIEW and exits at once: a reader
+ * VIEW (with -o: mounts an overlay of SRC as its lower layer on VIEW, its
+ * upper and work directories made in SCRATCH, as a container's image),
+ * reads VIEW/NAME, then unmounts VIEW and exits at once: a reader
  * whose view of the file is gone (namespace and mount) microseconds
  * after its reads, before a tracer's user space can look at its mounts.
  *
@@ -89,8 +91,14 @@ static void run(const char *path, char **argv)
 
 int main(int argc, char **argv)
 {
+	const char *scratch = NULL;
+	if (argc > 2 && strcmp(argv[1], "-o") == 0) {
+		scratch = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc < 5 || (strcmp(argv[4], "run") == 0 && argc < 6)) {
-		fprintf(stderr, "usage: bind_view_read SRC VIEW NAME read|mmap|run [PROGRAM ARG...]\n");
+		fprintf(stderr, "usage: bind_view_read [-o SCRATCH] SRC VIEW NAME read|mmap|run [PROGRAM ARG...]\n");
 		return 2;
 	}
 	const char *src = argv[1], *view = argv[2], *name = argv[3], *mode = argv[4];
@@ -98,8 +106,21 @@ int main(int argc, char **argv)
 		die("unshare(CLONE_NEWNS)");
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		die("mount --make-rprivate /");
-	if (mount(src, view, NULL, MS_BIND, NULL) < 0)
+	if (scratch) {
+		char upper[2048], work[2048], opts[8192];
+		snprintf(upper, sizeof upper, "%s/upper", scratch);
+		snprintf(work, sizeof work, "%s/work", scratch);
+		if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0755) < 0 && errno != EEXIST))
+			die("mkdir");
+		if (snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s,workdir=%s", src, upper, work) >= (int)sizeof opts) {
+			fprintf(stderr, "bind_view_read: overlay options too long\n");
+			return 2;
+		}
+		if (mount("overlay", view, "overlay", 0, opts) < 0)
+			die("mount -t overlay");
+	} else if (mount(src, view, NULL, MS_BIND, NULL) < 0) {
 		die("mount --bind");
+	}
 	char path[4096];
 	if (snprintf(path, sizeof path, "%s/%s", view, name) >= (int)sizeof path) {
 		fprintf(stderr, "bind_view_read: path too long\n");
