@@ -575,15 +575,39 @@ extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struc
 extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym __weak;
 extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym __weak;
 
-/* An open file of the current process on inode: the descriptor the read
- * syscall names, any descriptor, else a mapping (a file mapped and
- * closed); 0 when it has none (an io_uring registered file whose
- * descriptor is closed). */
-static __always_inline __u64 own_file(struct task_struct *task, __u64 inode)
+/* The struct path of a struct file (a kernel address), as a number. */
+static __always_inline __u64 file_path(__u64 file)
+{
+	return file + bpf_core_field_offset(struct file, f_path);
+}
+
+/* MNT_NS_INTERNAL: the namespace of a kernel-internal mount, such as an
+ * overlay's private clones of its layers. */
+#define MNT_NS_INTERNAL_ ((__u64)-22)
+
+/* The path a mapping's file stands for: its own, or, for the backing
+ * file an overlay maps in its place (a file on one of the overlay's
+ * internal layer mounts), the overlay path the process opened. */
+static __always_inline __u64 mapped_path(__u64 file)
+{
+	__u64 m = read_addr(file + bpf_core_field_offset(struct file, f_path.mnt)) - bpf_core_field_offset(struct mount, mnt);
+	if (bpf_core_type_exists(struct backing_file) &&
+	    read_addr(m + bpf_core_field_offset(struct mount, mnt_ns)) == MNT_NS_INTERNAL_)
+		return file - bpf_core_field_offset(struct backing_file, file) +
+		       bpf_core_field_offset(struct backing_file, user_path);
+	return file_path(file);
+}
+
+/* The path through which the current process has inode open (a struct
+ * path's address): the descriptor the read syscall names, any
+ * descriptor (an overlay's file whose real file is inode among them),
+ * else a mapping (a file mapped and closed); 0 when it has none (an
+ * io_uring registered file whose descriptor is closed). */
+static __always_inline __u64 own_path(struct task_struct *task, __u64 inode)
 {
 	struct file *f = syscall_read_file(task);
 	if (f && (__u64)BPF_CORE_READ(f, f_inode) == inode)
-		return btf_addr(f);
+		return file_path(btf_addr(f));
 	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
 	if (fdt) {
 		struct fd_scan c = {.inode = inode};
@@ -593,7 +617,7 @@ static __always_inline __u64 own_file(struct task_struct *task, __u64 inode)
 			c.n = VIEW_MAX_FDS;
 		bpf_loop(VIEW_MAX_FDS, fd_step, &c, 0);
 		if (c.found)
-			return c.found;
+			return file_path(c.found);
 	}
 	if (!bpf_iter_task_vma_new)
 		return 0;
@@ -612,7 +636,19 @@ static __always_inline __u64 own_file(struct task_struct *task, __u64 inode)
 		}
 	}
 	bpf_iter_task_vma_destroy(&it);
-	return found;
+	return found ? mapped_path(found) : 0;
+}
+
+/* The path of the overlay file through which the current read syscall
+ * reads inode (its real file's), or 0: a process of coldtrace's own
+ * namespace reading through an overlay mount. */
+static __always_inline __u64 overlay_read_path(__u64 inode)
+{
+	struct file *f = syscall_read_file(bpf_get_current_task_btf());
+	if (!f)
+		return 0;
+	struct file *fp = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+	return overlay_of(fp, inode) ? file_path(btf_addr(f)) : 0;
 }
 
 /* Whether thread t (the current task) is in a mount namespace other
@@ -633,14 +669,14 @@ static __always_inline bool foreign_ns(struct tstate *t)
 
 /* Sends the path of inode (a kernel address) as a record of kind: its
  * path inside its filesystem, or, for PATH_VIEW, the path through which
- * the current process has it open (file_addr, its struct file, if known)
+ * the current process has it open (path_addr, that struct path, if known)
  * across its mounts up to its root; no view when it has no open file of
  * it, or the file lies outside its root.
  * Global: the verifier checks it once per program, not once for each of
  * the dozens of states its callers reach it in (each of which walked the
  * dentry loop again: most of on_add_to_cache's verification). One walk
  * for both kinds: a second one cost each program as much again. */
-__noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *key, __u32 kind, __u64 file_addr)
+__noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *key, __u32 kind, __u64 path_addr)
 {
 	if (!t || !key || !inode_addr)
 		return 0;
@@ -653,13 +689,12 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 	c->mnt = 0;
 	c->done = 0;
 	if (kind == PATH_VIEW) {
-		if (!file_addr)
-			file_addr = own_file(task, inode_addr);
-		if (!file_addr)
+		if (!path_addr)
+			path_addr = own_path(task, inode_addr);
+		if (!path_addr)
 			return 0;
-		c->dentry = read_addr(file_addr + bpf_core_field_offset(struct file, f_path.dentry));
-		c->mnt = read_addr(file_addr + bpf_core_field_offset(struct file, f_path.mnt)) -
-			 bpf_core_field_offset(struct mount, mnt);
+		c->dentry = read_addr(path_addr + bpf_core_field_offset(struct path, dentry));
+		c->mnt = read_addr(path_addr + bpf_core_field_offset(struct path, mnt)) - bpf_core_field_offset(struct mount, mnt);
 		__u64 fs = read_addr(btf_addr(task) + bpf_core_field_offset(struct task_struct, fs));
 		if (!fs)
 			return 0;
@@ -705,17 +740,24 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 }
 
 /* The first touch of a file by a tracked thread of another mount
- * namespace sends the path it used (fs: the file's entry; file_addr its
- * struct file if known). Host processes pay the call and the namespace
- * test. Global: inlined, its branches doubled the states of the rest of
- * its callers (on_add_to_cache 1,300 instructions more to verify). */
-__noinline int send_view(struct tstate *t, __u64 inode_addr, __u64 file_addr, struct file_key *key,
+ * namespace sends the path it used (fs: the file's entry; path_addr the
+ * struct path it used, if known), as does a thread of coldtrace's own
+ * namespace whose read syscall first touches the file through an overlay
+ * mount. Host processes pay the call and the namespace test, and, at a
+ * file's first sight, the overlay test. Global: inlined, its branches
+ * doubled the states of the rest of its callers (on_add_to_cache 1,300
+ * instructions more to verify). */
+__noinline int send_view(struct tstate *t, __u64 inode_addr, __u64 path_addr, struct file_key *key,
 			 struct file_stats *fs)
 {
-	if (!t || !fs || fs->view_sent || !foreign_ns(t))
+	if (!t || !fs || fs->view_sent)
 		return 0;
+	if (!foreign_ns(t)) {
+		if (fs->path_sent || !(path_addr = overlay_read_path(inode_addr)))
+			return 0;
+	}
 	fs->view_sent = 1;
-	return emit_path(t, inode_addr, key, PATH_VIEW, file_addr);
+	return emit_path(t, inode_addr, key, PATH_VIEW, path_addr);
 }
 
 static __always_inline bool same_file(struct file_key *a, struct file_key *b)
@@ -1577,7 +1619,7 @@ int BPF_PROG(on_bio_queue, struct bio *bio_arg)
 	__sync_fetch_and_add(&fs->direct_bytes, bio->bi_iter.bi_size);
 	fs->last_tgid = t->tgid;
 	if (inode)
-		send_view(t, btf_addr(inode), btf_addr(f), &key, fs);
+		send_view(t, btf_addr(inode), file_path(btf_addr(f)), &key, fs);
 	if (!fs->path_sent) {
 		fs->path_sent = 1;
 		if (inode)

@@ -21,24 +21,29 @@ import (
 // the kernel at its first touch. Read from the namespace's mount table
 // it went by the host's name (one case in two with a shell between the
 // read and the unmount, quiet machine). The same through an overlay of
-// the file's directory (a container's image), read through a
-// descriptor: the overlay file's real file owns the page cache, and the
-// overlay's path is the one the reader used.
+// the file's directory (a container's image), read through a descriptor
+// (the overlay file's real file owns the page cache, and the overlay's
+// path is the one the reader used) or mapped with the descriptor closed
+// (the mapping's file is the layer's backing file, which keeps the
+// overlay path), and through an overlay mounted in coldtrace's own
+// namespace, by a reader of that namespace.
 func TestReaderGoneWithItsMountsNamesTheFileAsItSawIt(t *testing.T) {
 	requireTracing(t)
 	reader := buildC(t, "bind_view_read")
 	uring := buildC(t, "uring_async_read")
 	const size = 4 << 20
 	for _, c := range []struct {
-		overlay bool
-		mode    string
-		args    []string
+		overlay, hostNS bool
+		mode            string
+		args            []string
 	}{
-		{false, "read", nil},
-		{false, "mmap", nil},
-		{false, "run", []string{uring, "{}", "65536", "async"}},
-		{true, "read", nil},
-		{true, "run", []string{uring, "{}", "65536", "async"}},
+		{false, false, "read", nil},
+		{false, false, "mmap", nil},
+		{false, false, "run", []string{uring, "{}", "65536", "async"}},
+		{true, false, "read", nil},
+		{true, false, "mmap", nil},
+		{true, false, "run", []string{uring, "{}", "65536", "async"}},
+		{true, true, "read", nil},
 	} {
 		f := e2eutil.EvictableFile(t, size)
 		view := filepath.Join(t.TempDir(), "the view")
@@ -46,6 +51,9 @@ func TestReaderGoneWithItsMountsNamesTheFileAsItSawIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		argv := []string{reader}
+		if c.hostNS {
+			argv = append(argv, "-n")
+		}
 		if c.overlay {
 			argv = append(argv, "-o", t.TempDir())
 		}
@@ -63,16 +71,16 @@ func TestReaderGoneWithItsMountsNamesTheFileAsItSawIt(t *testing.T) {
 				continue
 			}
 			found = true
-			t.Logf("%s (overlay %v): %q (host %q): %d pages accessed, %d missed", c.mode, c.overlay, rf.Path, rf.HostPath, rf.PagesAccessed, rf.PagesMissed)
+			t.Logf("%s (overlay %v, host namespace %v): %q (host %q): %d pages accessed, %d missed", c.mode, c.overlay, c.hostNS, rf.Path, rf.HostPath, rf.PagesAccessed, rf.PagesMissed)
 			if rf.Path != want || rf.HostPath != f {
-				t.Errorf("%s (overlay %v): named %q, host name %q; want %q, host name %q", c.mode, c.overlay, rf.Path, rf.HostPath, want, f)
+				t.Errorf("%s (overlay %v, host namespace %v): named %q, host name %q; want %q, host name %q", c.mode, c.overlay, c.hostNS, rf.Path, rf.HostPath, want, f)
 			}
 			if rf.PagesAccessed != size/4096 {
-				t.Errorf("%s (overlay %v): %d pages accessed, want %d", c.mode, c.overlay, rf.PagesAccessed, size/4096)
+				t.Errorf("%s (overlay %v, host namespace %v): %d pages accessed, want %d", c.mode, c.overlay, c.hostNS, rf.PagesAccessed, size/4096)
 			}
 		}
 		if !found {
-			t.Errorf("%s (overlay %v): no entry of %s (inode %d) among the record's %d files", c.mode, c.overlay, f, ino, len(w.rec.Files))
+			t.Errorf("%s (overlay %v, host namespace %v): no entry of %s (inode %d) among the record's %d files", c.mode, c.overlay, c.hostNS, f, ino, len(w.rec.Files))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-/* bind_view_read [-o SCRATCH] SRC VIEW NAME MODE [PROGRAM ARG...]
+/* bind_view_read [-n] [-o SCRATCH] SRC VIEW NAME MODE [PROGRAM ARG...]
  *
  * In a private mount namespace of its own, bind-mounts directory SRC on
  * VIEW (with -o: mounts an overlay of SRC as its lower layer on VIEW, its
@@ -6,6 +6,7 @@
  * reads VIEW/NAME, then unmounts VIEW and exits at once: a reader
  * whose view of the file is gone (namespace and mount) microseconds
  * after its reads, before a tracer's user space can look at its mounts.
+ * With -n it mounts in the namespace it was started in instead.
  *
  * MODE is how the file is read:
  *   read   read(2) in 64 KiB chunks
@@ -92,19 +93,25 @@ static void run(const char *path, char **argv)
 int main(int argc, char **argv)
 {
 	const char *scratch = NULL;
+	int own_ns = 1;
+	if (argc > 1 && strcmp(argv[1], "-n") == 0) {
+		own_ns = 0;
+		argv++;
+		argc--;
+	}
 	if (argc > 2 && strcmp(argv[1], "-o") == 0) {
 		scratch = argv[2];
 		argv += 2;
 		argc -= 2;
 	}
 	if (argc < 5 || (strcmp(argv[4], "run") == 0 && argc < 6)) {
-		fprintf(stderr, "usage: bind_view_read [-o SCRATCH] SRC VIEW NAME read|mmap|run [PROGRAM ARG...]\n");
+		fprintf(stderr, "usage: bind_view_read [-n] [-o SCRATCH] SRC VIEW NAME read|mmap|run [PROGRAM ARG...]\n");
 		return 2;
 	}
 	const char *src = argv[1], *view = argv[2], *name = argv[3], *mode = argv[4];
-	if (unshare(CLONE_NEWNS) < 0)
+	if (own_ns && unshare(CLONE_NEWNS) < 0)
 		die("unshare(CLONE_NEWNS)");
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+	if (own_ns && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		die("mount --make-rprivate /");
 	if (scratch) {
 		char upper[2048], work[2048], opts[8192];
