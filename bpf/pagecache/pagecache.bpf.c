@@ -667,6 +667,19 @@ static __always_inline bool foreign_ns(struct tstate *t)
 	return t->foreign_ns;
 }
 
+/* Whether the struct path at path (an address) lies on an overlay. */
+static __always_inline bool on_overlay(__u64 path)
+{
+	__u64 vfsmnt = read_addr(path + bpf_core_field_offset(struct path, mnt));
+	__u64 sb = read_addr(vfsmnt + bpf_core_field_offset(struct vfsmount, mnt_sb));
+	__u64 magic = read_addr(sb + bpf_core_field_offset(struct super_block, s_magic));
+	return magic == OVERLAYFS_SUPER_MAGIC_;
+}
+
+/* emit_path's path_addr for a view that is sent only if the process
+ * has the file open through an overlay. */
+#define VIEW_OVERLAY_ONLY 1
+
 /* Sends the path of inode (a kernel address) as a record of kind: its
  * path inside its filesystem, or, for PATH_VIEW, the path through which
  * the current process has it open (path_addr, that struct path, if known)
@@ -689,9 +702,10 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 	c->mnt = 0;
 	c->done = 0;
 	if (kind == PATH_VIEW) {
-		if (!path_addr)
+		bool overlay_only = path_addr == VIEW_OVERLAY_ONLY;
+		if (!path_addr || overlay_only)
 			path_addr = own_path(task, inode_addr);
-		if (!path_addr)
+		if (!path_addr || (overlay_only && !on_overlay(path_addr)))
 			return 0;
 		c->dentry = read_addr(path_addr + bpf_core_field_offset(struct path, dentry));
 		c->mnt = read_addr(path_addr + bpf_core_field_offset(struct path, mnt)) - bpf_core_field_offset(struct mount, mnt);
@@ -742,9 +756,10 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 /* The first touch of a file by a tracked thread of another mount
  * namespace sends the path it used (fs: the file's entry; path_addr the
  * struct path it used, if known), as does a thread of coldtrace's own
- * namespace whose read syscall first touches the file through an overlay
- * mount. Host processes pay the call and the namespace test, and, at a
- * file's first sight, the overlay test. Global: inlined, its branches
+ * namespace that first touches the file through an overlay mount (a read
+ * syscall's file, or, for a fault, its descriptors and mappings). Host
+ * processes pay the call and the namespace test, and, at a file's first
+ * sight, the overlay test. Global: inlined, its branches
  * doubled the states of the rest of its callers (on_add_to_cache 1,300
  * instructions more to verify). */
 __noinline int send_view(struct tstate *t, __u64 inode_addr, __u64 path_addr, struct file_key *key,
@@ -753,7 +768,17 @@ __noinline int send_view(struct tstate *t, __u64 inode_addr, __u64 path_addr, st
 	if (!t || !fs || fs->view_sent)
 		return 0;
 	if (!foreign_ns(t)) {
-		if (fs->path_sent || !(path_addr = overlay_read_path(inode_addr)))
+		if (fs->path_sent)
+			return 0;
+		/* A fault or an io_uring request first (outside a syscall, or
+		 * in io_uring_enter): the file may be mapped or read from an
+		 * overlay (a backing file, or a descriptor on the overlay):
+		 * looked up in full, sent only if so. Once per file, for files
+		 * a process maps or reads that way before reading them. */
+		long nr = current_syscall(bpf_get_current_task_btf());
+		if (nr < 0 || nr == NR_io_uring_enter)
+			path_addr = VIEW_OVERLAY_ONLY;
+		else if (!(path_addr = overlay_read_path(inode_addr)))
 			return 0;
 	}
 	fs->view_sent = 1;
