@@ -639,12 +639,26 @@ static __always_inline __u64 own_path(struct task_struct *task, __u64 inode)
 	return found ? mapped_path(found) : 0;
 }
 
-/* The path of the overlay file through which the current read syscall
- * reads inode (its real file's), or 0: a process of coldtrace's own
- * namespace reading through an overlay mount. */
+/* The path of the overlay file through which the current read-family
+ * syscall (sendfile, splice and copy_file_range included) reads inode
+ * (its real file's), or 0: a process of coldtrace's own namespace
+ * reading through an overlay mount. */
 static __always_inline __u64 overlay_read_path(__u64 inode)
 {
-	struct file *f = syscall_read_file(bpf_get_current_task_btf());
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file *f = syscall_read_file(task);
+	if (!f) {
+		/* The input of sendfile (its second argument), splice and
+		 * copy_file_range (their first). */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		long nr = current_syscall(task);
+		if (!regs)
+			return 0;
+		if (nr == NR_sendfile)
+			f = task_fd_file(task, BPF_CORE_READ(regs, si));
+		else if (nr == NR_splice || nr == NR_copy_file_range)
+			f = task_fd_file(task, BPF_CORE_READ(regs, di));
+	}
 	if (!f)
 		return 0;
 	struct file *fp = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));

@@ -26,8 +26,8 @@ import (
 // path is the one the reader used) or mapped with the descriptor closed
 // (the mapping's file is the layer's backing file, which keeps the
 // overlay path), and through an overlay mounted in coldtrace's own
-// namespace, read, mapped or read by io_uring by a reader of that
-// namespace.
+// namespace, read, mapped, sent (sendfile) or read by io_uring by a
+// reader of that namespace.
 func TestReaderGoneWithItsMountsNamesTheFileAsItSawIt(t *testing.T) {
 	requireTracing(t)
 	reader := buildC(t, "bind_view_read")
@@ -46,6 +46,7 @@ func TestReaderGoneWithItsMountsNamesTheFileAsItSawIt(t *testing.T) {
 		{true, false, "run", []string{uring, "{}", "65536", "async"}},
 		{true, true, "read", nil},
 		{true, true, "mmap", nil},
+		{true, true, "sendfile", nil},
 		{true, true, "run", []string{uring, "{}", "65536", "inline"}},
 	} {
 		f := e2eutil.EvictableFile(t, size)

@@ -11,6 +11,7 @@
  * MODE is how the file is read:
  *   read   read(2) in 64 KiB chunks
  *   mmap   mapped, the descriptor closed, then one byte of every page
+ *   sendfile  sendfile(2) to /dev/null
  *   run    PROGRAM ARG... is run in a child, each ARG "{}" replaced by
  *          VIEW/NAME (an io_uring reader, say), and waited for
  * Prints the bytes read (run: nothing of its own).
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,6 +71,23 @@ static long long map_all(const char *path)
 	return sum == (unsigned long)-1 ? 0 : st.st_size;
 }
 
+static long long send_all(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	int out = open("/dev/null", O_WRONLY);
+	if (fd < 0 || out < 0)
+		die(path);
+	long long total = 0;
+	ssize_t n;
+	while ((n = sendfile(out, fd, NULL, 1 << 20)) > 0)
+		total += n;
+	if (n < 0)
+		die("sendfile");
+	close(out);
+	close(fd);
+	return total;
+}
+
 static void run(const char *path, char **argv)
 {
 	for (char **a = argv; *a; a++)
@@ -105,7 +124,7 @@ int main(int argc, char **argv)
 		argc -= 2;
 	}
 	if (argc < 5 || (strcmp(argv[4], "run") == 0 && argc < 6)) {
-		fprintf(stderr, "usage: bind_view_read [-n] [-o SCRATCH] SRC VIEW NAME read|mmap|run [PROGRAM ARG...]\n");
+		fprintf(stderr, "usage: bind_view_read [-n] [-o SCRATCH] SRC VIEW NAME read|mmap|sendfile|run [PROGRAM ARG...]\n");
 		return 2;
 	}
 	const char *src = argv[1], *view = argv[2], *name = argv[3], *mode = argv[4];
@@ -137,6 +156,8 @@ int main(int argc, char **argv)
 		printf("%lld\n", read_all(path));
 	else if (strcmp(mode, "mmap") == 0)
 		printf("%lld\n", map_all(path));
+	else if (strcmp(mode, "sendfile") == 0)
+		printf("%lld\n", send_all(path));
 	else if (strcmp(mode, "run") == 0)
 		run(path, argv + 5);
 	else {
