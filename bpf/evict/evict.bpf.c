@@ -184,30 +184,35 @@ static __always_inline void *insert_missing(void *map, const void *key, const vo
 	return bpf_map_lookup_elem(map, key);
 }
 
-/* Sets the evicted bits of pages [lo, hi] the run inserted (block 0's
- * in the file's entry fs). */
-static __always_inline void mark_evicted(struct file_key *key, struct file_stats *fs, __u64 lo, __u64 hi)
+/* One block of mark_evicted (unrolled, on_delete was 7,600 instructions
+ * to verify at every start). */
+static long evict_block(__u64 i, struct block_walk *c)
 {
+	__u64 m = 0;
+	long step = walk_block(i, c, &m);
+	if (step <= 0)
+		return step < 0;
+	struct run_block *rb = bpf_map_lookup_elem(&run_pages, &c->bk);
+	if (rb)
+		rb->evicted |= rb->inserted & m;
+	return 0;
+}
+
+/* Sets the evicted bits of pages [lo, hi] the run inserted (block 0's
+ * in the file's entry fs). Global: checked once. */
+__noinline int mark_evicted(struct file_key *key, struct file_stats *fs, __u64 lo, __u64 hi)
+{
+	if (!key || !fs)
+		return 0;
 	if (lo < RUN_PAGES_BLOCK) {
 		fs->blk0_evicted |= fs->blk0_inserted & block_mask(0, lo, hi);
 		if (hi < RUN_PAGES_BLOCK)
-			return;
+			return 0;
 	}
-	struct run_block_key bk = {};
-	bk.dev = key->dev;
-	bk.gen = key->gen;
-	bk.ino = key->ino;
-	for (int i = 0; i < MAX_FOLIO_BLOCKS; i++) {
-		__u64 b = lo / RUN_PAGES_BLOCK + i;
-		if (b * RUN_PAGES_BLOCK > hi)
-			break;
-		if (b == 0)
-			continue;
-		bk.block = b;
-		struct run_block *rb = bpf_map_lookup_elem(&run_pages, &bk);
-		if (rb)
-			rb->evicted |= rb->inserted & block_mask(b, lo, hi);
-	}
+	struct block_walk c = {};
+	start_walk(&c, key, lo, hi);
+	bpf_loop(MAX_FOLIO_BLOCKS, evict_block, &c, 0);
+	return 0;
 }
 
 SEC("tp_btf/mm_filemap_delete_from_page_cache")

@@ -305,6 +305,27 @@ static __always_inline struct tstate *current_state(void)
 	return bpf_task_storage_get(&task_states, task, 0, 0);
 }
 
+extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct *p) __ksym;
+
+/* The state of the leader of process tgid (a global pid), found by its
+ * number rather than through a task's group_leader: a pointer loaded
+ * from a trusted task makes the verifier search the kernel's BTF by name
+ * (three linear searches of its 125,000 types) at every visit of the
+ * load, some 6 ms of every start in the scheduler's programs. At run
+ * time a pid lookup, where the callers are rare paths (io_uring). */
+static __always_inline struct tstate *leader_state(__u32 tgid)
+{
+	if (!maybe_tracked(tgid))
+		return NULL;
+	struct task_struct *leader = bpf_task_from_pid(tgid);
+	if (!leader)
+		return NULL;
+	struct tstate *s = bpf_task_storage_get(&task_states, leader, 0, 0);
+	bpf_task_release(leader);
+	return s;
+}
+
 static __always_inline struct thread *slot_thread(struct tstate *s)
 {
 	__u32 slot = s->slot;

@@ -183,6 +183,39 @@ static __always_inline __u64 block_mask(__u64 b, __u64 lo, __u64 hi)
 /* Folios of up to 2^10 pages span at most 17 blocks. */
 #define MAX_FOLIO_BLOCKS 17
 
+/* A bpf_loop over the run_pages blocks of pages [lo, hi] of bk's file
+ * (unrolled, the 17 blocks multiplied the verifier's states of the
+ * programs that mark pages); again is what the marking step counts. */
+struct block_walk {
+	struct run_block_key bk;
+	__u64 lo, hi, again;
+};
+
+/* Step i of such a loop: < 0 once past hi (the loop stops), 0 for block
+ * 0 (the file's entry holds its marks), > 0 for a block to visit, its
+ * key in c->bk and its pages of [lo, hi] in *mask. */
+static __always_inline long walk_block(__u64 i, struct block_walk *c, __u64 *mask)
+{
+	__u64 b = c->lo / RUN_PAGES_BLOCK + i;
+	if (b * RUN_PAGES_BLOCK > c->hi)
+		return -1;
+	if (b == 0)
+		return 0;
+	c->bk.block = b;
+	*mask = block_mask(b, c->lo, c->hi);
+	return 1;
+}
+
+/* A walk's start: key's file, its pages [lo, hi]. */
+static __always_inline void start_walk(struct block_walk *c, const struct file_key *key, __u64 lo, __u64 hi)
+{
+	c->bk.dev = key->dev;
+	c->bk.gen = key->gen;
+	c->bk.ino = key->ino;
+	c->lo = lo;
+	c->hi = hi;
+}
+
 /* Charge the on-CPU time since the mark to page-cache filling: to the
  * thread and to the file of its latest page-cache event. th is s's slot
  * when the caller has it, else NULL. */

@@ -143,9 +143,14 @@ struct {
 	__type(value, struct pending);
 } pending SEC(".maps");
 
+/* Timed library calls in progress, by thread and probe: an entry lives
+ * from a call to its return. 4,096 threads inside timed compile calls at
+ * once is more than any program runs; a preallocated LRU table of
+ * MAX_THREADS entries was 6.8 MB of kernel memory to set up at each
+ * start. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MAX_THREADS);
+	__uint(max_entries, 4096);
 	__type(key, struct ucall_key);
 	__type(value, struct ucall);
 } ucalls SEC(".maps");
@@ -241,12 +246,19 @@ struct {
 	__type(value, __u8);
 } root_prefixes SEC(".maps");
 
+/* Processes proc_gen and proc_verdicts keep, the most recently seen: a
+ * process whose entry went sends every open to user space (no verdict,
+ * no quiet open), which only costs it. Preallocated LRU tables of
+ * MAX_THREADS entries each were 10 MB of kernel memory to set up at
+ * each start. */
+#define MAX_VERDICT_PROCS 16384
+
 /* The generation of each traced process: a fresh number at each exec
  * and fork, so that a verdict user space wrote for the process's
  * previous image (or for an earlier process with the same pid) is void. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MAX_THREADS);
+	__uint(max_entries, MAX_VERDICT_PROCS);
 	__type(key, __u32);
 	__type(value, __u64);
 } proc_gen SEC(".maps");
@@ -254,7 +266,7 @@ struct {
 /* Written by user space once a generation's roots are in root_prefixes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MAX_THREADS);
+	__uint(max_entries, MAX_VERDICT_PROCS);
 	__type(key, __u32);
 	__type(value, struct proc_verdict);
 } proc_verdicts SEC(".maps");

@@ -992,23 +992,15 @@ static __always_inline __u64 count_read(struct tstate *t, struct address_space *
  * read from disk for both. */
 #define SHARED_WINDOW_NS (100 * 1000 * 1000)
 
-/* One block of mark_inserted, run by bpf_loop: unrolled, the 17 blocks
- * multiplied the verifier's states of on_add_to_cache (a quarter of a
- * second of every start went to checking it). */
-struct mark_ctx {
-	struct run_block_key bk;
-	__u64 lo, hi, again;
-};
-
-static long mark_block(__u64 i, struct mark_ctx *c)
+/* One block of mark_inserted (unrolled, the 17 blocks multiplied the
+ * verifier's states of on_add_to_cache: a quarter of a second of every
+ * start went to checking it). */
+static long mark_block(__u64 i, struct block_walk *c)
 {
-	__u64 b = c->lo / RUN_PAGES_BLOCK + i;
-	if (b * RUN_PAGES_BLOCK > c->hi)
-		return 1;
-	if (b == 0)
-		return 0; /* the file's entry holds it */
-	c->bk.block = b;
-	__u64 m = block_mask(b, c->lo, c->hi);
+	__u64 m = 0;
+	long step = walk_block(i, c, &m);
+	if (step <= 0)
+		return step < 0;
 	struct run_block *rb = bpf_map_lookup_elem(&run_pages, &c->bk);
 	if (!rb) {
 		struct run_block nb = {};
@@ -1046,12 +1038,8 @@ __noinline __u64 mark_inserted(struct file_key *key, struct file_stats *fs, __u6
 		if (hi < RUN_PAGES_BLOCK)
 			return again;
 	}
-	struct mark_ctx c = {};
-	c.bk.dev = key->dev;
-	c.bk.gen = key->gen;
-	c.bk.ino = key->ino;
-	c.lo = lo;
-	c.hi = hi;
+	struct block_walk c = {};
+	start_walk(&c, key, lo, hi);
 	bpf_loop(MAX_FOLIO_BLOCKS, mark_block, &c, 0);
 	return again + c.again;
 }
@@ -1623,10 +1611,10 @@ int BPF_PROG(on_bio_queue, struct bio *bio_arg)
 	if (!t || (bio->bi_opf & REQ_OP_MASK_) != REQ_OP_READ)
 		return 0;
 	struct task_struct *task = bpf_get_current_task_btf();
-	/* Looked up here, where one path reaches it: the group leader is a
-	 * trusted pointer's field, whose every load costs the verifier a
-	 * search of the kernel's BTF (BTF_VIEW), once per path reaching it. */
-	struct tstate *ls = task_state(task->group_leader);
+	/* Looked up here, where one path reaches it (leader_state: a pid
+	 * lookup a bio, where the group leader's load cost the verifier
+	 * searches of the kernel's BTF). */
+	struct tstate *ls = leader_state(task->tgid);
 	end_left_entry(t, NULL, task, 0);
 	/* An io-wq worker never returns to user space, and its counters do
 	 * not move between requests: without task works each bio it queues

@@ -167,7 +167,7 @@ static __always_inline __u32 wait_cause(struct tstate *s, struct thread *t, stru
  * submitter's wait is their time). Returns whether it was. */
 static __always_inline bool charge_uring_wait(struct thread *t, struct task_struct *task, __u64 d)
 {
-	struct tstate *ls = task_state(task->group_leader);
+	struct tstate *ls = leader_state(task->tgid);
 	if (!ls || !ls->async_ts || ls->async_ts < t->last_ts || !ls->async_file.ino)
 		return false;
 	t->iowait_ns += d;
@@ -451,7 +451,7 @@ int BPF_PROG(on_newtask, struct task_struct *task, __u64 clone_flags)
 		return 0;
 	struct tstate *ps = current_state();
 	if (!ps)
-		ps = task_state(task->group_leader);
+		ps = leader_state(task->tgid);
 	if (ps && !task_state(task))
 		track(ps, task, task->tgid);
 	return 0;

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	// Grows the descriptor table before the runtime's threads exist: a
+	// growth later waits for an RCU grace period (package doc).
+	_ "github.com/coldtrace/coldtrace/internal/fdtable"
 	"github.com/coldtrace/coldtrace/trace/launch"
 )
 

@@ -64,7 +64,12 @@ func TaskWorksAllowed(kernel *btf.Cache) (bool, error) {
 // A verifier refusal or a kernel without the kfunc is an answer, not an
 // error.
 func taskWorksAllowed(spec *ebpf.CollectionSpec, kernel *btf.Cache) (bool, error) {
-	s := spec.Copy()
+	// A copy of that program alone: the variable's Set writes the copy's
+	// data section, and copying every program was a millisecond of a
+	// start.
+	one := withPrograms(spec, func(name string) bool { return name == bpfpc.PagecacheProgProbeTaskWork })
+	one.Types = nil // the load takes the types it needs from the instructions
+	s := one.Copy()
 	if err := s.Variables[bpfpc.PagecacheVarTaskWorks].Set(uint32(1)); err != nil {
 		return false, fmt.Errorf("probe task works: %w", err)
 	}
@@ -184,21 +189,21 @@ func stubProgram(prog *ebpf.ProgramSpec) {
 	}
 }
 
-// firstLane are the programs verified in one lane, the largest first;
-// every other program of the object goes to the second. Verified one
-// after another they were the longest lane of coldtrace's start, with
-// the other CPU idle once the other objects were in; the two lanes'
-// sums of verification are about equal.
-var firstLane = []string{bpfpc.PagecacheProgOnAddToCache, bpfpc.PagecacheProgOnMapPages, bpfpc.PagecacheProgOnReadExit}
+// largestFirst are the programs whose verification takes longest, the
+// largest first: their lanes start first.
+var largestFirst = []string{bpfpc.PagecacheProgOnAddToCache, bpfpc.PagecacheProgOnGetPages,
+	bpfpc.PagecacheProgOnMapPages, bpfpc.PagecacheProgOnBioQueue, bpfpc.PagecacheProgOnFilemapFault}
 
 // loadInLanes makes spec's maps (repl's in place of their own), then
-// loads its programs in two lanes at once, every program with the same
-// maps, and assigns them all to objs. On an error nothing stays loaded.
+// loads its programs each in a lane of its own, all at once, every
+// program with the same maps, and assigns them all to objs. On an error
+// nothing stays loaded. In two lanes, the longer of them was the end of
+// coldtrace's start, 10 to 30 ms after the other, with a CPU idle: in
+// one lane each, the last program to be checked is at most the largest.
 func loadInLanes(spec *ebpf.CollectionSpec, objs *bpfpc.PagecacheObjects, repl map[string]*ebpf.Map, kernel *btf.Cache) error {
 	// Every map first, the data sections too (a lane of its own would
 	// give each lane its own .bss).
-	mapSpec := spec.Copy()
-	mapSpec.Programs = nil
+	mapSpec := withPrograms(spec, func(string) bool { return false })
 	maps, err := ebpf.NewCollectionWithOptions(mapSpec, ebpf.CollectionOptions{MapReplacements: repl, Cache: kernel})
 	if err != nil {
 		return err
@@ -206,22 +211,21 @@ func loadInLanes(spec *ebpf.CollectionSpec, objs *bpfpc.PagecacheObjects, repl m
 	// The lanes clone what they take. At return the data sections go
 	// (the programs hold them) and, after an error, every map.
 	defer maps.Close()
-	lanes := [2]*ebpf.CollectionSpec{spec.Copy(), spec.Copy()}
+	names := slices.Clone(largestFirst)
 	for name := range spec.Programs {
-		if slices.Contains(firstLane, name) {
-			delete(lanes[1].Programs, name)
-		} else {
-			delete(lanes[0].Programs, name)
+		if !slices.Contains(names, name) {
+			names = append(names, name)
 		}
 	}
-	var colls [2]*ebpf.Collection
-	var errs [2]error
+	colls := make([]*ebpf.Collection, len(names))
+	errs := make([]error, len(names))
 	var wg sync.WaitGroup
-	for i, l := range lanes {
+	for i, name := range names {
+		one := withPrograms(spec, func(n string) bool { return n == name })
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			colls[i], errs[i] = ebpf.NewCollectionWithOptions(l, ebpf.CollectionOptions{MapReplacements: maps.Maps, Cache: kernel})
+			colls[i], errs[i] = ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{MapReplacements: maps.Maps, Cache: kernel})
 		}()
 	}
 	wg.Wait()
@@ -236,7 +240,7 @@ func loadInLanes(spec *ebpf.CollectionSpec, objs *bpfpc.PagecacheObjects, repl m
 		c.Programs = nil
 		c.Close() // the lane's copies of the maps
 	}
-	if err := errors.Join(errs[:]...); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		merged.Close()
 		return err
 	}
@@ -392,4 +396,20 @@ func (p *probes) close() error {
 	p.links = nil
 	keep(p.objs.Close())
 	return first
+}
+
+// withPrograms is spec with only the programs keep keeps, sharing the rest
+// with spec: a load copies each map and program it makes (spec stays as
+// it was, and loads at once may share it), where a copy of every
+// program's instructions for each load here was some 2 ms of CPU at a
+// start that is all CPU.
+func withPrograms(spec *ebpf.CollectionSpec, keep func(name string) bool) *ebpf.CollectionSpec {
+	s := *spec
+	s.Programs = make(map[string]*ebpf.ProgramSpec, len(spec.Programs))
+	for name, p := range spec.Programs {
+		if keep(name) {
+			s.Programs[name] = p
+		}
+	}
+	return &s
 }
