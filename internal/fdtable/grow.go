@@ -6,8 +6,8 @@ package fdtable
 #include <string.h>
 #include <unistd.h>
 
-// shim_arg is trace/launch.ShimArg (a test holds them equal): the shim
-// that becomes the user's command keeps the table it was given.
+// shim_arg is ShimArg: the shim that becomes the user's command keeps
+// the table it was given.
 static const char shim_arg[] = "__coldtrace_shim";
 
 // fd_table_slots is the table's size after the constructor: the start's
@@ -36,7 +36,11 @@ static const char *shim_arg_name(void) { return shim_arg; }
 */
 import "C"
 
-// shimArg is the argument the constructor leaves the table alone for.
+// ShimArg is argv[1] of the process the constructor leaves alone:
+// trace/launch.ShimArg (a test there holds them equal).
+const ShimArg = "__coldtrace_shim"
+
+// shimArg is the constructor's own copy of ShimArg.
 func shimArg() string { return C.GoString(C.shim_arg_name()) }
 
 // Slots is the size the constructor grows the table to.

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/coldtrace/coldtrace/trace/launch"
 )
 
 // TestTableGrownBeforeTheRuntime: the test binary links the package, so
@@ -44,10 +42,9 @@ func TestTableGrownBeforeTheRuntime(t *testing.T) {
 	t.Fatal("no FDSize in /proc/self/status")
 }
 
-// TestShimArgumentMatchesTheLauncher: the constructor leaves the shim's
-// table alone by the launcher's own argument.
-func TestShimArgumentMatchesTheLauncher(t *testing.T) {
-	if shimArg() != launch.ShimArg {
-		t.Errorf("constructor skips %q, the launcher passes %q", shimArg(), launch.ShimArg)
+// TestConstructorSkipsTheShimArgument: the C side skips ShimArg.
+func TestConstructorSkipsTheShimArgument(t *testing.T) {
+	if shimArg() != ShimArg {
+		t.Errorf("the constructor skips %q, ShimArg is %q", shimArg(), ShimArg)
 	}
 }

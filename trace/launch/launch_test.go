@@ -10,7 +10,17 @@ import (
 	"testing"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/fdtable"
 )
+
+// TestDescriptorTableLeavesTheShimAlone: coldtrace's descriptor table is
+// grown at its start unless argv[1] is the shim's (internal/fdtable), so
+// the command's process starts with the table it would have had.
+func TestDescriptorTableLeavesTheShimAlone(t *testing.T) {
+	if fdtable.ShimArg != ShimArg {
+		t.Errorf("internal/fdtable skips %q, the shim's argument is %q", fdtable.ShimArg, ShimArg)
+	}
+}
 
 func TestCommandEnv(t *testing.T) {
 	base := []string{"HOME=/root", "PATH=/bin", "USER=root"}
