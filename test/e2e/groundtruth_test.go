@@ -70,6 +70,17 @@ func runGroundTruth(t *testing.T, mode ...string) (phases, summaryJSON) {
 	for _, p := range s.Phases {
 		t.Logf("  phase %v-%v %s", time.Duration(p.StartNS), time.Duration(p.EndNS), p.Dominant)
 	}
+	// Time the hypervisor gives other guests (steal) is time the guest's
+	// clock counts and its CPU clock does not: a spinning thread's stolen
+	// time is a wait to coldtrace, and rightly so, but the workload's
+	// clock calls it spin. Steal is the VM's, over its two vCPUs: past a
+	// fifth of the spin, the spin's vCPU alone may have lost its 10%
+	// tolerance, and the run says nothing about the rules (seen on a
+	// contended host: 1.54 s of steal in a 4.3 s run, cpu 747 ms for a
+	// 1 s spin; a quiet one steals some 15 ms a second).
+	if m := s.Machine; m != nil && m.StealNS > ph.SpinNS/5 {
+		t.Skipf("the hypervisor took %v of the VM's CPUs during the run (steal), more than the phases' tolerance: CPU cannot be told from waiting", time.Duration(m.StealNS))
+	}
 	return ph, s
 }
 
