@@ -339,6 +339,26 @@ static __always_inline struct file *task_fd_file(struct task_struct *task, unsig
 	return f;
 }
 
+/* The input descriptor of read-family syscall nr given its first two
+ * arguments: sendfile's second, the first of read, pread64, readv,
+ * preadv, preadv2, splice and copy_file_range; -1 for another syscall. */
+static __always_inline long read_input_fd(long nr, __u64 arg0, __u64 arg1)
+{
+	switch (nr) {
+	case NR_read:
+	case NR_pread64:
+	case NR_readv:
+	case NR_preadv:
+	case NR_preadv2:
+	case NR_splice:
+	case NR_copy_file_range:
+		return (__u32)arg0;
+	case NR_sendfile:
+		return (__u32)arg1;
+	}
+	return -1;
+}
+
 /* The file the current read-family syscall of task reads (read, pread64,
  * readv, preadv, preadv2: the descriptor in the first argument), or NULL.
  * A few probe reads: for rare events only (a switch out for I/O, a bio). */

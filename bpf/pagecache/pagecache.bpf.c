@@ -646,19 +646,11 @@ static __always_inline __u64 own_path(struct task_struct *task, __u64 inode)
 static __always_inline __u64 overlay_read_path(__u64 inode)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct file *f = syscall_read_file(task);
-	if (!f) {
-		/* The input of sendfile (its second argument), splice and
-		 * copy_file_range (their first). */
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		long nr = current_syscall(task);
-		if (!regs)
-			return 0;
-		if (nr == NR_sendfile)
-			f = task_fd_file(task, BPF_CORE_READ(regs, si));
-		else if (nr == NR_splice || nr == NR_copy_file_range)
-			f = task_fd_file(task, BPF_CORE_READ(regs, di));
-	}
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return 0;
+	long fd = read_input_fd(current_syscall(task), BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, si));
+	struct file *f = fd >= 0 ? task_fd_file(task, fd) : NULL;
 	if (!f)
 		return 0;
 	struct file *fp = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
@@ -834,7 +826,6 @@ static __always_inline __s64 read_start(struct task_struct *task, struct address
 	if (!regs || (long)regs->ax != -ENOSYS_)
 		return -1;
 	__s64 pos = regs->r10;
-	__u32 fd = regs->di;
 	__u64 at = 0;
 	switch (regs->orig_ax) {
 	case NR_pread64:
@@ -848,7 +839,6 @@ static __always_inline __s64 read_start(struct task_struct *task, struct address
 	case NR_readv:
 		break;
 	case NR_sendfile:
-		fd = regs->si;
 		at = regs->dx;
 		break;
 	case NR_splice:
@@ -863,7 +853,8 @@ static __always_inline __s64 read_start(struct task_struct *task, struct address
 			return -1;
 		return pos >= 0 ? pos >> 12 : -1;
 	}
-	struct file *f = task_fd_file(task, fd);
+	long fd = read_input_fd(regs->orig_ax, regs->di, regs->si);
+	struct file *f = fd >= 0 ? task_fd_file(task, fd) : NULL;
 	if (!f)
 		return -1;
 	if (BPF_CORE_READ(f, f_mapping) != mapping)
