@@ -1602,10 +1602,6 @@ int BPF_PROG(on_bio_queue, struct bio *bio_arg)
 	if (!t || (bio->bi_opf & REQ_OP_MASK_) != REQ_OP_READ)
 		return 0;
 	struct task_struct *task = bpf_get_current_task_btf();
-	/* Looked up here, where one path reaches it (leader_state: a pid
-	 * lookup a bio, where the group leader's load cost the verifier
-	 * searches of the kernel's BTF). */
-	struct tstate *ls = leader_state(task->tgid);
 	end_left_entry(t, NULL, task, 0);
 	/* An io-wq worker never returns to user space, and its counters do
 	 * not move between requests: without task works each bio it queues
@@ -1647,6 +1643,9 @@ int BPF_PROG(on_bio_queue, struct bio *bio_arg)
 	if (close_at_return(t))
 		t->flags |= TF_DIRECT;
 	seen_in_entry(t);
+	/* The process's latest direct read, for its io_uring waits: a pid
+	 * lookup, made only for a direct read's bio. */
+	struct tstate *ls = leader_state(task->tgid);
 	if (ls) {
 		ls->async_file = key;
 		ls->async_ts = bpf_ktime_get_ns();
