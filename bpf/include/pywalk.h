@@ -87,6 +87,7 @@ enum py_event_kind {
 	PY_EV_EXEC = 2,
 	PY_EV_FORK = 3,
 	PY_EV_NATIVE = 4, /* a native leaf frame: stack is its id, ip the address */
+	PY_EV_EXEC_NATIVE = 5, /* an exec of an image known not to be Python */
 };
 
 struct py_event {

@@ -135,7 +135,9 @@ int BPF_PROG(on_py_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 		bpf_map_update_elem(&py_confs, &tgid, &copy, BPF_ANY);
 	}
 	/* A known image is configured already (or is not Python): nothing
-	 * in user space is urgent. */
-	emit(PY_EV_EXEC, tgid, 0, 0, 0, known != NULL);
+	 * in user space is urgent, and for one that is not Python nothing is
+	 * to be located (a shell loop's or a build's children: user space
+	 * only forgets the process's previous image). */
+	emit(known && !known->runtime ? PY_EV_EXEC_NATIVE : PY_EV_EXEC, tgid, 0, 0, 0, known != NULL);
 	return 0;
 }

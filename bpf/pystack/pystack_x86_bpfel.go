@@ -56,10 +56,11 @@ type PystackPyEvent struct {
 type PystackPyEventKind uint32
 
 const (
-	PystackPyEventKindPY_EV_STACK  PystackPyEventKind = 1
-	PystackPyEventKindPY_EV_EXEC   PystackPyEventKind = 2
-	PystackPyEventKindPY_EV_FORK   PystackPyEventKind = 3
-	PystackPyEventKindPY_EV_NATIVE PystackPyEventKind = 4
+	PystackPyEventKindPY_EV_STACK       PystackPyEventKind = 1
+	PystackPyEventKindPY_EV_EXEC        PystackPyEventKind = 2
+	PystackPyEventKindPY_EV_FORK        PystackPyEventKind = 3
+	PystackPyEventKindPY_EV_NATIVE      PystackPyEventKind = 4
+	PystackPyEventKindPY_EV_EXEC_NATIVE PystackPyEventKind = 5
 )
 
 type PystackPyExeKey struct {

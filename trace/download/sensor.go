@@ -13,12 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
@@ -82,8 +82,11 @@ type Sensor struct {
 	scoper      *uprobes.Scoper
 	ownScoper   bool
 	resolver    *uprobes.Set
-	rd          *ringbuf.Reader
-	done        chan struct{}
+	// closedRing reads the closed connections in the runtime's
+	// network poller (probe.Ring): a reader blocked in epoll_wait(2)
+	// holds a thread in a system call, which the runtime's monitor
+	// thread keeps taking back.
+	closedRing *probe.Ring
 
 	// progress is each open connection's bytes at every poll; only the
 	// session's goroutine (Poll, Finish) touches it.
@@ -134,7 +137,6 @@ type Sensor struct {
 	// progress the next Poll forgets; kept only once Poll is in use.
 	dropped []ConnKey
 	polling bool
-	readErr error
 }
 
 // New loads and attaches the network probes (Prepare, then Start).
@@ -249,15 +251,23 @@ func (s *Sensor) Start() error {
 	if err := s.startConnWake(); err != nil {
 		return err
 	}
-	rd, err := ringbuf.NewReader(s.objs.ClosedConns)
+	// Closed connections are queued without a wake-up until the ring
+	// is half full: they are needed at the end, and a client that opens
+	// a connection per request would otherwise wake the reader at each.
+	ring, err := probe.StartRing(s.objs.ClosedConns, closedLook, closedLookIdle, s.handleClosed)
 	if err != nil {
-		return fmt.Errorf("open network ring buffer: %w", err)
+		return fmt.Errorf("network records: %w", err)
 	}
-	s.rd = rd
-	s.done = make(chan struct{})
-	go s.read()
+	s.closedRing = ring
 	return nil
 }
+
+// closedLook and closedLookIdle are how often the closed connections
+// are looked at while they come, and at most while none do.
+const (
+	closedLook     = time.Second
+	closedLookIdle = 10 * time.Second
+)
 
 // downloadBytes is what a tracked connection shaped like a download
 // (Conn.downloadShaped) has received when its process is said to be
@@ -296,36 +306,25 @@ func (s *Sensor) Track(pid int32) {
 	}
 }
 
-func (s *Sensor) read() {
-	defer close(s.done)
-	var r ringbuf.Record
-	for {
-		if err := s.rd.ReadInto(&r); err != nil {
-			if !errors.Is(err, ringbuf.ErrClosed) && !errors.Is(err, ringbuf.ErrFlushed) {
-				s.mu.Lock()
-				s.readErr = fmt.Errorf("read network ring buffer: %w", err)
-				s.mu.Unlock()
-			}
-			return
-		}
-		var c bpfdl.DownloadConn
-		if len(r.RawSample) < int(unsafe.Sizeof(c)) {
-			continue
-		}
-		c = *(*bpfdl.DownloadConn)(unsafe.Pointer(&r.RawSample[0]))
-		conn := decodeConn(&c)
-		s.mu.Lock()
-		// Only what may be part of a download is kept: a client that
-		// opens a connection per small request would otherwise fill
-		// memory over a long run. Parts (below a download alone) stop
-		// being kept past maxClosedParts: whole downloads always are.
-		if conn.IsDownload() || (conn.Bytes >= minPartBytes && conn.downloadShaped() && len(s.closed) < maxClosedParts) ||
-			(conn.silentFor(0) >= record.SilentMinNS && len(s.closed) < maxClosedParts) {
-			s.closed = append(s.closed, conn)
-		} else if s.polling {
-			s.dropped = append(s.dropped, ConnKey{conn.Sk, conn.ID})
-		}
-		s.mu.Unlock()
+// handleClosed keeps one closed connection's record.
+func (s *Sensor) handleClosed(raw []byte) {
+	var c bpfdl.DownloadConn
+	if len(raw) < int(unsafe.Sizeof(c)) {
+		return
+	}
+	c = *(*bpfdl.DownloadConn)(unsafe.Pointer(&raw[0]))
+	conn := decodeConn(&c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Only what may be part of a download is kept: a client that opens a
+	// connection per small request would otherwise fill memory over a
+	// long run. Parts (below a download alone) stop being kept past
+	// maxClosedParts: whole downloads always are.
+	if conn.IsDownload() || (conn.Bytes >= minPartBytes && conn.downloadShaped() && len(s.closed) < maxClosedParts) ||
+		(conn.silentFor(0) >= record.SilentMinNS && len(s.closed) < maxClosedParts) {
+		s.closed = append(s.closed, conn)
+	} else if s.polling {
+		s.dropped = append(s.dropped, ConnKey{conn.Sk, conn.ID})
 	}
 }
 
@@ -348,7 +347,7 @@ func (s *Sensor) sinceStart() int64 {
 // once the probes are started.
 func (s *Sensor) Begin(startMono uint64) {
 	s.startMono = startMono
-	if s.rd != nil {
+	if s.closedRing != nil {
 		s.startWatch()
 	}
 }
@@ -555,19 +554,14 @@ func (s *Sensor) collect() ([]Conn, []Write, error) {
 	if err := s.detach(); err != nil {
 		return nil, nil, err
 	}
-	if s.rd != nil {
-		if err := s.rd.Flush(); err != nil {
-			return nil, nil, fmt.Errorf("flush network ring buffer: %w", err)
+	if s.closedRing != nil {
+		if err := s.closedRing.Drain(5 * time.Second); err != nil {
+			return nil, nil, fmt.Errorf("read the closed connections: %w", err)
 		}
-		<-s.done
 	}
 	s.mu.Lock()
 	conns := append([]Conn(nil), s.closed...)
-	err := s.readErr
 	s.mu.Unlock()
-	if err != nil {
-		return nil, nil, err
-	}
 
 	var sk uint64
 	var c bpfdl.DownloadConn
@@ -655,12 +649,11 @@ func (s *Sensor) Close() error {
 		}
 		s.connWake = nil
 	}
-	if s.rd != nil {
-		if err := s.rd.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
+	if s.closedRing != nil {
+		if err := s.closedRing.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
 			first = fmt.Errorf("close network ring buffer: %w", err)
 		}
-		<-s.done
-		s.rd = nil
+		s.closedRing = nil
 	}
 	if err := s.objs.Close(); err != nil && first == nil {
 		first = fmt.Errorf("close network probes: %w", err)

@@ -7,12 +7,12 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
@@ -29,9 +29,10 @@ type probes struct {
 	mu    sync.Mutex
 	exits []link.Link
 	// wake reads lazy_wake while the read exits wait for the first fill
-	// that must end lazily; woken is closed when that goroutine is done.
-	wake  *ringbuf.Reader
-	woken chan struct{}
+	// that must end lazily, in the runtime's network poller (a reader
+	// blocked in epoll_wait(2) holds a thread in a system call, which the
+	// runtime's monitor thread keeps taking back).
+	wake *probe.Ring
 	// exitsAt is when the read exits were attached (CLOCK_MONOTONIC ns),
 	// 0 while they are not.
 	exitsAt uint64
@@ -316,30 +317,24 @@ var readExits = []string{"read", "pread64", "readv", "preadv", "preadv2", "sendf
 // to detach. A fill that began before the attach ends at its syscall's
 // exit if that comes after, else at the next look.
 func (p *probes) attachReadExitsLazily() error {
-	rd, err := ringbuf.NewReader(p.objs.LazyWake)
+	asked := make([]bool, len(readExits))
+	// Each first fill of a syscall wakes the reader (wake_lazy): the
+	// periodic look is only a backstop.
+	wake, err := probe.StartRing(p.objs.LazyWake, lazyWakeLook, lazyWakeIdle, func(raw []byte) {
+		if len(raw) < 4 {
+			return
+		}
+		bit := binary.LittleEndian.Uint32(raw)
+		if int(bit) >= len(readExits) || asked[bit] {
+			return // asked twice (the bits are set without a lock)
+		}
+		asked[bit] = true
+		p.attachReadExit(readExits[bit])
+	})
 	if err != nil {
 		return fmt.Errorf("read exits: %w", err)
 	}
-	p.wake, p.woken = rd, make(chan struct{})
-	go func() {
-		defer close(p.woken)
-		asked := make([]bool, len(readExits))
-		for {
-			rec, err := rd.Read()
-			if err != nil {
-				return // closed: the run ended
-			}
-			if len(rec.RawSample) < 4 {
-				continue
-			}
-			bit := binary.LittleEndian.Uint32(rec.RawSample)
-			if int(bit) >= len(readExits) || asked[bit] {
-				continue // asked twice (the bits are set without a lock)
-			}
-			asked[bit] = true
-			p.attachReadExit(readExits[bit])
-		}
-	}()
+	p.wake = wake
 	return nil
 }
 
@@ -363,6 +358,13 @@ func (p *probes) attachReadExit(name string) {
 	}
 }
 
+// lazyWakeLook and lazyWakeIdle bound how long a wake-up the kernel
+// queued without waking the reader waits for it.
+const (
+	lazyWakeLook = 100 * time.Millisecond
+	lazyWakeIdle = 2 * time.Second
+)
+
 // readExitsAt is when the read exits were attached (CLOCK_MONOTONIC ns, 0:
 // not attached), and how fills ended.
 func (p *probes) readExitsAt() (uint64, string) {
@@ -380,7 +382,6 @@ func (p *probes) close() error {
 	}
 	if p.wake != nil {
 		keep(p.wake.Close())
-		<-p.woken
 	}
 	p.mu.Lock()
 	// All at once: each waits for an RCU grace period, and their perf

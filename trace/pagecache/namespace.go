@@ -124,6 +124,11 @@ func (n *nsPaths) close() {
 
 const rereadAfter = 20 * time.Millisecond
 
+// nsName is how /proc names mount namespace inum (its ns/mnt link).
+func nsName(inum uint32) string {
+	return "mnt:[" + strconv.FormatUint(uint64(inum), 10) + "]"
+}
+
 func mountNS(pid string) string {
 	ns, err := os.Readlink("/proc/" + pid + "/ns/mnt")
 	if err != nil {
@@ -150,10 +155,16 @@ func (n *nsPaths) resolve(pid int32, nsInum uint32, ts uint64, dev uint32, ino u
 		n.tables = map[string]mountTable{}
 		n.pids = map[string][]string{}
 	}
+	// Most records are of processes in coldtrace's own namespace, which
+	// the kernel names in the record: no link of /proc is read for them
+	// (a readlink was most of a record's handling in a cold import).
+	if nsInum != 0 && n.self == nsName(nsInum) {
+		return "", false
+	}
 	p := strconv.Itoa(int(pid))
 	ns := mountNS(p)
 	if nsInum != 0 {
-		want := "mnt:[" + strconv.FormatUint(uint64(nsInum), 10) + "]"
+		want := nsName(nsInum)
 		if ns != want {
 			ns, p = want, "" // gone, or its pid reused: through another
 		}

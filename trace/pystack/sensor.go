@@ -13,7 +13,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 	bpfpy "github.com/coldtrace/coldtrace/bpf/pystack"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/probe"
@@ -47,9 +46,12 @@ type Sensor struct {
 	objs  bpfpy.PystackObjects
 	spec  *ebpf.CollectionSpec // until Start loads the programs
 	links []link.Link
-	rd    *ringbuf.Reader
-	done  chan struct{}
-	opts  Options
+	// ring reads the walker's records in the runtime's network poller
+	// (probe.Ring): a reader blocked in epoll_wait(2) holds a thread in
+	// a system call, which the runtime's monitor thread keeps taking
+	// back.
+	ring *probe.Ring
+	opts Options
 
 	// LoadNS is how long loading and verifying the object took.
 	LoadNS int64
@@ -152,15 +154,22 @@ func (s *Sensor) attach() error {
 		}
 		s.links = append(s.links, l)
 	}
-	rd, err := ringbuf.NewReader(s.objs.PyEvents)
+	// Every record wakes the reader (an exec is located within
+	// milliseconds): the periodic look is only a backstop.
+	ring, err := probe.StartRing(s.objs.PyEvents, eventLook, eventLookIdle, s.handle)
 	if err != nil {
-		return fmt.Errorf("open python stack ring buffer: %w", err)
+		return fmt.Errorf("python stack records: %w", err)
 	}
-	s.rd = rd
-	s.done = make(chan struct{})
-	go s.read()
+	s.ring = ring
 	return nil
 }
+
+// eventLook and eventLookIdle bound how long a record the kernel queued
+// without waking the reader waits for it (none does today).
+const (
+	eventLook     = 100 * time.Millisecond
+	eventLookIdle = 2 * time.Second
+)
 
 // Program is the walker's fork program, for bpf_stats.
 func (s *Sensor) Program() *ebpf.Program { return s.objs.OnPyFork }
@@ -172,36 +181,30 @@ func (s *Sensor) Seed(pid int) {
 	go s.locate(uint32(pid))
 }
 
-func (s *Sensor) read() {
-	defer close(s.done)
-	var r ringbuf.Record
-	for {
-		if err := s.rd.ReadInto(&r); err != nil {
-			return
+// handle decodes one record of the walker.
+func (s *Sensor) handle(raw []byte) {
+	var ev bpfpy.PystackPyEvent
+	if len(raw) < int(unsafe.Sizeof(ev)) {
+		return
+	}
+	ev = *(*bpfpy.PystackPyEvent)(unsafe.Pointer(&raw[0]))
+	switch bpfpy.PystackPyEventKind(ev.Kind) {
+	case bpfpy.PystackPyEventKindPY_EV_NATIVE:
+		s.decodeNative(ev.Pid, ev.Stack, ev.Ip)
+	case bpfpy.PystackPyEventKindPY_EV_EXEC_NATIVE:
+		s.forget(ev.Pid)
+	case bpfpy.PystackPyEventKindPY_EV_EXEC:
+		s.forget(ev.Pid)
+		if !s.noExecLocate.Load() {
+			s.wg.Add(1)
+			go s.locate(ev.Pid)
 		}
-		var ev bpfpy.PystackPyEvent
-		if len(r.RawSample) < int(unsafe.Sizeof(ev)) {
-			continue
-		}
-		ev = *(*bpfpy.PystackPyEvent)(unsafe.Pointer(&r.RawSample[0]))
-		if bpfpy.PystackPyEventKind(ev.Kind) == bpfpy.PystackPyEventKindPY_EV_NATIVE {
-			s.decodeNative(ev.Pid, ev.Stack, ev.Ip)
-			continue
-		}
-		switch bpfpy.PystackPyEventKind(ev.Kind) {
-		case bpfpy.PystackPyEventKindPY_EV_EXEC:
-			s.forget(ev.Pid)
-			if !s.noExecLocate.Load() {
-				s.wg.Add(1)
-				go s.locate(ev.Pid)
-			}
-		case bpfpy.PystackPyEventKindPY_EV_STACK:
-			s.decodeStack(ev.Pid, ev.Stack)
-		case bpfpy.PystackPyEventKindPY_EV_FORK:
-			s.mu.Lock()
-			s.forks[ev.Pid] = ev.Stack
-			s.mu.Unlock()
-		}
+	case bpfpy.PystackPyEventKindPY_EV_STACK:
+		s.decodeStack(ev.Pid, ev.Stack)
+	case bpfpy.PystackPyEventKindPY_EV_FORK:
+		s.mu.Lock()
+		s.forks[ev.Pid] = ev.Stack
+		s.mu.Unlock()
 	}
 }
 
@@ -365,10 +368,9 @@ func (s *Sensor) Close() error {
 		l.Close()
 	}
 	s.links = nil
-	if s.rd != nil {
-		s.rd.Close()
-		<-s.done
-		s.rd = nil
+	if s.ring != nil {
+		s.ring.Close()
+		s.ring = nil
 	}
 	s.wg.Wait()
 	s.mu.Lock()

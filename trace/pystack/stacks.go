@@ -1,7 +1,6 @@
 package pystack
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -164,14 +163,14 @@ func stackKey(st record.PyStack) string {
 // Finish drains the ring, then writes the decoded stacks and each
 // process's stack into the record (after the scheduler wrote processes).
 func (s *Sensor) Finish(rec *record.Record) error {
-	if s.rd != nil {
-		if err := s.rd.Flush(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-			s.rd.SetDeadline(time.Now())
-		}
-		select {
-		case <-s.done:
-		case <-time.After(2 * time.Second):
-		}
+	if s.ring != nil {
+		// What the walker queued before the command ended is decoded
+		// (a drain that fails leaves those stacks as "?", as a full
+		// ring would); later records, of processes left behind, are not
+		// waited for.
+		_ = s.ring.Drain(2 * time.Second)
+		s.ring.Close()
+		s.ring = nil
 	}
 	s.wg.Wait()
 	s.mu.Lock()
