@@ -87,6 +87,7 @@ func Attach(ctx context.Context, o AttachOptions) (*record.Record, error) {
 	if opts.Loaded != nil {
 		opts.Loaded()
 	}
+	s.background()
 	threads := 0
 	for _, p := range procs {
 		threads += len(p.TIDs)

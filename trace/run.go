@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coldtrace/coldtrace/internal/actor"
+	"github.com/coldtrace/coldtrace/internal/selfsched"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/launch"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
@@ -53,6 +54,9 @@ type session struct {
 	ckpt       *checkpoints
 	watch      *launch.Watch // --kill-on-exit
 	gated      *gatedStart   // the command's shim, started during the load
+	// restoreSched puts coldtrace's threads back under their
+	// scheduling policy (background).
+	restoreSched func() error
 }
 
 // start checks the machine and loads every sensor.
@@ -169,6 +173,8 @@ func (s *session) launch() error {
 		return fmt.Errorf("interrupted by %v before the command started", sig)
 	default:
 	}
+	// The command's shim exists: it keeps the policy it was made with.
+	s.background()
 	s.child = child
 	rec := &record.Record{Schema: record.Schema, Version: s.opts.Version, Command: s.opts.Command,
 		User: record.User{UID: a.Command.UID, GID: a.Command.GID, Name: a.Command.Name, Home: a.Command.Home},
@@ -355,8 +361,25 @@ func runningWarning(pids []int, procs []record.Process) string {
 	return fmt.Sprintf("%d %s still running at exit, not traced further: %s", len(pids), noun, strings.Join(names, ", "))
 }
 
+// background has coldtrace's threads stop preempting the traced
+// processes on their CPUs while they run (internal/selfsched); close
+// undoes it. A failure costs only that, and is noted.
+func (s *session) background() {
+	restore, err := selfsched.Background()
+	s.restoreSched = restore
+	if err != nil {
+		s.opts.Notify(fmt.Sprintf("coldtrace's threads keep preempting the command: %v", err))
+	}
+}
+
 // close releases every sensor, the last loaded first.
 func (s *session) close() {
+	if s.restoreSched != nil {
+		if err := s.restoreSched(); err != nil {
+			s.opts.Notify(fmt.Sprintf("restore coldtrace's scheduling policy: %v", err))
+		}
+		s.restoreSched = nil
+	}
 	if s.foreground && s.child != nil {
 		reclaimTerminal()
 	}
