@@ -551,9 +551,13 @@ func (c *Collector) frameworkVarOf(pid int32) string {
 // whose lookups need the path syscalls that a Python file at p belongs to (a directory of p named as one of
 // the specs' Packages), or "".
 func ImportedFramework(p string) string {
+	// Cleaned once; each level up is then a cut at its last slash (a
+	// path.Dir a level cleaned and copied the rest again, for every
+	// Python file a traced process read).
 	dir := path.Dir(p)
-	for dir != "/" && dir != "." {
-		base := path.Base(dir)
+	for dir != "/" && dir != "." && dir != "" {
+		cut := strings.LastIndexByte(dir, '/')
+		base := dir[cut+1:]
 		for i := range registry.Registry {
 			if !needsPathSyscalls(&registry.Registry[i]) {
 				continue
@@ -564,7 +568,10 @@ func ImportedFramework(p string) string {
 				}
 			}
 		}
-		dir = path.Dir(dir)
+		if cut <= 0 {
+			break // the top: "/name" or "name"
+		}
+		dir = dir[:cut]
 	}
 	return ""
 }

@@ -136,3 +136,22 @@ func TestPythonFromPageCache(t *testing.T) {
 		}
 	}
 }
+
+// TestImportedFrameworkAtEveryLevel: the package is found at whatever
+// level of the path it is, relative paths and unclean ones included.
+func TestImportedFrameworkAtEveryLevel(t *testing.T) {
+	for p, want := range map[string]string{
+		"/numba/x.py":                     "numba",
+		"numba/x.py":                      "numba",
+		"numba/a/b/c/x.py":                "numba",
+		"/a//numba/./b/../x.py":           "numba",
+		"/numba":                          "",
+		"x.py":                            "",
+		"/site-packages/triton/c/d/e.py":  "triton",
+		"/site-packages/tritonx/c/d/e.py": "",
+	} {
+		if got := ImportedFramework(p); got != want {
+			t.Errorf("ImportedFramework(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
