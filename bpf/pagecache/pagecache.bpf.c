@@ -395,11 +395,16 @@ struct {
 	__type(value, struct walk_ctx);
 } walk_state SEC(".maps");
 
+/* The word at kernel address at (0 where it cannot be read), by the
+ * JIT's fault-safe load through a read-only view rather than a probe
+ * read, a helper call: the walks below and fault-around's folio walk
+ * read many. Read as the first field of a view, a folio's flags word, so
+ * that it is a number: a pointer field loaded through a view is a
+ * pointer, which the verifier lets no arithmetic mix with another. */
 static __always_inline __u64 read_addr(__u64 at)
 {
-	__u64 v = 0;
-	bpf_probe_read_kernel(&v, sizeof(v), (void *)at);
-	return v;
+	struct folio *w = bpf_rdonly_cast((void *)at, bpf_core_type_id_kernel(struct folio));
+	return w->flags.f;
 }
 
 static long walk_step(__u64 i, void *unused)
@@ -1122,21 +1127,9 @@ static __always_inline __u64 map_new_pages(struct tstate *t, struct file_key *ke
  * not taken (a node freed under the walk). */
 #define XA_DEPTH 8 /* 48 bits of page index: 1 EiB files */
 
-/* The word at kernel address addr, by a plain fault-safe load (the JIT's,
- * through a read-only view) rather than a probe read, a helper call:
- * fault-around runs the walk below twice a fault, eight reads for a
- * library's mapping. Read as the first field of a view, a folio's flags
- * word, so that it is a number: a pointer field loaded through a view is
- * a pointer, which the verifier lets no arithmetic mix with another. */
-static __always_inline __u64 kernel_word(__u64 addr)
-{
-	struct folio *w = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct folio));
-	return w->flags.f;
-}
-
 static __always_inline bool folio_span(struct address_space *mapping, __u64 index, __u64 *lo, __u64 *hi)
 {
-	__u64 e = kernel_word((__u64)mapping + bpf_core_field_offset(struct address_space, i_pages.xa_head));
+	__u64 e = read_addr((__u64)mapping + bpf_core_field_offset(struct address_space, i_pages.xa_head));
 	__u64 slots = bpf_core_field_offset(struct xa_node, slots);
 	for (int i = 0; i < XA_DEPTH; i++) {
 		/* an internal entry above 4096: a node */
@@ -1145,11 +1138,11 @@ static __always_inline bool folio_span(struct address_space *mapping, __u64 inde
 		__u64 node = e - 2;
 		struct xa_node *xn = bpf_rdonly_cast((void *)node, bpf_core_type_id_kernel(struct xa_node));
 		__u64 at = (index >> (xn->shift & 63)) & 63;
-		e = kernel_word(node + slots + at * 8);
+		e = read_addr(node + slots + at * 8);
 		/* a sibling: the internal entry of its first slot's number */
 		if ((e & 3) == 2 && e < 256) {
 			at = (e >> 2) & 63;
-			e = kernel_word(node + slots + at * 8);
+			e = read_addr(node + slots + at * 8);
 		}
 	}
 	if (!e || (e & 3)) /* none, a shadow entry or an internal one */

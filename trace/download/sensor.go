@@ -308,12 +308,11 @@ func (s *Sensor) Track(pid int32) {
 
 // handleClosed keeps one closed connection's record.
 func (s *Sensor) handleClosed(raw []byte) {
-	var c bpfdl.DownloadConn
-	if len(raw) < int(unsafe.Sizeof(c)) {
+	c, ok := probe.Decode[bpfdl.DownloadConn](raw, unsafe.Sizeof(bpfdl.DownloadConn{}))
+	if !ok {
 		return
 	}
-	c = *(*bpfdl.DownloadConn)(unsafe.Pointer(&raw[0]))
-	conn := decodeConn(&c)
+	conn := decodeConn(c)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Only what may be part of a download is kept: a client that opens a

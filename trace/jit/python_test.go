@@ -65,6 +65,15 @@ func TestImportedFramework(t *testing.T) {
 		"/venv/lib/python3.12/site-packages/triton/runtime/cache.py":                "triton",
 		"/venv/lib/python3.12/site-packages/huggingface_hub/file_download.py":       "",
 		"/usr/lib/python3.11/json/__init__.py":                                      "",
+		// At whatever level of the path, relative and unclean ones too.
+		"/numba/x.py":                     "numba",
+		"numba/x.py":                      "numba",
+		"/site-packages/triton/c/d/e.py":  "triton",
+		"numba/a/b/c/x.py":                "numba",
+		"/a//numba/./b/../x.py":           "numba",
+		"/numba":                          "",
+		"x.py":                            "",
+		"/site-packages/tritonx/c/d/e.py": "",
 	} {
 		if got := ImportedFramework(p); got != want {
 			t.Errorf("ImportedFramework(%q) = %q, want %q", p, got, want)
@@ -133,25 +142,6 @@ func TestPythonFromPageCache(t *testing.T) {
 			if c.Name == "python" && c.Lookups != 0 {
 				t.Errorf("no tag: python %s", counts(c))
 			}
-		}
-	}
-}
-
-// TestImportedFrameworkAtEveryLevel: the package is found at whatever
-// level of the path it is, relative paths and unclean ones included.
-func TestImportedFrameworkAtEveryLevel(t *testing.T) {
-	for p, want := range map[string]string{
-		"/numba/x.py":                     "numba",
-		"numba/x.py":                      "numba",
-		"numba/a/b/c/x.py":                "numba",
-		"/a//numba/./b/../x.py":           "numba",
-		"/numba":                          "",
-		"x.py":                            "",
-		"/site-packages/triton/c/d/e.py":  "triton",
-		"/site-packages/tritonx/c/d/e.py": "",
-	} {
-		if got := ImportedFramework(p); got != want {
-			t.Errorf("ImportedFramework(%q) = %q, want %q", p, got, want)
 		}
 	}
 }

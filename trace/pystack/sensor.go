@@ -154,8 +154,10 @@ func (s *Sensor) attach() error {
 		}
 		s.links = append(s.links, l)
 	}
-	// Every record wakes the reader (an exec is located within
-	// milliseconds): the periodic look is only a backstop.
+	// A new stack, a native leaf or an exec of an image not yet looked
+	// at wakes the reader (decoded, or located, within milliseconds);
+	// forks' records and execs of known images wait for the next
+	// wake-up or look (bpf/pystack: emit).
 	ring, err := probe.StartRing(s.objs.PyEvents, eventLook, eventLookIdle, s.handle)
 	if err != nil {
 		return fmt.Errorf("python stack records: %w", err)
@@ -165,7 +167,7 @@ func (s *Sensor) attach() error {
 }
 
 // eventLook and eventLookIdle bound how long a record the kernel queued
-// without waking the reader waits for it (none does today).
+// without waking the reader waits for it.
 const (
 	eventLook     = 100 * time.Millisecond
 	eventLookIdle = 2 * time.Second
@@ -183,11 +185,10 @@ func (s *Sensor) Seed(pid int) {
 
 // handle decodes one record of the walker.
 func (s *Sensor) handle(raw []byte) {
-	var ev bpfpy.PystackPyEvent
-	if len(raw) < int(unsafe.Sizeof(ev)) {
+	ev, ok := probe.Decode[bpfpy.PystackPyEvent](raw, unsafe.Sizeof(bpfpy.PystackPyEvent{}))
+	if !ok {
 		return
 	}
-	ev = *(*bpfpy.PystackPyEvent)(unsafe.Pointer(&raw[0]))
 	switch bpfpy.PystackPyEventKind(ev.Kind) {
 	case bpfpy.PystackPyEventKindPY_EV_NATIVE:
 		s.decodeNative(ev.Pid, ev.Stack, ev.Ip)

@@ -67,9 +67,8 @@ type Scoper struct {
 	closing  sync.WaitGroup
 	closeErr error
 	// Attaches and Closes count links made and closed (for the record's
-	// self-check and the tests); skipped counts the starts passed over
-	// for an exit queued behind them.
-	attaches, closes, skipped int
+	// self-check and the tests).
+	attaches, closes int
 
 	// TrackLater and Exited queue their work for a goroutine of the
 	// Scoper's own: they are called by ring-buffer readers, and making a process's
@@ -183,36 +182,20 @@ func (s *Scoper) drain() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// A process whose exit is queued behind its start gets no links: the
-	// children of a build or a shell loop live a millisecond, and their
-	// fork, exec and exit records come in one read of the ring. Making
-	// and closing its links cost coldtrace some 15 µs of CPU a process
-	// and the kernel a walk of every mapping of the library, for a
-	// process already gone.
-	lastExit := map[int32]int{}
-	for i, q := range qs {
-		if q.exit {
-			lastExit[q.pid] = i
-		}
-	}
 	// Library scans of known processes first: a JIT library is called
 	// soon after it is mapped, while the links of new processes queued
 	// before it (a registration takes tens of milliseconds under load)
 	// can wait. A scan never undoes what a queued Track or exit does.
-	var rest []int
-	for i, q := range qs {
-		if j, ok := lastExit[q.pid]; ok && i < j && !q.exit && !q.poll {
-			s.skipped++
-			continue
-		}
+	rest := qs[:0]
+	for _, q := range qs {
 		if (q.scan || q.lib) && s.procs[q.pid] != nil {
 			s.apply(q)
 		} else {
-			rest = append(rest, i)
+			rest = append(rest, q)
 		}
 	}
-	for _, i := range rest {
-		s.apply(qs[i])
+	for _, q := range rest {
+		s.apply(q)
 	}
 }
 
@@ -245,8 +228,6 @@ func (s *Scoper) apply(q queued) {
 	default:
 		if p := s.procs[q.pid]; p != nil {
 			s.closeLinks(q.pid, p)
-		} else {
-			s.gone[q.pid] = true // a late event of it makes no links
 		}
 	}
 }
@@ -515,7 +496,7 @@ func (s *Scoper) fail(set *Set, i int, msg string) {
 
 // attachFile links every set's probes in lf for pid, once.
 func (s *Scoper) attachFile(pid int32, p *proc, lf *libFile) {
-	if p.files[lf.key] || s.procs[pid] != p { // attached, or found gone
+	if p.files[lf.key] {
 		return
 	}
 	p.files[lf.key] = true
@@ -538,10 +519,7 @@ func (s *Scoper) attachFile(pid int32, p *proc, lf *libFile) {
 		}
 		if err := s.link(pid, p, lf, set, pl); err != nil {
 			if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
-				// It exited before its event was handled: later events
-				// of it make nothing.
-				s.closeLinks(pid, p)
-				return
+				return // it exited before its event was handled
 			}
 			for _, i := range pl.idx {
 				s.fail(set, i, fmt.Sprintf("%s (pid %d): %v", lf.name, pid, err))
@@ -625,8 +603,6 @@ func (s *Scoper) closeLinks(pid int32, p *proc) {
 	}
 	s.closes += len(p.links)
 	s.closing.Add(1)
-	ls := p.links
-	p.links = nil
 	go func(ls []link.Link) {
 		defer s.closing.Done()
 		err := probe.CloseLinks(ls)
@@ -637,7 +613,7 @@ func (s *Scoper) closeLinks(pid int32, p *proc) {
 			}
 			s.mu.Unlock()
 		}
-	}(ls)
+	}(p.links)
 }
 
 // Begin is part of the session's sensor interface.
