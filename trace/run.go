@@ -143,9 +143,19 @@ func (s *session) trackGated(links *uprobes.Scoper) {
 	if s.gated == nil {
 		return // an attach: no command to start
 	}
-	if child, err := s.gated.wait(); err == nil {
-		links.Track(int32(child.Pid()), true)
+	child, err := s.gated.wait()
+	if err != nil {
+		return
 	}
+	// What the program can call, read before it runs: the gated probes
+	// (getaddrinfo's) go into a command that can call them, or run a
+	// program that can in its own process (env curl …), from its first
+	// instruction, and into no other.
+	programs, err := child.FirstPrograms()
+	if err != nil {
+		programs = nil // unknown: probed
+	}
+	links.TrackProgram(int32(child.Pid()), programs)
 }
 
 // launch takes the command's gated shim, seeds it into the tracked set

@@ -419,3 +419,99 @@ func findCaller(t *testing.T, bin string, uid int) int {
 	t.Fatal("the traced command never ran")
 	return 0
 }
+
+// lookupFirstByteC prints the first byte of getaddrinfo as its main
+// begins, then waits for stdin to close. It imports getaddrinfo only
+// when built with -DLOOKS_UP.
+const lookupFirstByteC = `
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+	volatile unsigned char *g = (volatile unsigned char *)dlsym(RTLD_DEFAULT, "getaddrinfo");
+	printf("%02x\n", g ? *g : 0);
+	fflush(stdout);
+	char c;
+	while (read(0, &c, 1) > 0)
+		;
+#ifdef LOOKS_UP
+	if (argc > 5) {
+		struct addrinfo *r;
+		return getaddrinfo(argv[1], 0, 0, &r);
+	}
+#endif
+	return 0;
+}
+`
+
+// TestNameLookupProbeOnlyInProgramsThatResolve: libc's getaddrinfo is
+// probed from the first instruction of a command that imports it, even
+// one started through a program that does not (env), and not at all in
+// a command that cannot call it (its breakpoint would make each of its
+// forks copy the page table of libc's text).
+func TestNameLookupProbeOnlyInProgramsThatResolve(t *testing.T) {
+	requireTracing(t)
+	if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+		t.Skipf("the links are found as uprobe_multi links: %v", err)
+	}
+	u := testuser.Create(t)
+	dir := userDir(t, u)
+	resolver, quiet := filepath.Join(dir, "resolver"), filepath.Join(dir, "quiet")
+	ccFile(t, resolver, lookupFirstByteC, "-DLOOKS_UP")
+	ccFile(t, quiet, lookupFirstByteC)
+	envBin, err := exec.LookPath("env")
+	if err != nil {
+		t.Skip("needs env")
+	}
+	cases := []struct {
+		name  string
+		argv  []string
+		bin   string
+		links int
+	}{
+		{"a program that imports getaddrinfo", []string{resolver}, resolver, 2},
+		{"the same through env", []string{envBin, "X=1", resolver}, resolver, 2},
+		{"a program that cannot call it", []string{quiet}, quiet, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ct := exec.Command(ctBin, append([]string{"-q", "-o", filepath.Join(dir, "lookup.ctrace"), "--"}, c.argv...)...)
+			ct.Env = append(os.Environ(), sudoEnv(u)...)
+			in, err := ct.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := ct.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ct.Stderr = os.Stderr
+			if err := ct.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = ct.Process.Kill(); _ = ct.Wait() }()
+			first := bufio.NewScanner(out)
+			if !first.Scan() {
+				t.Fatal("the command printed nothing")
+			}
+			pid := findCaller(t, c.bin, u.UID)
+			progs := pidPrograms(t, pid)
+			if len(progs) != c.links {
+				t.Errorf("%d uprobe_multi links filtered to pid %d, want %d", len(progs), pid, c.links)
+			}
+			// Probed before its exec: the breakpoint was in place when main
+			// began. (Another tracer's probe on getaddrinfo would read the
+			// same, so a command not probed is told by its links alone.)
+			if c.links > 0 && first.Text() != "cc" {
+				t.Errorf("getaddrinfo began with %s as main began, not a breakpoint: probed only after the start", first.Text())
+			}
+			in.Close()
+			if err := ct.Wait(); err != nil {
+				t.Fatalf("coldtrace: %v", err)
+			}
+		})
+	}
+}

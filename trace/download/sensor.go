@@ -292,9 +292,28 @@ func (s *Sensor) attachResolver() error {
 		break
 	}
 	s.resolver = &uprobes.Set{Name: "network", Entry: s.objs.OnGetaddrinfo, Return: s.objs.OnGaiReturn,
-		Targets: []uprobes.Target{{Name: "libc.so.6:getaddrinfo", Lib: "libc.so.6", Symbol: "getaddrinfo"}}}
+		Targets: []uprobes.Target{{Name: "libc.so.6:getaddrinfo", Lib: "libc.so.6", Symbol: "getaddrinfo"}},
+		Gate:    resolverGate()}
 	s.scoper.Add(s.resolver)
 	return nil
+}
+
+// resolverGate keeps the getaddrinfo probe out of programs that cannot
+// look a name up: its breakpoint makes each fork of the process copy the
+// page table of libc's text, which a shell loop or a build's driver pays
+// at every child. getaddrinfo_a (libc's since 2.34) calls getaddrinfo
+// inside libc. The quiet libraries are glibc's own, the compilers'
+// runtimes and the compression, terminal, regex and security libraries
+// the system's tools need (none of them resolves names): a program that
+// needs any other library (libcurl, libcrypto, libpython) is probed from
+// its start, as is one that imports getaddrinfo itself (bash, git, node,
+// Debian's python3).
+func resolverGate() *uprobes.Gate {
+	return &uprobes.Gate{Symbols: []string{"getaddrinfo", "getaddrinfo_a"},
+		Quiet: []string{"libc", "libm", "libdl", "libpthread", "librt", "libutil", "libcrypt", "libmvec",
+			"ld-linux-x86-64", "ld-linux-aarch64", "libgcc_s", "libstdc++", "libatomic",
+			"libz", "libzstd", "liblzma", "libbz2", "liblz4", "libtinfo", "libncursesw", "libncurses",
+			"libselinux", "libpcre2-8", "libacl", "libattr", "libcap", "libgmp", "libmpfr", "libmpc", "libisl"}}
 }
 
 // Track probes getaddrinfo in a process the caller traces (only needed
@@ -530,8 +549,11 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	}
 	if st := s.scoper.States(s.resolver); len(rec.Downloads) > 0 && st[0].Processes == 0 {
 		why := "no traced process mapped a C library"
-		if st[0].Error != "" {
+		switch {
+		case st[0].Error != "":
 			why = st[0].Error
+		case st[0].Unprobed > 0:
+			why = fmt.Sprintf("none of the %d traced processes imports it", st[0].Unprobed)
 		}
 		rec.Warnings = append(rec.Warnings, "network: getaddrinfo was not probed ("+why+"): downloads carry no host names")
 	}

@@ -70,6 +70,10 @@ type Child struct {
 	cmd    *exec.Cmd
 	gate   *os.File // write end: one byte releases the shim
 	status *os.File // read end: the shim writes why exec failed
+	// programFDs are the shim's descriptors of the program it will
+	// execute and of those its arguments name (FirstPrograms), opened
+	// with the command's rights; none when it could not tell.
+	programFDs []int
 }
 
 // Stdio are the command's standard files.
@@ -142,7 +146,7 @@ func Start(spec Spec, stdio Stdio, foreground bool) (*Child, error) {
 		return nil, fmt.Errorf("start %s: %w", self, err)
 	}
 	c := &Child{cmd: cmd, gate: gateW, status: statusR}
-	err = waitReady(readyR)
+	c.programFDs, err = waitReady(readyR)
 	readyR.Close()
 	if errors.Is(err, errShimExited) {
 		// It said why on the status pipe before exiting.
@@ -185,25 +189,55 @@ func specMemfd(spec Spec) (*os.File, error) {
 	return f, nil
 }
 
-func waitReady(ready *os.File) error {
+// waitReady reads the shim's ready message: a byte, then the numbers of
+// its descriptors of the programs (FirstPrograms), one byte each.
+func waitReady(ready *os.File) (programFDs []int, err error) {
 	if err := ready.SetReadDeadline(time.Now().Add(readyTimeout)); err != nil {
-		return fmt.Errorf("wait for the shim: %w", err)
+		return nil, fmt.Errorf("wait for the shim: %w", err)
 	}
-	var b [1]byte
-	n, err := ready.Read(b[:])
-	if n == 1 {
-		return nil
+	// The shim writes its message at once and closes the pipe.
+	b, err := io.ReadAll(io.LimitReader(ready, 1+maxFirstPrograms))
+	switch {
+	case len(b) > 0:
+		for _, fd := range b[1:] {
+			programFDs = append(programFDs, int(fd))
+		}
+		return programFDs, nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, fmt.Errorf("the command's shim was not ready after %v (is the program on a hung file system?)", readyTimeout)
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return fmt.Errorf("the command's shim was not ready after %v (is the program on a hung file system?)", readyTimeout)
-	}
-	return errShimExited
+	return nil, errShimExited
 }
 
 var errShimExited = errors.New("the command's shim exited before it was ready")
 
 // Pid is the command's pid (the shim's, which execs the command).
 func (g *Child) Pid() int { return g.cmd.Process.Pid }
+
+// FirstPrograms opens the program the shim will execute and the programs
+// its arguments name (see firstPrograms), through the shim's own
+// descriptors of them (opened with the command's rights, never by a path
+// here): what the uprobe gates read before the command runs. An error
+// means the shim could not tell them all. It must be called before
+// Release.
+func (g *Child) FirstPrograms() ([]*os.File, error) {
+	if len(g.programFDs) == 0 {
+		return nil, errors.New("the shim could not open the programs the command may run first")
+	}
+	var out []*os.File
+	for _, fd := range g.programFDs {
+		p := fmt.Sprintf("/proc/%d/fd/%d", g.cmd.Process.Pid, fd)
+		f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, fmt.Errorf("open the command's program: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
 
 // Release lets the shim exec the command and reports an exec failure.
 func (g *Child) Release() error {
@@ -283,7 +317,13 @@ func RunShim() {
 		}
 	}
 	ready := os.NewFile(fdReady, "ready")
-	_, _ = ready.Write([]byte{1})
+	msg := []byte{1}
+	if why == "" {
+		for _, fd := range firstPrograms(path, spec.Argv, spec.Env) {
+			msg = append(msg, byte(fd))
+		}
+	}
+	_, _ = ready.Write(msg)
 	ready.Close()
 	gate := os.NewFile(fdGate, "gate")
 	var b [1]byte
@@ -296,6 +336,99 @@ func RunShim() {
 	}
 	fmt.Fprint(status, why)
 	os.Exit(127)
+}
+
+// The bounds of firstPrograms: arguments looked at, words taken for
+// program names in them, programs opened.
+const (
+	maxFirstArgs     = 32
+	maxFirstWords    = 64
+	maxFirstPrograms = 16
+)
+
+// firstPrograms opens, with the command's rights, the program path and
+// the programs its arguments name: words of the first arguments (split
+// as a shell would split a -c script, roughly) that are a path to an
+// executable file or a program found in the command's PATH, skipping
+// options and assignments. A command often runs another program in its
+// own process (env, nice, timeout, sh -c 'curl …' execute it, or fork
+// it at once), before coldtrace could look at it: these are what it may
+// run first. None (the caller then assumes the worst) when path cannot be
+// opened or the bounds are passed. The descriptors close at the exec.
+func firstPrograms(path string, argv, env []string) []int {
+	fd, ok := openProgram(path)
+	if !ok {
+		return nil
+	}
+	fds := []int{fd}
+	fail := func() []int {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil
+	}
+	if len(argv) > maxFirstArgs {
+		return fail()
+	}
+	words := 0
+	for _, a := range argv[1:] {
+		for _, w := range strings.FieldsFunc(a, shellSeparator) {
+			if words++; words > maxFirstWords {
+				return fail()
+			}
+			if strings.HasPrefix(w, "-") || strings.Contains(w, "=") {
+				continue
+			}
+			p := w
+			if !strings.Contains(w, "/") {
+				var err error
+				if p, err = findProgram(w, env); err != nil {
+					continue
+				}
+			} else if unix.Access(p, unix.X_OK) != nil {
+				continue
+			}
+			var st unix.Stat_t
+			if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				continue // a directory or a device: no program
+			}
+			fd, ok := openProgram(p)
+			if !ok {
+				return fail() // a program the user may run but not read
+			}
+			if fds = append(fds, fd); len(fds) > maxFirstPrograms {
+				return fail()
+			}
+		}
+	}
+	return fds
+}
+
+// shellSeparator splits a shell word list: blanks, operators and quotes.
+func shellSeparator(r rune) bool {
+	return strings.ContainsRune(" \t\n;&|()<>`'\"$", r)
+}
+
+// openProgram opens path, a regular file, with the command's rights, for
+// coldtrace to read what the program can call before it runs (Child's
+// FirstPrograms); ok false when it cannot (a program the user may execute
+// but not read, or a descriptor number past a byte). The descriptor is
+// closed by the exec.
+func openProgram(path string) (fd int, ok bool) {
+	var st unix.Stat_t
+	// Only a regular file is opened: opening a device can act on it.
+	if err := unix.Stat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return -1, false
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return -1, false
+	}
+	if fd > 255 {
+		unix.Close(fd)
+		return -1, false
+	}
+	return fd, true
 }
 
 // becomeUser changes every thread of the shim to u; it returns why not.

@@ -180,3 +180,98 @@ func TestNotProgramNamesTheKind(t *testing.T) {
 		}
 	}
 }
+
+// TestShimHandsItsProgramsOver: before the release, the shim's
+// descriptors give the program it found (PATH searched with the
+// command's own environment) and the programs its arguments name; the
+// command inherits none of them; a FIFO found as the program, or more
+// arguments than are looked at, give none.
+func TestShimHandsItsProgramsOver(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "fds")
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	env := []string{"PATH=/usr/bin:/bin"}
+	inode := func(p string) [2]uint64 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return [2]uint64{st.Dev, st.Ino}
+	}
+	found := func(name string) string {
+		p, err := findProgram(name, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	start := func(argv []string) *Child {
+		c, err := Start(Spec{Argv: argv, Env: env}, Stdio{Stdin: devnull, Stdout: devnull, Stderr: os.Stderr}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	handed := func(c *Child) (got [][2]uint64, err error) {
+		fs, err := c.FirstPrograms()
+		for _, f := range fs {
+			var st syscall.Stat_t
+			if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, [2]uint64{st.Dev, st.Ino})
+			f.Close()
+		}
+		return got, err
+	}
+
+	c := start([]string{"sh", "-c", `for f in /proc/$$/fd/*; do readlink "$f"; done > "$0"; exit 0; env X=1 true --flag`, out})
+	got, err := handed(c)
+	if err != nil {
+		t.Fatalf("the shim handed no programs over: %v", err)
+	}
+	// sh itself, then readlink, env and true named in the script ("for",
+	// "do" and the rest are in no PATH directory; /proc/$$/fd/* is no file).
+	want := [][2]uint64{inode(found("sh")), inode(found("readlink")), inode(found("env")), inode(found("true"))}
+	if !slices.Equal(got, want) {
+		t.Errorf("programs handed over %v, want %v (sh, readlink, env, true)", got, want)
+	}
+	if err := c.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.Wait().ExitCode(); code != 0 {
+		t.Fatalf("the command exited %d", code)
+	}
+	fds, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(fds)), "\n") {
+		if st, err := os.Stat(l); err == nil && st.Mode().IsRegular() && strings.HasPrefix(l, "/usr/bin/") {
+			t.Errorf("the command inherited a shim's descriptor of a program: %q", fds)
+		}
+	}
+
+	fifo := filepath.Join(dir, "fc")
+	if err := syscall.Mkfifo(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	long := []string{"true"}
+	for i := 0; i < maxFirstArgs; i++ {
+		long = append(long, "x")
+	}
+	for _, argv := range [][]string{{fifo}, long} {
+		c := start(argv)
+		if got, err := handed(c); err == nil {
+			t.Errorf("%.40q: programs %v handed over, want none", argv, got)
+		}
+		c.Abort()
+	}
+}

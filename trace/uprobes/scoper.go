@@ -36,7 +36,10 @@ type Set struct {
 	Targets []Target
 	Entry   *ebpf.Program
 	Return  *ebpf.Program
-	states  []TargetState
+	// Gate, when set, keeps the set's links out of processes that
+	// cannot call its function.
+	Gate   *Gate
+	states []TargetState
 }
 
 // Options configure a Scoper.
@@ -58,6 +61,7 @@ type Scoper struct {
 	files map[fileKey]*libFile
 	order []*libFile // files in the order they became known
 	procs map[int32]*proc
+	gated map[gateFile]bool // the gates' answers, per file
 	// gone are the processes whose links were closed: a late event of
 	// theirs (an exec or open handled after the exit) makes none again.
 	gone     map[int32]bool
@@ -113,11 +117,18 @@ type libFile struct {
 	err  error // reading its symbols failed
 }
 
+// linkKey is one set's links in one library file.
+type linkKey struct {
+	file fileKey
+	set  *Set
+}
+
 // proc is one traced process's links.
 type proc struct {
-	files map[fileKey]bool
-	links []link.Link
-	perf  bool
+	linked map[linkKey]bool
+	reach  map[*Set]bool // the gated sets it can call
+	links  []link.Link
+	perf   bool
 	// fromPoll is set for a process first seen in the tracked set, age
 	// counts the polls since: its fork event may come a little later,
 	// and is no reason to start over.
@@ -212,7 +223,7 @@ func (s *Scoper) apply(q queued) {
 			delete(s.quick, q.pid)
 		}
 	case q.lib:
-		s.trackLocked(q.pid, false)
+		s.trackLocked(q.pid, false, nil)
 		if s.procs[q.pid] != nil && !s.quick[q.pid] {
 			if s.quick == nil {
 				s.quick = map[int32]bool{}
@@ -224,7 +235,7 @@ func (s *Scoper) apply(q queued) {
 			}
 		}
 	case !q.exit:
-		s.trackLocked(q.pid, q.fresh)
+		s.trackLocked(q.pid, q.fresh, nil)
 	default:
 		if p := s.procs[q.pid]; p != nil {
 			s.closeLinks(q.pid, p)
@@ -317,7 +328,28 @@ func (s *Scoper) Track(pid int32, fresh bool) {
 	s.drain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.trackLocked(pid, fresh)
+	s.trackLocked(pid, fresh, nil)
+}
+
+// TrackProgram is Track for a new process that has not executed its
+// program yet (the command, held before its exec): programs, open
+// descriptors of what it will execute and of what that may execute in
+// the same process at once, tell the gates what it can call; none (they
+// could not be opened) counts as a program that calls every gated
+// function. TrackProgram closes programs.
+func (s *Scoper) TrackProgram(pid int32, programs []*os.File) {
+	defer func() {
+		for _, f := range programs {
+			f.Close()
+		}
+	}()
+	if len(programs) == 0 {
+		programs = nil // a fork's rule: probed
+	}
+	s.drain()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trackLocked(pid, true, programs)
 }
 
 // TrackExisting is Track for a process that ran before the trace
@@ -331,7 +363,7 @@ func (s *Scoper) TrackExisting(pid int32) {
 	s.drain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.trackLocked(pid, false)
+	s.trackLocked(pid, false, nil)
 	if p := s.procs[pid]; p != nil {
 		s.scan(pid, p)
 	}
@@ -350,7 +382,14 @@ func (s *Scoper) TrackLater(pid int32, fresh bool) {
 	s.enqueue(queued{pid: pid, fresh: fresh})
 }
 
-func (s *Scoper) trackLocked(pid int32, fresh bool) {
+// trackLocked covers pid with the links of the files known now. A new
+// process gets the gated sets' links when one of programs can call
+// them, when programs is nil and it is announced by its fork (fresh: it
+// executes its own program a moment later, sooner than its exec is
+// handled and a link made, and the link follows it through the exec), or
+// else when the program it runs now can. A known process gets them when
+// it executes a program that can.
+func (s *Scoper) trackLocked(pid int32, fresh bool, programs []*os.File) {
 	if len(s.sets) == 0 || pid <= 0 {
 		return
 	}
@@ -375,8 +414,22 @@ func (s *Scoper) trackLocked(pid int32, fresh bool) {
 			s.gone[pid] = true
 			return
 		}
-		p = &proc{files: map[fileKey]bool{}}
+		p = &proc{linked: map[linkKey]bool{}, reach: map[*Set]bool{}}
 		s.procs[pid] = p
+		switch {
+		case programs != nil:
+			for _, f := range programs {
+				s.reachProgram(pid, p, f)
+			}
+		case fresh:
+			s.reachAll(p)
+		default:
+			s.reachProgram(pid, p, nil)
+		}
+		for _, lf := range s.order {
+			s.attachFile(pid, p, lf)
+		}
+	} else if !fresh && s.reachProgram(pid, p, nil) {
 		for _, lf := range s.order {
 			s.attachFile(pid, p, lf)
 		}
@@ -400,15 +453,18 @@ func (s *Scoper) scan(pid int32, p *proc) {
 	if err != nil {
 		return // it exited: Poll closes its links
 	}
+	if s.reachMapped(pid, p, maps) {
+		for _, lf := range s.order {
+			s.attachFile(pid, p, lf)
+		}
+	}
 	for _, m := range maps {
 		if !m.Exec() {
 			continue
 		}
 		key := fileKey{uint64(unix.Mkdev(m.Major, m.Minor)), m.Inode}
 		if lf := s.files[key]; lf != nil {
-			if !p.files[key] {
-				s.attachFile(pid, p, lf)
-			}
+			s.attachFile(pid, p, lf)
 			continue
 		}
 		if !s.wanted(path.Base(m.Path)) {
@@ -494,13 +550,15 @@ func (s *Scoper) fail(set *Set, i int, msg string) {
 	}
 }
 
-// attachFile links every set's probes in lf for pid, once.
+// attachFile links every set's probes in lf for pid, once, a gated set's
+// only once pid can call it.
 func (s *Scoper) attachFile(pid int32, p *proc, lf *libFile) {
-	if p.files[lf.key] {
-		return
-	}
-	p.files[lf.key] = true
 	for _, set := range s.sets {
+		k := linkKey{lf.key, set}
+		if p.linked[k] || (set.Gate != nil && !p.reach[set]) {
+			continue
+		}
+		p.linked[k] = true
 		pl := s.planFor(set, lf)
 		if len(pl.idx) == 0 {
 			continue
@@ -598,6 +656,7 @@ func (s *Scoper) link(pid int32, p *proc, lf *libFile, set *Set, pl plan) error 
 func (s *Scoper) closeLinks(pid int32, p *proc) {
 	delete(s.procs, pid)
 	s.gone[pid] = true
+	s.countUnprobed(p)
 	if len(p.links) == 0 {
 		return
 	}
@@ -614,6 +673,18 @@ func (s *Scoper) closeLinks(pid int32, p *proc) {
 			s.mu.Unlock()
 		}
 	}(p.links)
+}
+
+// countUnprobed counts p, leaving, in each gated set it could not call.
+func (s *Scoper) countUnprobed(p *proc) {
+	for _, set := range s.sets {
+		if set.Gate == nil || p.reach[set] {
+			continue
+		}
+		for i := range set.states {
+			set.states[i].Unprobed++
+		}
+	}
 }
 
 // Begin is part of the session's sensor interface.
@@ -665,7 +736,7 @@ func (s *Scoper) pollLocked() {
 	}
 	for pid := range live {
 		if s.procs[pid] == nil {
-			s.trackLocked(pid, true)
+			s.trackLocked(pid, true, nil)
 			if p := s.procs[pid]; p != nil {
 				p.fromPoll = true
 			}
@@ -716,6 +787,7 @@ func (s *Scoper) Close() error {
 	for pid, p := range s.procs {
 		all = append(all, p.links...)
 		s.closes += len(p.links)
+		s.countUnprobed(p)
 		delete(s.procs, pid)
 	}
 	files := s.order

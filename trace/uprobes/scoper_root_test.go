@@ -1,8 +1,10 @@
 package uprobes
 
 import (
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -247,4 +249,160 @@ func TestScoperMakesNoLinksForAReapedProcess(t *testing.T) {
 	if made, _ := s.Counts(); made != 1 {
 		t.Errorf("%d links made, want 1 (the live process's)", made)
 	}
+}
+
+// libcOf returns the path of the C library pid maps.
+func libcOf(t *testing.T, pid int32) string {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(maps), "\n") {
+		if f := strings.Fields(l); len(f) == 6 && strings.HasSuffix(f[5], "/libc.so.6") {
+			return f[5]
+		}
+	}
+	t.Fatalf("pid %d maps no libc.so.6", pid)
+	return ""
+}
+
+// TestGatedSetLinksOnlyProcessesThatCanCallIt: with a gate on
+// getaddrinfo, a program that needs only libc gets no link, whether
+// tracked by its pid (as its exec is handled) or before its exec by its
+// program's file, until it opens a library that imports getaddrinfo; a
+// program importing it gets its link at once, and so does a process
+// announced by its fork (it executes another program sooner than a link
+// could follow); the processes never linked are counted.
+func TestGatedSetLinksOnlyProcessesThatCanCallIt(t *testing.T) {
+	testenv.RequireTracing(t)
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler (cc)")
+	}
+	dir := t.TempDir()
+	buildELF(t, dir, "libnet.so", `#include <netdb.h>
+int net_lookup(const char *n) { struct addrinfo *r; return getaddrinfo(n, 0, 0, &r); }
+`, "-shared", "-fPIC")
+	// Quiet until told: then it opens libnet.so and says so.
+	opener := buildELF(t, dir, "opener", `#include <dlfcn.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	char c;
+	if (read(0, &c, 1) != 1) return 1;
+	if (!dlopen(argv[1], RTLD_NOW)) { fprintf(stderr, "%s\n", dlerror()); return 1; }
+	printf("open\n"); fflush(stdout);
+	return read(0, &c, 1) < 0;
+}
+`)
+	caller := buildELF(t, dir, "caller", `#include <netdb.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	char c;
+	if (argc > 5) { struct addrinfo *r; return getaddrinfo(argv[0], 0, 0, &r); }
+	return read(0, &c, 1) < 0;
+}
+`)
+	start := func(args ...string) (*exec.Cmd, func(string), *strings.Builder) {
+		cmd := exec.Command(args[0], args[1:]...)
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { in.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		got := &strings.Builder{}
+		say := func(want string) {
+			if _, err := in.Write([]byte{1}); err != nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, len(want)+1)
+			if _, err := io.ReadFull(out, b); err != nil {
+				t.Fatalf("%s: %v", args[0], err)
+			}
+			got.Write(b)
+		}
+		return cmd, say, got
+	}
+	quietCmd, open, said := start(opener, filepath.Join(dir, "libnet.so"))
+	callerCmd, _, _ := start(caller)
+	heldCmd, _, _ := start(opener, filepath.Join(dir, "libnet.so"))
+	quiet, calls, held := int32(quietCmd.Process.Pid), int32(callerCmd.Process.Pid), int32(heldCmd.Process.Pid)
+	for _, pid := range []int32{quiet, calls, held} {
+		for i := 0; !strings.Contains(readMaps(pid), "/libc.so.6"); i++ {
+			if i == 2000 {
+				t.Fatalf("pid %d never mapped libc", pid)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	s := New(Options{})
+	if !s.Multi() {
+		t.Skip("no uprobe_multi links on this kernel")
+	}
+	defer s.Close()
+	libc := libcOf(t, quiet)
+	f, err := os.Open(libc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddFile(f, libc); err != nil {
+		t.Fatal(err)
+	}
+	set := &Set{Name: "test", Entry: emptyProgram(t, true), Targets: []Target{{Name: "getpid", Lib: "libc.so.6", Symbol: "getpid"}},
+		Gate: testGate()}
+	s.Add(set)
+	s.Track(quiet, false)
+	s.Track(calls, false)
+	prog, err := os.Open(opener)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.TrackProgram(held, []*os.File{prog})
+	forked := sleepers(t, 1)[0]
+	s.Track(forked, true)
+	if err := s.Poll(0, nil); err != nil { // the first scans
+		t.Fatal(err)
+	}
+	s.drain()
+	byPID := linksByPID(t)
+	if byPID[uint32(quiet)] != 0 || byPID[uint32(held)] != 0 || byPID[uint32(calls)] != 1 || byPID[uint32(forked)] != 1 {
+		t.Fatalf("links before the library opens: quiet %d, held %d, caller %d, forked %d; want 0, 0, 1, 1",
+			byPID[uint32(quiet)], byPID[uint32(held)], byPID[uint32(calls)], byPID[uint32(forked)])
+	}
+
+	open("open")
+	if said.String() != "open\n" {
+		t.Fatalf("the opener said %q", said.String())
+	}
+	s.Track(quiet, false)                  // as its library's open is handled
+	if err := s.Poll(0, nil); err != nil { // its next scan
+		t.Fatal(err)
+	}
+	s.drain()
+	byPID = linksByPID(t)
+	if byPID[uint32(quiet)] != 1 || byPID[uint32(held)] != 0 {
+		t.Errorf("links once the library is open: quiet %d, held %d; want 1, 0", byPID[uint32(quiet)], byPID[uint32(held)])
+	}
+	if made, _ := s.Counts(); made != 3 {
+		t.Errorf("%d links made, want 3", made)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.States(set); st[0].Processes != 3 || st[0].Unprobed != 1 {
+		t.Errorf("states: %+v; want 3 processes probed, 1 not", st)
+	}
+}
+
+func readMaps(pid int32) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/maps")
+	return string(b)
 }

@@ -54,4 +54,7 @@ type TargetState struct {
 	Error string
 	// Processes counts the traced processes it was attached in.
 	Processes int
+	// Unprobed counts the traced processes its set's gate kept it out
+	// of: none of their objects could call it.
+	Unprobed int
 }
