@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -116,26 +117,70 @@ func (s *Scoper) answer(g *Gate, key fileKey, program bool, read func() (v, ok b
 	return v
 }
 
+// programReadTimeout bounds TrackProgram's reading of the programs a
+// command will run, which the command's release waits for.
+const programReadTimeout = time.Second
+
+// readPrograms asks each gate whether one of programs can call its
+// function, reading them in a goroutine for at most timeout; past it,
+// or with no programs, every gate's answer is yes. It closes programs,
+// once read.
+func readPrograms[F interface {
+	io.ReaderAt
+	io.Closer
+}](gates []*Gate, programs []F, timeout time.Duration) map[*Gate]bool {
+	all := func() map[*Gate]bool {
+		out := map[*Gate]bool{}
+		for _, g := range gates {
+			out[g] = true
+		}
+		return out
+	}
+	if len(programs) == 0 {
+		return all()
+	}
+	done := make(chan map[*Gate]bool, 1)
+	go func() {
+		out := map[*Gate]bool{}
+		for _, g := range gates {
+			for _, f := range programs {
+				if g.mayCall(f, true) {
+					out[g] = true
+					break
+				}
+			}
+		}
+		for _, f := range programs {
+			f.Close()
+		}
+		done <- out
+	}()
+	select {
+	case out := <-done:
+		return out
+	case <-time.After(timeout):
+		return all()
+	}
+}
+
 // programFile opens the program pid runs, through the kernel's own link
 // to it (never a path the process named).
 func programFile(pid int32) (*os.File, error) {
 	return os.Open("/proc/" + strconv.Itoa(int(pid)) + "/exe")
 }
 
-// reachProgram marks the gated sets that p's program can call, f being
-// that program (nil: pid's own, opened now). It returns whether a set
-// became reachable. A program that cannot be read is taken to call them.
-func (s *Scoper) reachProgram(pid int32, p *proc, f *os.File) bool {
+// reachProgram marks the gated sets that the program pid runs can call.
+// It returns whether a set became reachable. A program that cannot be
+// read is taken to call them.
+func (s *Scoper) reachProgram(pid int32, p *proc) bool {
 	if !s.unreached(p) {
 		return false
 	}
-	if f == nil {
-		var err error
-		if f, err = programFile(pid); err != nil {
-			return s.reachAll(p)
-		}
-		defer f.Close()
+	f, err := programFile(pid)
+	if err != nil {
+		return s.reachAll(p)
 	}
+	defer f.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return s.reachAll(p)

@@ -1,10 +1,12 @@
 package uprobes
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // testGate is the shape of the name-lookup gate: getaddrinfo and the
@@ -115,5 +117,45 @@ func TestGateQuietLibraryNames(t *testing.T) {
 		if got := g.quiet(c.needed); got != c.want {
 			t.Errorf("%q quiet: %v, want %v", c.needed, got, c.want)
 		}
+	}
+}
+
+// stuckFile is a program whose reads wait until release is closed, as a
+// file on a hung file system would.
+type stuckFile struct {
+	release chan struct{}
+	closed  chan struct{}
+}
+
+func (f *stuckFile) ReadAt(p []byte, off int64) (int, error) {
+	<-f.release
+	return 0, io.ErrUnexpectedEOF
+}
+
+func (f *stuckFile) Close() error {
+	close(f.closed)
+	return nil
+}
+
+// TestProgramsOnAHungFileSystemCountAsCallers: reading the programs a
+// command will run stops waiting after its timeout and answers that they
+// may call the function (probed, as without a gate); the file is closed
+// once its read returns.
+func TestProgramsOnAHungFileSystemCountAsCallers(t *testing.T) {
+	g := testGate()
+	f := &stuckFile{release: make(chan struct{}), closed: make(chan struct{})}
+	start := time.Now()
+	got := readPrograms([]*Gate{g}, []*stuckFile{f}, 50*time.Millisecond)
+	if took := time.Since(start); !got[g] || took > 5*time.Second {
+		t.Errorf("a hung program: answer %v after %v, want yes after the timeout", got[g], took)
+	}
+	close(f.release)
+	select {
+	case <-f.closed:
+	case <-time.After(10 * time.Second):
+		t.Error("the hung program was never closed")
+	}
+	if got := readPrograms([]*Gate{g}, []*os.File(nil), time.Second); !got[g] {
+		t.Error("no programs read: the gate must answer yes")
 	}
 }

@@ -336,20 +336,23 @@ func (s *Scoper) Track(pid int32, fresh bool) {
 // descriptors of what it will execute and of what that may execute in
 // the same process at once, tell the gates what it can call; none (they
 // could not be opened) counts as a program that calls every gated
-// function. TrackProgram closes programs.
+// function. The programs are read before the lock is taken, for at most
+// programReadTimeout (a program on a hung file system counts as one that
+// calls them). TrackProgram closes programs.
 func (s *Scoper) TrackProgram(pid int32, programs []*os.File) {
-	defer func() {
-		for _, f := range programs {
-			f.Close()
+	s.mu.Lock()
+	var gates []*Gate
+	for _, set := range s.sets {
+		if set.Gate != nil {
+			gates = append(gates, set.Gate)
 		}
-	}()
-	if len(programs) == 0 {
-		programs = nil // a fork's rule: probed
 	}
+	s.mu.Unlock()
+	calls := readPrograms(gates, programs, programReadTimeout)
 	s.drain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.trackLocked(pid, true, programs)
+	s.trackLocked(pid, true, calls)
 }
 
 // TrackExisting is Track for a process that ran before the trace
@@ -383,13 +386,14 @@ func (s *Scoper) TrackLater(pid int32, fresh bool) {
 }
 
 // trackLocked covers pid with the links of the files known now. A new
-// process gets the gated sets' links when one of programs can call
-// them, when programs is nil and it is announced by its fork (fresh: it
-// executes its own program a moment later, sooner than its exec is
-// handled and a link made, and the link follows it through the exec), or
-// else when the program it runs now can. A known process gets them when
-// it executes a program that can.
-func (s *Scoper) trackLocked(pid int32, fresh bool, programs []*os.File) {
+// process gets the gated sets' links when calls says so (the gates'
+// answers for the programs it will run), when calls is nil and it is
+// announced by its fork (fresh: it executes its own program a moment
+// later, sooner than its exec is handled and a link made, and the link
+// follows it through the exec), or else when the program it runs now
+// can call them. A known process gets them when it executes a program
+// that can.
+func (s *Scoper) trackLocked(pid int32, fresh bool, calls map[*Gate]bool) {
 	if len(s.sets) == 0 || pid <= 0 {
 		return
 	}
@@ -417,19 +421,21 @@ func (s *Scoper) trackLocked(pid int32, fresh bool, programs []*os.File) {
 		p = &proc{linked: map[linkKey]bool{}, reach: map[*Set]bool{}}
 		s.procs[pid] = p
 		switch {
-		case programs != nil:
-			for _, f := range programs {
-				s.reachProgram(pid, p, f)
+		case calls != nil:
+			for _, set := range s.sets {
+				if set.Gate != nil && calls[set.Gate] {
+					p.reach[set] = true
+				}
 			}
 		case fresh:
 			s.reachAll(p)
 		default:
-			s.reachProgram(pid, p, nil)
+			s.reachProgram(pid, p)
 		}
 		for _, lf := range s.order {
 			s.attachFile(pid, p, lf)
 		}
-	} else if !fresh && s.reachProgram(pid, p, nil) {
+	} else if !fresh && s.reachProgram(pid, p) {
 		for _, lf := range s.order {
 			s.attachFile(pid, p, lf)
 		}
