@@ -339,22 +339,8 @@ func TestUprobesSkipOtherUsersProcesses(t *testing.T) {
 	defer stats.Close()
 
 	rec := filepath.Join(userDir(t, u), "scope.ctrace")
-	ct := exec.Command(ctBin, "-q", "-o", rec, "--jit-uprobe", "libc.so.6:getpid", "--jit-uprobe", "libc.so.6:malloc",
+	ct, ctIn, ctOut := startTracedAs(t, u, "-q", "-o", rec, "--jit-uprobe", "libc.so.6:getpid", "--jit-uprobe", "libc.so.6:malloc",
 		"--jit-uprobe", "libc.so.6:free", "--", bin)
-	ct.Env = append(os.Environ(), sudoEnv(u)...)
-	ctIn, err := ct.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctOut, err := ct.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct.Stderr = os.Stderr
-	if err := ct.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ct.Process.Kill(); _ = ct.Wait() }()
 	tracedPID := findCaller(t, bin, u.UID)
 	traced := newCaller(t, tracedPID, ctIn, ctOut)
 	for i, b := range traced.firstBytes(t) {
@@ -396,6 +382,28 @@ func TestUprobesSkipOtherUsersProcesses(t *testing.T) {
 			t.Errorf("getpid: %+v, want 100 calls in traced processes only", up)
 		}
 	}
+}
+
+// startTracedAs starts coldtrace with args under sudo as u, the command's
+// stdin and stdout piped; it is killed at the test's end if still running.
+func startTracedAs(t *testing.T, u testuser.User, args ...string) (*exec.Cmd, io.WriteCloser, io.Reader) {
+	t.Helper()
+	ct := exec.Command(ctBin, args...)
+	ct.Env = append(os.Environ(), sudoEnv(u)...)
+	in, err := ct.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ct.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct.Stderr = os.Stderr
+	if err := ct.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ct.Process.Kill(); _ = ct.Wait() })
+	return ct, in, out
 }
 
 // findCaller finds the process running bin as uid.
@@ -478,21 +486,7 @@ func TestNameLookupProbeOnlyInProgramsThatResolve(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ct := exec.Command(ctBin, append([]string{"-q", "-o", filepath.Join(dir, "lookup.ctrace"), "--"}, c.argv...)...)
-			ct.Env = append(os.Environ(), sudoEnv(u)...)
-			in, err := ct.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := ct.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ct.Stderr = os.Stderr
-			if err := ct.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = ct.Process.Kill(); _ = ct.Wait() }()
+			ct, in, out := startTracedAs(t, u, append([]string{"-q", "-o", filepath.Join(dir, "lookup.ctrace"), "--"}, c.argv...)...)
 			first := bufio.NewScanner(out)
 			if !first.Scan() {
 				t.Fatal("the command printed nothing")

@@ -163,12 +163,6 @@ func readPrograms[F interface {
 	}
 }
 
-// programFile opens the program pid runs, through the kernel's own link
-// to it (never a path the process named).
-func programFile(pid int32) (*os.File, error) {
-	return os.Open("/proc/" + strconv.Itoa(int(pid)) + "/exe")
-}
-
 // reachProgram marks the gated sets that the program pid runs can call.
 // It returns whether a set became reachable. A program that cannot be
 // read is taken to call them.
@@ -176,7 +170,8 @@ func (s *Scoper) reachProgram(pid int32, p *proc) bool {
 	if !s.unreached(p) {
 		return false
 	}
-	f, err := programFile(pid)
+	// The kernel's own link to the program, never a path the process named.
+	f, err := os.Open("/proc/" + strconv.Itoa(int(pid)) + "/exe")
 	if err != nil {
 		return s.reachAll(p)
 	}

@@ -46,18 +46,8 @@ func sleepers(t *testing.T, n int) []int32 {
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		pids = append(pids, int32(cmd.Process.Pid))
 	}
-	// Each has mapped libc once its maps list it.
 	for _, pid := range pids {
-		for i := 0; ; i++ {
-			b, _ := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/maps")
-			if strings.Contains(string(b), "/libc.so.6") {
-				break
-			}
-			if i == 2000 {
-				t.Fatalf("pid %d never mapped libc", pid)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitForLibc(t, pid)
 	}
 	return pids
 }
@@ -204,17 +194,7 @@ func TestScoperMakesNoLinksForAReapedProcess(t *testing.T) {
 		t.Skip("no uprobe_multi links on this kernel")
 	}
 	defer s.Close()
-	maps, err := os.ReadFile("/proc/" + strconv.Itoa(int(live)) + "/maps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var libc string
-	for _, l := range strings.Split(string(maps), "\n") {
-		if f := strings.Fields(l); len(f) == 6 && strings.HasSuffix(f[5], "/libc.so.6") {
-			libc = f[5]
-			break
-		}
-	}
+	libc := libcOf(t, live)
 	f, err := os.Open(libc)
 	if err != nil {
 		t.Fatalf("libc of the sleeper: %v", err)
@@ -335,12 +315,7 @@ int main(int argc, char **argv) {
 	heldCmd, _, _ := start(opener, filepath.Join(dir, "libnet.so"))
 	quiet, calls, held := int32(quietCmd.Process.Pid), int32(callerCmd.Process.Pid), int32(heldCmd.Process.Pid)
 	for _, pid := range []int32{quiet, calls, held} {
-		for i := 0; !strings.Contains(readMaps(pid), "/libc.so.6"); i++ {
-			if i == 2000 {
-				t.Fatalf("pid %d never mapped libc", pid)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitForLibc(t, pid)
 	}
 
 	s := New(Options{})
@@ -402,7 +377,17 @@ int main(int argc, char **argv) {
 	}
 }
 
-func readMaps(pid int32) string {
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/maps")
-	return string(b)
+// waitForLibc waits until pid's maps list libc.
+func waitForLibc(t *testing.T, pid int32) {
+	t.Helper()
+	for i := 0; ; i++ {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/maps")
+		if strings.Contains(string(b), "/libc.so.6") {
+			return
+		}
+		if i == 2000 {
+			t.Fatalf("pid %d never mapped libc", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
