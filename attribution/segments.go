@@ -199,6 +199,7 @@ func SliceRecord(r *record.Record, start, end int64) *record.Record {
 		out.Processes[i] = p
 	}
 	out.JIT = sliceJIT(r.JIT, start, end)
+	out.ReadExitSpans, out.ReadExitsFromNS = sliceReadExits(r, start, end)
 	out.Downloads = nil
 	for _, d := range r.Downloads {
 		if d.EndNS <= start || d.StartNS >= end {
@@ -371,6 +372,37 @@ func sliceFiles(files []record.File, samples []record.Sample) []record.File {
 		}
 	}
 	return out
+}
+
+// sliceReadExits keeps the intervals in which the read exits were on
+// that overlap [start, end), and when they first went on within it (a
+// record made before the intervals were recorded has only the latter).
+func sliceReadExits(r *record.Record, start, end int64) ([]record.ReadExitSpan, *int64) {
+	wall := end - start
+	if len(r.ReadExitSpans) == 0 {
+		if r.ReadExitsFromNS == nil || *r.ReadExitsFromNS >= end {
+			return nil, nil
+		}
+		from := clip(*r.ReadExitsFromNS-start, wall)
+		return nil, &from
+	}
+	var out []record.ReadExitSpan
+	for _, sp := range r.ReadExitSpans {
+		if sp.ToNS <= start || sp.FromNS >= end {
+			continue
+		}
+		if sp.ToNS > end {
+			sp.Off = "" // still on where the slice ends
+		}
+		sp.FromNS = clip(sp.FromNS-start, wall)
+		sp.ToNS = clip(sp.ToNS-start, wall)
+		out = append(out, sp)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	from := out[0].FromNS
+	return out, &from
 }
 
 // sliceJIT keeps the compile windows inside [start, end) and the caches

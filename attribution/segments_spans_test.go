@@ -23,3 +23,34 @@ func TestSliceJITKeepsPathSyscallSpans(t *testing.T) {
 		t.Errorf("a segment between the intervals keeps %+v", got)
 	}
 }
+
+// A segment keeps the intervals with the read exits on that overlap it,
+// clipped and counted from its start, and when they first went on in it;
+// an interval still on at the segment's end did not come off in it. A
+// record with only the first start keeps it, clipped.
+func TestSliceRecordKeepsReadExitSpans(t *testing.T) {
+	r := &record.Record{WallNS: 10e9, ReadExitSpans: []record.ReadExitSpan{
+		{FromNS: 1e9, ToNS: 3e9, Off: "quiet"},
+		{FromNS: 5e9, ToNS: 7e9, Off: "quiet"},
+	}}
+	first := int64(1e9)
+	r.ReadExitsFromNS = &first
+	got := SliceRecord(r, 2e9, 6e9)
+	want := []record.ReadExitSpan{{FromNS: 0, ToNS: 1e9, Off: "quiet"}, {FromNS: 3e9, ToNS: 4e9}}
+	if len(got.ReadExitSpans) != 2 || got.ReadExitSpans[0] != want[0] || got.ReadExitSpans[1] != want[1] {
+		t.Errorf("spans %+v, want %+v", got.ReadExitSpans, want)
+	}
+	if got.ReadExitsFromNS == nil || *got.ReadExitsFromNS != 0 {
+		t.Errorf("read_exits_from_ns %v, want 0", got.ReadExitsFromNS)
+	}
+	if got := SliceRecord(r, 3e9, 5e9); len(got.ReadExitSpans) != 0 || got.ReadExitsFromNS != nil {
+		t.Errorf("a segment between the intervals keeps %+v from %v", got.ReadExitSpans, got.ReadExitsFromNS)
+	}
+	old := &record.Record{WallNS: 10e9, ReadExitsFromNS: &first}
+	if got := SliceRecord(old, 4e9, 6e9); got.ReadExitsFromNS == nil || *got.ReadExitsFromNS != 0 || got.ReadExitSpans != nil {
+		t.Errorf("an older record's segment: from %v, spans %+v; want from 0", got.ReadExitsFromNS, got.ReadExitSpans)
+	}
+	if got := SliceRecord(old, 0, 5e8); got.ReadExitsFromNS != nil {
+		t.Errorf("a segment before they went on: from %d", *got.ReadExitsFromNS)
+	}
+}

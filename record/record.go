@@ -80,6 +80,11 @@ type Record struct {
 	// did: no syscall tracepoint slowed the machine's other processes
 	// for them.
 	ReadExitsFromNS *int64 `json:"read_exits_from_ns,omitempty"`
+	// ReadExitSpans are the intervals in which those tracepoints were
+	// on: they come off once no read has filled a page for a quiet
+	// spell, and on again at the next such fill. Empty when they never
+	// went on.
+	ReadExitSpans []ReadExitSpan `json:"read_exit_spans,omitempty"`
 
 	// Files are indexed by File.ID (its position); samples refer to them.
 	Files     []File    `json:"files"`
@@ -128,6 +133,16 @@ type Record struct {
 	// whose ids are not their positions (Decode builds it; nil
 	// otherwise). Read-only once built.
 	fileIndex map[int]int
+}
+
+// ReadExitSpan is one interval in which the read exits were on, in ns
+// since the run's start.
+type ReadExitSpan struct {
+	FromNS int64 `json:"from_ns"`
+	// ToNS is when they came off, or the end of the run.
+	ToNS int64 `json:"to_ns"`
+	// Off says why they came off before the end ("": they stayed on).
+	Off string `json:"off,omitempty"`
 }
 
 // How fill intervals ended (Record.FillEnd).

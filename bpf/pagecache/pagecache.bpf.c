@@ -218,13 +218,29 @@ static int close_fill(struct bpf_map *map, void *key, void *value)
  * the syscall fast path; then only the exits of the syscalls that
  * filled run the program (and each costs an RCU grace period to
  * detach). The ring carries the syscall's bit, about once per syscall
- * and run; lazy_woken holds the bits asked for. */
+ * each time the exits go on; lazy_woken holds the bits asked for. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);
 } lazy_wake SEC(".maps");
 
 __u32 lazy_woken = 0;
+
+/* When a thread was last seen inside a fill that must end lazily, or
+ * leaving a read-family syscall that filled (CLOCK_MONOTONIC ns, kept to
+ * the millisecond: written at most once a millisecond, from any CPU).
+ * User space takes the read exits off again once it has not moved for a
+ * quiet spell (trace/pagecache's readExitsQuiet), clearing lazy_woken so
+ * that the next such fill asks for them anew: a run that loads its model
+ * and then computes for an hour slows the machine's other processes only
+ * while it loads. */
+__u64 lazy_seen_ns = 0;
+
+static __always_inline void note_lazy_seen(__u64 now)
+{
+	if (now - lazy_seen_ns > 1000000)
+		lazy_seen_ns = now;
+}
 
 /* The read family's bits, in trace/pagecache's readExits order. */
 #define READ_EXITS_ALL ((1u << 9) - 1)
@@ -296,6 +312,7 @@ static __always_inline void seen_in_entry(struct tstate *s)
 	if (!s->entry)
 		s->entry = entry_of(bpf_get_current_task_btf());
 	s->seen_ts = bpf_ktime_get_ns();
+	note_lazy_seen(s->seen_ts);
 }
 
 /* Arrange for close_fill to run at the current entry's return to user
@@ -1686,6 +1703,7 @@ int on_read_exit(void *ctx)
 	t->entry = entry_of(task);
 	t->seen_ts = now;
 	t->flags |= TF_RETURNING;
+	note_lazy_seen(now);
 	return 0;
 }
 

@@ -314,6 +314,7 @@ const (
 	PagecacheVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	PagecacheVarBtfAnchorPathKind   = "_btf_anchor_path_kind"
 	PagecacheVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
+	PagecacheVarLazySeenNs          = "lazy_seen_ns"
 	PagecacheVarLazyWoken           = "lazy_woken"
 	PagecacheVarPyStacksOn          = "py_stacks_on"
 	PagecacheVarSelfMntNs           = "self_mnt_ns"
@@ -412,6 +413,7 @@ type PagecacheVariableSpecs struct {
 	BtfAnchorLostKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorPathKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
+	LazySeenNs          *ebpf.VariableSpec `ebpf:"lazy_seen_ns"`
 	LazyWoken           *ebpf.VariableSpec `ebpf:"lazy_woken"`
 	PyStacksOn          *ebpf.VariableSpec `ebpf:"py_stacks_on"`
 	SelfMntNs           *ebpf.VariableSpec `ebpf:"self_mnt_ns"`
@@ -505,6 +507,7 @@ type PagecacheVariables struct {
 	BtfAnchorLostKind   *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorPathKind   *ebpf.Variable `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
+	LazySeenNs          *ebpf.Variable `ebpf:"lazy_seen_ns"`
 	LazyWoken           *ebpf.Variable `ebpf:"lazy_woken"`
 	PyStacksOn          *ebpf.Variable `ebpf:"py_stacks_on"`
 	SelfMntNs           *ebpf.Variable `ebpf:"self_mnt_ns"`

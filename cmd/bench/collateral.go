@@ -15,8 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
-
-	"github.com/coldtrace/coldtrace/trace/pagecache"
 )
 
 // The collateral row: what processes coldtrace does not trace pay while
@@ -156,22 +154,6 @@ func runCollateral(o options, dir, src string, log func(string, ...any)) (*colla
 		}
 	}
 	sits := situations(o.smoke)
-	// Where the kernel refuses task works, a run's first fill puts the
-	// read exits' syscall tracepoints on, which slow every system call
-	// of the machine as the path-syscall probes do: the cold-read
-	// situation is reported apart there.
-	taskWorks, err := pagecache.TaskWorksAllowed(nil)
-	if err != nil {
-		return nil, err
-	}
-	if !taskWorks {
-		for i := range sits {
-			if sits[i].Name == coldRead {
-				sits[i].PathSyscalls = true
-			}
-		}
-		log("collateral: this kernel refuses task works to tracing programs: beside the cold read the read exits' syscall tracepoints are on (getppid reported, not judged)")
-	}
 	var floor *situationResult
 	for _, s := range sits {
 		log("collateral: beside %s (%d pairs)", s.Title, o.collateralPairs)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	bpfjit "github.com/coldtrace/coldtrace/bpf/jit"
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
 	bpfsched "github.com/coldtrace/coldtrace/bpf/sched"
+	"github.com/coldtrace/coldtrace/trace/pagecache"
 )
 
 // beside is a situation running beside the loops.
@@ -74,7 +76,7 @@ func situations(smoke bool) []situation {
 		{Name: "attach", Title: "coldtrace attach to a sleeping process", start: startAttach},
 		{Name: "framework", Title: "coldtrace tracing a framework's process (TRITON_CACHE_DIR set: path-syscall probes on)",
 			PathSyscalls: true, start: traced("framework")},
-		{Name: coldRead, Title: "coldtrace tracing a shell that read a cold file (sleep)", start: traced(coldRead)},
+		{Name: coldRead, Title: "coldtrace tracing a shell that read a cold file (sleep: the read exits off again)", start: traced(coldRead)},
 	}
 	if smoke {
 		return all[:2]
@@ -115,7 +117,8 @@ time.sleep(3600)
 // coldRead is the situation of a traced shell that read a cold file
 // before it slept: on kernels that refuse task works its first fill put
 // the read exits' syscall tracepoints on, which slow every system call
-// of the machine as the path-syscall probes do.
+// of the machine as the path-syscall probes do, until no fill has been
+// seen for pagecache.ReadExitsQuiet. The loops run once they are off.
 const coldRead = "cold-read"
 
 // coldFileBytes is the size of the file coldRead reads.
@@ -166,10 +169,18 @@ func traced(kind string) func(c *collateral) (*beside, error) {
 			return nil, err
 		}
 		b.target = pid
-		if kind == "download" {
+		switch kind {
+		case "download":
 			// The download sensor takes the connection for a download at
 			// its next poll (every 100 ms), and attaches what follows.
 			time.Sleep(300 * time.Millisecond)
+		case coldRead:
+			// The read exits (coldtrace's only perf events here) come
+			// off a quiet spell after the last fill.
+			if err := waitNoPerfEvents(ct.Process.Pid, pagecache.ReadExitsQuiet*10); err != nil {
+				b.stop()
+				return nil, err
+			}
 		}
 		settleLinks(ct.Process.Pid)
 		return b, nil
@@ -250,6 +261,11 @@ func settleLinks(pid int) {
 }
 
 func countLinks(pid int) int {
+	return countFDs(pid, "anon_inode:bpf_link", "anon_inode:[perf_event]")
+}
+
+// countFDs counts pid's descriptors that link to one of targets.
+func countFDs(pid int, targets ...string) int {
 	dir := fmt.Sprintf("/proc/%d/fd", pid)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -257,11 +273,22 @@ func countLinks(pid int) int {
 	}
 	n := 0
 	for _, e := range ents {
-		if t, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && (t == "anon_inode:bpf_link" || t == "anon_inode:[perf_event]") {
+		if t, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && slices.Contains(targets, t) {
 			n++
 		}
 	}
 	return n
+}
+
+// waitNoPerfEvents waits until pid holds no perf event, for at most
+// limit.
+func waitNoPerfEvents(pid int, limit time.Duration) error {
+	for start := time.Now(); countFDs(pid, "anon_inode:[perf_event]") > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Since(start) > limit {
+			return fmt.Errorf("coldtrace (pid %d) still holds perf events (the read exits) %v after the traced read", pid, limit)
+		}
+	}
+	return nil
 }
 
 // serveOnce serves size bytes to one loopback connection, then waits for

@@ -24,18 +24,25 @@ import (
 type probes struct {
 	objs  bpfpc.PagecacheObjects
 	links []link.Link
-	// mu guards exits, exitsAt and fillEnd: the read exits attach from
-	// their own goroutine.
+	// mu guards exits, asked, spans, quiet and fillEnd: the read exits
+	// attach from the wake ring's goroutine and come off from quiet's.
 	mu    sync.Mutex
 	exits []link.Link
+	// asked holds the read exits asked for since they last came off
+	// (lazy_woken's bits, in readExits order).
+	asked [len(readExits)]bool
+	// spans are the intervals in which read exits were attached.
+	spans []exitSpan
+	// quiet is closed to stop the watch that takes the read exits off
+	// after a quiet spell; nil while none runs.
+	quiet chan struct{}
+	// watching is the running quiet watch, waited for by close.
+	watching sync.WaitGroup
 	// wake reads lazy_wake while the read exits wait for the first fill
 	// that must end lazily, in the runtime's network poller (a reader
 	// blocked in epoll_wait(2) holds a thread in a system call, which the
 	// runtime's monitor thread keeps taking back).
 	wake *probe.Ring
-	// exitsAt is when the read exits were attached (CLOCK_MONOTONIC ns),
-	// 0 while they are not.
-	exitsAt uint64
 	// taskWorks: a task work closes each fill at the entry's return to
 	// user space; false: a later look at the thread does (see
 	// bpf/pagecache's task_works).
@@ -253,6 +260,13 @@ func loadInLanes(spec *ebpf.CollectionSpec, objs *bpfpc.PagecacheObjects, repl m
 		_ = objs.PagecachePrograms.Close()
 		return err
 	}
+	// The variables are views of the data sections' memory, which stays
+	// mapped while they are reachable (the read exits' watch reads one).
+	if err := maps.Assign(&objs.PagecacheVariables); err != nil {
+		_ = objs.PagecachePrograms.Close()
+		_ = objs.PagecacheMaps.Close()
+		return err
+	}
 	return nil
 }
 
@@ -306,7 +320,7 @@ func (p *probes) attach(noReadExits bool) error {
 // refused: those that copy file pages to user space (or to another file)
 // after their last page-cache event. Other entries end at the next look
 // at the thread. The order is bpf/pagecache's read_exit_bit.
-var readExits = []string{"read", "pread64", "readv", "preadv", "preadv2", "sendfile64", "copy_file_range", "splice", "io_uring_enter"}
+var readExits = [...]string{"read", "pread64", "readv", "preadv", "preadv2", "sendfile64", "copy_file_range", "splice", "io_uring_enter"}
 
 // attachReadExitsLazily attaches on_read_exit to a read-family
 // syscall's exit tracepoint once the first fill that must end lazily
@@ -315,21 +329,19 @@ var readExits = []string{"read", "pread64", "readv", "preadv", "preadv2", "sendf
 // path (docs/performance.md), which a run that never fills a page from
 // disk in a read then never causes, and each takes an RCU grace period
 // to detach. A fill that began before the attach ends at its syscall's
-// exit if that comes after, else at the next look.
+// exit if that comes after, else at the next look. Once no fill has been
+// seen for ReadExitsQuiet they come off again (watchQuiet), until the
+// next fill asks.
 func (p *probes) attachReadExitsLazily() error {
-	asked := make([]bool, len(readExits))
 	// Each first fill of a syscall wakes the reader (wake_lazy): the
 	// periodic look is only a backstop.
 	wake, err := probe.StartRing(p.objs.LazyWake, lazyWakeLook, lazyWakeIdle, func(raw []byte) {
 		if len(raw) < 4 {
 			return
 		}
-		bit := binary.LittleEndian.Uint32(raw)
-		if int(bit) >= len(readExits) || asked[bit] {
-			return // asked twice (the bits are set without a lock)
+		if bit := binary.LittleEndian.Uint32(raw); int(bit) < len(readExits) {
+			p.attachReadExit(int(bit))
 		}
-		asked[bit] = true
-		p.attachReadExit(readExits[bit])
 	})
 	if err != nil {
 		return fmt.Errorf("read exits: %w", err)
@@ -338,24 +350,96 @@ func (p *probes) attachReadExitsLazily() error {
 	return nil
 }
 
-// attachReadExit attaches on_read_exit to syscall name's exit; a
+// exitSpan is one interval in which read exits were attached
+// (CLOCK_MONOTONIC ns; to is 0 while they are).
+type exitSpan struct{ from, to uint64 }
+
+// attachReadExit attaches on_read_exit to the exit of readExits[bit]; a
 // syscall this kernel has no tracepoint for is passed over. If one
 // cannot be attached, the run's fills count as ending at the next look
 // (the record says so), though those attached still end theirs.
-func (p *probes) attachReadExit(name string) {
-	l, err := link.Tracepoint("syscalls", "sys_exit_"+name, p.objs.OnReadExit, nil)
+func (p *probes) attachReadExit(bit int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.asked[bit] || p.objs.OnReadExit == nil {
+		return // asked twice (the bits are set without a lock), or closed
+	}
+	p.asked[bit] = true
+	l, err := link.Tracepoint("syscalls", "sys_exit_"+readExits[bit], p.objs.OnReadExit, nil)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		p.fillEnd = record.FillEndNextLook
 	default:
 		p.exits = append(p.exits, l)
-		if p.exitsAt == 0 {
-			p.exitsAt = probe.MonotonicNS()
+		if p.quiet == nil {
+			p.spans = append(p.spans, exitSpan{from: probe.MonotonicNS()})
+			p.quiet = make(chan struct{})
+			p.watching.Add(1)
+			go p.watchQuiet(p.quiet)
 		}
 	}
+}
+
+// ReadExitsQuiet is how long no fill that must end lazily may be seen
+// before the read exits come off: longer than the gaps between a
+// loader's reads (a model's shards, an import's modules), short enough
+// that a run which loads and then computes stops slowing the machine's
+// other processes soon after. Taking them off and on again costs a
+// grace period in the background and a few hundred microseconds.
+const ReadExitsQuiet = time.Second
+
+// watchQuiet takes the read exits off once bpf/pagecache's lazy_seen_ns
+// has not moved for ReadExitsQuiet, or returns when stop is closed.
+func (p *probes) watchQuiet(stop chan struct{}) {
+	defer p.watching.Done()
+	tick := time.NewTicker(ReadExitsQuiet / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if p.detachIfQuiet(stop) {
+			return
+		}
+	}
+}
+
+// detachIfQuiet takes the read exits off if no fill was seen for
+// ReadExitsQuiet since they went on, and says whether it did. The bits
+// asked for are cleared first, so that a fill beginning while they come
+// off asks again (its ask waits for mu, then attaches anew); one whose
+// bit the kernel set in the same instant the bits were cleared is not
+// asked for, and ends at the next look.
+func (p *probes) detachIfQuiet(stop chan struct{}) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.quiet != stop {
+		return true
+	}
+	var seen uint64
+	if err := p.objs.LazySeenNs.Get(&seen); err != nil {
+		return false // kept on: the record stays true
+	}
+	now := probe.MonotonicNS()
+	last := max(seen, p.spans[len(p.spans)-1].from)
+	if now < last+uint64(ReadExitsQuiet) {
+		return false
+	}
+	if err := p.objs.LazyWoken.Set(uint32(0)); err != nil {
+		return false
+	}
+	p.asked = [len(readExits)]bool{}
+	// An error leaves a link attached until close, which tries again;
+	// the span ends here either way: on_read_exit only ends the fills
+	// of threads that ask for it.
+	_ = probe.CloseLinks(p.exits)
+	p.exits = nil
+	p.spans[len(p.spans)-1].to = probe.MonotonicNS()
+	p.quiet = nil
+	return true
 }
 
 // lazyWakeLook and lazyWakeIdle bound how long a wake-up the kernel
@@ -365,12 +449,12 @@ const (
 	lazyWakeIdle = 2 * time.Second
 )
 
-// readExitsAt is when the read exits were attached (CLOCK_MONOTONIC ns, 0:
-// not attached), and how fills ended.
-func (p *probes) readExitsAt() (uint64, string) {
+// readExits says how fills ended, and when the read exits were
+// attached (CLOCK_MONOTONIC ns).
+func (p *probes) readExitSpans() ([]exitSpan, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.exitsAt, p.fillEnd
+	return slices.Clone(p.spans), p.fillEnd
 }
 
 func (p *probes) close() error {
@@ -384,6 +468,10 @@ func (p *probes) close() error {
 		keep(p.wake.Close())
 	}
 	p.mu.Lock()
+	if p.quiet != nil {
+		close(p.quiet)
+		p.quiet = nil
+	}
 	// All at once: each waits for an RCU grace period, and their perf
 	// events are then destroyed one after another under the kernel's
 	// trace-event lock (the nine one after another took 0.56 s, at once
@@ -391,6 +479,7 @@ func (p *probes) close() error {
 	keep(probe.CloseLinks(p.exits))
 	p.exits = nil
 	p.mu.Unlock()
+	p.watching.Wait()
 	for i := len(p.links) - 1; i >= 0; i-- {
 		keep(p.links[i].Close())
 	}

@@ -1,6 +1,9 @@
 package pagecache_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -58,4 +61,72 @@ func TestReadExitsGoOnAtTheFirstFill(t *testing.T) {
 		t.Errorf("cold run: read exits on at %v, before the cold read that followed a %v pause (files missed: %q)", time.Duration(*from), pause, m)
 	}
 	t.Logf("cold run: read exits on at %v of %v; files missed %q", time.Duration(*from), time.Duration(cold.WallNS), m)
+}
+
+// The read exits come off again once no read has filled a page for a
+// quiet spell, and go on at the next cold read: a run that loads and
+// then computes stops slowing the machine's other processes. The
+// command counts the tracepoints' perf events this process holds while
+// it runs; the record gives each interval.
+func TestReadExitsComeOffAfterAQuietSpell(t *testing.T) {
+	testenv.RequireTracing(t)
+	taskWorks, err := pagecache.TaskWorksAllowed(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if taskWorks {
+		t.Skip("this kernel lets a task work end each fill: no read exits to attach")
+	}
+	first, second := diskFile(t), diskFile(t)
+	makeCold(t, first)
+	makeCold(t, second)
+	counts := filepath.Join(t.TempDir(), "counts")
+	quiet := pagecache.ReadExitsQuiet.Seconds()
+	script := fmt.Sprintf(`count() { ls -l /proc/%d/fd | grep -c 'anon_inode:\[perf_event\]'; }
+cat "$1" >/dev/null
+sleep 0.3; on=$(count)
+sleep %.1f; off=$(count)
+cat "$2" >/dev/null
+sleep 0.3; again=$(count)
+echo "$on $off $again" > "$3"`, os.Getpid(), 3*quiet)
+	rec := traceRun(t, []string{"sh", "-c", script, "sh", first, second, counts})
+	b, err := os.ReadFile(counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var on, off, again int
+	if _, err := fmt.Sscan(string(b), &on, &off, &again); err != nil {
+		t.Fatalf("counts %q: %v", b, err)
+	}
+	if !(off < on && off < again) {
+		t.Errorf("perf events held after the first read, %v later and after the second: %d, %d, %d; want fewer in the quiet spell", time.Duration(3*quiet*float64(time.Second)), on, off, again)
+	}
+	spans := rec.ReadExitSpans
+	t.Logf("perf events held: %d, %d, %d; read exits on %+v", on, off, again, spans)
+	if len(spans) != 2 {
+		t.Fatalf("read exit spans %+v, want two: one per cold read", spans)
+	}
+	if spans[0].Off == "" || spans[0].ToNS >= spans[1].FromNS || spans[0].ToNS-spans[0].FromNS < int64(pagecache.ReadExitsQuiet) {
+		t.Errorf("first span %+v, second %+v: want the first off after a quiet spell, before the second", spans[0], spans[1])
+	}
+	if spans[1].Off != "" || spans[1].ToNS != rec.WallNS {
+		t.Errorf("second span %+v: want it on until the end of the %d ns run", spans[1], rec.WallNS)
+	}
+	if from := rec.ReadExitsFromNS; from == nil || *from != spans[0].FromNS {
+		t.Errorf("read_exits_from_ns %v, want the first span's start %d", from, spans[0].FromNS)
+	}
+	for _, path := range []string{first, second} {
+		var missed uint64
+		for _, f := range rec.Files {
+			if f.Path == path {
+				missed = f.PagesMissed
+			}
+		}
+		if missed != filePages {
+			t.Errorf("%s: %d pages missed, want %d", path, missed, filePages)
+		}
+	}
+	if rec.FillEnd != record.FillEndReadExit {
+		t.Errorf("fill_end %q, want %q", rec.FillEnd, record.FillEndReadExit)
+	}
 }

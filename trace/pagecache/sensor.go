@@ -226,12 +226,27 @@ func (s *Sensor) Chain(untracked, tracked *ebpf.Program) error {
 // read exits went on counts from.
 func (s *Sensor) Begin(start uint64) { s.startMono.Store(start) }
 
-// fillEnds sets how rec's fills ended, and when the read exits went on.
+// fillEnds sets how rec's fills ended, and when the read exits were on.
 func (s *Sensor) fillEnds(rec *record.Record) {
-	at, fillEnd := s.p.readExitsAt()
+	spans, fillEnd := s.p.readExitSpans()
 	rec.FillEnd = fillEnd
-	if at != 0 {
-		from := probe.Rel(at, s.startMono.Load())
+	rec.ReadExitSpans, rec.ReadExitsFromNS = nil, nil
+	start := s.startMono.Load()
+	for _, sp := range spans {
+		span := record.ReadExitSpan{FromNS: probe.Rel(sp.from, start), ToNS: rec.WallNS}
+		if sp.to != 0 {
+			span.ToNS = probe.Rel(sp.to, start)
+			span.Off = fmt.Sprintf("no page filled from disk for %v", ReadExitsQuiet)
+		}
+		if span.FromNS >= rec.WallNS && rec.WallNS > 0 {
+			// Attached for a fill after the command ended (its
+			// children, the drain): none of the run.
+			continue
+		}
+		rec.ReadExitSpans = append(rec.ReadExitSpans, span)
+	}
+	if len(rec.ReadExitSpans) > 0 {
+		from := rec.ReadExitSpans[0].FromNS
 		rec.ReadExitsFromNS = &from
 	}
 }
