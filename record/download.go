@@ -10,7 +10,8 @@ const DownloadMinBytes = 4 << 20
 // receives (a mean of at least 16 KiB, with 4 times more received than
 // sent) or far more received than sent (64 times). Its time runs from
 // its first to its last byte received. Only the peer is recorded: never
-// headers, tokens or query strings.
+// headers, tokens or query strings (a host name taken from a request's
+// Host header or a TLS server name is checked to be one).
 type Download struct {
 	// Path is the destination: the file whose written bytes followed
 	// the received bytes (written by any traced thread or process), under
@@ -37,9 +38,14 @@ type Download struct {
 	// Peer is the remote address and port, "127.0.0.1:8765" or
 	// "[::1]:443".
 	Peer string `json:"peer"`
-	// Host is the name the process looked the peer up by (libc's
-	// getaddrinfo, its latest lookup before connecting), or "".
+	// Host is the peer's name, or "": the name the process looked it up
+	// by (libc's getaddrinfo, its latest lookup before connecting), else
+	// the one the connection's first bytes asked for (HostFrom).
 	Host string `json:"host,omitempty"`
+	// HostFrom says where Host came from: HostFromLookup, HostFromTLS or
+	// HostFromHTTP; empty with no Host, and in records made before it
+	// was recorded.
+	HostFrom string `json:"host_from,omitempty"`
 	// ConnectNS is when the connection was opened (connect(2)); it may
 	// precede the run's start for a connection opened by an attached
 	// process, and is then negative.
@@ -101,6 +107,19 @@ type Lookup struct {
 	LengthNS int64  `json:"length_ns"`
 }
 
+// Where a connection's host name came from (HostFrom).
+const (
+	// HostFromLookup: the process's getaddrinfo(3) call that returned
+	// the peer's address.
+	HostFromLookup = "lookup"
+	// HostFromTLS: the server name (SNI) of the connection's TLS
+	// ClientHello, which clients send in clear to reach a virtual host.
+	HostFromTLS = "tls_sni"
+	// HostFromHTTP: the Host header of the connection's first plain-HTTP
+	// request.
+	HostFromHTTP = "http_host"
+)
+
 // SilentMinNS is how long a connection waits with nothing received to
 // be a SilentConnection: twice the 5 s floor of a download's stall, and
 // past the 5 s a resolver or TLS handshake retry takes.
@@ -111,10 +130,11 @@ const SilentMinNS = 10e9
 // while the thread that opened it spent most of that time in a plain
 // wait (off CPU, neither in I/O nor the run queue).
 type SilentConnection struct {
-	Peer string `json:"peer"`
-	Host string `json:"host,omitempty"`
-	PID  int32  `json:"pid"`
-	TID  int32  `json:"tid"`
+	Peer     string `json:"peer"`
+	Host     string `json:"host,omitempty"`
+	HostFrom string `json:"host_from,omitempty"`
+	PID      int32  `json:"pid"`
+	TID      int32  `json:"tid"`
 	// StartNS is when the connection was established (the silence's
 	// start) and LengthNS how long until its first byte, its close, or
 	// the end of the run.
@@ -143,6 +163,7 @@ const (
 type DownloadConnection struct {
 	Peer      string `json:"peer"`
 	Host      string `json:"host,omitempty"`
+	HostFrom  string `json:"host_from,omitempty"`
 	PID       int32  `json:"pid"`
 	TID       int32  `json:"tid"` // the thread that received its last byte
 	ConnectNS int64  `json:"connect_ns"`

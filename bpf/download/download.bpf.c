@@ -67,11 +67,27 @@ struct conn {
 	/* The getaddrinfo call that named the peer: its entry and return. */
 	__u64 gai_start;
 	__u64 gai_end;
-	char host[HOST_LEN]; /* the name the peer was looked up by, or "" */
+	char host[HOST_LEN]; /* the peer's name (host_from), or "" */
+	/* Where host came from (enum host_from). */
+	__u32 host_from;
+	__u32 pad_;
+	/* 1 while the connection, opened without a name, awaits its first
+	 * send (counted in unnamed_pending); whoever takes it 1 -> 0 with an
+	 * atomic add settles it, the others only push it below 0. */
+	__s64 await_name;
 	/* The Python stack of the connecting thread (bpf/include/pywalk.h),
 	 * 0 for none: a download's line in the program that fetched it. A
 	 * connection reused for later requests keeps its first one's. */
 	__u64 stack;
+};
+
+/* Where a connection's host name came from. Exported to Go by bpf2go
+ * (-type host_from). */
+enum host_from {
+	HOST_NONE = 0,
+	HOST_LOOKUP = 1, /* the process's getaddrinfo that returned the peer */
+	HOST_TLS_SNI = 2, /* the server name of its TLS ClientHello */
+	HOST_HTTP = 3,    /* the Host header of its plain-HTTP request */
 };
 
 /* A connection that received nothing this long after it was established
@@ -340,6 +356,21 @@ static __always_inline void name_peer(struct conn *c)
 	}
 }
 
+/* Connections a tracked thread opened without a name (no lookup of its
+ * process returned the peer) whose first send has not been seen: while
+ * there are none, on_send returns at its first load. */
+__s64 unnamed_pending = 0;
+
+/* c no longer awaits its first send (it was seen, or c is going away);
+ * true the first time only. */
+static __always_inline bool name_settled(struct conn *c)
+{
+	if (__sync_fetch_and_add(&c->await_name, -1) != 1)
+		return false;
+	__sync_fetch_and_add(&unnamed_pending, -1);
+	return true;
+}
+
 /* Report a connection that is going away, unless it never received
  * (and was not left waiting for SILENT_NS). */
 static __always_inline void report_closed(struct conn *c)
@@ -399,11 +430,21 @@ int BPF_PROG(on_sock_state, const struct sock *sk_arg, const int oldstate, const
 		else
 			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_v6_daddr, 16);
 		name_peer(&c);
+		if (c.host[0])
+			c.host_from = HOST_LOOKUP;
+		else
+			c.await_name = 1;
 		c.stack = py_stack_or_leaf();
-		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY))
+		if (old)
+			name_settled(old);
+		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY)) {
 			count_net_lost(DL_CONNS);
-		else if (!old)
-			count_open(1);
+		} else {
+			if (!old)
+				count_open(1);
+			if (c.await_name)
+				__sync_fetch_and_add(&unnamed_pending, 1);
+		}
 		count_write();
 		return 0;
 	}
@@ -415,11 +456,268 @@ int BPF_PROG(on_sock_state, const struct sock *sk_arg, const int oldstate, const
 		count_write();
 	} else if (newstate == TCP_CLOSE) {
 		c->sent = sent_bytes(sk);
+		name_settled(c);
 		report_closed(c);
 		if (bpf_map_delete_elem(&conns, &key) == 0)
 			count_open(-1);
 		count_write();
 	}
+	return 0;
+}
+
+/* Names from the first bytes a connection sends, for one that no lookup
+ * named (a child that resolved before its own probe existed, a resolver
+ * other than libc's, an address given to curl with --resolve, "localhost"
+ * from /etc/hosts without a call): the server name of a TLS ClientHello,
+ * which every TLS client sends in clear to reach a virtual host, or the
+ * Host header of a plain-HTTP request. Only the name is kept: nothing
+ * else of the request (paths, queries, tokens) is read past the scan. */
+#define PEEK_LEN 4096 /* a ClientHello with a post-quantum key share is ~1.5 KiB */
+#define PEEK_MASK (PEEK_LEN - 1)
+#define HTTP_SCAN 1024 /* where a request's Host header may be */
+#define TLS_EXTS 48    /* extensions walked looking for server_name */
+
+struct peek {
+	__u8 b[PEEK_LEN];
+	char out[HOST_LEN]; /* the name taken, lower case */
+	__u32 len;          /* bytes in b */
+	__u32 pos;          /* the extensions' walk: where it is */
+	__u32 end;          /* and where they end */
+	__u32 name;         /* where the name starts in b; 0: none found */
+	__u32 name_len;     /* its length (TLS); HTTP's ends at a delimiter */
+	__u32 from;         /* enum host_from */
+	__u32 n_out;        /* bytes in out */
+	__u32 bad;          /* the name has a byte no host name has, or is too long */
+	__u32 letters;      /* bytes of it that are not digits or dots */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct peek);
+} peeks SEC(".maps");
+
+/* bpf_loop's context must be on the stack: it carries the scratch. */
+struct peek_ctx {
+	struct peek *p;
+};
+
+static __always_inline __u32 peek_u8(struct peek *p, __u32 at)
+{
+	return p->b[at & PEEK_MASK];
+}
+
+static __always_inline __u32 peek_u16(struct peek *p, __u32 at)
+{
+	return peek_u8(p, at) << 8 | peek_u8(p, at + 1);
+}
+
+/* One extension of a ClientHello (bpf_loop callback): at server_name,
+ * its first name (type 0: host_name) is the name. */
+static long tls_ext(__u64 i, void *ctx)
+{
+	struct peek *p = ((struct peek_ctx *)ctx)->p;
+	__u32 at = p->pos;
+	if (at + 4 > p->end)
+		return 1;
+	__u32 type = peek_u16(p, at), len = peek_u16(p, at + 2);
+	at += 4;
+	if (type == 0) {
+		/* server_name_list length (2), name type (1), name length (2) */
+		if (len < 5 || at + 5 > p->end || peek_u8(p, at + 2) != 0)
+			return 1;
+		__u32 n = peek_u16(p, at + 3);
+		if (at + 5 + n <= p->end && n > 0) {
+			p->name = at + 5;
+			p->name_len = n;
+			p->from = HOST_TLS_SNI;
+		}
+		return 1;
+	}
+	p->pos = at + len;
+	return 0;
+}
+
+/* A TLS record holding a ClientHello: record header (5), handshake
+ * header (4), version (2), random (32), session id, cipher suites,
+ * compression methods, then the extensions. */
+static __always_inline void parse_client_hello(struct peek *p)
+{
+	if (p->len < 48 || peek_u8(p, 0) != 0x16 || peek_u8(p, 1) != 3 || peek_u8(p, 5) != 1)
+		return;
+	__u32 at = 43;
+	at += 1 + peek_u8(p, at);     /* session id */
+	at += 2 + peek_u16(p, at);    /* cipher suites */
+	at += 1 + peek_u8(p, at);     /* compression methods */
+	if (at + 2 > p->len)
+		return;
+	__u32 end = at + 2 + peek_u16(p, at);
+	p->pos = at + 2;
+	p->end = end < p->len ? end : p->len;
+	struct peek_ctx pc = {.p = p};
+	bpf_loop(TLS_EXTS, tls_ext, &pc, 0);
+}
+
+static __always_inline __u32 lower(__u32 c)
+{
+	return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+/* One byte of a request's head (bpf_loop callback): a line that starts
+ * "Host:" (any case) gives the name after its spaces; the blank line
+ * that ends the head ends the scan. */
+static long http_byte(__u64 i, void *ctx)
+{
+	struct peek *p = ((struct peek_ctx *)ctx)->p;
+	__u32 at = i;
+	if (at + 7 > p->len)
+		return 1;
+	if (peek_u8(p, at) != '\n')
+		return 0;
+	if (peek_u8(p, at + 1) == '\r' || peek_u8(p, at + 1) == '\n')
+		return 1;
+	if (lower(peek_u8(p, at + 1)) != 'h' || lower(peek_u8(p, at + 2)) != 'o' || lower(peek_u8(p, at + 3)) != 's' ||
+	    lower(peek_u8(p, at + 4)) != 't' || peek_u8(p, at + 5) != ':')
+		return 0;
+	at += 6;
+	for (int k = 0; k < 8 && at < p->len && (peek_u8(p, at) == ' ' || peek_u8(p, at) == '\t'); k++)
+		at++;
+	p->name = at;
+	p->from = HOST_HTTP;
+	return 1;
+}
+
+/* A request line starts with a method: capital letters, then a space. */
+static __always_inline bool http_request(struct peek *p)
+{
+	int k = 0;
+	for (; k < 8; k++) {
+		__u32 c = peek_u8(p, k);
+		if (c == ' ')
+			break;
+		if (c < 'A' || c > 'Z')
+			return false;
+	}
+	return k >= 3 && k < 8;
+}
+
+/* One byte of the name (bpf_loop callback), up to its length (TLS) or a
+ * delimiter (HTTP: the port's colon, the line's end, a space). */
+static long name_byte(__u64 i, void *ctx)
+{
+	struct peek *p = ((struct peek_ctx *)ctx)->p;
+	__u32 at = p->name + i;
+	__u32 c;
+	if (p->from == HOST_HTTP) {
+		if (at >= p->len)
+			return 1;
+		c = peek_u8(p, at);
+		if (c == ':' || c == '\r' || c == '\n' || c == ' ')
+			return 1;
+	} else {
+		if (i >= p->name_len || at >= p->len)
+			return 1;
+		c = peek_u8(p, at);
+	}
+	if (i >= HOST_LEN - 1) {
+		p->bad = 1; /* a cut name would name another host */
+		return 1;
+	}
+	c = lower(c);
+	bool letter = c >= 'a' && c <= 'z';
+	bool digit = c >= '0' && c <= '9';
+	if (!letter && !digit && c != '.' && c != '-' && c != '_') {
+		p->bad = 1;
+		return 1;
+	}
+	if (!digit && c != '.')
+		p->letters++;
+	p->out[i & (HOST_LEN - 1)] = c;
+	p->n_out = i + 1;
+	return 0;
+}
+
+/* Copies p's name into host if every byte of it is one a host name has
+ * (letters, digits, '.', '-', '_'; lower-cased), it is shorter than
+ * HOST_LEN and not an address; else leaves host alone. */
+static __always_inline void take_name(struct peek *p, char *host)
+{
+	if (!p->name)
+		return;
+	__builtin_memset(p->out, 0, HOST_LEN);
+	p->n_out = 0;
+	p->bad = 0;
+	p->letters = 0;
+	struct peek_ctx pc = {.p = p};
+	bpf_loop(HOST_LEN, name_byte, &pc, 0);
+	__u32 n = p->n_out;
+	if (p->bad || !p->letters || n == 0 || n >= HOST_LEN)
+		return;
+	p->out[n & (HOST_LEN - 1)] = 0;
+	__builtin_memcpy(host, p->out, HOST_LEN);
+}
+
+/* The start and length of the data msg holds for this send: a plain
+ * buffer (send, write) or the first of an iovec's (sendmsg, writev). */
+static __always_inline __u64 send_data(const struct msghdr *msg, __u64 *len)
+{
+	const struct iov_iter *it = &msg->msg_iter;
+	__u8 type = it->iter_type;
+	__u64 off = it->iov_offset;
+	if (type == bpf_core_enum_value(enum iter_type, ITER_UBUF)) {
+		*len = it->count;
+		return (__u64)it->ubuf + off;
+	}
+	if (type != bpf_core_enum_value(enum iter_type, ITER_IOVEC) || !it->nr_segs)
+		return 0;
+	const struct iovec *iov = it->__iov;
+	__u64 n = iov->iov_len;
+	if (off >= n)
+		return 0;
+	*len = n - off;
+	return (__u64)iov->iov_base + off;
+}
+
+/* Each TCP send's copy loop, in the sending thread; for every process of
+ * the machine, so the first load decides: while no tracked connection
+ * awaits its first send (almost always), nothing else runs. A
+ * connection's first send is read for a name once, whatever it finds. */
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(on_send, const struct sock *sk, const struct msghdr *msg_arg, const struct sk_buff *skb, int size_goal)
+{
+	if (!unnamed_pending)
+		return 0;
+	__u64 key = (__u64)sk;
+	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	if (!c || c->await_name <= 0 || !name_settled(c))
+		return 0;
+	const struct msghdr *msg = BTF_VIEW(msg_arg, struct msghdr);
+	__u32 zero = 0;
+	struct peek *p = bpf_map_lookup_elem(&peeks, &zero);
+	if (!p)
+		return 0;
+	__u64 len = 0;
+	__u64 data = send_data(msg, &len);
+	if (!data || !len)
+		return 0;
+	__u32 n = len < PEEK_LEN ? len : PEEK_LEN;
+	if (bpf_probe_read_user(p->b, n, (void *)data))
+		return 0;
+	p->len = n;
+	p->name = 0;
+	p->name_len = 0;
+	p->from = HOST_NONE;
+	if (peek_u8(p, 0) == 0x16)
+		parse_client_hello(p);
+	else if (http_request(p)) {
+		struct peek_ctx pc = {.p = p};
+		bpf_loop(n < HTTP_SCAN ? n : HTTP_SCAN, http_byte, &pc, 0);
+	}
+	take_name(p, c->host);
+	if (c->host[0])
+		c->host_from = p->from;
+	count_write();
 	return 0;
 }
 
@@ -569,3 +867,4 @@ int BPF_PROG(on_dl_write, struct folio *folio_arg)
  * task of the machine on the syscall slow path. */
 
 BTF_ANCHOR(enum dl_lost, dl_lost);
+BTF_ANCHOR(enum host_from, host_from);

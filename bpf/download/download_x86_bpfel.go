@@ -35,6 +35,9 @@ type DownloadConn struct {
 	GaiStart      uint64
 	GaiEnd        uint64
 	Host          [64]int8
+	HostFrom      uint32
+	Pad           uint32
+	AwaitName     int64
 	Stack         uint64
 }
 
@@ -54,6 +57,15 @@ type DownloadGaiCall struct {
 	Ts   uint64
 }
 
+type DownloadHostFrom uint32
+
+const (
+	DownloadHostFromHOST_NONE    DownloadHostFrom = 0
+	DownloadHostFromHOST_LOOKUP  DownloadHostFrom = 1
+	DownloadHostFromHOST_TLS_SNI DownloadHostFrom = 2
+	DownloadHostFromHOST_HTTP    DownloadHostFrom = 3
+)
+
 type DownloadLookup struct {
 	_       structs.HostLayout
 	StartTs uint64
@@ -63,6 +75,21 @@ type DownloadLookup struct {
 	Family  [8]uint16
 	Addr    [8][16]uint8
 	_       [4]byte
+}
+
+type DownloadPeek struct {
+	_       structs.HostLayout
+	B       [4096]uint8
+	Out     [64]int8
+	Len     uint32
+	Pos     uint32
+	End     uint32
+	Name    uint32
+	NameLen uint32
+	From    uint32
+	N_out   uint32
+	Bad     uint32
+	Letters uint32
 }
 
 type DownloadPyConf struct {
@@ -250,6 +277,7 @@ const (
 	DownloadMapLost                = "lost"
 	DownloadMapNetLost             = "net_lost"
 	DownloadMapOpenConns           = "open_conns"
+	DownloadMapPeeks               = "peeks"
 	DownloadMapPyConfs             = "py_confs"
 	DownloadMapPyEvents            = "py_events"
 	DownloadMapPyLost              = "py_lost"
@@ -266,11 +294,14 @@ const (
 	DownloadProgOnGaiReturn        = "on_gai_return"
 	DownloadProgOnGetaddrinfo      = "on_getaddrinfo"
 	DownloadProgOnRecv             = "on_recv"
+	DownloadProgOnSend             = "on_send"
 	DownloadProgOnSockState        = "on_sock_state"
 	DownloadVarBtfAnchorDlLost     = "_btf_anchor_dl_lost"
+	DownloadVarBtfAnchorHostFrom   = "_btf_anchor_host_from"
 	DownloadVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	DownloadVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
 	DownloadVarPyStacksOn          = "py_stacks_on"
+	DownloadVarUnnamedPending      = "unnamed_pending"
 )
 
 // LoadDownload returns the embedded CollectionSpec for Download.
@@ -319,6 +350,7 @@ type DownloadProgramSpecs struct {
 	OnGaiReturn   *ebpf.ProgramSpec `ebpf:"on_gai_return"`
 	OnGetaddrinfo *ebpf.ProgramSpec `ebpf:"on_getaddrinfo"`
 	OnRecv        *ebpf.ProgramSpec `ebpf:"on_recv"`
+	OnSend        *ebpf.ProgramSpec `ebpf:"on_send"`
 	OnSockState   *ebpf.ProgramSpec `ebpf:"on_sock_state"`
 }
 
@@ -335,6 +367,7 @@ type DownloadMapSpecs struct {
 	Lost          *ebpf.MapSpec `ebpf:"lost"`
 	NetLost       *ebpf.MapSpec `ebpf:"net_lost"`
 	OpenConns     *ebpf.MapSpec `ebpf:"open_conns"`
+	Peeks         *ebpf.MapSpec `ebpf:"peeks"`
 	PyConfs       *ebpf.MapSpec `ebpf:"py_confs"`
 	PyEvents      *ebpf.MapSpec `ebpf:"py_events"`
 	PyLost        *ebpf.MapSpec `ebpf:"py_lost"`
@@ -354,9 +387,11 @@ type DownloadMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type DownloadVariableSpecs struct {
 	BtfAnchorDlLost     *ebpf.VariableSpec `ebpf:"_btf_anchor_dl_lost"`
+	BtfAnchorHostFrom   *ebpf.VariableSpec `ebpf:"_btf_anchor_host_from"`
 	BtfAnchorLostKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
 	PyStacksOn          *ebpf.VariableSpec `ebpf:"py_stacks_on"`
+	UnnamedPending      *ebpf.VariableSpec `ebpf:"unnamed_pending"`
 }
 
 // DownloadObjects contains all objects after they have been loaded into the kernel.
@@ -388,6 +423,7 @@ type DownloadMaps struct {
 	Lost          *ebpf.Map `ebpf:"lost"`
 	NetLost       *ebpf.Map `ebpf:"net_lost"`
 	OpenConns     *ebpf.Map `ebpf:"open_conns"`
+	Peeks         *ebpf.Map `ebpf:"peeks"`
 	PyConfs       *ebpf.Map `ebpf:"py_confs"`
 	PyEvents      *ebpf.Map `ebpf:"py_events"`
 	PyLost        *ebpf.Map `ebpf:"py_lost"`
@@ -413,6 +449,7 @@ func (m *DownloadMaps) Close() error {
 		m.Lost,
 		m.NetLost,
 		m.OpenConns,
+		m.Peeks,
 		m.PyConfs,
 		m.PyEvents,
 		m.PyLost,
@@ -433,9 +470,11 @@ func (m *DownloadMaps) Close() error {
 // It can be passed to LoadDownloadObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DownloadVariables struct {
 	BtfAnchorDlLost     *ebpf.Variable `ebpf:"_btf_anchor_dl_lost"`
+	BtfAnchorHostFrom   *ebpf.Variable `ebpf:"_btf_anchor_host_from"`
 	BtfAnchorLostKind   *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
 	PyStacksOn          *ebpf.Variable `ebpf:"py_stacks_on"`
+	UnnamedPending      *ebpf.Variable `ebpf:"unnamed_pending"`
 }
 
 // DownloadPrograms contains all programs after they have been loaded into the kernel.
@@ -446,6 +485,7 @@ type DownloadPrograms struct {
 	OnGaiReturn   *ebpf.Program `ebpf:"on_gai_return"`
 	OnGetaddrinfo *ebpf.Program `ebpf:"on_getaddrinfo"`
 	OnRecv        *ebpf.Program `ebpf:"on_recv"`
+	OnSend        *ebpf.Program `ebpf:"on_send"`
 	OnSockState   *ebpf.Program `ebpf:"on_sock_state"`
 }
 
@@ -455,6 +495,7 @@ func (p *DownloadPrograms) Close() error {
 		p.OnGaiReturn,
 		p.OnGetaddrinfo,
 		p.OnRecv,
+		p.OnSend,
 		p.OnSockState,
 	)
 }

@@ -8,4 +8,4 @@ package download
 // tracked set's map types must match the core's exactly);
 // -D__TARGET_ARCH_x86 gives BPF_KPROBE the argument registers of the
 // getaddrinfo uprobes.
-//go:generate go tool bpf2go -tags linux -target amd64 -cflags "-O2 -g -Wall -Werror -D__TARGET_ARCH_x86" -type conn -type rx_slot -type write_key -type write_stats -type dl_lost -type lookup Download download.bpf.c -- -I../include -I/usr/include/x86_64-linux-gnu
+//go:generate go tool bpf2go -tags linux -target amd64 -cflags "-O2 -g -Wall -Werror -D__TARGET_ARCH_x86" -type conn -type rx_slot -type write_key -type write_stats -type dl_lost -type lookup -type host_from Download download.bpf.c -- -I../include -I/usr/include/x86_64-linux-gnu

@@ -140,7 +140,9 @@ type Download struct {
 	MBPerS  float64 `json:"mb_per_s"`
 	Peer    string  `json:"peer"`
 	Host    string  `json:"host,omitempty"`
-	PID     int32   `json:"pid"`
+	// HostFrom says where Host came from (record.Download's HostFrom).
+	HostFrom string `json:"host_from,omitempty"`
+	PID      int32  `json:"pid"`
 	// OnCPUNS and WaitNS are the receiving thread's time within the
 	// download, on CPU and waiting for data.
 	OnCPUNS int64 `json:"on_cpu_ns"`
@@ -343,7 +345,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 	for _, d := range r.Downloads {
 		fate, _ := attribution.FateOf(r, d)
 		s.Downloads = append(s.Downloads, Download{Path: d.Path, Name: d.Name, Cache: d.Cache, Bytes: d.Bytes,
-			StartNS: d.StartNS, EndNS: d.EndNS, MBPerS: d.MBPerSecond(), Peer: d.Peer, Host: d.Host, PID: d.PID,
+			StartNS: d.StartNS, EndNS: d.EndNS, MBPerS: d.MBPerSecond(), Peer: d.Peer, Host: d.Host, HostFrom: d.HostFrom, PID: d.PID,
 			OnCPUNS: d.OnCPUNS, WaitNS: d.WaitNS, Fate: fate, Files: append([]record.DownloadFile{}, d.Files...),
 			Destination: d.Destination, Expansion: d.Expansion, Connections: d.Connections, Candidates: d.Candidates, Unlisted: d.Unlisted})
 	}

@@ -46,9 +46,11 @@ type Conn struct {
 	PID, TID int32 // the connecting thread
 	RxTID    int32 // the thread of the latest receive
 	Peer     netip.AddrPort
-	// Host is the name the process looked Peer up by just before it
-	// connected, or "".
-	Host string
+	// Host is Peer's name: the one the process looked it up by just
+	// before it connected, else the one its first bytes asked for (a TLS
+	// server name, an HTTP Host header); "" for none. HostFrom says
+	// which (record.HostFrom*).
+	Host, HostFrom string
 	// Stack is the connecting thread's Python stack id (bpf/include/
 	// pywalk.h), 0 for none.
 	Stack    uint64
@@ -218,6 +220,7 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 		TID:       t.RxTID,
 		Peer:      t.Peer.String(),
 		Host:      t.Host,
+		HostFrom:  t.HostFrom,
 		ConnectNS: rel(t.ID, env.StartMono),
 		Receives:  t.Receives,
 		BytesSent: t.Sent,
@@ -227,7 +230,7 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 	tids := map[int32]bool{}
 	for _, c := range g {
 		cs := samples(c, env.Progress[ConnKey{c.Sk, c.ID}], env.StartMono)
-		dc := record.DownloadConnection{Peer: c.Peer.String(), Host: c.Host, PID: c.PID, TID: c.RxTID,
+		dc := record.DownloadConnection{Peer: c.Peer.String(), Host: c.Host, HostFrom: c.HostFrom, PID: c.PID, TID: c.RxTID,
 			ConnectNS: rel(c.ID, env.StartMono), StartNS: rel(c.FirstTS, env.StartMono), EndNS: rel(c.LastTS, env.StartMono),
 			Bytes: c.Bytes, Receives: c.Receives, BytesSent: c.Sent}
 		if len(g) > 1 {

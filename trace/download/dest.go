@@ -142,6 +142,11 @@ func total(g []Conn) Conn {
 		if c.Bytes > 0 && c.LastTS >= t.LastTS {
 			t.RxTID = c.RxTID
 		}
+		if t.Host == "" && c.Host != "" {
+			// The first connection named: a later one may have been
+			// opened after a lookup the first had no need of.
+			t.Host, t.HostFrom, t.GaiStart, t.GaiEnd = c.Host, c.HostFrom, c.GaiStart, c.GaiEnd
+		}
 	}
 	return t
 }

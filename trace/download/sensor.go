@@ -72,7 +72,11 @@ type Options struct {
 type Sensor struct {
 	onDownload func(pid int32)
 	chained    bool // Options.Chained
-	rights     interface{ Do(func() error) error }
+	// sendNames: the kernel has TCP's send tracepoint, where a
+	// connection no lookup named is named by its first bytes (a TLS
+	// server name, an HTTP Host header).
+	sendNames bool
+	rights    interface{ Do(func() error) error }
 	// internStack and stackPID name connections' Python stacks
 	// (Options.InternStack, StackPID); nil without stacks.
 	internStack func(*record.Record, uint64) int
@@ -188,6 +192,12 @@ func Prepare(shared Options) (*Sensor, error) {
 	if err := s.scoper.Prepare(spec, bpfdl.DownloadProgOnGetaddrinfo, bpfdl.DownloadProgOnGaiReturn); err != nil {
 		return nil, fmt.Errorf("load network probes: %w", err)
 	}
+	if s.sendNames, err = probe.HasTracepoint(shared.BTF, "tcp_sendmsg_locked"); err != nil {
+		return nil, fmt.Errorf("load network probes: %w", err)
+	}
+	if !s.sendNames {
+		probe.StubProgram(spec.Programs[bpfdl.DownloadProgOnSend])
+	}
 	if err := spec.LoadAndAssign(&s.objs, opts); err != nil {
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {
@@ -207,6 +217,9 @@ func (s *Sensor) tracepoints() map[string]*ebpf.Program {
 	}
 	if !s.chained {
 		p[bpfdl.DownloadProgOnDlWrite] = s.objs.OnDlWrite
+	}
+	if s.sendNames {
+		p[bpfdl.DownloadProgOnSend] = s.objs.OnSend
 	}
 	return p
 }
@@ -692,8 +705,8 @@ func decodeConn(c *bpfdl.DownloadConn) Conn {
 		host = append(host, byte(ch))
 	}
 	return Conn{
-		Host: string(host),
-		Sk:   c.Sk, ID: c.Id, Stack: c.Stack,
+		Host: string(host), HostFrom: hostFrom(c.HostFrom, len(host)),
+		Sk: c.Sk, ID: c.Id, Stack: c.Stack,
 		PID: int32(c.Tgid), TID: int32(c.Tid), RxTID: int32(c.RxTid),
 		Peer:    netip.AddrPortFrom(addr, c.Dport),
 		FirstTS: c.FirstTs, LastTS: c.LastTs,
@@ -701,4 +714,21 @@ func decodeConn(c *bpfdl.DownloadConn) Conn {
 		EstablishedTS: c.EstablishedTs, EndTS: c.EndTs,
 		GaiStart: c.GaiStart, GaiEnd: c.GaiEnd,
 	}
+}
+
+// hostFrom names where a connection's host name came from
+// (record.HostFrom*), "" when it has none.
+func hostFrom(from uint32, hostLen int) string {
+	if hostLen == 0 {
+		return ""
+	}
+	switch bpfdl.DownloadHostFrom(from) {
+	case bpfdl.DownloadHostFromHOST_LOOKUP:
+		return record.HostFromLookup
+	case bpfdl.DownloadHostFromHOST_TLS_SNI:
+		return record.HostFromTLS
+	case bpfdl.DownloadHostFromHOST_HTTP:
+		return record.HostFromHTTP
+	}
+	return ""
 }

@@ -51,7 +51,7 @@ func Silent(conns []Conn, env Env, endMono uint64) []record.SilentConnection {
 		if float64(wait) < silentWaitShare*float64(d) {
 			continue
 		}
-		out = append(out, record.SilentConnection{Peer: c.Peer.String(), Host: c.Host, PID: c.PID, TID: c.TID,
+		out = append(out, record.SilentConnection{Peer: c.Peer.String(), Host: c.Host, HostFrom: c.HostFrom, PID: c.PID, TID: c.TID,
 			StartNS: start, LengthNS: d, Received: c.FirstTS != 0, Bytes: c.Bytes, Closed: c.EndTS != 0,
 			WaitNS: wait, Lookup: lookupOf(c, env.StartMono)})
 	}

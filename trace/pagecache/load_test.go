@@ -108,11 +108,11 @@ func TestFillEndFollowsKernelAndReadExitsOption(t *testing.T) {
 // object loads as before.
 func TestObjectLoadsWithoutIOUringSubmissions(t *testing.T) {
 	testenv.RequireTracing(t)
-	has, err := hasTracepoint(nil, "io_uring_submit_req")
+	has, err := probe.HasTracepoint(nil, "io_uring_submit_req")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if none, err := hasTracepoint(nil, "no_such_tracepoint"); err != nil || none {
+	if none, err := probe.HasTracepoint(nil, "no_such_tracepoint"); err != nil || none {
 		t.Errorf("a tracepoint no kernel has: found %v, %v", none, err)
 	}
 	t.Logf("this kernel has io_uring_submit_req: %v", has)
@@ -120,7 +120,7 @@ func TestObjectLoadsWithoutIOUringSubmissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stubProgram(spec.Programs[bpfpc.PagecacheProgOnUringSubmit])
+	probe.StubProgram(spec.Programs[bpfpc.PagecacheProgOnUringSubmit])
 	var objs bpfpc.PagecacheObjects
 	if err := loadInLanes(spec, &objs, nil, nil); err != nil {
 		t.Fatal(err)

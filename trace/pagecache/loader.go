@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
@@ -148,53 +147,16 @@ func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, erro
 			return nil, fmt.Errorf("load page-cache probes: %w", err)
 		}
 	}
-	if p.uringSubmits, err = hasTracepoint(kernel, "io_uring_submit_req"); err != nil {
+	if p.uringSubmits, err = probe.HasTracepoint(kernel, "io_uring_submit_req"); err != nil {
 		return nil, fmt.Errorf("load page-cache probes: %w", err)
 	}
 	if !p.uringSubmits {
-		stubProgram(spec.Programs[bpfpc.PagecacheProgOnUringSubmit])
+		probe.StubProgram(spec.Programs[bpfpc.PagecacheProgOnUringSubmit])
 	}
 	if err := loadInLanes(spec, &p.objs, repl, kernel); err != nil {
 		return nil, probe.LoadError("page-cache probes", err)
 	}
 	return p, nil
-}
-
-// hasTracepoint says whether the kernel has the BTF tracepoint name (a
-// kernel built without io_uring has none of io_uring's). kernel may be
-// nil.
-func hasTracepoint(kernel *btf.Cache, name string) (bool, error) {
-	var spec *btf.Spec
-	var err error
-	if kernel != nil {
-		spec, err = kernel.Kernel()
-	} else {
-		spec, err = btf.LoadKernelSpec()
-	}
-	if err != nil {
-		return false, fmt.Errorf("kernel BTF: %w", err)
-	}
-	var td *btf.Typedef
-	switch err := spec.TypeByName("btf_trace_"+name, &td); {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, btf.ErrNotFound):
-		return false, nil
-	default:
-		return false, fmt.Errorf("kernel BTF: tracepoint %s: %w", name, err)
-	}
-}
-
-// stubProgram makes prog a program that does nothing, verified against a
-// tracepoint every kernel coldtrace runs on has, for a kernel that lacks
-// the one it was written for (whose types it names, which would fail its
-// load and with it the whole object's). It is never attached.
-func stubProgram(prog *ebpf.ProgramSpec) {
-	prog.AttachTo = "mm_filemap_get_pages"
-	prog.Instructions = asm.Instructions{
-		asm.Mov.Imm(asm.R0, 0).WithSymbol(prog.Name),
-		asm.Return(),
-	}
 }
 
 // largestFirst are the programs whose verification takes longest, the
