@@ -25,7 +25,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define MAX_CONNS 16384
 #define MAX_WRITES 4096
-#define HOST_LEN 64
+#define HOST_LEN 256
 #define MAX_ADDRS 8
 
 #define AF_INET_ 2
@@ -89,6 +89,15 @@ enum host_from {
 	HOST_TLS_SNI = 2, /* the server name of its TLS ClientHello */
 	HOST_HTTP = 3,    /* the Host header of its plain-HTTP request */
 };
+
+/* A new connection is made here, not on the stack: with its whole host
+ * name it is too large for the stack beside the Python stack walk. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct conn);
+} conn_scratch SEC(".maps");
 
 /* A connection that received nothing this long after it was established
  * is reported at close even with no byte: "waiting on HOST, nothing
@@ -305,7 +314,13 @@ int BPF_KRETPROBE(on_gai_return, int ret)
 	__builtin_memset(l, 0, sizeof(*l));
 	l->start_ts = call.ts;
 	l->end_ts = bpf_ktime_get_ns();
-	if (bpf_probe_read_user_str(l->name, sizeof(l->name), (void *)call.node) <= 1 || numeric_host(l->name))
+	long n = bpf_probe_read_user_str(l->name, sizeof(l->name), (void *)call.node);
+	char past = 0;
+	/* A name that filled the buffer may go on past it: a cut name would
+	 * name another host, so none is kept (as for first-send names). */
+	if (n == sizeof(l->name))
+		bpf_probe_read_user(&past, 1, (void *)(call.node + sizeof(l->name) - 1));
+	if (n <= 1 || past || numeric_host(l->name))
 		l->name[0] = 0;
 	__u64 ai = 0;
 	if (bpf_probe_read_user(&ai, sizeof(ai), (void *)call.res))
@@ -418,31 +433,35 @@ int BPF_PROG(on_sock_state, const struct sock *sk_arg, const int oldstate, const
 		if (old)
 			report_closed(old);
 		__u64 pid_tgid = bpf_get_current_pid_tgid();
-		struct conn c = {};
-		c.sk = key;
-		c.id = bpf_ktime_get_ns();
-		c.tgid = pid_tgid >> 32;
-		c.tid = (__u32)pid_tgid;
-		c.family = family;
-		c.dport = bpf_ntohs(sk->__sk_common.skc_dport);
+		__u32 zero = 0;
+		struct conn *n = bpf_map_lookup_elem(&conn_scratch, &zero);
+		if (!n)
+			return 0;
+		__builtin_memset(n, 0, sizeof(*n));
+		n->sk = key;
+		n->id = bpf_ktime_get_ns();
+		n->tgid = pid_tgid >> 32;
+		n->tid = (__u32)pid_tgid;
+		n->family = family;
+		n->dport = bpf_ntohs(sk->__sk_common.skc_dport);
 		if (family == AF_INET_)
-			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_daddr, 4);
+			__builtin_memcpy(n->daddr, &sk->__sk_common.skc_daddr, 4);
 		else
-			__builtin_memcpy(c.daddr, &sk->__sk_common.skc_v6_daddr, 16);
-		name_peer(&c);
-		if (c.host[0])
-			c.host_from = HOST_LOOKUP;
+			__builtin_memcpy(n->daddr, &sk->__sk_common.skc_v6_daddr, 16);
+		name_peer(n);
+		if (n->host[0])
+			n->host_from = HOST_LOOKUP;
 		else
-			c.await_name = 1;
-		c.stack = py_stack_or_leaf();
+			n->await_name = 1;
+		n->stack = py_stack_or_leaf();
 		if (old)
 			name_settled(old);
-		if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY)) {
+		if (bpf_map_update_elem(&conns, &key, n, BPF_ANY)) {
 			count_net_lost(DL_CONNS);
 		} else {
 			if (!old)
 				count_open(1);
-			if (c.await_name)
+			if (n->await_name)
 				__sync_fetch_and_add(&unnamed_pending, 1);
 		}
 		count_write();

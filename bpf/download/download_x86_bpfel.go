@@ -34,7 +34,7 @@ type DownloadConn struct {
 	EndTs         uint64
 	GaiStart      uint64
 	GaiEnd        uint64
-	Host          [64]int8
+	Host          [256]int8
 	HostFrom      uint32
 	Pad           uint32
 	AwaitName     int64
@@ -70,7 +70,7 @@ type DownloadLookup struct {
 	_       structs.HostLayout
 	StartTs uint64
 	EndTs   uint64
-	Name    [64]int8
+	Name    [256]int8
 	N       uint32
 	Family  [8]uint16
 	Addr    [8][16]uint8
@@ -80,7 +80,7 @@ type DownloadLookup struct {
 type DownloadPeek struct {
 	_       structs.HostLayout
 	B       [4096]uint8
-	Out     [64]int8
+	Out     [256]int8
 	Len     uint32
 	Pos     uint32
 	End     uint32
@@ -269,6 +269,7 @@ type DownloadWriteStats struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	DownloadMapClosedConns         = "closed_conns"
+	DownloadMapConnScratch         = "conn_scratch"
 	DownloadMapConnWake            = "conn_wake"
 	DownloadMapConns               = "conns"
 	DownloadMapGaiCalls            = "gai_calls"
@@ -359,6 +360,7 @@ type DownloadProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type DownloadMapSpecs struct {
 	ClosedConns   *ebpf.MapSpec `ebpf:"closed_conns"`
+	ConnScratch   *ebpf.MapSpec `ebpf:"conn_scratch"`
 	ConnWake      *ebpf.MapSpec `ebpf:"conn_wake"`
 	Conns         *ebpf.MapSpec `ebpf:"conns"`
 	GaiCalls      *ebpf.MapSpec `ebpf:"gai_calls"`
@@ -415,6 +417,7 @@ func (o *DownloadObjects) Close() error {
 // It can be passed to LoadDownloadObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DownloadMaps struct {
 	ClosedConns   *ebpf.Map `ebpf:"closed_conns"`
+	ConnScratch   *ebpf.Map `ebpf:"conn_scratch"`
 	ConnWake      *ebpf.Map `ebpf:"conn_wake"`
 	Conns         *ebpf.Map `ebpf:"conns"`
 	GaiCalls      *ebpf.Map `ebpf:"gai_calls"`
@@ -441,6 +444,7 @@ type DownloadMaps struct {
 func (m *DownloadMaps) Close() error {
 	return _DownloadClose(
 		m.ClosedConns,
+		m.ConnScratch,
 		m.ConnWake,
 		m.Conns,
 		m.GaiCalls,

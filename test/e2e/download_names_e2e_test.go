@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/coldtrace/coldtrace/record"
@@ -100,6 +101,49 @@ func TestDownloadNamedByItsFirstBytes(t *testing.T) {
 			}
 			if len(sum.Downloads) != 1 || sum.Downloads[0].Host != c.host || sum.Downloads[0].HostFrom != c.from {
 				t.Errorf("summary's downloads %+v, want one from %q (%s)", sum.Downloads, c.host, c.from)
+			}
+		})
+	}
+}
+
+// Host names are kept whole: a lookup of a name longer than 63 bytes
+// (up to DNS's longest) names the download by all of it, where it was
+// once cut to 63 bytes, which named another host. The names resolve
+// from an /etc/hosts of the client's own mount namespace.
+func TestLongHostNamesAreKeptWhole(t *testing.T) {
+	requireTracing(t)
+	for _, p := range []string{"/usr/bin/unshare", "/usr/bin/python3"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("needs %s", p)
+		}
+	}
+	srv := httptest.NewServer(namesHandler())
+	t.Cleanup(srv.Close)
+	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	label := func(c byte, n int) string { return strings.Repeat(string(c), n) }
+	names := []string{
+		label('b', 40) + "." + label('c', 25) + ".example",                                          // 74 bytes
+		strings.Join([]string{label('d', 61), label('e', 61), label('f', 61), label('g', 61)}, "."), // 247 bytes
+	}
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hosts, []byte("127.0.0.1 localhost\n127.0.0.1 "+strings.Join(names, " ")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		t.Run(strconv.Itoa(len(name)), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run.rec")
+			fetch := `import sys, urllib.request; urllib.request.urlopen(sys.argv[1]).read()`
+			script := fmt.Sprintf(`mount --bind %q /etc/hosts && exec /usr/bin/python3 -c %q http://%s:%s/model`, hosts, fetch, name, port)
+			code, _, stderr := coldtrace(t, nil, "-q", "-o", out, "--", "/usr/bin/unshare", "-m", "sh", "-c", script)
+			if code != 0 {
+				t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
+			}
+			rec := readRecord(t, out)
+			if len(rec.Downloads) != 1 {
+				t.Fatalf("%d downloads, want 1", len(rec.Downloads))
+			}
+			if d := rec.Downloads[0]; d.Host != name || d.HostFrom != record.HostFromLookup {
+				t.Errorf("host %q (%d bytes) from %q, want the %d-byte name from a lookup", d.Host, len(d.Host), d.HostFrom, len(name))
 			}
 		})
 	}

@@ -31,7 +31,7 @@ type firstBytes struct {
 // resolves nothing) is named by its first bytes: the server name of a
 // TLS ClientHello or the Host header of an HTTP request. Generated
 // shapes: methods, header case and spacing, the header's place among
-// others, ports, names of every allowed byte and length; ClientHellos
+// others, ports, names of every allowed byte and of lengths up to 255; ClientHellos
 // from Go's TLS client and built here with the name behind up to 40
 // other extensions. And what must not name a peer: addresses, names with
 // other bytes, names too long to keep whole, a header past the scanned
@@ -125,6 +125,15 @@ func writeAll(b []byte) func(net.Conn) error {
 	return func(c net.Conn) error { _, err := c.Write(b); return err }
 }
 
+// nameLength is a name's length: most as short as real hosts' names,
+// one in four up to the longest kept (255 bytes).
+func nameLength(rng *rand.Rand) int {
+	if rng.IntN(4) == 0 {
+		return 3 + rng.IntN(253)
+	}
+	return 3 + rng.IntN(60)
+}
+
 const nameBytes = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
 
 // hostName is a random name of n bytes (n ≥ 3) with at least one letter:
@@ -149,7 +158,7 @@ func httpCases(rng *rand.Rand) []firstBytes {
 	spaces := []string{"", " ", "  ", "\t", " \t "}
 	var out []firstBytes
 	for i := range 40 {
-		name := hostName(rng, 3+rng.IntN(60))
+		name := hostName(rng, nameLength(rng))
 		var req bytes.Buffer
 		fmt.Fprintf(&req, "%s /models/%d/resolve/main/model.safetensors HTTP/1.1\r\n", methods[rng.IntN(len(methods))], i)
 		// the Host header among others, anywhere in the first 900 bytes
@@ -168,14 +177,14 @@ func httpCases(rng *rand.Rand) []firstBytes {
 	request := func(host string, pad int) []byte {
 		return fmt.Appendf(nil, "GET / HTTP/1.1\r\nX-Pad: %s\r\nHost: %s\r\n\r\n", strings.Repeat("p", pad), host)
 	}
-	long := hostName(rng, 64)
+	long := hostName(rng, 256)
 	for _, c := range []struct {
 		what string
 		b    []byte
 	}{
 		{"an IPv6 address", request("[::1]:8080", 0)},
 		{"an IPv4 address", request("10.1.2.3:80", 0)},
-		{"a name of 64 bytes, too long to keep whole", request(long, 0)},
+		{"a name of 256 bytes, too long to keep whole", request(long, 0)},
 		{"a name with a slash", request("hub/evil", 0)},
 		{"a name with a byte that is not ASCII", request("hub\xffexample", 0)},
 		{"a Host header past the scanned head", request("late.example", 1100)},
@@ -193,7 +202,7 @@ func tlsCases(rng *rand.Rand) []firstBytes {
 	var out []firstBytes
 	// Go's own client: its ClientHello as sent to a real server.
 	for i := range 5 {
-		name := hostName(rng, 3+rng.IntN(60))
+		name := hostName(rng, nameLength(rng))
 		out = append(out, firstBytes{what: fmt.Sprintf("Go TLS client %d (%s)", i, name), host: strings.ToLower(name), from: record.HostFromTLS,
 			send: func(c net.Conn) error {
 				_ = c.SetDeadline(time.Now().Add(200 * time.Millisecond))
@@ -204,7 +213,7 @@ func tlsCases(rng *rand.Rand) []firstBytes {
 	}
 	// Built here: the name behind other extensions, up to 40 of them.
 	for i := range 20 {
-		name := hostName(rng, 3+rng.IntN(60))
+		name := hostName(rng, nameLength(rng))
 		var exts [][]byte
 		for range rng.IntN(41) {
 			exts = append(exts, extension(0x0a0a+uint16(rng.IntN(0x100)), make([]byte, rng.IntN(60))))
