@@ -243,7 +243,13 @@ func targetsOf(spec *ebpf.CollectionSpec, pathSyscalls bool) []target {
 		}
 		switch ps.Type {
 		case ebpf.Tracing:
-			out = append(out, target{kind: "tp_btf", name: ps.AttachTo, prog: name})
+			t := target{kind: "tp_btf", name: ps.AttachTo, prog: name}
+			if ps.AttachTo == "tcp_sendmsg_locked" {
+				// A run stubs it where the kernel lacks it: names
+				// then come from lookups only.
+				t.optional, t.lacks = true, "host names of connections no lookup named (a TLS server name, an HTTP Host header)"
+			}
+			out = append(out, t)
 		case ebpf.TracePoint:
 			group, tp, _ := strings.Cut(ps.AttachTo, "/")
 			if pathSyscalls && group == "syscalls" {
