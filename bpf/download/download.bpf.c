@@ -269,19 +269,33 @@ struct addrinfo_ {
 	__u64 ai_next;
 };
 
-/* A numeric "name" (an address given as text) names nothing. */
+/* A numeric "name" (an address given as text) names nothing. A walk by
+ * bpf_loop: the verifier checks one byte's step, not HOST_LEN of them. */
+struct numeric_scan {
+	const char *name;
+	__u32 numeric;
+};
+
+static long numeric_byte(__u64 i, void *ctx)
+{
+	struct numeric_scan *s = ctx;
+	char c = s->name[i & (HOST_LEN - 1)];
+	if (c == 0)
+		return 1;
+	if (c == ':')
+		return 1; /* an IPv6 address */
+	if (c != '.' && (c < '0' || c > '9')) {
+		s->numeric = 0;
+		return 1;
+	}
+	return 0;
+}
+
 static __always_inline bool numeric_host(const char *name)
 {
-	for (int i = 0; i < HOST_LEN; i++) {
-		char c = name[i];
-		if (c == 0)
-			break;
-		if (c == ':')
-			return true;
-		if (c != '.' && (c < '0' || c > '9'))
-			return false;
-	}
-	return true;
+	struct numeric_scan s = {.name = name, .numeric = 1};
+	bpf_loop(HOST_LEN, numeric_byte, &s, 0);
+	return s.numeric;
 }
 
 SEC("uprobe")
