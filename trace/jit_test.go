@@ -417,9 +417,16 @@ func TestJitUprobe(t *testing.T) {
 		}
 		t.Logf("%s: %d calls, %d ns, %d ns of CPU", name, up.Calls, up.TotalNS, up.CPUNS)
 		// CPU time with CPU time; the wall time of the calls is at least
-		// their CPU time.
-		if up.Calls != 3 || up.CPUNS < 280e6 || up.CPUNS > 450e6 || up.TotalNS < up.CPUNS {
-			t.Errorf("uprobe %+v, want 3 calls of about 100 ms of CPU", *up)
+		// their CPU time. The workload spins by its own CPU clock, which
+		// leaves out the time the hypervisor ran other guests; the run's
+		// clock counts that as CPU (docs/limitations.md): on a loaded VM
+		// the machine's steal over the run may add to it.
+		var steal int64
+		if rec.Machine != nil {
+			steal = max(rec.Machine.StealNS, 0)
+		}
+		if up.Calls != 3 || up.CPUNS < 280e6 || up.CPUNS > 450e6+steal || up.TotalNS < up.CPUNS {
+			t.Errorf("uprobe %+v, want 3 calls of about 100 ms of CPU (the machine's steal over the run: %v)", *up, time.Duration(steal))
 		}
 		var n int
 		var total int64
