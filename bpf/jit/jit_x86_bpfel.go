@@ -22,14 +22,12 @@ type JitExecEvent struct {
 	Ts           uint64
 	Uid          uint32
 	Gid          uint32
-	ArgsLen      uint32
+	FilenameLen  uint32
 	EnvLen       uint32
 	EnvTruncated uint32
 	Pad          uint32
 	Gen          uint64
-	Filename     [4096]int8
-	Args         [1024]int8
-	Env          [12288]int8
+	Data         [16384]int8
 }
 
 type JitFileEvent struct {

@@ -596,16 +596,21 @@ func (e *Sensor) handle(b []byte) {
 			e.scoper.LibrarySeen(r.PID)
 		}
 	case bpfjit.JitJitEventKindJE_EXEC:
-		envAt := unsafe.Offsetof(bpfjit.JitExecEvent{}.Env)
-		ev, ok := probe.Decode[bpfjit.JitExecEvent](b, envAt)
+		// Packed: the program's name, then the environment (bpf/jit).
+		dataAt := unsafe.Offsetof(bpfjit.JitExecEvent{}.Data)
+		ev, ok := probe.Decode[bpfjit.JitExecEvent](b, dataAt)
 		if !ok {
 			return
 		}
-		var env []byte // nil: read /proc instead
-		if n := int(ev.EnvLen); ev.EnvTruncated == 0 && int(envAt)+n <= len(b) && n <= len(ev.Env) {
-			env = bytes.Clone(probe.Bytes(ev.Env[:n]))
+		fl, n := int(ev.FilenameLen), int(ev.EnvLen)
+		if fl > len(ev.Data) || int(dataAt)+fl > len(b) {
+			return
 		}
-		file := probe.CString(ev.Filename[:])
+		var env []byte // nil: read /proc instead
+		if ev.EnvTruncated == 0 && int(dataAt)+fl+n <= len(b) && fl+n <= len(ev.Data) {
+			env = bytes.Clone(probe.Bytes(ev.Data[fl : fl+n]))
+		}
+		file := probe.CString(ev.Data[:fl])
 		e.col.Exec(int32(ev.Pid), ev.Uid, file, env)
 		e.scoper.TrackLater(int32(ev.Pid), false)
 		e.useSeen(int32(ev.Pid), file)
