@@ -16,6 +16,7 @@ import (
 	bpfdl "github.com/coldtrace/coldtrace/bpf/download"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // firstBytes is one connection's first send and the name it must give.
@@ -94,22 +95,12 @@ func nameOfFirstBytes(t *testing.T, s *Sensor, send func(net.Conn) error) (host,
 	var c bpfdl.DownloadConn
 	for it := s.objs.Conns.Iterate(); it.Next(&key, &c); {
 		if c.Dport == port {
-			return cString(c.Host[:]), hostFrom(c.HostFrom, len(cString(c.Host[:])))
+			host := probe.CString(c.Host[:])
+			return host, hostFrom(c.HostFrom, len(host))
 		}
 	}
 	t.Fatalf("no tracked connection to port %d", port)
 	return "", ""
-}
-
-func cString(b []int8) string {
-	var out []byte
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		out = append(out, byte(c))
-	}
-	return string(out)
 }
 
 func unnamedPending(t *testing.T, s *Sensor) int64 {

@@ -697,15 +697,9 @@ func (s *Sensor) Close() error {
 
 func decodeConn(c *bpfdl.DownloadConn) Conn {
 	addr := peerAddr(c.Family, c.Daddr)
-	host := make([]byte, 0, len(c.Host))
-	for _, ch := range c.Host {
-		if ch == 0 {
-			break
-		}
-		host = append(host, byte(ch))
-	}
+	host := probe.CString(c.Host[:])
 	return Conn{
-		Host: string(host), HostFrom: hostFrom(c.HostFrom, len(host)),
+		Host: host, HostFrom: hostFrom(c.HostFrom, len(host)),
 		Sk: c.Sk, ID: c.Id, Stack: c.Stack,
 		PID: int32(c.Tgid), TID: int32(c.Tid), RxTID: int32(c.RxTid),
 		Peer:    netip.AddrPortFrom(addr, c.Dport),

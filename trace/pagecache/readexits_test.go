@@ -18,14 +18,7 @@ import (
 // syscall slow path, and one that reads a cold file after a pause gets
 // it then. The record says when.
 func TestReadExitsGoOnAtTheFirstFill(t *testing.T) {
-	testenv.RequireTracing(t)
-	taskWorks, err := pagecache.TaskWorksAllowed(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if taskWorks {
-		t.Skip("this kernel lets a task work end each fill: no read exits to attach")
-	}
+	requireReadExits(t)
 	path := diskFile(t)
 	missed := func(rec *record.Record) (files []string) {
 		for _, f := range rec.Files {
@@ -69,14 +62,7 @@ func TestReadExitsGoOnAtTheFirstFill(t *testing.T) {
 // command counts the tracepoints' perf events this process holds while
 // it runs; the record gives each interval.
 func TestReadExitsComeOffAfterAQuietSpell(t *testing.T) {
-	testenv.RequireTracing(t)
-	taskWorks, err := pagecache.TaskWorksAllowed(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if taskWorks {
-		t.Skip("this kernel lets a task work end each fill: no read exits to attach")
-	}
+	requireReadExits(t)
 	first, second := diskFile(t), diskFile(t)
 	makeCold(t, first)
 	makeCold(t, second)
@@ -128,5 +114,19 @@ echo "$on $off $again" > "$3"`, os.Getpid(), 3*quiet)
 	}
 	if rec.FillEnd != record.FillEndReadExit {
 		t.Errorf("fill_end %q, want %q", rec.FillEnd, record.FillEndReadExit)
+	}
+}
+
+// requireReadExits skips where the kernel lets a task work end each
+// fill: there are no read exits to attach.
+func requireReadExits(t *testing.T) {
+	t.Helper()
+	testenv.RequireTracing(t)
+	taskWorks, err := pagecache.TaskWorksAllowed(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if taskWorks {
+		t.Skip("this kernel lets a task work end each fill: no read exits to attach")
 	}
 }
