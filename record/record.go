@@ -85,6 +85,13 @@ type Record struct {
 	// spell, and on again at the next such fill. Empty when they never
 	// went on.
 	ReadExitSpans []ReadExitSpan `json:"read_exit_spans,omitempty"`
+	// FillsEndedAtReturn counts the fills that, where the kernel refuses
+	// task works, ended at their thread's return to user space as the
+	// kernel's rseq_update tracepoint showed it (a thread with an rseq
+	// area that switched out inside the fill, as a read waiting for its
+	// disk does): exactly, as a task work ends them, and with no syscall
+	// tracepoint on. The others end at a read exit or the next look.
+	FillsEndedAtReturn uint64 `json:"fills_ended_at_return,omitempty"`
 
 	// Files are indexed by File.ID (its position); samples refer to them.
 	Files     []File    `json:"files"`
@@ -151,12 +158,16 @@ const (
 	// work the miss scheduled; every entry, whatever its syscall.
 	FillEndTaskWork = "task_work"
 	// FillEndReadExit: the kernel refuses task works to tracing programs;
-	// the read family's syscall exits end theirs, any other entry (a
-	// fault, execve) ends at the next look at the thread.
+	// a fill in which its thread switched out ends at the return to user
+	// space where rseq shows it (Record.FillsEndedAtReturn), a read's
+	// other fills at the read family's syscall exits (reads and preads
+	// of less than 64 KiB: at the next look), any other entry's (a
+	// fault, execve) at the next look at the thread.
 	FillEndReadExit = "read_exit"
 	// FillEndNextLook: as FillEndReadExit without the read exits
 	// (--no-read-exits): a read's copy of its last pages, after its
-	// last page-cache event, is not in its fill.
+	// last page-cache event, is not in its fill unless its thread
+	// switched out inside it.
 	FillEndNextLook = "next_look"
 )
 

@@ -244,6 +244,7 @@ type DownloadTstate struct {
 	Entry     uint64
 	SeenTs    uint64
 	Nsproxy   uint64
+	FillReads uint64
 }
 
 type DownloadWriteKey struct {

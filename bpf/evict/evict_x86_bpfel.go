@@ -187,6 +187,7 @@ type EvictTstate struct {
 	Entry     uint64
 	SeenTs    uint64
 	Nsproxy   uint64
+	FillReads uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -45,6 +45,10 @@ enum thread_flag {
 	TF_OUT_DIRECT = 1 << 12, /* switched out for I/O while its direct-I/O reads were in flight */
 	TF_OUT_URING = 1 << 13,  /* switched out waiting for io_uring completions (counted as I/O wait only for direct reads) */
 	TF_RETURNING = 1 << 14,  /* tstate, with TF_LAZY_END: the filling syscall has returned; a switch out on its way back to user space is still the fill's */
+	TF_RSEQ_THREAD = 1 << 15, /* tstate, with TF_LAZY_END: the thread has an rseq area, so a switch out inside the fill makes its return to user space seen (rseq_update) */
+	TF_RSEQ_END = 1 << 16,    /* tstate, with TF_RSEQ_THREAD: switched out inside the fill: its entry's return ends it (bpf/pagecache: on_rseq_return) */
+	TF_ASK_EXIT = 1 << 17,    /* tstate: a fill of a thread with an rseq area ended at the next look, its return unseen: its read syscall's exit is to be asked for (bpf/pagecache) */
+	TF_SMALL_READ = 1 << 18,  /* tstate, with TF_RSEQ_THREAD: the fill's syscall is a read or pread64 of less than SMALL_READ bytes: returned unseen, it asks for no exit */
 };
 
 /* Indices into each object's lost counters. Exported to Go by bpf2go. */
@@ -150,6 +154,11 @@ struct tstate {
 	__u64 entry;
 	__u64 seen_ts;
 	__u64 nsproxy;
+	/* With TF_RSEQ_THREAD: the thread's read syscalls completed when
+	 * the fill began (ioac.syscr), which tells a read that returned from
+	 * one still copying (a fault in its copy to user space moves the
+	 * entry's counters, not this). */
+	__u64 fill_reads;
 };
 
 struct thread {

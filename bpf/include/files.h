@@ -275,7 +275,8 @@ static __always_inline void end_fill(struct tstate *s, struct thread *th, __u64 
 		th = slot_thread(s);
 	if (s->flags & TF_MISSED)
 		charge_miss(s, th, end);
-	s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_LAZY_END | TF_RETURNING | TF_FAULT_TS | TF_DIRECT);
+	s->flags &= ~(TF_MISSED | TF_END_PENDING | TF_LAZY_END | TF_RETURNING | TF_FAULT_TS | TF_DIRECT | TF_RSEQ_THREAD | TF_RSEQ_END |
+		      TF_SMALL_READ);
 	s->fill_stack = 0;
 	if (th)
 		th->fill_mark = 0;
@@ -285,6 +286,15 @@ static __always_inline void end_fill(struct tstate *s, struct thread *th, __u64 
  * way back to user space (the scheduler preempts there more than
  * anywhere: a task work, which runs after it, counted it in the fill). */
 #define RETURN_SWITCH_NS (100 * 1000)
+
+/* Whether the read syscall of s's fill has returned: the task's count of
+ * completed reads moved (io_uring_enter counts none: taken as returned). */
+static __always_inline bool read_returned(struct tstate *s, struct task_struct *task)
+{
+	if (!bpf_core_field_exists(task->ioac) || (long)(s->entry >> 48) - 1 == NR_io_uring_enter)
+		return true;
+	return task->ioac.syscr != s->fill_reads;
+}
 
 /* Without task works (TF_LAZY_END), the fill or direct read of an entry
  * the thread has left ends at this look: its CPU time is charged up to
@@ -305,7 +315,14 @@ static __attribute__((noinline, unused)) void end_left_entry(struct tstate *s, s
 		same = same && switch_ts && switch_ts - s->seen_ts < RETURN_SWITCH_NS;
 	if (same)
 		return;
+	/* A thread with an rseq area that never switched out inside the
+	 * fill returned unseen, and no read exit saw it: the syscall's exit
+	 * is asked for, for its next fills (bpf/pagecache: ask_unseen). */
+	bool unseen = (s->flags & (TF_RSEQ_THREAD | TF_RSEQ_END | TF_RETURNING | TF_SMALL_READ)) == TF_RSEQ_THREAD &&
+		      read_returned(s, task);
 	end_fill(s, th, s->seen_ts);
+	if (unseen)
+		s->flags |= TF_ASK_EXIT;
 }
 
 /* Syscalls that write file data: pages they insert into the page cache

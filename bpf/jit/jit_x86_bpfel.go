@@ -255,6 +255,7 @@ type JitTstate struct {
 	Entry     uint64
 	SeenTs    uint64
 	Nsproxy   uint64
+	FillReads uint64
 }
 
 type JitUcall struct {

@@ -242,8 +242,49 @@ static __always_inline void note_lazy_seen(__u64 now)
 		lazy_seen_ns = now;
 }
 
-/* The read family's bits, in trace/pagecache's readExits order. */
+/* The read family's bits, in trace/pagecache's readExits order, then
+ * the bit that asks for on_rseq_return. */
 #define READ_EXITS_ALL ((1u << 9) - 1)
+#define RSEQ_BIT 9
+
+/* Set by user space once on_rseq_return can be attached (the kernel has
+ * rseq_update and task_struct's rseq area): then a fill of a thread with
+ * an rseq area asks for it rather than for its syscall's exit, and a
+ * switch out inside the fill makes its return seen (bpf/sched: on_switch
+ * arms TF_RSEQ_END). Cleared again if the attach fails. */
+__u32 rseq_ends = 0;
+
+/* Fills on_rseq_return ended (the record's fills_ended_at_return). */
+__u64 rseq_ended = 0;
+
+/* A read or pread64 asking for less than SMALL_READ bytes. Such a read
+ * whose fill never switches out (its disk answered before it waited: a
+ * sixth of a cold import's module reads on this VM) ends at the next
+ * look without asking for the syscall's exit: what goes uncharged is its
+ * copy to user space, a few microseconds, where asking would put every
+ * task of the machine on the syscall slow path for the rest of the
+ * import. Larger and other reads ask: their copies are most of a cold
+ * read's CPU. */
+#define SMALL_READ (64 * 1024)
+
+static __always_inline bool small_read(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs || (long)regs->ax != -ENOSYS_)
+		return false;
+	long nr = regs->orig_ax;
+	return (nr == NR_read || nr == NR_pread64) && regs->dx < SMALL_READ;
+}
+
+/* Whether task has registered an rseq area (glibc 2.35 and later do for
+ * every thread; Go, musl and GLIBC_TUNABLES=glibc.pthread.rseq=0 do
+ * not). */
+static __always_inline bool has_rseq(struct task_struct *task)
+{
+	if (!bpf_core_field_exists(task->rseq))
+		return false;
+	return BPF_CORE_READ(task, rseq) != NULL;
+}
 
 static __always_inline int read_exit_bit(long id)
 {
@@ -270,13 +311,14 @@ static __always_inline int read_exit_bit(long id)
 	return -1;
 }
 
-/* A fill that must end lazily began: if inside a read-family syscall
- * whose exit is not asked for yet, ask. A fault in user space or any
- * other syscall (execve) ends at the next look whatever is attached. */
-static __attribute__((noinline)) int wake_lazy(void)
+/* Ask user space for the read exit of syscall nr, or for
+ * on_rseq_return (nr -1 with rseq set), unless asked already. A fault in
+ * user space or any other syscall (execve) ends at the next look
+ * whatever is attached. */
+static __attribute__((noinline)) int wake_lazy(long nr, bool rseq)
 {
-	int bit = read_exit_bit(current_syscall(bpf_get_current_task_btf()));
-	if (bit < 0 || bit > 8)
+	int bit = rseq ? RSEQ_BIT : read_exit_bit(nr);
+	if (bit < 0 || bit > RSEQ_BIT)
 		return 0;
 	__u32 mask = 1u << bit;
 	if (lazy_woken & mask)
@@ -293,14 +335,67 @@ static __attribute__((noinline)) int wake_lazy(void)
  * thread has left, so an open one is this entry's. The entry is noted at
  * the end of the program, not here: a call here made on_get_pages's
  * frame too large for the verifier's limit with the Python walk below it. */
+__noinline int ask_lazily(struct tstate *s);
+
 static __always_inline void end_lazily(struct tstate *s)
 {
 	if (!(s->flags & TF_LAZY_END)) {
 		s->flags |= TF_LAZY_END;
 		s->entry = 0;
-		if (lazy_woken != READ_EXITS_ALL)
-			wake_lazy();
+		ask_lazily(s);
 	}
+}
+
+/* What a fill that must end lazily asks for. Global: verified once, not
+ * at each fill-opening site. */
+__noinline int ask_lazily(struct tstate *s)
+{
+	if (!s)
+		return 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	/* A thread with an rseq area needs no syscall exit when it switches
+	 * out inside the fill (as a cold read waiting for its disk does):
+	 * its return is seen without putting every task of the machine on
+	 * the syscall slow path. One that does not switch asks for its
+	 * syscall's exit when its fill ends (ask_unseen). */
+	if (rseq_ends && has_rseq(task)) {
+		s->flags |= TF_RSEQ_THREAD;
+		if (bpf_core_field_exists(task->ioac))
+			s->fill_reads = task->ioac.syscr;
+		if (small_read(task))
+			s->flags |= TF_SMALL_READ;
+		if (!(lazy_woken & (1u << RSEQ_BIT)))
+			wake_lazy(-1, true);
+	} else if ((lazy_woken & READ_EXITS_ALL) != READ_EXITS_ALL) {
+		wake_lazy(current_syscall(task), false);
+	}
+	return 0;
+}
+
+/* The fill that end_left_entry just ended at the next look was an rseq
+ * thread's that never switched out, and no exit saw its syscall return:
+ * ask for that syscall's exit (the entry's top bits hold its number),
+ * which ends its like from now on. */
+static __always_inline void ask_unseen(struct tstate *s)
+{
+	if (!(s->flags & TF_ASK_EXIT))
+		return;
+	s->flags &= ~TF_ASK_EXIT;
+	long nr = (long)(s->entry >> 48) - 1;
+	if (nr >= 0)
+		wake_lazy(nr, false);
+}
+
+/* end_left_entry, then the ask it may leave. Global: verified once, not
+ * in each of its six callers (inlined, it put 2,000 instructions on
+ * on_add_to_cache's verification). */
+__noinline int left_entry(struct tstate *s)
+{
+	if (!s)
+		return 0;
+	end_left_entry(s, NULL, bpf_get_current_task_btf(), 0);
+	ask_unseen(s);
+	return 0;
 }
 
 /* The thread was seen in the entry of its open fill or direct read: note
@@ -312,7 +407,10 @@ static __always_inline void seen_in_entry(struct tstate *s)
 	if (!s->entry)
 		s->entry = entry_of(bpf_get_current_task_btf());
 	s->seen_ts = bpf_ktime_get_ns();
-	note_lazy_seen(s->seen_ts);
+	/* The read exits' quiet clock: an rseq thread's fill needs them
+	 * only if it returns unseen, which its exit notes (on_read_exit). */
+	if (!(s->flags & TF_RSEQ_THREAD))
+		note_lazy_seen(s->seen_ts);
 }
 
 /* Arrange for close_fill to run at the current entry's return to user
@@ -1291,7 +1389,7 @@ int BPF_PROG(on_get_pages, struct address_space *mapping_arg, unsigned long inde
 	struct address_space *mapping = BTF_VIEW(mapping_arg, struct address_space);
 	struct tstate *t = current_state();
 	if (t) {
-		end_left_entry(t, NULL, bpf_get_current_task_btf(), 0);
+		left_entry(t);
 		on_access(t, mapping, index, last_index, 0, true);
 		seen_in_entry(t);
 	}
@@ -1304,7 +1402,7 @@ int BPF_PROG(on_map_pages, struct address_space *mapping_arg, unsigned long star
 	struct address_space *mapping = BTF_VIEW(mapping_arg, struct address_space);
 	struct tstate *t = current_state();
 	if (t) {
-		end_left_entry(t, NULL, bpf_get_current_task_btf(), 0);
+		left_entry(t);
 		__u64 lo = start, hi = end;
 		widen_to_folios(mapping, &lo, &hi);
 		on_access(t, mapping, lo, hi, 0, false);
@@ -1402,7 +1500,7 @@ int BPF_PROG(on_filemap_fault, struct address_space *mapping_arg, unsigned long 
 	struct tstate *t = current_state();
 	if (!t)
 		return 0;
-	end_left_entry(t, NULL, bpf_get_current_task_btf(), 0);
+	left_entry(t);
 	/* The start of a fault that may miss: its readahead comes next. */
 	t->fault_ts = bpf_ktime_get_ns();
 	t->flags |= TF_FAULT_TS;
@@ -1504,7 +1602,7 @@ int BPF_PROG(on_add_to_cache, struct folio *folio_arg)
 	 * insertions. */
 	struct tstate *t = current_state();
 	if (t) {
-		end_left_entry(t, NULL, bpf_get_current_task_btf(), 0);
+		left_entry(t);
 		add_to_cache(t, folio);
 		seen_in_entry(t);
 	}
@@ -1619,7 +1717,7 @@ int BPF_PROG(on_bio_queue, struct bio *bio_arg)
 	if (!t || (bio->bi_opf & REQ_OP_MASK_) != REQ_OP_READ)
 		return 0;
 	struct task_struct *task = bpf_get_current_task_btf();
-	end_left_entry(t, NULL, task, 0);
+	left_entry(t);
 	/* An io-wq worker never returns to user space, and its counters do
 	 * not move between requests: without task works each bio it queues
 	 * that is not a stacked device's clone of another is a request of
@@ -1692,7 +1790,7 @@ int on_read_exit(void *ctx)
 	/* An earlier syscall's fill, returned since: it ends where it was
 	 * last seen. */
 	if (t->flags & TF_RETURNING)
-		end_left_entry(t, NULL, task, 0);
+		left_entry(t);
 	if (!(t->flags & TF_LAZY_END))
 		return 0;
 	/* This syscall's: charged up to now; the entry, as its counters read
@@ -1703,7 +1801,31 @@ int on_read_exit(void *ctx)
 	t->entry = entry_of(task);
 	t->seen_ts = now;
 	t->flags |= TF_RETURNING;
-	note_lazy_seen(now);
+	/* A fill that switched out ends at its return anyway: only the
+	 * others keep the exits on. */
+	if (!(t->flags & TF_RSEQ_END))
+		note_lazy_seen(now);
+	return 0;
+}
+
+/* Where task works are refused, the return to user space of a kernel
+ * entry in which a thread with an rseq area switched out while its fill
+ * was open (bpf/sched: on_switch arms TF_RSEQ_END): the switch set the
+ * thread's rseq notification, which the kernel handles on that very
+ * return, before any user instruction, and reports here. The fill ends
+ * now, as a task work would end it, copy of its last pages included,
+ * and no syscall tracepoint is needed. A tracepoint that is not a
+ * syscall's: other processes pay this program (the tracked test) at
+ * their returns after a switch, not the slow path at every syscall.
+ * Attached once the first such fill asks (RSEQ_BIT). */
+SEC("tp_btf/rseq_update")
+int BPF_PROG(on_rseq_return, struct task_struct *task)
+{
+	struct tstate *t = current_state();
+	if (!t || (t->flags & (TF_LAZY_END | TF_RSEQ_END)) != (TF_LAZY_END | TF_RSEQ_END))
+		return 0;
+	end_fill(t, NULL, bpf_ktime_get_ns());
+	__sync_fetch_and_add(&rseq_ended, 1);
 	return 0;
 }
 

@@ -255,6 +255,7 @@ type PagecacheTstate struct {
 	Entry     uint64
 	SeenTs    uint64
 	Nsproxy   uint64
+	FillReads uint64
 }
 
 type PagecacheUringReadKey struct {
@@ -309,6 +310,7 @@ const (
 	PagecacheProgOnGetPages         = "on_get_pages"
 	PagecacheProgOnMapPages         = "on_map_pages"
 	PagecacheProgOnReadExit         = "on_read_exit"
+	PagecacheProgOnRseqReturn       = "on_rseq_return"
 	PagecacheProgOnUringSubmit      = "on_uring_submit"
 	PagecacheProgProbeTaskWork      = "probe_task_work"
 	PagecacheVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
@@ -317,6 +319,8 @@ const (
 	PagecacheVarLazySeenNs          = "lazy_seen_ns"
 	PagecacheVarLazyWoken           = "lazy_woken"
 	PagecacheVarPyStacksOn          = "py_stacks_on"
+	PagecacheVarRseqEnded           = "rseq_ended"
+	PagecacheVarRseqEnds            = "rseq_ends"
 	PagecacheVarSelfMntNs           = "self_mnt_ns"
 	PagecacheVarTaskWorks           = "task_works"
 	PagecacheVarUringNoted          = "uring_noted"
@@ -370,6 +374,7 @@ type PagecacheProgramSpecs struct {
 	OnGetPages     *ebpf.ProgramSpec `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.ProgramSpec `ebpf:"on_map_pages"`
 	OnReadExit     *ebpf.ProgramSpec `ebpf:"on_read_exit"`
+	OnRseqReturn   *ebpf.ProgramSpec `ebpf:"on_rseq_return"`
 	OnUringSubmit  *ebpf.ProgramSpec `ebpf:"on_uring_submit"`
 	ProbeTaskWork  *ebpf.ProgramSpec `ebpf:"probe_task_work"`
 }
@@ -416,6 +421,8 @@ type PagecacheVariableSpecs struct {
 	LazySeenNs          *ebpf.VariableSpec `ebpf:"lazy_seen_ns"`
 	LazyWoken           *ebpf.VariableSpec `ebpf:"lazy_woken"`
 	PyStacksOn          *ebpf.VariableSpec `ebpf:"py_stacks_on"`
+	RseqEnded           *ebpf.VariableSpec `ebpf:"rseq_ended"`
+	RseqEnds            *ebpf.VariableSpec `ebpf:"rseq_ends"`
 	SelfMntNs           *ebpf.VariableSpec `ebpf:"self_mnt_ns"`
 	TaskWorks           *ebpf.VariableSpec `ebpf:"task_works"`
 	UringNoted          *ebpf.VariableSpec `ebpf:"uring_noted"`
@@ -510,6 +517,8 @@ type PagecacheVariables struct {
 	LazySeenNs          *ebpf.Variable `ebpf:"lazy_seen_ns"`
 	LazyWoken           *ebpf.Variable `ebpf:"lazy_woken"`
 	PyStacksOn          *ebpf.Variable `ebpf:"py_stacks_on"`
+	RseqEnded           *ebpf.Variable `ebpf:"rseq_ended"`
+	RseqEnds            *ebpf.Variable `ebpf:"rseq_ends"`
 	SelfMntNs           *ebpf.Variable `ebpf:"self_mnt_ns"`
 	TaskWorks           *ebpf.Variable `ebpf:"task_works"`
 	UringNoted          *ebpf.Variable `ebpf:"uring_noted"`
@@ -525,6 +534,7 @@ type PagecachePrograms struct {
 	OnGetPages     *ebpf.Program `ebpf:"on_get_pages"`
 	OnMapPages     *ebpf.Program `ebpf:"on_map_pages"`
 	OnReadExit     *ebpf.Program `ebpf:"on_read_exit"`
+	OnRseqReturn   *ebpf.Program `ebpf:"on_rseq_return"`
 	OnUringSubmit  *ebpf.Program `ebpf:"on_uring_submit"`
 	ProbeTaskWork  *ebpf.Program `ebpf:"probe_task_work"`
 }
@@ -537,6 +547,7 @@ func (p *PagecachePrograms) Close() error {
 		p.OnGetPages,
 		p.OnMapPages,
 		p.OnReadExit,
+		p.OnRseqReturn,
 		p.OnUringSubmit,
 		p.ProbeTaskWork,
 	)

@@ -204,6 +204,7 @@ type PystackTstate struct {
 	Entry     uint64
 	SeenTs    uint64
 	Nsproxy   uint64
+	FillReads uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -251,6 +251,12 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (s && t) {
 		now = bpf_ktime_get_ns();
 		end_left_entry(s, t, prev, now);
+		/* Still inside the fill's entry: switching out sets the
+		 * thread's rseq notification, so the entry's return to user
+		 * space runs rseq_update, which ends the fill there
+		 * (bpf/pagecache: on_rseq_return). */
+		if ((s->flags & (TF_LAZY_END | TF_RSEQ_THREAD)) == (TF_LAZY_END | TF_RSEQ_THREAD))
+			s->flags |= TF_RSEQ_END;
 		/* The scheduler has brought the clock up to date before the
 		 * switch (update_curr). */
 		__u64 exec = prev->se.sum_exec_runtime;

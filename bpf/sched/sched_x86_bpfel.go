@@ -162,6 +162,10 @@ const (
 	SchedThreadFlagTF_OUT_DIRECT   SchedThreadFlag = 4096
 	SchedThreadFlagTF_OUT_URING    SchedThreadFlag = 8192
 	SchedThreadFlagTF_RETURNING    SchedThreadFlag = 16384
+	SchedThreadFlagTF_RSEQ_THREAD  SchedThreadFlag = 32768
+	SchedThreadFlagTF_RSEQ_END     SchedThreadFlag = 65536
+	SchedThreadFlagTF_ASK_EXIT     SchedThreadFlag = 131072
+	SchedThreadFlagTF_SMALL_READ   SchedThreadFlag = 262144
 )
 
 type SchedTstate struct {
@@ -196,6 +200,7 @@ type SchedTstate struct {
 	Entry     uint64
 	SeenTs    uint64
 	Nsproxy   uint64
+	FillReads uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -22,6 +22,7 @@ import (
 	"github.com/coldtrace/coldtrace/trace"
 	"github.com/coldtrace/coldtrace/trace/gpu"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
 // Status is the outcome of one check.
@@ -150,8 +151,17 @@ func checkFillEnds() Check {
 	case ok:
 		return Check{Status: OK, Name: "fill ends", Detail: "a BPF task work ends each fill at its return to user space"}
 	}
-	return Check{Status: Note, Name: "fill ends", Detail: "this kernel refuses task works to tracing programs: a read's fill ends at its syscall exit (that tracepoint goes on at a run's first fill and puts every process on the syscall slow path until the run ends; --no-read-exits leaves it off), any other at the next look at its thread",
-		Lacks: "the CPU time from a filling entry's last page-cache event to its return to user space (see docs/limitations.md)"}
+	rseq, err := probe.HasTracepoint(nil, "rseq_update")
+	if err != nil {
+		return Check{Status: Fail, Name: "fill ends", Detail: err.Error(), Lacks: "page-cache fills"}
+	}
+	detail := "this kernel refuses task works to tracing programs: "
+	if rseq {
+		detail += "a fill in which its thread waited ends at its return to user space (rseq_update, for threads with an rseq area: glibc 2.35 and later), "
+	}
+	detail += "a read's other fills at its syscall exit (that tracepoint goes on only for fills that need it and puts every process on the syscall slow path until a second passes without one; --no-read-exits leaves it off), any other at the next look at its thread"
+	return Check{Status: Note, Name: "fill ends", Detail: detail,
+		Lacks: "the CPU time from a filling entry's last page-cache event to its return to user space where neither shows it (see docs/limitations.md)"}
 }
 
 func checkNVML(lib nvml.Interface) Check {

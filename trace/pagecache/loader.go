@@ -51,6 +51,13 @@ type probes struct {
 	// uringSubmits: the kernel has io_uring's submission tracepoint,
 	// where on_uring_submit notes each read request's start.
 	uringSubmits bool
+	// rseqReturns: without task works, the kernel has rseq_update,
+	// where on_rseq_return ends the fills of threads that switched out
+	// inside them (attachRseq); rseq is its link once a fill asked.
+	rseqReturns bool
+	rseq        link.Link
+	// noReadExits: the read exits are never attached (--no-read-exits).
+	noReadExits bool
 }
 
 // TaskWorksAllowed says whether this kernel lets a tracing program
@@ -153,6 +160,14 @@ func load(shared, stacks map[string]*ebpf.Map, kernel *btf.Cache) (*probes, erro
 	if !p.uringSubmits {
 		probe.StubProgram(spec.Programs[bpfpc.PagecacheProgOnUringSubmit])
 	}
+	if !p.taskWorks {
+		if p.rseqReturns, err = probe.HasTracepoint(kernel, "rseq_update"); err != nil {
+			return nil, fmt.Errorf("load page-cache probes: %w", err)
+		}
+	}
+	if !p.rseqReturns {
+		probe.StubProgram(spec.Programs[bpfpc.PagecacheProgOnRseqReturn])
+	}
 	if err := loadInLanes(spec, &p.objs, repl, kernel); err != nil {
 		return nil, probe.LoadError("page-cache probes", err)
 	}
@@ -251,16 +266,27 @@ func (p *probes) attach(noReadExits bool) error {
 	if p.uringSubmits {
 		list = append(list, tracepoint{name: "io_uring_submit_req", prog: o.OnUringSubmit})
 	}
+	p.noReadExits = noReadExits
 	switch {
 	case p.taskWorks:
 		p.fillEnd = record.FillEndTaskWork
-	case noReadExits:
+	case noReadExits && !p.rseqReturns:
 		p.fillEnd = record.FillEndNextLook
 	default:
+		if p.rseqReturns {
+			if err := o.RseqEnds.Set(uint32(1)); err != nil {
+				return fmt.Errorf("rseq returns: %w", err)
+			}
+		}
 		if err := p.attachReadExitsLazily(); err != nil {
 			return err
 		}
+		// With --no-read-exits, the fills whose return rseq does not
+		// show end at the next look: the record says the least exact.
 		p.fillEnd = record.FillEndReadExit
+		if noReadExits {
+			p.fillEnd = record.FillEndNextLook
+		}
 	}
 	for _, a := range list {
 		var l link.Link
@@ -301,7 +327,10 @@ func (p *probes) attachReadExitsLazily() error {
 		if len(raw) < 4 {
 			return
 		}
-		if bit := binary.LittleEndian.Uint32(raw); int(bit) < len(readExits) {
+		switch bit := binary.LittleEndian.Uint32(raw); {
+		case bit == rseqBit:
+			p.attachRseq()
+		case int(bit) < len(readExits) && !p.noReadExits:
 			p.attachReadExit(int(bit))
 		}
 	})
@@ -310,6 +339,33 @@ func (p *probes) attachReadExitsLazily() error {
 	}
 	p.wake = wake
 	return nil
+}
+
+// rseqBit is bpf/pagecache's RSEQ_BIT: a fill of a thread with an rseq
+// area asks for on_rseq_return.
+const rseqBit = 9
+
+// attachRseq attaches on_rseq_return for the rest of the run: where task
+// works are refused, the fill of a thread with an rseq area (every
+// thread of a glibc 2.35+ program) that switched out inside it (a cold
+// read waiting for its disk) then ends at its return to user space, as
+// a task work would end it, without a syscall tracepoint. Other
+// processes pay the program's tracked test at their returns after a
+// switch, far less than the slow path the read exits put every syscall
+// on, so it stays on. If it cannot be attached, rseq_ends goes back to 0
+// and such fills ask for their syscall's exit as others do.
+func (p *probes) attachRseq() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rseq != nil || p.objs.OnRseqReturn == nil {
+		return
+	}
+	l, err := link.AttachTracing(link.TracingOptions{Program: p.objs.OnRseqReturn})
+	if err != nil {
+		_ = p.objs.RseqEnds.Set(uint32(0))
+		return
+	}
+	p.rseq = l
 }
 
 // exitSpan is one interval in which read exits were attached
@@ -390,7 +446,12 @@ func (p *probes) detachIfQuiet(stop chan struct{}) bool {
 	if now < last+uint64(ReadExitsQuiet) {
 		return false
 	}
-	if err := p.objs.LazyWoken.Set(uint32(0)); err != nil {
+	// on_rseq_return stays: its bit stays asked for.
+	var woken uint32
+	if p.rseq != nil {
+		woken = 1 << rseqBit
+	}
+	if err := p.objs.LazyWoken.Set(woken); err != nil {
 		return false
 	}
 	p.asked = [len(readExits)]bool{}
@@ -440,6 +501,10 @@ func (p *probes) close() error {
 	// about 0.37 s; a run that read only by read(2) has one).
 	keep(probe.CloseLinks(p.exits))
 	p.exits = nil
+	if p.rseq != nil {
+		keep(p.rseq.Close())
+		p.rseq = nil
+	}
 	p.mu.Unlock()
 	p.watching.Wait()
 	for i := len(p.links) - 1; i >= 0; i-- {

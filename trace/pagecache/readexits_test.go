@@ -2,15 +2,27 @@ package pagecache_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/pagecache"
+	"github.com/coldtrace/coldtrace/trace/probe"
 )
+
+// noRseq runs a command with glibc's rseq registration off: its threads'
+// fills then need the read exits (the tests of those exits), as Go's,
+// musl's and older glibc's do.
+func noRseq(command ...string) []string {
+	return append([]string{"env", "GLIBC_TUNABLES=glibc.pthread.rseq=0"}, command...)
+}
 
 // On a kernel that refuses task works, the syscall exit tracepoint that
 // ends fills goes on at the first fill, not before: a run that fills
@@ -30,7 +42,7 @@ func TestReadExitsGoOnAtTheFirstFill(t *testing.T) {
 	}
 
 	makeWarm(t, path)
-	warm := traceRun(t, []string{"cat", path})
+	warm := traceRun(t, noRseq("cat", path))
 	if warm.FillEnd != record.FillEndReadExit {
 		t.Errorf("warm run: fill_end %q", warm.FillEnd)
 	}
@@ -44,7 +56,7 @@ func TestReadExitsGoOnAtTheFirstFill(t *testing.T) {
 
 	const pause = 300 * time.Millisecond
 	makeCold(t, path)
-	cold := traceRun(t, []string{"sh", "-c", `sleep 0.3; exec cat "$1"`, "sh", path})
+	cold := traceRun(t, noRseq("sh", "-c", `sleep 0.3; exec cat "$1"`, "sh", path))
 	from := cold.ReadExitsFromNS
 	if from == nil || *from > cold.WallNS {
 		t.Fatalf("cold run: read exits from %v in a %d ns run, want on while it read", from, cold.WallNS)
@@ -75,7 +87,7 @@ sleep %.1f; off=$(count)
 cat "$2" >/dev/null
 sleep 0.3; again=$(count)
 echo "$on $off $again" > "$3"`, os.Getpid(), 3*quiet)
-	rec := traceRun(t, []string{"sh", "-c", script, "sh", first, second, counts})
+	rec := traceRun(t, noRseq("sh", "-c", script, "sh", first, second, counts))
 	b, err := os.ReadFile(counts)
 	if err != nil {
 		t.Fatal(err)
@@ -128,5 +140,103 @@ func requireReadExits(t *testing.T) {
 	}
 	if taskWorks {
 		t.Skip("this kernel lets a task work end each fill: no read exits to attach")
+	}
+}
+
+// Small cold reads by a program whose threads have rseq areas (glibc
+// 2.35 and later) need no syscall tracepoint: each read that waited for
+// its disk ends its fill at its return to user space, which the switch
+// out makes the kernel report (rseq_update), and one that did not wait
+// ends at the next look without asking for the read's exit. So a cold
+// import-like run never puts the machine's other processes on the
+// syscall slow path. The reader tells which of its reads switched out
+// (its voluntary context switches around each read): at least those
+// ended at their return. Without rseq the same reads put the exits on.
+func TestSmallColdReadsEndAtTheirReturnWithoutSyscallTracepoints(t *testing.T) {
+	requireReadExits(t)
+	if ok, err := probe.HasTracepoint(nil, "rseq_update"); err != nil || !ok {
+		t.Skipf("this kernel has no rseq_update tracepoint (%v): fills end at the read exits", err)
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	dir := e2eutil.DiskDir(t)
+	const files = 120
+	paths := make([]string, files)
+	pages := map[string]uint64{}
+	for i := range paths {
+		size := 1 + rng.IntN(60<<10) // one read each, under 64 KiB
+		data := make([]byte, size)
+		for j := range data {
+			data[j] = byte(rng.Uint32())
+		}
+		paths[i] = filepath.Join(dir, fmt.Sprintf("m%03d.pyc", i))
+		if err := os.WriteFile(paths[i], data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pages[paths[i]] = uint64(size+4095) / 4096
+	}
+	if err := exec.Command("sync").Run(); err != nil {
+		t.Fatal(err)
+	}
+	const reader = `import os, sys
+def switches():
+    for line in open("/proc/thread-self/status"):
+        if line.startswith("voluntary_ctxt_switches"):
+            return int(line.split()[1])
+waited = 0
+for path in sys.argv[2:]:
+    fd = os.open(path, os.O_RDONLY)
+    n = os.fstat(fd).st_size
+    before = switches()
+    if len(os.read(fd, n)) != n:
+        sys.exit("short read")
+    waited += switches() > before
+    os.close(fd)
+open(sys.argv[1], "w").write(str(waited))
+`
+	run := func(name string, command []string) (*record.Record, int) {
+		for _, p := range paths {
+			makeCold(t, p)
+		}
+		out := filepath.Join(t.TempDir(), "waited")
+		rec := traceRun(t, append(command, append([]string{out}, paths...)...))
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var waited int
+		if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &waited); err != nil {
+			t.Fatalf("%s: %q: %v", name, b, err)
+		}
+		for _, f := range rec.Files {
+			if want, ok := pages[f.Path]; ok && f.PagesMissed != want {
+				t.Errorf("%s: %s: %d pages missed, want %d", name, f.Path, f.PagesMissed, want)
+			}
+		}
+		t.Logf("%s: %d of %d reads waited; %d fills ended at their return; read exits %+v", name, waited, files,
+			rec.FillsEndedAtReturn, rec.ReadExitSpans)
+		return rec, waited
+	}
+
+	rec, waited := run("rseq", []string{python, "-c", reader})
+	if len(rec.ReadExitSpans) != 0 || rec.ReadExitsFromNS != nil {
+		t.Errorf("rseq: read exits on %+v: no read needed them", rec.ReadExitSpans)
+	}
+	if waited == 0 || rec.FillsEndedAtReturn < uint64(waited) {
+		t.Errorf("rseq: %d fills ended at their return, want at least the %d reads that waited", rec.FillsEndedAtReturn, waited)
+	}
+	if rec.FillEnd != record.FillEndReadExit {
+		t.Errorf("rseq: fill_end %q, want %q", rec.FillEnd, record.FillEndReadExit)
+	}
+
+	rec, _ = run("no rseq", noRseq(python, "-c", reader))
+	if len(rec.ReadExitSpans) == 0 || rec.FillsEndedAtReturn != 0 {
+		t.Errorf("no rseq: read exits %+v, %d fills ended at their return: want the exits on and none",
+			rec.ReadExitSpans, rec.FillsEndedAtReturn)
 	}
 }

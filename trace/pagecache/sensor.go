@@ -230,6 +230,11 @@ func (s *Sensor) Begin(start uint64) { s.startMono.Store(start) }
 func (s *Sensor) fillEnds(rec *record.Record) {
 	spans, fillEnd := s.p.readExitSpans()
 	rec.FillEnd = fillEnd
+	rec.FillsEndedAtReturn = 0
+	var ended uint64
+	if s.p.objs.RseqEnded != nil && s.p.objs.RseqEnded.Get(&ended) == nil {
+		rec.FillsEndedAtReturn = ended
+	}
 	rec.ReadExitSpans, rec.ReadExitsFromNS = nil, nil
 	start := s.startMono.Load()
 	for _, sp := range spans {
