@@ -582,7 +582,7 @@ func fillEndWords(end string) string {
 	case record.FillEndTaskWork:
 		return "at the return to user space"
 	case record.FillEndReadExit:
-		return "at the read syscalls' exits and the next look at the thread"
+		return "at the return where rseq shows it, else at the read syscalls' exits and the next look at the thread"
 	case record.FillEndNextLook:
 		return "at the next look at the thread, without the read exits"
 	}
