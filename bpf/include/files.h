@@ -266,6 +266,13 @@ static __always_inline __u64 entry_of(struct task_struct *task)
 	return ((__u64)(current_syscall(task) + 1) << 48) ^ n;
 }
 
+/* The syscall an entry_of value was taken in (-1: a fault): its top
+ * bits, which the counts never reach. */
+static __always_inline long entry_syscall(__u64 entry)
+{
+	return (long)(entry >> 48) - 1;
+}
+
 /* End the current entry's fill (its CPU charged up to end) and direct
  * read, however they were to end. th is s's slot when the caller has it,
  * else NULL. */
@@ -291,7 +298,7 @@ static __always_inline void end_fill(struct tstate *s, struct thread *th, __u64 
  * completed reads moved (io_uring_enter counts none: taken as returned). */
 static __always_inline bool read_returned(struct tstate *s, struct task_struct *task)
 {
-	if (!bpf_core_field_exists(task->ioac) || (long)(s->entry >> 48) - 1 == NR_io_uring_enter)
+	if (!bpf_core_field_exists(task->ioac) || entry_syscall(s->entry) == NR_io_uring_enter)
 		return true;
 	return task->ioac.syscr != s->fill_reads;
 }

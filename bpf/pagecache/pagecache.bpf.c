@@ -374,14 +374,14 @@ __noinline int ask_lazily(struct tstate *s)
 
 /* The fill that end_left_entry just ended at the next look was an rseq
  * thread's that never switched out, and no exit saw its syscall return:
- * ask for that syscall's exit (the entry's top bits hold its number),
+ * ask for that syscall's exit (the entry holds its number),
  * which ends its like from now on. */
 static __always_inline void ask_unseen(struct tstate *s)
 {
 	if (!(s->flags & TF_ASK_EXIT))
 		return;
 	s->flags &= ~TF_ASK_EXIT;
-	long nr = (long)(s->entry >> 48) - 1;
+	long nr = entry_syscall(s->entry);
 	if (nr >= 0)
 		wake_lazy(nr, false);
 }
