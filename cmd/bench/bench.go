@@ -16,18 +16,21 @@ import (
 
 // results is the JSON document of -json.
 type results struct {
-	Schema    string     `json:"schema"`
-	Date      time.Time  `json:"date"`
-	Kernel    string     `json:"kernel"`
-	CPUs      int        `json:"cpus"`
-	Coldtrace string     `json:"coldtrace"`
-	MaxBg     float64    `json:"max_bg"`
-	Smoke     bool       `json:"smoke"`
-	Pairs     int        `json:"pairs"`
-	Warmup    int        `json:"warmup"`
-	DelayNS   int64      `json:"delay_ns"`
-	SettleNS  int64      `json:"settle_ns"`
-	Workloads []*summary `json:"workloads"`
+	Schema    string    `json:"schema"`
+	Date      time.Time `json:"date"`
+	Kernel    string    `json:"kernel"`
+	CPUs      int       `json:"cpus"`
+	Coldtrace string    `json:"coldtrace"`
+	MaxBg     float64   `json:"max_bg"`
+	Smoke     bool      `json:"smoke"`
+	Pairs     int       `json:"pairs"`
+	MaxPairs  int       `json:"max_pairs"`
+	Warmup    int       `json:"warmup"`
+	DelayNS   int64     `json:"delay_ns"`
+	SettleNS  int64     `json:"settle_ns"`
+	// SettleWarmNS is the wait before runs of warm workloads.
+	SettleWarmNS int64      `json:"settle_warm_ns"`
+	Workloads    []*summary `json:"workloads"`
 	// Collateral is what untraced processes pay while coldtrace runs.
 	Collateral *collateralResult `json:"collateral,omitempty"`
 	Misses     []string          `json:"misses"`
@@ -78,8 +81,8 @@ func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 		return nil, err
 	}
 	res := &results{Schema: overheadSchema, Date: time.Now().UTC(), Kernel: kernel(), CPUs: runtime.NumCPU(),
-		Coldtrace: ct, MaxBg: o.maxBg, Smoke: o.smoke, Pairs: o.pairs, Warmup: o.warmup, DelayNS: o.delay.Nanoseconds(),
-		SettleNS: o.settle.Nanoseconds()}
+		Coldtrace: ct, MaxBg: o.maxBg, Smoke: o.smoke, Pairs: o.pairs, MaxPairs: o.maxPairs, Warmup: o.warmup, DelayNS: o.delay.Nanoseconds(),
+		SettleNS: o.settle.Nanoseconds(), SettleWarmNS: o.settleWarm.Nanoseconds()}
 	r := newRunner(o, work, dir)
 	begin := time.Now()
 	for _, w := range ws {
@@ -89,20 +92,9 @@ func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 				return nil, fmt.Errorf("%s warm-up: %w", w.Name, err)
 			}
 		}
-		var runs []runResult
-		var retried []string
-		for i := 0; i <= o.pairs; i++ {
-			kinds := []string{"U", "T"}
-			if i == o.pairs {
-				kinds = kinds[:1] // the closing untraced run
-			}
-			for _, k := range kinds {
-				rr, err := r.runRetry(w, k, i, &retried)
-				if err != nil {
-					return nil, fmt.Errorf("%s %s%d: %w", w.Name, k, i, err)
-				}
-				runs = append(runs, rr)
-			}
+		runs, retried, err := measurePairs(r, w, o)
+		if err != nil {
+			return nil, err
 		}
 		s := summarize(w, runs)
 		s.Warnings = append(retried, s.Warnings...)
@@ -116,8 +108,8 @@ func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 		}
 		res.Workloads = append(res.Workloads, s)
 		res.Misses = append(res.Misses, s.Misses...)
-		log("%s: median ratio %.3f (%.3f–%.3f), untraced %v", w.Name, s.RatioMedian, s.RatioMin, s.RatioMax,
-			time.Duration(s.UntracedMedianNS).Round(time.Millisecond))
+		log("%s: median ratio %.3f (90%% interval %.3f–%.3f, %d pairs), untraced %v", w.Name, s.RatioMedian, s.RatioLo, s.RatioHi,
+			len(s.Ratios), time.Duration(s.UntracedMedianNS).Round(time.Millisecond))
 	}
 	relativeBudgets(res)
 	if wantCollateral(o) {
@@ -134,6 +126,40 @@ func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 		res.Collateral.print(stdout)
 	}
 	return res, nil
+}
+
+// measurePairs runs w's pairs, U T U T … U: -pairs of them, then more,
+// up to -max-pairs, while the 90% interval of the median ratio holds
+// w's budget. Each added pair is a traced run and a closing untraced
+// one, so every traced run keeps an untraced neighbour on each side.
+func measurePairs(r *runner, w *workload, o options) ([]runResult, []string, error) {
+	var runs []runResult
+	var retried []string
+	add := func(kind string, index int) error {
+		rr, err := r.runRetry(w, kind, index, &retried)
+		if err != nil {
+			return fmt.Errorf("%s %s%d: %w", w.Name, kind, index, err)
+		}
+		runs = append(runs, rr)
+		return nil
+	}
+	if err := add("U", 0); err != nil {
+		return nil, nil, err
+	}
+	for pairs := 1; ; pairs++ {
+		if err := add("T", pairs-1); err != nil {
+			return nil, nil, err
+		}
+		if err := add("U", pairs); err != nil {
+			return nil, nil, err
+		}
+		if pairs < o.pairs {
+			continue
+		}
+		if pairs >= o.maxPairs || decided(bracketRatios(runs), w.Budget) {
+			return runs, retried, nil
+		}
+	}
 }
 
 // runRetry runs w once, and again (twice at most) when the run fails:
@@ -208,22 +234,19 @@ func bpfPass(r *runner, s *summary) error {
 }
 
 func printTable(w io.Writer, res *results, took time.Duration) {
-	fmt.Fprintf(w, "\ncoldtrace overhead: kernel %s, %d CPUs, %d pair(s) U T … U, delay %v, settle %v, took %v\n",
-		res.Kernel, res.CPUs, res.Pairs, time.Duration(res.DelayNS), time.Duration(res.SettleNS), took.Round(time.Second))
-	fmt.Fprintln(w, "ratio = traced wall / mean of the untraced runs either side (the workload's own clock); drift = last untraced vs first")
+	fmt.Fprintf(w, "\ncoldtrace overhead: kernel %s, %d CPUs, %d pair(s) U T … U, delay %v, settle %v (warm workloads %v), took %v\n",
+		res.Kernel, res.CPUs, res.Pairs, time.Duration(res.DelayNS), time.Duration(res.SettleNS), time.Duration(res.SettleWarmNS), took.Round(time.Second))
+	fmt.Fprintln(w, "ratio = traced wall / mean of the untraced runs either side (the workload's own clock), median over the pairs with its")
+	fmt.Fprintln(w, "90% bootstrap interval; a budget is met when the whole interval is within it; drift = last untraced vs first")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tuntraced\tratio\tmin–max\tbudget\tdrift\tspread\tbg cpu\tstartup\tlaunch+\tct cpu\tpeak RSS\tevents\tpy walks\treuses\tlost\t")
+	fmt.Fprintln(tw, "workload\tuntraced\tratio\t90% interval\tpairs\tbudget\tdrift\tspread\tbg cpu\tstartup\tlaunch+\tct cpu\tpeak RSS\tevents\tpy walks\treuses\tlost\t")
 	for _, s := range res.Workloads {
 		verdict := fmt.Sprintf("≤%.2f", s.Budget)
 		if !res.Smoke {
-			if s.RatioMedian > s.Budget {
-				verdict += " MISS"
-			} else {
-				verdict += " ok"
-			}
+			verdict += " " + map[string]string{judgedMet: "ok", judgedMissed: "MISS", judgedUndecided: "UNDECIDED"}[s.Judged]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f–%.3f\t%s\t%+.1f%%\t%.1f%%\t%.0f%%\t%s\t%s\t%s\t%.1f MiB\t%d\t%d\t%d\t%d\t\n",
-			s.Name, ms(s.UntracedMedianNS), s.RatioMedian, s.RatioMin, s.RatioMax, verdict, s.DriftPct, s.SpreadPct,
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f–%.3f\t%d\t%s\t%+.1f%%\t%.1f%%\t%.0f%%\t%s\t%s\t%s\t%.1f MiB\t%d\t%d\t%d\t%d\t\n",
+			s.Name, ms(s.UntracedMedianNS), s.RatioMedian, s.RatioLo, s.RatioHi, len(s.Ratios), verdict, s.DriftPct, s.SpreadPct,
 			100*s.BgCPUMedian, ms(s.StartupMedianNS), ms(s.LaunchExtraNS), ms(s.CPUMedianNS),
 			float64(s.MaxRSSBytes)/(1<<20), s.EventsSeenMedian, s.PyWalksMedian, s.PyReusesMedian, s.LostEvents)
 	}

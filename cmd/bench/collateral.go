@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -287,25 +286,6 @@ func leastStime(rs []loopRun) int64 {
 		}
 	}
 	return max(least, 0)
-}
-
-// bootstrapMedian is the conf interval of the median of xs by the
-// percentile bootstrap (a fixed seed: the same ratios give the same
-// interval).
-func bootstrapMedian(xs []float64, resamples int, conf float64) (lo, hi float64) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	meds := make([]float64, resamples)
-	sample := make([]float64, len(xs))
-	for i := range meds {
-		for j := range sample {
-			sample[j] = xs[rng.IntN(len(xs))]
-		}
-		meds[i] = median(sample)
-	}
-	slices.Sort(meds)
-	tail := (1 - conf) / 2
-	at := func(q float64) float64 { return meds[min(len(meds)-1, int(q*float64(len(meds))))] }
-	return at(tail), at(1 - tail)
 }
 
 // checkCollateral names the budgets a situation's cells miss: the upper

@@ -117,7 +117,11 @@ func monoNS() int64 {
 func (r *runner) runOnce(w *workload, kind string, index int, stats *progCapture) (runResult, error) {
 	res := runResult{Kind: kind, Index: index}
 	traced := kind == "T" || kind == "S"
-	time.Sleep(r.o.settle)
+	if w.Cold {
+		time.Sleep(r.o.settle)
+	} else {
+		time.Sleep(r.o.settleWarm)
+	}
 	var err error
 	if res.ResidentAtStart, err = prepare(w); err != nil {
 		return res, err

@@ -76,6 +76,67 @@ func TestSummarizeAndBudgets(t *testing.T) {
 	}
 }
 
+// ratioRuns makes runs U T U T … U whose traced runs have the given
+// ratios to untraced runs of 1,000 ns each.
+func ratioRuns(ratios ...float64) []runResult {
+	runs := []runResult{{Kind: "U", WallNS: 1000}}
+	for i, r := range ratios {
+		runs = append(runs, runResult{Kind: "T", Index: i, WallNS: int64(r * 1000)},
+			runResult{Kind: "U", Index: i + 1, WallNS: 1000})
+	}
+	return runs
+}
+
+func TestBudgetsAreJudgedOnTheMediansInterval(t *testing.T) {
+	w := &workload{Name: "forkexec", Budget: 1.10}
+	cases := []struct {
+		name   string
+		ratios []float64
+		judged string
+		miss   string
+	}{
+		{"tight and within", []float64{1.04, 1.05, 1.05, 1.06, 1.05, 1.04, 1.06}, judgedMet, ""},
+		{"within at the median only", []float64{0.90, 1.30, 1.02, 1.25, 1.05, 0.95, 1.20}, judgedUndecided, "not shown within 1.10"},
+		{"over", []float64{1.15, 1.20, 1.18, 1.02, 1.22, 1.16, 1.19}, judgedMissed, "wall ratio 1.180 > 1.10"},
+	}
+	for _, c := range cases {
+		s := summarize(w, ratioRuns(c.ratios...))
+		s.checkBudgets()
+		if s.Judged != c.judged {
+			t.Errorf("%s: judged %q, want %q (interval %.3f–%.3f)", c.name, s.Judged, c.judged, s.RatioLo, s.RatioHi)
+		}
+		if !(s.RatioLo <= s.RatioMedian && s.RatioMedian <= s.RatioHi) {
+			t.Errorf("%s: interval %.3f–%.3f does not hold the median %.3f", c.name, s.RatioLo, s.RatioHi, s.RatioMedian)
+		}
+		all := strings.Join(s.Misses, "\n")
+		if c.miss == "" && all != "" || c.miss != "" && !strings.Contains(all, c.miss) {
+			t.Errorf("%s: misses %q, want %q", c.name, all, c.miss)
+		}
+		// More pairs are wanted exactly while the interval holds the budget.
+		if got, want := decided(s.Ratios, w.Budget), s.RatioLo > w.Budget || s.RatioHi <= w.Budget; got != want {
+			t.Errorf("%s: decided %v with interval %.3f–%.3f", c.name, got, s.RatioLo, s.RatioHi)
+		}
+	}
+	if decided(nil, 1.1) {
+		t.Error("no ratios judged decided")
+	}
+}
+
+func TestMaxPairsIsAtLeastPairs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{{[]string{"-pairs", "9"}, 9}, {[]string{"-pairs", "9", "-max-pairs", "40"}, 40}, {[]string{"-pairs", "9", "-max-pairs", "3"}, 9}, {[]string{"-smoke", "-max-pairs", "40"}, 1}} {
+		o, err := parseFlags(c.args, &strings.Builder{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.maxPairs != c.want {
+			t.Errorf("%v: max pairs %d, want %d", c.args, o.maxPairs, c.want)
+		}
+	}
+}
+
 func TestSummarizeFlagsDifferentWork(t *testing.T) {
 	runs := runsOf("UTU", 100, 100, 100)
 	runs[1].Check = 42
