@@ -188,15 +188,20 @@ static __always_inline bool charge_uring_wait(struct thread *t, struct task_stru
  * CFS queue: a per-CPU kernel variable cannot be named from here). 0
  * where the kernel keeps no sched_info; the pending part is left out
  * where a CFS queue does not name its run queue. */
-static __always_inline __u64 run_delay(struct task_struct *task)
+static __always_inline __u64 run_delay(struct task_struct *task_arg)
 {
+	/* Plain loads through a view of the switch's task (faulting loads,
+	 * no helper calls): read with a probe read each, these five loads
+	 * were a good part of every tracked switch's program. */
+	struct task_struct *task = BTF_VIEW(task_arg, struct task_struct);
 	if (!bpf_core_field_exists(task->sched_info))
 		return 0;
-	__u64 rd = BPF_CORE_READ(task, sched_info.run_delay);
-	__u64 queued = BPF_CORE_READ(task, sched_info.last_queued);
-	struct cfs_rq *cfs = BPF_CORE_READ(task, se.cfs_rq);
+	__u64 rd = task->sched_info.run_delay;
+	__u64 queued = task->sched_info.last_queued;
+	struct cfs_rq *cfs = task->se.cfs_rq;
 	if (queued && cfs && bpf_core_field_exists(cfs->rq)) {
-		__u64 clock = BPF_CORE_READ(cfs, rq, clock);
+		struct rq *rq = cfs->rq;
+		__u64 clock = rq ? rq->clock : 0;
 		if (clock > queued)
 			rd += clock - queued;
 	}
