@@ -150,8 +150,8 @@ func requireReadExits(t *testing.T) {
 // ends at the next look without asking for the read's exit. So a cold
 // import-like run never puts the machine's other processes on the
 // syscall slow path. The reader tells which of its reads switched out
-// (its voluntary context switches around each read): at least those
-// ended at their return. Without rseq the same reads put the exits on.
+// (its voluntary context switches around each read): those ended at
+// their return, all but a few under load. Without rseq the same reads put the exits on.
 func TestSmallColdReadsEndAtTheirReturnWithoutSyscallTracepoints(t *testing.T) {
 	requireReadExits(t)
 	if ok, err := probe.HasTracepoint(nil, "rseq_update"); err != nil || !ok {
@@ -227,8 +227,15 @@ open(sys.argv[1], "w").write(str(waited))
 	if len(rec.ReadExitSpans) != 0 || rec.ReadExitsFromNS != nil {
 		t.Errorf("rseq: read exits on %+v: no read needed them", rec.ReadExitSpans)
 	}
-	if waited == 0 || rec.FillsEndedAtReturn < uint64(waited) {
-		t.Errorf("rseq: %d fills ended at their return, want at least the %d reads that waited", rec.FillsEndedAtReturn, waited)
+	// Beside a busy loop a switch out now and then does not reach the
+	// program (counted as unseen), and a read can wait before its fill
+	// opens (for a lock) and find its pages read by the time it would
+	// wait for them: such a read ends at the next look. One in 120 did
+	// so in a loaded run; more than 2% is a fault.
+	short := waited - int(rec.FillsEndedAtReturn)
+	if waited == 0 || short > int(rec.Self.SwitchOutsUnseen)+waited/50 {
+		t.Errorf("rseq: %d fills ended at their return, want the %d reads that waited (less %d switch outs unseen and 2%%)",
+			rec.FillsEndedAtReturn, waited, rec.Self.SwitchOutsUnseen)
 	}
 	if rec.FillEnd != record.FillEndReadExit {
 		t.Errorf("rseq: fill_end %q, want %q", rec.FillEnd, record.FillEndReadExit)
