@@ -23,15 +23,15 @@
 // released) is reported apart, from startup_ns in its JSON summary, and
 // checked against the external view (harness spawn → workload main()).
 //
-// Before each run of a cold workload the harness waits -settle (the
+// Before each run of a cold workload the harness waits -settle: the
 // machine's free-page reporting returns freed memory to the host about 2 s
-// after it is freed; waiting lets the previous run's frees finish; warm
-// workloads wait -settle-warm, none by default: on this VM a wait spreads
-// the neighbours of a traced run apart in time, and its drift with them —
-// the fork/exec row's 90% interval over 45 pairs was 0.993–1.147 with 3 s
-// before each run, 1.067–1.117 with none), then sets the page cache
-// (evicts the data file with posix_fadvise(DONTNEED), or makes it fully
-// resident), then launches with a start time -delay ahead: the workload
+// after it is freed, and waiting lets the previous run's frees finish.
+// Warm workloads wait -settle-warm, none by default: on this VM a wait
+// spreads the neighbours of a traced run apart in time, and its drift
+// with them (the fork/exec row's 90% interval over 45 pairs was
+// 0.993–1.147 with 3 s before each run, 1.067–1.117 with none). Then the
+// harness sets the page cache (evicts the data file with
+// posix_fadvise(DONTNEED), or makes it fully resident), then launches with a start time -delay ahead: the workload
 // sleeps until that instant, so the delay from eviction to the first read is
 // the same whether coldtrace starts in front of it or not.
 //

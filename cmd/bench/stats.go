@@ -185,7 +185,7 @@ const (
 	judgedUndecided = "undecided"
 )
 
-func judgement(median, lo, hi, budget float64) string {
+func judgement(median, hi, budget float64) string {
 	switch {
 	case median > budget:
 		return judgedMissed
@@ -214,7 +214,7 @@ func (s *summary) checkBudgets() {
 	if len(s.Ratios) == 0 {
 		miss("no traced run to compare")
 	} else {
-		s.Judged = judgement(s.RatioMedian, s.RatioLo, s.RatioHi, s.Budget)
+		s.Judged = judgement(s.RatioMedian, s.RatioHi, s.Budget)
 		switch s.Judged {
 		case judgedMissed:
 			miss("wall ratio %.3f > %.2f (90%% interval %.3f–%.3f, %d pairs, untraced drift %+.1f%%)",
