@@ -827,10 +827,25 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 		return 0;
 	c->mnt = 0;
 	c->done = 0;
+	bool overlay_only = path_addr == VIEW_OVERLAY_ONLY;
+	__u64 first = 0;
+	if (kind != PATH_VIEW) {
+		first = read_addr(inode_addr + bpf_core_field_offset(struct inode, i_dentry.first));
+		if (!first)
+			return 0;
+		path_addr = 0;
+	}
+	/* A file with several names in the kernel's cache (hard links: uv
+	 * and conda link the packages they install from their caches, perf
+	 * links every binary it records into its build-id cache) is named
+	 * by the one this process opened or mapped it through: the kernel
+	 * lists a file's names newest first, so a cache's link made after
+	 * the program's own named the program's file. (An alias's list node
+	 * holds the next one first.) One call site: own_path's loops,
+	 * inlined twice, would be verified twice. */
+	if (kind == PATH_VIEW ? !path_addr || overlay_only : read_addr(first) != 0)
+		path_addr = own_path(task, inode_addr);
 	if (kind == PATH_VIEW) {
-		bool overlay_only = path_addr == VIEW_OVERLAY_ONLY;
-		if (!path_addr || overlay_only)
-			path_addr = own_path(task, inode_addr);
 		if (!path_addr || (overlay_only && !on_overlay(path_addr)))
 			return 0;
 		c->dentry = read_addr(path_addr + bpf_core_field_offset(struct path, dentry));
@@ -841,10 +856,13 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 		c->root = read_addr(fs + bpf_core_field_offset(struct fs_struct, root.dentry));
 		c->root_mnt = read_addr(fs + bpf_core_field_offset(struct fs_struct, root.mnt));
 	} else {
-		__u64 first = read_addr(inode_addr + bpf_core_field_offset(struct inode, i_dentry.first));
-		if (!first)
-			return 0;
 		c->dentry = first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+		/* The process's own name, where its dentry is the file's own
+		 * (an overlay's file names the overlay's dentry, whose path
+		 * lies in another filesystem than the file's). */
+		__u64 own = path_addr ? read_addr(path_addr + bpf_core_field_offset(struct path, dentry)) : 0;
+		if (own && read_addr(own + bpf_core_field_offset(struct dentry, d_inode)) == inode_addr)
+			c->dentry = own;
 	}
 	ev->len = 0;
 	ev->depth = 0;

@@ -1,0 +1,66 @@
+package pagecache_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/coldtrace/coldtrace/internal/e2eutil"
+	"github.com/coldtrace/coldtrace/internal/testenv"
+)
+
+// A file with several names (hard links: uv and conda install packages
+// by linking them from their caches, perf's build-id cache links every
+// binary it records) is named by the link the program read or mapped it
+// through, not by whichever of its names the kernel cached last: here a
+// cache-side link made after the program's own, so that the kernel lists
+// it first. Read by read(2) and by mmap faults; each file's pages exact.
+func TestHardLinkedFileNamedByTheLinkItWasReadThrough(t *testing.T) {
+	testenv.RequireTracing(t)
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found: it maps the file")
+	}
+	base := e2eutil.DiskDir(t)
+	hex := "5b78c2005506226a3e400e37ee93ef0d1ecf4576"
+	readers := []struct {
+		what    string
+		command func(path string) []string
+	}{
+		{"read(2)", func(path string) []string { return []string{"cat", path} }},
+		{"mmap faults", func(path string) []string {
+			return []string{py, "-c", "import mmap, sys\nf = open(sys.argv[1], 'rb')\n" +
+				"m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nf.close()\n" +
+				"s = sum(m[i] for i in range(0, len(m), 4096))\n", path}
+		}},
+	}
+	for i, r := range readers {
+		own := filepath.Join(base, "venv", "lib", "python3.11", "site-packages", "torch", "lib", string(rune('a'+i))+"libtorch_cpu.so")
+		writeNameFile(t, own)
+		alias := filepath.Join(base, "cache", "archive-v0", hex, string(rune('a'+i))+"libtorch_cpu.so")
+		if err := os.MkdirAll(filepath.Dir(alias), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(own, alias); err != nil {
+			t.Skipf("this filesystem makes no hard links: %v", err)
+		}
+		// Both names looked up: both in the kernel's cache of names.
+		if _, err := os.Stat(alias); err != nil {
+			t.Fatal(err)
+		}
+		evictPath(t, own)
+		rec := traceRun(t, r.command(own))
+		f, ok := recordFileByIno(rec, inoOf(t, own))
+		if !ok {
+			t.Errorf("%s: no entry for the file in the record", r.what)
+			continue
+		}
+		if f.Path != own {
+			t.Errorf("%s: named %q, want the link it was read through, %q", r.what, f.Path, own)
+		}
+		if f.PagesMissed-f.PagesReread != nameFilePages {
+			t.Errorf("%s: pages missed %d (re-read %d), want %d", r.what, f.PagesMissed, f.PagesReread, nameFilePages)
+		}
+	}
+}
