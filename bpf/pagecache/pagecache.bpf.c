@@ -897,10 +897,25 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 	return 0;
 }
 
+/* Devices coldtrace's own namespace mounts more than once where one
+ * mount's root holds another's (a bind mount of a directory of the same
+ * filesystem): a file there has several names in the namespace, and is
+ * named by the one its first reader used, walked through the reader's
+ * mounts (a view), as in another namespace. Filled by user space from
+ * its mount table before the command starts; mounts made later are not
+ * in it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32); /* the superblock's dev */
+	__type(value, __u8);
+} bind_devs SEC(".maps");
+
 /* The first touch of a file by a tracked thread of another mount
  * namespace sends the path it used (fs: the file's entry; path_addr the
  * struct path it used, if known), as does a thread of coldtrace's own
- * namespace that first touches the file through an overlay mount (a read
+ * namespace that first touches a file of a bind-mounted device
+ * (bind_devs), or first touches the file through an overlay mount (a read
  * syscall's file, or, for a fault, its descriptors and mappings). Host
  * processes pay the call and the namespace test, and, at a file's first
  * sight, the overlay test. Global: inlined, its branches
@@ -909,21 +924,28 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 __noinline int send_view(struct tstate *t, __u64 inode_addr, __u64 path_addr, struct file_key *key,
 			 struct file_stats *fs)
 {
-	if (!t || !fs || fs->view_sent)
+	if (!t || !fs || !key || fs->view_sent)
 		return 0;
 	if (!foreign_ns(t)) {
 		if (fs->path_sent)
 			return 0;
-		/* A fault or an io_uring request first (outside a syscall, or
-		 * in io_uring_enter): the file may be mapped or read from an
-		 * overlay (a backing file, or a descriptor on the overlay):
-		 * looked up in full, sent only if so. Once per file, for files
-		 * a process maps or reads that way before reading them. */
-		long nr = current_syscall(bpf_get_current_task_btf());
-		if (nr < 0 || nr == NR_io_uring_enter)
-			path_addr = VIEW_OVERLAY_ONLY;
-		else if (!(path_addr = overlay_read_path(inode_addr)))
-			return 0;
+		__u32 dev = key->dev;
+		/* Several names in this namespace (a bind-mounted device): the
+		 * reader's, from the path given or its own open file or mapping
+		 * of the file (none: no view). */
+		if (!bpf_map_lookup_elem(&bind_devs, &dev)) {
+			/* A fault or an io_uring request first (outside a
+			 * syscall, or in io_uring_enter): the file may be mapped
+			 * or read from an overlay (a backing file, or a
+			 * descriptor on the overlay): looked up in full, sent only
+			 * if so. Once per file, for files a process maps or reads
+			 * that way before reading them. */
+			long nr = current_syscall(bpf_get_current_task_btf());
+			if (nr < 0 || nr == NR_io_uring_enter)
+				path_addr = VIEW_OVERLAY_ONLY;
+			else if (!(path_addr = overlay_read_path(inode_addr)))
+				return 0;
+		}
 	}
 	fs->view_sent = 1;
 	return emit_path(t, inode_addr, key, PATH_VIEW, path_addr);

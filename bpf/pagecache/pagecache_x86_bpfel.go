@@ -279,6 +279,7 @@ type PagecacheWalkCtx struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	PagecacheMapAddChain            = "add_chain"
+	PagecacheMapBindDevs            = "bind_devs"
 	PagecacheMapFileFilter          = "file_filter"
 	PagecacheMapFileStacks          = "file_stacks"
 	PagecacheMapFiles               = "files"
@@ -384,6 +385,7 @@ type PagecacheProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type PagecacheMapSpecs struct {
 	AddChain     *ebpf.MapSpec `ebpf:"add_chain"`
+	BindDevs     *ebpf.MapSpec `ebpf:"bind_devs"`
 	FileFilter   *ebpf.MapSpec `ebpf:"file_filter"`
 	FileStacks   *ebpf.MapSpec `ebpf:"file_stacks"`
 	Files        *ebpf.MapSpec `ebpf:"files"`
@@ -449,6 +451,7 @@ func (o *PagecacheObjects) Close() error {
 // It can be passed to LoadPagecacheObjects or ebpf.CollectionSpec.LoadAndAssign.
 type PagecacheMaps struct {
 	AddChain     *ebpf.Map `ebpf:"add_chain"`
+	BindDevs     *ebpf.Map `ebpf:"bind_devs"`
 	FileFilter   *ebpf.Map `ebpf:"file_filter"`
 	FileStacks   *ebpf.Map `ebpf:"file_stacks"`
 	Files        *ebpf.Map `ebpf:"files"`
@@ -479,6 +482,7 @@ type PagecacheMaps struct {
 func (m *PagecacheMaps) Close() error {
 	return _PagecacheClose(
 		m.AddChain,
+		m.BindDevs,
 		m.FileFilter,
 		m.FileStacks,
 		m.Files,

@@ -205,7 +205,7 @@ type File struct {
 	Evictors     []record.Evictor  `json:"evictors,omitempty"`
 	Inserters    []record.Inserter `json:"inserters,omitempty"`
 	// HostPath is the host's path when Path is the one a process used in
-	// a mount namespace of its own.
+	// a mount namespace of its own, or through a bind mount.
 	HostPath string `json:"host_path,omitempty"`
 	// The names' exact bytes (base64) when they are not UTF-8, and whether
 	// the name is cut, as in the record (record.File).

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,6 +97,33 @@ func (mt mountTable) resolve(dev uint32, fsPath string) (string, bool) {
 		}
 	}
 	return best, bestLen >= 0
+}
+
+// boundTwice are the devices of which one mount's root holds another's
+// (a directory bind-mounted elsewhere on the same filesystem): a file
+// under the inner root has a name through each, and only its reader's
+// path says which it used. Mounts of distinct, unnested roots (the single
+// files a container runtime binds: /etc/hosts, /etc/resolv.conf) name
+// each file once.
+func (mt mountTable) boundTwice() []uint32 {
+	var devs []uint32
+	for dev, ms := range mt {
+	pairs:
+		for i, a := range ms {
+			for _, b := range ms[i+1:] {
+				ra, rb := strings.TrimSuffix(a.root, "/")+"/", strings.TrimSuffix(b.root, "/")+"/"
+				if a.mountPoint == b.mountPoint && ra == rb {
+					continue // one mount stacked on its like: one name
+				}
+				if strings.HasPrefix(ra, rb) || strings.HasPrefix(rb, ra) {
+					devs = append(devs, dev)
+					break pairs
+				}
+			}
+		}
+	}
+	slices.Sort(devs)
+	return devs
 }
 
 // fsPathFromNames joins dentry names reported leaf first.

@@ -157,3 +157,34 @@ func TestViewRecordNamesTheFileAsItsReaderSawIt(t *testing.T) {
 		t.Errorf("the file whose view was cut: path %q, host path %q; want %q by its host name alone", f.Path, f.HostPath, "/srv/src/other.bin")
 	}
 }
+
+// A device is bound twice where one mount's root holds another's: the
+// files under the inner root have two names. A container runtime's
+// single-file binds (distinct, unnested roots) and a mount stacked on its
+// like at the same place name each file once.
+func TestBoundTwiceWhereOneRootHoldsAnother(t *testing.T) {
+	lines := []string{
+		"22 1 254:0 / / rw - ext4 /dev/vda rw",
+		"30 22 254:0 /srv/data /mnt/data rw - ext4 /dev/vda rw", // a directory bound elsewhere
+		"40 22 8:1 /var/lib/docker/containers/c1/hosts /etc/hosts rw - ext4 /dev/sda1 rw",
+		"41 22 8:1 /var/lib/docker/containers/c1/hostname /etc/hostname rw - ext4 /dev/sda1 rw",
+		"42 22 8:1 /var/lib/docker/volumes/v/_data /models rw - ext4 /dev/sda1 rw",
+		"50 22 8:2 / /scratch rw - xfs /dev/sda2 rw",
+		"51 50 8:2 / /scratch rw - xfs /dev/sda2 rw", // stacked on its like
+		"60 22 8:3 / /a rw - xfs /dev/sda3 rw",
+		"61 22 8:3 / /b rw - xfs /dev/sda3 rw", // the whole filesystem twice
+	}
+	mt := mountTable{}
+	for _, l := range lines {
+		m, ok := parseMountInfoLine(l)
+		if !ok {
+			t.Fatalf("not parsed: %s", l)
+		}
+		mt[m.dev] = append(mt[m.dev], m)
+	}
+	got := mt.boundTwice()
+	want := []uint32{kernelDev(8, 3), kernelDev(254, 0)} // sorted
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("bound twice: %v, want %v", got, want)
+	}
+}

@@ -185,6 +185,15 @@ func New(opts Options) (*Sensor, error) {
 		return nil, err
 	}
 	opts.BTF = nil // not held past the load (see evict.New)
+	// The map holds 256 devices: a device past them is named as the
+	// mount table's canonical mount shows it.
+	devs := mounts.boundTwice()
+	for _, dev := range devs[:min(len(devs), int(p.objs.BindDevs.MaxEntries()))] {
+		if err := p.objs.BindDevs.Update(dev, uint8(1), ebpf.UpdateAny); err != nil {
+			p.close()
+			return nil, fmt.Errorf("note the bind-mounted devices: %w", err)
+		}
+	}
 	s := newSensor(p, mounts, opts)
 	if err := p.attach(opts.NoReadExits); err != nil {
 		p.close()

@@ -1,10 +1,13 @@
 package pagecache_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/testenv"
@@ -61,6 +64,66 @@ func TestHardLinkedFileNamedByTheLinkItWasReadThrough(t *testing.T) {
 		}
 		if f.PagesMissed-f.PagesReread != nameFilePages {
 			t.Errorf("%s: pages missed %d (re-read %d), want %d", r.what, f.PagesMissed, f.PagesReread, nameFilePages)
+		}
+	}
+}
+
+// A directory bind-mounted elsewhere on its own filesystem, in
+// coldtrace's own mount namespace (moving a model cache to a larger disk
+// this way is common), gives each file under it two names: each file is
+// named by the one its reader used, the other in host_path, read by
+// read(2) and by mmap faults, through either name.
+func TestBindMountedFileNamedAsItsReaderSawIt(t *testing.T) {
+	testenv.RequireTracing(t)
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found: it maps the file")
+	}
+	base := e2eutil.DiskDir(t)
+	src := filepath.Join(base, "disk", "hf-cache")
+	mnt := filepath.Join(base, "home", ".cache", "huggingface")
+	for _, d := range []string{src, mnt} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mount(src, mnt, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("bind mount: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
+	readers := []struct {
+		what    string
+		command func(path string) []string
+	}{
+		{"read(2)", func(path string) []string { return []string{"cat", path} }},
+		{"mmap faults", func(path string) []string {
+			return []string{py, "-c", "import mmap, sys\nf = open(sys.argv[1], 'rb')\n" +
+				"m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nf.close()\n" +
+				"s = sum(m[i] for i in range(0, len(m), 4096))\n", path}
+		}},
+	}
+	for i, r := range readers {
+		for _, through := range []string{"the bind mount", "its own directory"} {
+			name := fmt.Sprintf("%c-%d.safetensors", 'a'+i, len(through))
+			own, other := filepath.Join(mnt, name), filepath.Join(src, name)
+			if through == "its own directory" {
+				own, other = other, own
+			}
+			writeNameFile(t, own)
+			evictPath(t, own)
+			rec := traceRun(t, r.command(own))
+			f, ok := recordFileByIno(rec, inoOf(t, own))
+			if !ok {
+				t.Errorf("%s through %s: no entry for the file in the record", r.what, through)
+				continue
+			}
+			if f.Path != own || (f.HostPath != "" && f.HostPath != other) {
+				t.Errorf("%s through %s: named %q (host_path %q), want %q (host_path %q or none)",
+					r.what, through, f.Path, f.HostPath, own, other)
+			}
+			if f.PagesMissed-f.PagesReread != nameFilePages {
+				t.Errorf("%s through %s: pages missed %d (re-read %d), want %d", r.what, through, f.PagesMissed, f.PagesReread, nameFilePages)
+			}
 		}
 	}
 }
