@@ -833,7 +833,6 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 		first = read_addr(inode_addr + bpf_core_field_offset(struct inode, i_dentry.first));
 		if (!first)
 			return 0;
-		path_addr = 0;
 	}
 	/* A file with several names in the kernel's cache (hard links: uv
 	 * and conda link the packages they install from their caches, perf

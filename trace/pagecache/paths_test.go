@@ -12,13 +12,9 @@ import (
 	"github.com/coldtrace/coldtrace/trace/probe"
 )
 
-func TestParseMountInfo(t *testing.T) {
-	lines := []string{
-		"22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw",
-		"30 22 254:0 /srv/data /mnt/data rw - ext4 /dev/vda rw",
-		"31 22 0:5 / /dev rw shared:2 - devtmpfs udev rw",
-		`32 22 8:1 / /mnt/with\040space rw - xfs /dev/sda1 rw`,
-	}
+// mountTableOf parses mountinfo lines, each of which must parse.
+func mountTableOf(t *testing.T, lines []string) mountTable {
+	t.Helper()
 	mt := mountTable{}
 	for _, l := range lines {
 		m, ok := parseMountInfoLine(l)
@@ -27,6 +23,17 @@ func TestParseMountInfo(t *testing.T) {
 		}
 		mt[m.dev] = append(mt[m.dev], m)
 	}
+	return mt
+}
+
+func TestParseMountInfo(t *testing.T) {
+	lines := []string{
+		"22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw",
+		"30 22 254:0 /srv/data /mnt/data rw - ext4 /dev/vda rw",
+		"31 22 0:5 / /dev rw shared:2 - devtmpfs udev rw",
+		`32 22 8:1 / /mnt/with\040space rw - xfs /dev/sda1 rw`,
+	}
+	mt := mountTableOf(t, lines)
 	cases := []struct {
 		dev    uint32
 		fsPath string
@@ -174,14 +181,7 @@ func TestBoundTwiceWhereOneRootHoldsAnother(t *testing.T) {
 		"60 22 8:3 / /a rw - xfs /dev/sda3 rw",
 		"61 22 8:3 / /b rw - xfs /dev/sda3 rw", // the whole filesystem twice
 	}
-	mt := mountTable{}
-	for _, l := range lines {
-		m, ok := parseMountInfoLine(l)
-		if !ok {
-			t.Fatalf("not parsed: %s", l)
-		}
-		mt[m.dev] = append(mt[m.dev], m)
-	}
+	mt := mountTableOf(t, lines)
 	got := mt.boundTwice()
 	want := []uint32{kernelDev(8, 3), kernelDev(254, 0)} // sorted
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {

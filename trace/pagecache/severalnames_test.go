@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -12,6 +13,32 @@ import (
 	"github.com/coldtrace/coldtrace/internal/e2eutil"
 	"github.com/coldtrace/coldtrace/internal/testenv"
 )
+
+// fileReader is one way a program reads a whole file: command reads
+// the file at path.
+type fileReader struct {
+	what    string
+	command func(path string) []string
+}
+
+// fileReaders read a file by read(2) (cat) and by faults on a mapping of
+// it (python3, which maps it and touches a byte of each page, the
+// descriptor closed first); the test skips without python3.
+func fileReaders(t *testing.T) []fileReader {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found: it maps the file")
+	}
+	return []fileReader{
+		{"read(2)", func(path string) []string { return []string{"cat", path} }},
+		{"mmap faults", func(path string) []string {
+			return []string{py, "-c", "import mmap, sys\nf = open(sys.argv[1], 'rb')\n" +
+				"m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nf.close()\n" +
+				"s = sum(m[i] for i in range(0, len(m), 4096))\n", path}
+		}},
+	}
+}
 
 // A file with several names (hard links: uv and conda install packages
 // by linking them from their caches, perf's build-id cache links every
@@ -21,23 +48,9 @@ import (
 // it first. Read by read(2) and by mmap faults; each file's pages exact.
 func TestHardLinkedFileNamedByTheLinkItWasReadThrough(t *testing.T) {
 	testenv.RequireTracing(t)
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not found: it maps the file")
-	}
+	readers := fileReaders(t)
 	base := e2eutil.DiskDir(t)
 	hex := "5b78c2005506226a3e400e37ee93ef0d1ecf4576"
-	readers := []struct {
-		what    string
-		command func(path string) []string
-	}{
-		{"read(2)", func(path string) []string { return []string{"cat", path} }},
-		{"mmap faults", func(path string) []string {
-			return []string{py, "-c", "import mmap, sys\nf = open(sys.argv[1], 'rb')\n" +
-				"m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nf.close()\n" +
-				"s = sum(m[i] for i in range(0, len(m), 4096))\n", path}
-		}},
-	}
 	for i, r := range readers {
 		own := filepath.Join(base, "venv", "lib", "python3.11", "site-packages", "torch", "lib", string(rune('a'+i))+"libtorch_cpu.so")
 		writeNameFile(t, own)
@@ -75,10 +88,7 @@ func TestHardLinkedFileNamedByTheLinkItWasReadThrough(t *testing.T) {
 // read(2) and by mmap faults, through either name.
 func TestBindMountedFileNamedAsItsReaderSawIt(t *testing.T) {
 	testenv.RequireTracing(t)
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not found: it maps the file")
-	}
+	readers := fileReaders(t)
 	base := e2eutil.DiskDir(t)
 	src := filepath.Join(base, "disk", "hf-cache")
 	mnt := filepath.Join(base, "home", ".cache", "huggingface")
@@ -91,20 +101,11 @@ func TestBindMountedFileNamedAsItsReaderSawIt(t *testing.T) {
 		t.Skipf("bind mount: %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
-	readers := []struct {
-		what    string
-		command func(path string) []string
-	}{
-		{"read(2)", func(path string) []string { return []string{"cat", path} }},
-		{"mmap faults", func(path string) []string {
-			return []string{py, "-c", "import mmap, sys\nf = open(sys.argv[1], 'rb')\n" +
-				"m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nf.close()\n" +
-				"s = sum(m[i] for i in range(0, len(m), 4096))\n", path}
-		}},
-	}
 	for i, r := range readers {
 		for _, through := range []string{"the bind mount", "its own directory"} {
-			name := fmt.Sprintf("%c-%d.safetensors", 'a'+i, len(through))
+			// A Hugging Face blob's shape: a 64-hex name under blobs/.
+			name := filepath.Join("hub", "models--org--model", "blobs",
+				fmt.Sprintf("%c%d%s", 'a'+i, len(through), strings.Repeat("9f86d081", 8)[3:])) // 64 bytes
 			own, other := filepath.Join(mnt, name), filepath.Join(src, name)
 			if through == "its own directory" {
 				own, other = other, own
