@@ -93,7 +93,9 @@ type Cache struct {
 	// names the source's timestamp).
 	EntriesStale uint64 `json:"entries_stale,omitempty"`
 	// MissedKeys, WrittenKeys and StaleKeys name those entries (paths
-	// below Root), sorted, at most 2,000 each (KeysCapped: more were
+	// below Root; below / for an in-tree root such as **/__pycache__,
+	// whose every directory holds its own entries), sorted, at most
+	// 2,000 each (KeysCapped: more were
 	// left out), so that a diff can tell a changed key from a moved root.
 	// Keys hold exact bytes, which need not be UTF-8: JSON carries every
 	// key's base64 in missed_keys_b64 (written_keys_b64, stale_keys_b64,
@@ -135,7 +137,9 @@ type Cache struct {
 	// EntriesGone counts entries written this run (EntriesWritten) whose
 	// file no longer existed at the end: removed, or never renamed into
 	// place (a Python .pyc whose rename failed is counted written from
-	// its temporary file).
+	// its temporary file). An in-tree entry whose source directory went
+	// too (a tree pip compiled and moved, a build's scratch tree) is not
+	// counted: it went with its sources.
 	EntriesGone uint64 `json:"entries_gone,omitempty"`
 }
 

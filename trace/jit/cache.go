@@ -104,6 +104,20 @@ func classify(s *registry.Spec, rel string) classified {
 	return classified{kind: kindEntry, key: rel}
 }
 
+// entryOf places p, rel below r's root, in r's layout. An in-tree root
+// ("**/__pycache__") is one root for every directory of that name, and
+// each holds its own modules' entries: their key is the whole path
+// (without its leading slash), or two packages' __init__ would be one
+// entry, and one package's read followed by another's write a stale
+// entry compiled over the time between.
+func entryOf(r *rootState, p, rel string) classified {
+	c := classify(r.root.Spec, rel)
+	if c.kind == kindEntry && r.root.Anywhere != "" && strings.HasSuffix(p, rel) {
+		c.key = strings.TrimPrefix(p[:len(p)-len(rel)], "/") + c.key
+	}
+	return c
+}
+
 func matchAny(globs []string, name string) bool {
 	for _, g := range globs {
 		if globMatch(g, name) {
@@ -270,7 +284,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		c := classify(r.root.Spec, rel)
+		c := entryOf(r, ev.Path, rel)
 		write := ev.Flags&oAccMode != 0
 		if openBroke(ev, write) && c.kind != kindIgnored {
 			r.failure("open", ev.Errno, ev.Path, st)
@@ -308,7 +322,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		if c := classify(r.root.Spec, rel); c.kind == kindEntry {
+		if c := entryOf(r, ev.Path, rel); c.kind == kindEntry {
 			cs.failed(r, c.key, st, false)
 		}
 	case OpMkdir:
@@ -316,7 +330,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		c := classify(r.root.Spec, rel)
+		c := entryOf(r, ev.Path, rel)
 		switch {
 		case c.kind == kindTemp && ev.Errno == 0:
 			cs.births[ev.Path] = st
@@ -340,7 +354,7 @@ func (cs *cacheState) apply(ev *FileEvent) {
 		if r == nil {
 			return
 		}
-		c := classify(r.root.Spec, rel)
+		c := entryOf(r, ev.NewPath, rel)
 		switch c.kind {
 		case kindTemp:
 			if !hadBirth {
@@ -543,7 +557,7 @@ func (cs *cacheState) failedRename(ev *FileEvent, st stamp) {
 		if r == nil {
 			continue
 		}
-		c := classify(r.root.Spec, rel)
+		c := entryOf(r, p, rel)
 		if c.kind == kindIgnored {
 			continue
 		}

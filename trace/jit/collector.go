@@ -1,6 +1,7 @@
 package jit
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"path"
@@ -869,6 +870,24 @@ func (c *Collector) uprobeRecords(probes []ProbeState, rel func(uint64) int64, i
 	return ups, windows
 }
 
+// movedWithSources reports whether the in-tree entry p (below a
+// directory named anywhere) went with its sources: the directory that
+// holds that one is gone too. pip installs into a temporary tree, compiles
+// its modules there and moves the tree; a build removes its scratch tree.
+// Neither is a cache that failed to keep an entry.
+func movedWithSources(fs FS, p, anywhere string) bool {
+	if anywhere == "" {
+		return false
+	}
+	i := strings.LastIndex(p, "/"+anywhere+"/")
+	if i < 0 {
+		return false
+	}
+	// The directory itself first: through a linked source directory,
+	// which IsDir does not follow at its end.
+	return !fs.IsDir(p[:i+1+len(anywhere)]) && !fs.IsDir(cmp.Or(p[:i], "/"))
+}
+
 func (c *Collector) cacheRecord(r *rootState, compileNS int64, fs FS) record.Cache {
 	s := r.root.Spec
 	rc := record.Cache{Name: s.Name, Root: r.root.Path, Lookups: r.lookups, Hits: r.hits, Misses: r.misses,
@@ -896,7 +915,7 @@ func (c *Collector) cacheRecord(r *rootState, compileNS int64, fs FS) record.Cac
 			if ok && n > 0 {
 				rc.BytesWritten += uint64(n)
 			}
-			if !ok {
+			if !ok && !movedWithSources(fs, p, r.root.Anywhere) {
 				rc.EntriesGone++
 			}
 		}

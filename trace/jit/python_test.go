@@ -1,6 +1,8 @@
 package jit
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/coldtrace/coldtrace/trace/probe"
@@ -142,6 +144,68 @@ func TestPythonFromPageCache(t *testing.T) {
 			if c.Name == "python" && c.Lookups != 0 {
 				t.Errorf("no tag: python %s", counts(c))
 			}
+		}
+	}
+}
+
+// treeFS is a file system of files and directories for the end of a run.
+type treeFS struct {
+	files map[string]int64
+	dirs  map[string]bool
+}
+
+func (f treeFS) Size(p string) (int64, bool) { n, ok := f.files[p]; return n, ok }
+func (f treeFS) IsDir(p string) bool         { return f.dirs[p] }
+func (treeFS) Health(string) Health          { return Health{FS: "ext4"} }
+
+func TestInTreeEntriesOfTwoPackagesAreTwoEntries(t *testing.T) {
+	s := newScript(t, Config{})
+	s.env(30)
+	// pip reads its own package's __init__ bytecode at the start ...
+	own := "/usr/lib/python3/dist-packages/pip/__pycache__/__init__.cpython-311.pyc"
+	s.do(30, OpOpen, own, rd, 3, 1)
+	// ... and compiles the package it installed, much later.
+	s.at(900)
+	inst := "/tmp/pip-target-x/lib/python/pkg/__pycache__/__init__.cpython-311.pyc"
+	s.do(30, OpOpen, inst, rd, enoent, 800)
+	s.do(30, OpOpen, inst+".1407", excl, 3, 801)
+	s.do(30, OpRename, inst+".1407", 0, 0, 803, inst)
+	c := cacheIn(t, s.result(), "python")
+	if got := counts(c); got != "lookups 2 hits 1 misses 1 written 1" || c.EntriesStale != 0 {
+		t.Errorf("two packages' __init__: %s, %d stale", got, c.EntriesStale)
+	}
+	// From its own failed lookup (800 ms of CPU) to its entry (803), not
+	// from the other package's read at the start.
+	if c.CompileNS != 3e6 {
+		t.Errorf("compile_ns %d, want 3 ms", c.CompileNS)
+	}
+	want := strings.TrimPrefix(inst, "/")
+	if !slices.Equal(c.WrittenKeys, []string{want}) || !slices.Equal(c.HitKeys, []string{strings.TrimPrefix(own, "/")}) {
+		t.Errorf("keys: written %q, hit %q", c.WrittenKeys, c.HitKeys)
+	}
+}
+
+func TestInTreeEntryGoneWithItsSourcesIsNotLost(t *testing.T) {
+	inst := "/tmp/pip-target-x/lib/python/pkg/__pycache__/__init__.cpython-311.pyc"
+	for _, tc := range []struct {
+		name string
+		dirs map[string]bool
+		gone uint64
+	}{
+		// pip moved the tree it installed into: the entry went with it.
+		{"tree moved", nil, 0},
+		// The sources are there, the entry is not: it was not kept.
+		{"sources kept", map[string]bool{"/tmp/pip-target-x/lib/python/pkg": true}, 1},
+		{"cache directory kept", map[string]bool{"/tmp/pip-target-x/lib/python/pkg/__pycache__": true}, 1},
+	} {
+		s := newScript(t, Config{})
+		s.env(31)
+		s.do(31, OpOpen, inst, rd, enoent, 1)
+		s.do(31, OpOpen, inst+".1407", excl, 3, 2)
+		s.do(31, OpRename, inst+".1407", 0, 0, 3, inst)
+		j, _ := s.c.Result(ResultInput{StartMono: 0, WallNS: int64(s.ts), FS: treeFS{dirs: tc.dirs}})
+		if c := cacheIn(t, j, "python"); c.EntriesWritten != 1 || c.EntriesGone != tc.gone {
+			t.Errorf("%s: %d written, %d gone, want %d gone", tc.name, c.EntriesWritten, c.EntriesGone, tc.gone)
 		}
 	}
 }
