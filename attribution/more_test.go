@@ -274,6 +274,12 @@ func TestCompilerNames(t *testing.T) {
 	if len(got) != 2 || got[2] != "x86_64-linux-gn" || got[3] != "sh" {
 		t.Errorf("compilers = %v", got)
 	}
+	// pip asks rustc its version on every install: that compiles nothing.
+	r.Processes = append(r.Processes, record.Process{PID: 4, PPID: 1, Comm: "rustc", Args: []string{"rustc", "--version"}},
+		record.Process{PID: 5, PPID: 1, Comm: "rustc", Args: []string{"rustc", "--crate-type=lib", "lib.rs"}})
+	if got := findCompilers(r, nil); got[4] != "" || got[5] != "rustc" {
+		t.Errorf("compilers = %v: rustc --version is none, rustc lib.rs is one", got)
+	}
 }
 
 // BenchmarkHourRun is an hour at 100 ms with 40 threads, 20 files, 1,000

@@ -31,8 +31,9 @@ func union(spans []span) []span {
 
 // findCompilers maps every process that is a compiler, or descends from
 // one, to the name its compile time is filed under: its own comm (so the
-// evidence says "cc1", "as", "ld" under a gcc). JIT windows, whatever
-// their kind, count only for their own time span.
+// evidence says "cc1", "as", "ld" under a gcc). A compiler asked only
+// about itself (`rustc --version`) compiles nothing. JIT windows,
+// whatever their kind, count only for their own time span.
 func findCompilers(r *record.Record, extra []string) map[int32]string {
 	names := append([]string(nil), extra...)
 	if r.JIT != nil {
@@ -49,7 +50,7 @@ func findCompilers(r *record.Record, extra []string) map[int32]string {
 		}
 	}
 	isRoot := func(p *record.Process) bool {
-		return m.Match(p.Comm) || (p.Exe != "" && m.Match(path.Base(p.Exe)))
+		return (m.Match(p.Comm) || (p.Exe != "" && m.Match(path.Base(p.Exe)))) && !registry.QueriesOnly(p.Args)
 	}
 	out := map[int32]string{}
 	for pid, p := range byPID {

@@ -66,3 +66,34 @@ func isVersion(s string) bool {
 	}
 	return true
 }
+
+// QueriesOnly reports whether a compiler's arguments (argv, its name
+// first) only ask it about itself — its version, its help, where its
+// files are — so the process compiles nothing. pip runs `rustc --version`
+// for its user agent on every install, cargo `rustc -vV`, build scripts
+// `cc -dumpversion`: a warm rerun runs them again, so they are no compile
+// a cache could save. Unknown arguments (none read) are not queries.
+func QueriesOnly(args []string) bool {
+	if len(args) < 2 {
+		return false
+	}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case queryFlags[a]:
+		case a == "--print" && i+1 < len(args): // rustc --print sysroot
+			i++
+		case strings.HasPrefix(a, "--print="), strings.HasPrefix(a, "-print-"):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// queryFlags are the arguments of gcc, clang, rustc, nvcc, ld, as and
+// ninja that print something about the program and stop.
+var queryFlags = map[string]bool{
+	"--version": true, "-V": true, "-vV": true, "-v": true, "--help": true, "-h": true,
+	"-dumpversion": true, "-dumpfullversion": true, "-dumpmachine": true, "-dumpspecs": true,
+}

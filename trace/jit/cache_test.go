@@ -320,6 +320,22 @@ func TestInductorWorkers(t *testing.T) {
 	}
 }
 
+// TestCompilerAskedItsVersionIsNoRun: pip runs `rustc --version` for its
+// user agent; build scripts ask `cc -dumpversion`. Neither compiles, and
+// a warm rerun runs them again: no compiler run, no window.
+func TestCompilerAskedItsVersionIsNoRun(t *testing.T) {
+	procs := []record.Process{
+		{PID: 1, Comm: "python3", StartNS: 0, EndNS: 100, Exited: true},
+		{PID: 2, PPID: 1, Comm: "rustc", Args: []string{"rustc", "--version"}, StartNS: 5, EndNS: 90, Exited: true, CPUNS: 80},
+		{PID: 3, PPID: 1, Comm: "cc", Args: []string{"cc", "-dumpversion"}, StartNS: 91, EndNS: 92, Exited: true, CPUNS: 1},
+		{PID: 4, PPID: 1, Comm: "cc", Args: []string{"cc", "-c", "x.c"}, StartNS: 93, EndNS: 99, Exited: true, CPUNS: 5},
+	}
+	list, windows, runs := compilerRuns(newProcTree(procs, 100), NewMatcher(nil, nil))
+	if fmt.Sprint(list) != "[{cc 1 6 5}]" || len(windows) != 1 || len(runs) != 1 || runs[0].pid != 4 {
+		t.Errorf("list %v, windows %+v, runs %+v: want only cc -c x.c", list, windows, runs)
+	}
+}
+
 func TestMatcher(t *testing.T) {
 	m := NewMatcher([]string{"mycc"}, nil)
 	for _, n := range []string{"cc", "gcc-13", "clang++-18", "x86_64-linux-gnu-g++-13", "ptxas", "cc1plus", "mycc"} {

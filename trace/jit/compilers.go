@@ -56,7 +56,8 @@ func (m *Matcher) MatchName(name string) bool { return m.names.Match(name) }
 // like the attribution engine), and whether it was matched by argument.
 func (m *Matcher) compilerName(p *record.Process) (name string, byArgs, ok bool) {
 	if m.MatchName(p.Comm) || (p.Exe != "" && m.MatchName(path.Base(p.Exe))) {
-		return procName(p), false, true
+		// Asked only about itself (the attribution engine agrees).
+		return procName(p), false, !registry.QueriesOnly(p.Args)
 	}
 	for _, a := range m.args {
 		for _, arg := range p.Args {
