@@ -252,7 +252,7 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 			d.WaitNS += wait
 		}
 	}
-	dest := match(t.Bytes, d.Samples, window{d.StartNS, d.EndNS, env.IntervalNS}, files, linked)
+	dest := match(t.Bytes, d.Samples, window{d.StartNS, d.EndNS, env.IntervalNS}, files, linked, writtenAfter(linked, t.LastTS))
 	if dest.kind == record.DestMemory && !listedWhile(g, env) {
 		dest.kind = record.DestNotSeen
 		d.Unlisted = true
@@ -271,6 +271,19 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 		}
 	}
 	return d, dest
+}
+
+// writtenAfter are the files of linked whose every write began after
+// last, the time of the download's last byte.
+func writtenAfter(linked []Write, last uint64) map[FileKey]bool {
+	out := map[FileKey]bool{}
+	for _, w := range linked {
+		k := w.key()
+		if v, seen := out[k]; !seen || v {
+			out[k] = w.FirstTS > last
+		}
+	}
+	return out
 }
 
 // listedWhile reports whether the open files of a process that received
@@ -302,7 +315,11 @@ func followMove(fs []record.DownloadFile, key FileKey, files []written, env Env,
 		return fs
 	}
 	moved.WrittenPath = cmp.Or(fs[0].WrittenPath, fs[0].Path)
-	return append([]record.DownloadFile{moved}, fs...)
+	// Listed once: the receiving thread may have written the copy too.
+	rest := slices.DeleteFunc(slices.Clone(fs), func(f record.DownloadFile) bool {
+		return f.Dev == to.Dev && f.Ino == to.Ino && f.Gen == to.Gen
+	})
+	return append([]record.DownloadFile{moved}, rest...)
 }
 
 // othersBodies are the files the receiving threads of connections other

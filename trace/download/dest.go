@@ -276,8 +276,9 @@ type candidate struct {
 // match finds the destination of a download that received r bytes,
 // samples rx, within w, among the files written (page-cache writes and
 // polled tmpfs sizes) and the files its receiving threads wrote (linked
-// by their page-cache insertions).
-func match(r uint64, rx []record.DownloadSample, w window, files []written, linked []Write) destination {
+// by their page-cache insertions; late: those they began to write only
+// after the last byte arrived).
+func match(r uint64, rx []record.DownloadSample, w window, files []written, linked []Write, late map[FileKey]bool) destination {
 	tol := tolerance(r)
 	var d destination
 	var all uint64
@@ -292,6 +293,12 @@ func match(r uint64, rx []record.DownloadSample, w window, files []written, link
 	closer := func(c candidate, than *candidate) bool {
 		if than == nil {
 			return true
+		}
+		// The file written as the body arrived, not one written from
+		// it afterwards: pip unpacks a wheel it just received, and a
+		// stored member is the wheel's size too.
+		if late[c.key] != late[than.key] {
+			return !late[c.key]
 		}
 		if byReceiver[c.key] != byReceiver[than.key] {
 			return byReceiver[c.key]
@@ -363,9 +370,11 @@ func largestLinked(linked []Write, w window, r uint64) (Write, bool) {
 // a file whose writes began as the destination's ended (within one
 // poll) and no later than destSlack after, and whose total is the
 // destination's within tolerance. Of several, the first written. Not a
-// copy: a file with the destination's inode number (given to it after
-// the destination was deleted, so written from no copy of it) or one of
-// others, another download's body.
+// copy: a file on the destination's filesystem (a move there is a rename,
+// which keeps the file: one written from the destination is something
+// made of it, as pip unpacks a wheel's stored member of the wheel's size),
+// among them one given the destination's inode number after it was
+// deleted; nor one of others, another download's body.
 func movedCopy(dest FileKey, files []written, interval int64, others map[FileKey]bool) (FileKey, bool) {
 	var src *written
 	for i := range files {
@@ -378,7 +387,7 @@ func movedCopy(dest FileKey, files []written, interval int64, others map[FileKey
 	}
 	size, last := sumPoints(src.Points), src.Points[len(src.Points)-1].End
 	for _, f := range files {
-		if f.Key.number() == dest.number() || others[f.Key] || len(f.Points) == 0 {
+		if f.Key.Dev == dest.Dev || others[f.Key] || len(f.Points) == 0 {
 			continue
 		}
 		first, n := f.Points[0].End, sumPoints(f.Points)

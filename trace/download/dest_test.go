@@ -187,7 +187,7 @@ func TestMatchDestination(t *testing.T) {
 		{"memory", []written{series(2, point{100 * ms, mib})}, record.DestMemory, 0, 0},
 	}
 	for _, tc := range cases {
-		d := match(12*mib, rx, w, tc.files, nil)
+		d := match(12*mib, rx, w, tc.files, nil, nil)
 		if d.kind != tc.kind || (tc.key != 0 && d.key.Ino != tc.key) || d.expansion != tc.n {
 			t.Errorf("%s: %s file %d expanded %.2f×, want %s file %d %.2f×", tc.name, d.kind, d.key.Ino, d.expansion, tc.kind, tc.key, tc.n)
 		}
@@ -207,15 +207,15 @@ func TestMatchWaitsForTheNextReceivedCount(t *testing.T) {
 	rx := []record.DownloadSample{{EndNS: 100 * ms, Bytes: 4 * mib}, {EndNS: 450 * ms, Bytes: 8 * mib}}
 	w := window{start: 10 * ms, end: 450 * ms, interval: 100 * ms}
 	written := func(pts ...point) []written { return []written{{Key: FileKey{Dev: 8, Ino: 1}, Points: pts}} }
-	if d := match(12*mib, rx, w, written(point{200 * ms, 7 * mib}, point{300 * ms, 5 * mib}), nil); d.kind != record.DestFile {
+	if d := match(12*mib, rx, w, written(point{200 * ms, 7 * mib}, point{300 * ms, 5 * mib}), nil, nil); d.kind != record.DestFile {
 		t.Errorf("written between two late polls: %s, want %s", d.kind, record.DestFile)
 	}
 	// Pages created dated by the poll that read the count at 100 ms were
 	// read after it: the count at 450 ms holds them.
-	if d := match(12*mib, rx, w, written(point{100 * ms, 7 * mib}, point{450 * ms, 5 * mib}), nil); d.kind != record.DestFile {
+	if d := match(12*mib, rx, w, written(point{100 * ms, 7 * mib}, point{450 * ms, 5 * mib}), nil, nil); d.kind != record.DestFile {
 		t.Errorf("written in the poll of the count before the late one: %s, want %s", d.kind, record.DestFile)
 	}
-	if d := match(12*mib, rx, w, written(point{50 * ms, 12 * mib}), nil); d.kind != record.DestNotSeen {
+	if d := match(12*mib, rx, w, written(point{50 * ms, 12 * mib}), nil, nil); d.kind != record.DestNotSeen {
 		t.Errorf("written ahead of the first count: %s, want %s", d.kind, record.DestNotSeen)
 	}
 }
@@ -251,9 +251,10 @@ func TestMoveToAnotherFilesystemIsFollowed(t *testing.T) {
 }
 
 // TestARetryIsNoCopy: a file written as a deleted destination's writes
-// ended, of its size, is no copy of it when it has the destination's
-// inode number (given to it after the delete) or another download's
-// receiving thread wrote it (a retry); otherwise it is the moved copy.
+// ended, of its size, is no copy of it when it is on the destination's
+// filesystem (among them one given the destination's inode number after
+// the delete) or another download's receiving thread wrote it (a retry);
+// otherwise it is the moved copy.
 func TestARetryIsNoCopy(t *testing.T) {
 	dest := FileKey{Dev: 8, Ino: 1, Gen: 5}
 	series := func(k FileKey) written { return written{Key: k, Points: []point{{200 * ms, 12 * mib}}} }
@@ -261,6 +262,12 @@ func TestARetryIsNoCopy(t *testing.T) {
 	reused, other := FileKey{Dev: 8, Ino: 1, Gen: 6}, FileKey{Dev: 9, Ino: 2}
 	if k, ok := movedCopy(dest, []written{destWrites, series(reused)}, 100*ms, nil); ok {
 		t.Errorf("the file given the destination's number is its copy %+v", k)
+	}
+	// On the destination's filesystem a move is a rename: a file
+	// written from the destination there is made of it (an unpacked
+	// member), not the destination moved.
+	if k, ok := movedCopy(dest, []written{destWrites, series(FileKey{Dev: 8, Ino: 3})}, 100*ms, nil); ok {
+		t.Errorf("a file of the destination's filesystem is its copy %+v", k)
 	}
 	if k, ok := movedCopy(dest, []written{destWrites, series(other)}, 100*ms, map[FileKey]bool{other: true}); ok {
 		t.Errorf("another download's body is the destination's copy %+v", k)
@@ -303,5 +310,33 @@ func TestSmallFetchBesideADownloadLeavesIt(t *testing.T) {
 	if len(got) != 1 || got[0].Bytes != 24*mib || len(got[0].Connections) != 1 || got[0].Destination != record.DestFile ||
 		got[0].Files[0].Ino != 1 {
 		t.Errorf("got %+v, want one 24 MiB download of one connection into file 1", got)
+	}
+}
+
+// TestBodyFileBeatsAFileWrittenFromIt: pip receives a wheel into a
+// temporary file and then unpacks it; a member stored uncompressed is the
+// wheel's size to within a page. The destination is the file the
+// receiving thread wrote as the body arrived, not the one it wrote from
+// it after the last byte, however close the sizes.
+func TestBodyFileBeatsAFileWrittenFromIt(t *testing.T) {
+	body := uint64(12*mib + 300) // the response's headers too
+	c := part(1, 10, 10, 105, body)
+	writes := []Write{
+		{Sk: 1, ID: 1, Dev: 8, Ino: 1, Bytes: 12*mib + 4096, FirstTS: uint64(20 * ms), LastTS: uint64(105 * ms)},
+		{Sk: 1, ID: 1, Dev: 8, Ino: 2, Bytes: 12 * mib, FirstTS: uint64(110 * ms), LastTS: uint64(130 * ms)},
+	}
+	files := []record.File{{ID: 0, Dev: 8, Ino: 1}, {ID: 1, Dev: 8, Ino: 2}}
+	samples := createdSamples(0, 10*mib, 2*mib+4096)
+	samples[1].Files = append(samples[1].Files, record.FileDelta{File: 1, PagesCreated: 12 * mib / 4096})
+	got := Build([]Conn{c}, writes, Env{Samples: samples, IntervalNS: 100 * ms, Files: files, PageSize: 4096})
+	if len(got) != 1 || got[0].Destination != record.DestFile || got[0].Files[0].Ino != 1 {
+		t.Fatalf("got %+v, want one download into file 1 (the wheel)", got)
+	}
+	// Written only after the last byte, it is still the destination
+	// when nothing was written as the body arrived (a body kept in
+	// memory and written out).
+	got = Build([]Conn{c}, writes[1:], Env{Samples: createdSamples(1, 0, 12*mib), IntervalNS: 100 * ms, Files: files, PageSize: 4096})
+	if len(got) != 1 || got[0].Destination != record.DestFile || got[0].Files[0].Ino != 2 {
+		t.Errorf("got %+v, want the file written out after the last byte", got)
 	}
 }

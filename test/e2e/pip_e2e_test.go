@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coldtrace/coldtrace/record"
+	"github.com/coldtrace/coldtrace/registry"
+)
+
+// wheel is a pure-Python wheel of package name whose blob.bin, size bytes
+// of random data, is stored uncompressed: the unpacked member is the
+// wheel's size to within a page.
+func wheel(t *testing.T, name string, size int) []byte {
+	t.Helper()
+	blob := make([]byte, size)
+	if _, err := rand.Read(blob); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	z := zip.NewWriter(&buf)
+	add := func(p string, method uint16, b []byte) {
+		w, err := z.CreateHeader(&zip.FileHeader{Name: p, Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info := name + "-1.0.dist-info/"
+	add(name+"/__init__.py", zip.Deflate, []byte("VERSION = 1\n"))
+	add(name+"/blob.bin", zip.Store, blob)
+	add(info+"METADATA", zip.Deflate, []byte("Metadata-Version: 2.1\nName: "+name+"\nVersion: 1.0\n"))
+	add(info+"WHEEL", zip.Deflate, []byte("Wheel-Version: 1.0\nGenerator: coldtrace-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"))
+	add(info+"RECORD", zip.Deflate, nil)
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestPipInstallFromALocalIndex runs a real client no other test was
+// written for: pip installs a wheel from an index on 127.0.0.1 into a
+// target directory (received into a temporary file, unpacked into a
+// temporary tree that is compiled and then moved, the wheel deleted).
+// The download is the wheel, deleted by the end (a rerun downloads it
+// again), not the unpacked member of its size; the bytecode pip compiled
+// into the tree it moved is no entry the cache lost, and its compile is
+// timed from its own lookup, not from a read of another package's
+// __init__; a compiler asked only its version (pip asks rustc for its
+// user agent, where rustc is installed) is no compile.
+func TestPipInstallFromALocalIndex(t *testing.T) {
+	requireTracing(t)
+	python := "/usr/bin/python3"
+	if err := exec.Command(python, "-m", "pip", "--version").Run(); err != nil {
+		t.Skipf("needs pip for %s (Debian: apt-get install python3-pip): %v", python, err)
+	}
+	const name, whlName = "coldtracepkg", "coldtracepkg-1.0-py3-none-any.whl"
+	whl := wheel(t, name, 8<<20)
+	sum := sha256.Sum256(whl)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/simple/"+name+"/", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `<html><body><a href="/files/%s#sha256=%s">%s</a></body></html>`, whlName, hex.EncodeToString(sum[:]), whlName)
+	})
+	mux.HandleFunc("/files/"+whlName, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		_, _ = w.Write(whl)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	dir := t.TempDir()
+	target, tmp, home := filepath.Join(dir, "target"), filepath.Join(dir, "tmp"), filepath.Join(dir, "home")
+	for _, d := range []string{tmp, home} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, summary := filepath.Join(dir, "run.rec"), filepath.Join(dir, "summary.json")
+	env := []string{"HOME=" + home, "TMPDIR=" + tmp, "PIP_NO_INPUT=1"}
+	code, _, stderr := coldtrace(t, env, "-q", "-o", out, "--json", summary, "--", python, "-m", "pip", "install", "-q",
+		"--disable-pip-version-check", "--no-cache-dir", "--index-url", srv.URL+"/simple/", "--target", target, name)
+	if code != 0 {
+		t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(target, name, "blob.bin")); err != nil || fi.Size() != 8<<20 {
+		t.Fatalf("pip did not install %s: %v", name, err)
+	}
+	rec := readRecord(t, out)
+
+	if len(rec.Downloads) != 1 {
+		t.Fatalf("%d downloads, want 1: %+v", len(rec.Downloads), rec.Downloads)
+	}
+	d := rec.Downloads[0]
+	if d.Destination != record.DestFile || filepath.Base(d.Path) != whlName || len(d.Files) == 0 || !d.Files[0].Gone {
+		t.Errorf("download into %s (%s, files %+v), want the wheel %s, deleted by the end", d.Path, d.Destination, d.Files, whlName)
+	}
+	if lo, hi := uint64(len(whl)), uint64(len(whl))+uint64(len(whl))/100; d.Bytes < lo || d.Bytes > hi {
+		t.Errorf("download of %d bytes, want the wheel's %d within 1%%", d.Bytes, len(whl))
+	}
+
+	var py *record.Cache
+	if rec.JIT != nil {
+		for i, c := range rec.JIT.Caches {
+			if c.Name == "python" && c.Root == "**/__pycache__" {
+				py = &rec.JIT.Caches[i]
+			}
+		}
+	}
+	if py == nil || py.EntriesWritten == 0 {
+		t.Fatalf("no bytecode written in the __pycache__ directories: %+v", py)
+	}
+	if py.EntriesGone != 0 || py.EntriesStale != 0 || py.CompileNS > rec.WallNS/4 {
+		t.Errorf("python cache: %d of %d entries gone, %d stale, %v of compiles in a %v run: pip moved the tree it compiled",
+			py.EntriesGone, py.EntriesWritten, py.EntriesStale, py.CompileNS, rec.WallNS)
+	}
+	want := "/" + name + "/__pycache__/__init__."
+	if !strings.Contains(strings.Join(py.WrittenKeys, "\n"), want) {
+		t.Errorf("written keys %q, none of %s's own directory", py.WrittenKeys, name)
+	}
+	var s struct {
+		BrokenCaches []struct {
+			Cache string `json:"cache"`
+		} `json:"broken_caches"`
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.BrokenCaches) != 0 {
+		t.Errorf("caches said not to keep their entries: %+v", s.BrokenCaches)
+	}
+
+	windows := map[int32]bool{}
+	for _, w := range rec.JIT.Windows {
+		windows[w.PID] = true
+	}
+	for _, p := range rec.Processes {
+		if registry.QueriesOnly(p.Args) && windows[p.PID] {
+			t.Errorf("%q compiles nothing, yet has a compile window", p.Args)
+		}
+	}
+}
