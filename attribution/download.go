@@ -53,6 +53,11 @@ func FateOf(r *record.Record, d record.Download) (Fate, *record.Cache) {
 	if d.Destination != "" && len(files) > 0 {
 		files = files[:1]
 	}
+	if d.KeptIn != nil {
+		// The destination's fate is not the body's: its copy in a
+		// cache is what a rerun reads.
+		files = []record.DownloadFile{*d.KeptIn}
+	}
 	for _, f := range files {
 		switch {
 		case f.Gone:

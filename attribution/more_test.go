@@ -308,3 +308,30 @@ func BenchmarkHourRun(b *testing.B) {
 		Analyze(r)
 	}
 }
+
+// TestFateOfABodyKeptInACache: a destination deleted by the end whose
+// body the client also kept in a cache (pip's HTTP cache) is kept, as
+// that cache keeps it; without the copy it is fetched again.
+func TestFateOfABodyKeptInACache(t *testing.T) {
+	kept := &record.DownloadFile{Path: "/h/.cache/pip/http/a/b/c/d/e/k", BytesWritten: 8 << 20}
+	d := record.Download{Path: "/tmp/u/p.whl", Destination: record.DestFile, Bytes: 8 << 20,
+		Files: []record.DownloadFile{{Path: "/tmp/u/p.whl", Gone: true}, *kept}}
+	r := &record.Record{JIT: &record.JIT{Caches: []record.Cache{{Name: "pip", Root: "/h/.cache/pip", FS: "ext4"}}}}
+	if f, _ := FateOf(r, d); f != FateDeleted {
+		t.Errorf("without its copy: %s, want %s", f, FateDeleted)
+	}
+	d.KeptIn, d.Cache = kept, "pip"
+	if f, c := FateOf(r, d); f != FateKept || c == nil || c.Name != "pip" {
+		t.Errorf("kept in pip's cache: %s %+v, want %s", f, c, FateKept)
+	}
+	r.JIT.Caches[0].FS = "tmpfs"
+	if f, _ := FateOf(r, d); f != FateVolatile {
+		t.Errorf("kept in pip's cache on tmpfs: %s, want %s", f, FateVolatile)
+	}
+	gone := *kept
+	gone.Gone = true
+	d.KeptIn = &gone
+	if f, _ := FateOf(r, d); f != FateDeleted {
+		t.Errorf("its copy gone too: %s, want %s", f, FateDeleted)
+	}
+}

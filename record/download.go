@@ -26,13 +26,19 @@ type Download struct {
 	// otherwise Path's last element. Empty when Path is.
 	Name string `json:"name,omitempty"`
 	// Cache is the record's JIT.Caches entry (its Name) whose root holds
-	// Path, where one does ("huggingface"): its health says whether the
-	// data survives for a rerun.
-	Cache   string `json:"cache,omitempty"`
-	Bytes   uint64 `json:"bytes"`
-	StartNS int64  `json:"start_ns"`
-	EndNS   int64  `json:"end_ns"`
-	PID     int32  `json:"pid"`
+	// Path (or KeptIn), where one does ("huggingface"): its health says
+	// whether the data survives for a rerun.
+	Cache string `json:"cache,omitempty"`
+	// KeptIn is a file of a known cache the client stored the body in
+	// beside its destination, when the destination is outside any cache
+	// (pip receives a wheel into a temporary file it deletes, and keeps
+	// the response in its HTTP cache): what a rerun reads instead of
+	// downloading. Cache is then its cache.
+	KeptIn  *DownloadFile `json:"kept_in,omitempty"`
+	Bytes   uint64        `json:"bytes"`
+	StartNS int64         `json:"start_ns"`
+	EndNS   int64         `json:"end_ns"`
+	PID     int32         `json:"pid"`
 	// TID is the thread that received the last byte.
 	TID int32 `json:"tid"`
 	// Peer is the remote address and port, "127.0.0.1:8765" or

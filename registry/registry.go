@@ -174,6 +174,27 @@ var Registry = []Spec{
 		Source:                  "torch/hub.py (get_dir, _get_torch_home, download_url_to_file, load_state_dict_from_url)",
 	},
 	{
+		// pip keeps each response it may reuse in its HTTP cache (the
+		// response and its body in one file; from 23.3 the body beside
+		// it as <key>.body), written to an adjacent temporary name and
+		// replaced, while the install itself received the wheel into a
+		// temporary file it deletes: the cache's copy is what a rerun
+		// reads instead of downloading.
+		Name: "pip", Framework: "pip packages (weights)",
+		Key:    "the file's URL",
+		Paths:  []string{"$PIP_CACHE_DIR", "$XDG_CACHE_HOME/pip", "~/.cache/pip"},
+		Temp:   []string{"*.tmp"},
+		Ignore: []string{"selfcheck"},
+		Hit:    "the URL's cached response read: no request sent",
+		Switches: []Switch{
+			// pip turns its cache off for any value, "false" included.
+			{Env: "PIP_NO_CACHE_DIR", Effect: "pip keeps nothing it downloads: every install downloads every package again"},
+		},
+		Packages:                []string{"pip"},
+		SeenWithoutPathSyscalls: true,
+		Source:                  "pip/_internal/network/cache.py (SafeFileCache), utils/filesystem.py (adjacent_tmp_file), cli/cmdoptions.py (--no-cache-dir)",
+	},
+	{
 		// tensorflow_hub: atomic_download writes the lock
 		// <sha1(handle)>.lock, extracts into <sha1>.<uuid>.tmp and
 		// renames it to <sha1>/; <sha1>.descriptor.txt records who

@@ -59,8 +59,12 @@ func (c *checker) downloadCache(subject string, d record.Download, caches map[st
 		c.add(RuleOneStory, subject, "names the %s cache, which the caches table does not list", d.Cache)
 		return
 	}
-	if !inside(d.Path, k.Root) {
-		c.add(RuleOneStory, subject, "is said to be in the %s cache, but %s is outside its root %s", d.Cache, d.Path, k.Root)
+	p := d.Path
+	if d.KeptIn != nil {
+		p = d.KeptIn.Path
+	}
+	if !inside(p, k.Root) {
+		c.add(RuleOneStory, subject, "is said to be in the %s cache, but %s is outside its root %s", d.Cache, p, k.Root)
 	}
 	fate, _ := attribution.FateOf(c.r, d)
 	if fate == attribution.FateDeleted {

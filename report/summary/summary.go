@@ -153,6 +153,9 @@ type Download struct {
 	Fate attribution.Fate `json:"fate"`
 	// Files are the files it was written to: its destination first.
 	Files []record.DownloadFile `json:"files"`
+	// KeptIn is the record's (record.Download): the file of a known
+	// cache that holds the body beside a destination outside any.
+	KeptIn *record.DownloadFile `json:"kept_in,omitempty"`
 	// Destination, Expansion, Connections, Candidates and Unlisted are
 	// the record's (record.Download): where the body went, how many
 	// times larger it was written, the connections that fed it, the
@@ -347,7 +350,7 @@ func NewBaseline(r *record.Record, res *attribution.Result, baseline *record.Rec
 		s.Downloads = append(s.Downloads, Download{Path: d.Path, Name: d.Name, Cache: d.Cache, Bytes: d.Bytes,
 			StartNS: d.StartNS, EndNS: d.EndNS, MBPerS: d.MBPerSecond(), Peer: d.Peer, Host: d.Host, HostFrom: d.HostFrom, PID: d.PID,
 			OnCPUNS: d.OnCPUNS, WaitNS: d.WaitNS, Fate: fate, Files: append([]record.DownloadFile{}, d.Files...),
-			Destination: d.Destination, Expansion: d.Expansion, Connections: d.Connections, Candidates: d.Candidates, Unlisted: d.Unlisted})
+			Destination: d.Destination, Expansion: d.Expansion, Connections: d.Connections, Candidates: d.Candidates, Unlisted: d.Unlisted, KeptIn: d.KeptIn})
 	}
 	s.Machine = r.Machine
 	s.GPUs = []record.GPUSummary{}

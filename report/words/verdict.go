@@ -304,6 +304,8 @@ func DestinationNote(d record.Download) string {
 		return "its process's open files were not listed while it received: a body written to tmpfs and closed between two looks is not seen"
 	case d.Destination == record.DestNotSeen:
 		return fmt.Sprintf("no file followed the received bytes; %d files written meanwhile (candidates in the record)", len(d.Candidates))
+	case d.KeptIn != nil:
+		return "its body kept in " + format.Path(d.KeptIn.Path, format.PathWidth)
 	case len(d.Files) > 0 && d.Files[0].NameUnknown:
 		return "renamed, final name unknown"
 	case len(d.Files) > 0 && d.Files[0].WrittenPath != "":

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/registry"
 )
@@ -52,24 +53,12 @@ func wheel(t *testing.T, name string, size int) []byte {
 	return buf.Bytes()
 }
 
-// TestPipInstallFromALocalIndex runs a real client no other test was
-// written for: pip installs a wheel from an index on 127.0.0.1 into a
-// target directory (received into a temporary file, unpacked into a
-// temporary tree that is compiled and then moved, the wheel deleted).
-// The download is the wheel, deleted by the end (a rerun downloads it
-// again), not the unpacked member of its size; the bytecode pip compiled
-// into the tree it moved is no entry the cache lost, and its compile is
-// timed from its own lookup, not from a read of another package's
-// __init__; a compiler asked only its version (pip asks rustc for its
-// user agent, where rustc is installed) is no compile.
-func TestPipInstallFromALocalIndex(t *testing.T) {
-	requireTracing(t)
-	python := "/usr/bin/python3"
-	if err := exec.Command(python, "-m", "pip", "--version").Run(); err != nil {
-		t.Skipf("needs pip for %s (Debian: apt-get install python3-pip): %v", python, err)
-	}
-	const name, whlName = "coldtracepkg", "coldtracepkg-1.0-py3-none-any.whl"
-	whl := wheel(t, name, 8<<20)
+// pipIndex serves a wheel of package name from a simple index on
+// 127.0.0.1, marked cacheable as PyPI marks its files (pip keeps only
+// such responses, and from a plain-HTTP index only a trusted host's).
+func pipIndex(t *testing.T, name string, whl []byte) string {
+	t.Helper()
+	whlName := name + "-1.0-py3-none-any.whl"
 	sum := sha256.Sum256(whl)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/simple/"+name+"/", func(w http.ResponseWriter, _ *http.Request) {
@@ -77,59 +66,34 @@ func TestPipInstallFromALocalIndex(t *testing.T) {
 	})
 	mux.HandleFunc("/files/"+whlName, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Cache-Control", "max-age=365000000, immutable, public")
 		_, _ = w.Write(whl)
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+	return srv.URL
+}
 
+// pipRun installs name from index into a fresh target under coldtrace,
+// with HOME home (pip's cache below it) and pip's own arguments extra,
+// and returns the record and the summary's broken caches.
+func pipRun(t *testing.T, python, index, name, home string, extra ...string) (*record.Record, []string) {
+	t.Helper()
 	dir := t.TempDir()
-	target, tmp, home := filepath.Join(dir, "target"), filepath.Join(dir, "tmp"), filepath.Join(dir, "home")
-	for _, d := range []string{tmp, home} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	target, tmp := filepath.Join(dir, "target"), filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	out, summary := filepath.Join(dir, "run.rec"), filepath.Join(dir, "summary.json")
-	env := []string{"HOME=" + home, "TMPDIR=" + tmp, "PIP_NO_INPUT=1"}
-	code, _, stderr := coldtrace(t, env, "-q", "-o", out, "--json", summary, "--", python, "-m", "pip", "install", "-q",
-		"--disable-pip-version-check", "--no-cache-dir", "--index-url", srv.URL+"/simple/", "--target", target, name)
+	env := []string{"HOME=" + home, "TMPDIR=" + tmp, "PIP_NO_INPUT=1", "XDG_CACHE_HOME=", "PIP_CACHE_DIR="}
+	args := append([]string{"-q", "-o", out, "--json", summary, "--", python, "-m", "pip", "install", "-q",
+		"--disable-pip-version-check", "--index-url", index + "/simple/", "--target", target}, extra...)
+	code, _, stderr := coldtrace(t, env, append(args, name)...)
 	if code != 0 {
 		t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
 	}
-	if fi, err := os.Stat(filepath.Join(target, name, "blob.bin")); err != nil || fi.Size() != 8<<20 {
+	if _, err := os.Stat(filepath.Join(target, name, "blob.bin")); err != nil {
 		t.Fatalf("pip did not install %s: %v", name, err)
-	}
-	rec := readRecord(t, out)
-
-	if len(rec.Downloads) != 1 {
-		t.Fatalf("%d downloads, want 1: %+v", len(rec.Downloads), rec.Downloads)
-	}
-	d := rec.Downloads[0]
-	if d.Destination != record.DestFile || filepath.Base(d.Path) != whlName || len(d.Files) == 0 || !d.Files[0].Gone {
-		t.Errorf("download into %s (%s, files %+v), want the wheel %s, deleted by the end", d.Path, d.Destination, d.Files, whlName)
-	}
-	if lo, hi := uint64(len(whl)), uint64(len(whl))+uint64(len(whl))/100; d.Bytes < lo || d.Bytes > hi {
-		t.Errorf("download of %d bytes, want the wheel's %d within 1%%", d.Bytes, len(whl))
-	}
-
-	var py *record.Cache
-	if rec.JIT != nil {
-		for i, c := range rec.JIT.Caches {
-			if c.Name == "python" && c.Root == "**/__pycache__" {
-				py = &rec.JIT.Caches[i]
-			}
-		}
-	}
-	if py == nil || py.EntriesWritten == 0 {
-		t.Fatalf("no bytecode written in the __pycache__ directories: %+v", py)
-	}
-	if py.EntriesGone != 0 || py.EntriesStale != 0 || py.CompileNS > rec.WallNS/4 {
-		t.Errorf("python cache: %d of %d entries gone, %d stale, %v of compiles in a %v run: pip moved the tree it compiled",
-			py.EntriesGone, py.EntriesWritten, py.EntriesStale, py.CompileNS, rec.WallNS)
-	}
-	want := "/" + name + "/__pycache__/__init__."
-	if !strings.Contains(strings.Join(py.WrittenKeys, "\n"), want) {
-		t.Errorf("written keys %q, none of %s's own directory", py.WrittenKeys, name)
 	}
 	var s struct {
 		BrokenCaches []struct {
@@ -143,8 +107,79 @@ func TestPipInstallFromALocalIndex(t *testing.T) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.BrokenCaches) != 0 {
-		t.Errorf("caches said not to keep their entries: %+v", s.BrokenCaches)
+	var broken []string
+	for _, c := range s.BrokenCaches {
+		broken = append(broken, c.Cache)
+	}
+	return readRecord(t, out), broken
+}
+
+func requirePip(t *testing.T, python string) {
+	t.Helper()
+	if err := exec.Command(python, "-m", "pip", "--version").Run(); err != nil {
+		t.Skipf("needs pip for %s (Debian: apt-get install python3-pip): %v", python, err)
+	}
+}
+
+// cacheAt is rec's cache of that name whose root is root, or nil.
+func cacheAt(rec *record.Record, name, root string) *record.Cache {
+	if rec.JIT != nil {
+		for i, c := range rec.JIT.Caches {
+			if c.Name == name && c.Root == root {
+				return &rec.JIT.Caches[i]
+			}
+		}
+	}
+	return nil
+}
+
+// TestPipInstallFromALocalIndex runs a real client no other test was
+// written for: pip installs a wheel from an index on 127.0.0.1 into a
+// target directory, its cache off (received into a temporary file,
+// unpacked into a temporary tree that is compiled and then moved, the
+// wheel deleted). The download is the wheel, deleted by the end (a rerun
+// downloads it again), not the unpacked member of its size; the bytecode
+// pip compiled into the tree it moved is no entry the cache lost, and its
+// compile is timed from its own lookup, not from a read of another
+// package's __init__; a compiler asked only its version (pip asks rustc
+// for its user agent, where rustc is installed) is no compile.
+func TestPipInstallFromALocalIndex(t *testing.T) {
+	requireTracing(t)
+	python := "/usr/bin/python3"
+	requirePip(t, python)
+	const name = "coldtracepkg"
+	whl := wheel(t, name, 8<<20)
+	index := pipIndex(t, name, whl)
+	rec, broken := pipRun(t, python, index, name, t.TempDir(), "--no-cache-dir")
+
+	if len(rec.Downloads) != 1 {
+		t.Fatalf("%d downloads, want 1: %+v", len(rec.Downloads), rec.Downloads)
+	}
+	d := rec.Downloads[0]
+	if d.Destination != record.DestFile || filepath.Base(d.Path) != name+"-1.0-py3-none-any.whl" || len(d.Files) == 0 || !d.Files[0].Gone || d.KeptIn != nil {
+		t.Errorf("download into %s (%s, files %+v, kept in %+v), want the wheel, deleted by the end", d.Path, d.Destination, d.Files, d.KeptIn)
+	}
+	if fate, _ := attribution.FateOf(rec, d); fate != attribution.FateDeleted {
+		t.Errorf("fate %s, want %s: pip's cache was off", fate, attribution.FateDeleted)
+	}
+	if lo, hi := uint64(len(whl)), uint64(len(whl))+uint64(len(whl))/100; d.Bytes < lo || d.Bytes > hi {
+		t.Errorf("download of %d bytes, want the wheel's %d within 1%%", d.Bytes, len(whl))
+	}
+
+	py := cacheAt(rec, "python", "**/__pycache__")
+	if py == nil || py.EntriesWritten == 0 {
+		t.Fatalf("no bytecode written in the __pycache__ directories: %+v", py)
+	}
+	if py.EntriesGone != 0 || py.EntriesStale != 0 || py.CompileNS > rec.WallNS/4 {
+		t.Errorf("python cache: %d of %d entries gone, %d stale, %v of compiles in a %v run: pip moved the tree it compiled",
+			py.EntriesGone, py.EntriesWritten, py.EntriesStale, py.CompileNS, rec.WallNS)
+	}
+	want := "/" + name + "/__pycache__/__init__."
+	if !strings.Contains(strings.Join(py.WrittenKeys, "\n"), want) {
+		t.Errorf("written keys %q, none of %s's own directory", py.WrittenKeys, name)
+	}
+	if len(broken) != 0 {
+		t.Errorf("caches said not to keep their entries: %q", broken)
 	}
 
 	windows := map[int32]bool{}
@@ -155,5 +190,35 @@ func TestPipInstallFromALocalIndex(t *testing.T) {
 		if registry.QueriesOnly(p.Args) && windows[p.PID] {
 			t.Errorf("%q compiles nothing, yet has a compile window", p.Args)
 		}
+	}
+}
+
+// TestPipCacheKeepsTheWheel: with its cache on, pip keeps the response it
+// received the wheel in (~/.cache/pip/http…), while the wheel it unpacked
+// is deleted: the download is kept in the pip cache, and the rerun,
+// which downloads nothing, reads it there: a hit.
+func TestPipCacheKeepsTheWheel(t *testing.T) {
+	requireTracing(t)
+	python := "/usr/bin/python3"
+	requirePip(t, python)
+	const name = "coldtracecached"
+	index := pipIndex(t, name, wheel(t, name, 8<<20))
+	home := t.TempDir()
+	root := filepath.Join(home, ".cache", "pip")
+	cold, _ := pipRun(t, python, index, name, home, "--trusted-host", "127.0.0.1")
+	if len(cold.Downloads) != 1 {
+		t.Fatalf("cold: %d downloads, want 1: %+v", len(cold.Downloads), cold.Downloads)
+	}
+	d := cold.Downloads[0]
+	fate, c := attribution.FateOf(cold, d)
+	if fate != attribution.FateKept || c == nil || c.Name != "pip" || d.KeptIn == nil || !strings.HasPrefix(d.KeptIn.Path, root+"/") {
+		t.Fatalf("cold: fate %s in %+v, kept in %+v; want kept in pip's cache under %s", fate, c, d.KeptIn, root)
+	}
+	warm, _ := pipRun(t, python, index, name, home, "--trusted-host", "127.0.0.1")
+	if len(warm.Downloads) != 0 {
+		t.Errorf("warm: %d downloads, want none: %+v", len(warm.Downloads), warm.Downloads)
+	}
+	if p := cacheAt(warm, "pip", root); p == nil || p.Hits == 0 {
+		t.Errorf("warm: pip cache %+v, want its kept wheel read: a hit", p)
 	}
 }

@@ -216,6 +216,33 @@ func cacheOf(path string, caches []record.Cache) string {
 	return name
 }
 
+// keptCopy is the file of a known cache that holds d's body beside its
+// destination outside any cache: one its receiving threads wrote, there
+// at the end, whose size is the body's within the tolerance (pip keeps
+// the response it received a wheel in, headers and all, in its HTTP
+// cache). Of several, the closest in size; nil when none.
+func keptCopy(d record.Download, caches []record.Cache) *record.DownloadFile {
+	var best *record.DownloadFile
+	var bestDiff uint64
+	for i := 1; i < len(d.Files); i++ {
+		f := d.Files[i]
+		if f.Gone || f.NameUnknown || f.Path == "" || cacheOf(f.Path, caches) == "" {
+			continue
+		}
+		// Written bytes are whole pages: one more is still the body.
+		diff := max(f.BytesWritten, d.Bytes) - min(f.BytesWritten, d.Bytes)
+		if diff > tolerance(d.Bytes)+pageSlack || (best != nil && diff >= bestDiff) {
+			continue
+		}
+		best, bestDiff = &f, diff
+	}
+	return best
+}
+
+// pageSlack is the most a file's written bytes, counted in pages, exceed
+// what was written.
+const pageSlack = 64 << 10
+
 // FileKey is a file as the probes name it: (dev, ino, gen), dev in the
 // kernel's s_dev encoding, gen the inode's generation (a file given a
 // deleted one's number has another; 0 where it is not known: tmpfs

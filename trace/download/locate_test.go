@@ -177,3 +177,34 @@ func TestHubName(t *testing.T) {
 		t.Errorf("hubName of a missing blob = %q", got)
 	}
 }
+
+// TestKeptCopyInACache: pip receives a wheel into a temporary file and
+// keeps the response, headers and all, in its HTTP cache: the cache's
+// file holding the body, there at the end, is where the body was kept;
+// one gone, one of another size, or one outside any cache is not.
+func TestKeptCopyInACache(t *testing.T) {
+	caches := []record.Cache{{Name: "pip", Root: "/h/.cache/pip"}}
+	body := uint64(12<<20 + 300)
+	entry := record.DownloadFile{Ino: 2, Path: "/h/.cache/pip/http/7/f/7/a/0/7f7a", BytesWritten: 12<<20 + 4096}
+	d := record.Download{Path: "/tmp/pip-unpack-x/p-1.0-py3-none-any.whl", Bytes: body, Files: []record.DownloadFile{
+		{Ino: 1, Path: "/tmp/pip-unpack-x/p-1.0-py3-none-any.whl", BytesWritten: 12<<20 + 4096, Gone: true},
+		{Ino: 3, Path: "/h/.cache/pip/selfcheck/s.json", BytesWritten: 4096},
+		entry,
+		{Ino: 4, Path: "/tmp/target/p/blob.bin", BytesWritten: 12 << 20},
+	}}
+	if k := keptCopy(d, caches); k == nil || *k != entry {
+		t.Errorf("kept copy %+v, want %+v", k, entry)
+	}
+	for name, f := range map[string]func(*record.DownloadFile){
+		"gone":          func(f *record.DownloadFile) { f.Gone = true },
+		"another size":  func(f *record.DownloadFile) { f.BytesWritten = 6 << 20 },
+		"outside cache": func(f *record.DownloadFile) { f.Path = "/srv/copy" },
+	} {
+		e := entry
+		f(&e)
+		d.Files[2] = e
+		if k := keptCopy(d, caches); k != nil {
+			t.Errorf("%s: kept copy %+v, want none", name, k)
+		}
+	}
+}

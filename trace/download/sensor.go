@@ -552,6 +552,11 @@ func (s *Sensor) Finish(rec *record.Record) error {
 		}
 		if rec.JIT != nil {
 			d.Cache = cacheOf(d.Path, rec.JIT.Caches)
+			if d.Cache == "" {
+				if k := keptCopy(*d, rec.JIT.Caches); k != nil {
+					d.KeptIn, d.Cache = k, cacheOf(k.Path, rec.JIT.Caches)
+				}
+			}
 		}
 	}
 	s.tmpfs.fileRows(rec, uint64(cmp.Or(rec.Host.PageSize, os.Getpagesize())))

@@ -1,6 +1,9 @@
 package jit
 
-import "github.com/coldtrace/coldtrace/registry"
+import (
+	"github.com/coldtrace/coldtrace/registry"
+	"github.com/coldtrace/coldtrace/trace/probe"
+)
 
 // A download brings no path-syscall probe in (docs/sources.md): the
 // network sensor sees it and the page-cache sensor the file it fills. On
@@ -37,4 +40,19 @@ func (r *rootState) downloadedInto(fs FS) bool {
 	}
 	_, ok := fs.Size(r.root.Path)
 	return ok
+}
+
+// CacheRead records a file's first sight by the run, a read or mapping
+// of a file already there, as a lookup that found it, where the file lies
+// under a weights cache whose rules need no path syscall (pip's, torch.hub's,
+// Hugging Face's): a rerun reading what a download left is that cache's
+// hit. While the path syscalls are traced they see the lookups
+// themselves.
+func (c *Collector) CacheRead(f probe.FileSeen) {
+	r, _ := c.roots.match(f.Path)
+	if r == nil || r.root.Spec.Compiles || !r.root.Spec.SeenWithoutPathSyscalls {
+		return
+	}
+	c.Seen++
+	c.observe(FileEvent{TS: f.TS, PID: f.PID, TID: f.TID, CPUNS: f.CPUNS, Op: OpOpen, Path: f.Path})
 }

@@ -209,3 +209,29 @@ func TestInTreeEntryGoneWithItsSourcesIsNotLost(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightsCacheReadIsAHit: without path syscalls, a first read of a
+// file under a weights cache (pip's kept response, a torch.hub
+// checkpoint) is that cache's hit; reading back what the run downloaded
+// is not, and a compile cache's file (Triton's) is no such evidence.
+func TestWeightsCacheReadIsAHit(t *testing.T) {
+	s := newScript(t, Config{})
+	s.env(40, "HOME=/h", "TRITON_CACHE_DIR=/t")
+	seen := func(p string) {
+		s.ts += 1e6
+		s.c.CacheRead(probe.FileSeen{PID: 40, TID: 40, TS: s.ts, Path: p, Kind: probe.SeenFirst})
+	}
+	seen("/h/.cache/pip/http/7/f/7/a/0/7f7a")
+	seen("/h/.cache/pip/http/7/f/7/a/0/7f7a") // one lookup per process and entry
+	seen("/t/KEY/k.so")
+	seen("/h/model.bin")
+	j := s.result()
+	if c := cacheIn(t, j, "pip"); counts(c) != "lookups 1 hits 1 misses 0 written 0" {
+		t.Errorf("pip: %s", counts(c))
+	}
+	for _, c := range j.Caches {
+		if c.Name == "triton" && c.Lookups != 0 {
+			t.Errorf("triton: %s", counts(c))
+		}
+	}
+}

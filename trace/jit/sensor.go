@@ -554,6 +554,8 @@ func (e *Sensor) FileSeen(f probe.FileSeen) {
 	}
 	if f.Kind != probe.SeenFirst {
 		e.pythonFile(f)
+	} else if !e.path.covers(f.TS) {
+		e.col.CacheRead(f)
 	}
 	if strings.Contains(path.Base(f.Path), ".so") {
 		// A library's first sight: the process that touched it is about
