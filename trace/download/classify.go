@@ -306,7 +306,14 @@ func listedWhile(g []Conn, env Env) bool {
 // and a copy of it survives (a move to another filesystem), the copy,
 // under its name with the destination's first name beside it.
 func followMove(fs []record.DownloadFile, key FileKey, files []written, env Env, others map[FileKey]bool) []record.DownloadFile {
-	to, ok := movedCopy(key, files, env.IntervalNS, others)
+	named := func(k FileKey) bool {
+		if env.Locate == nil {
+			return false
+		}
+		l := env.Locate(k)
+		return !l.Gone && namedAsMoved(l.Path, fs[0].Path, fs[0].WrittenPath)
+	}
+	to, ok := movedCopy(key, files, env.IntervalNS, others, named)
 	if !ok {
 		return fs
 	}

@@ -2,7 +2,9 @@ package download
 
 import (
 	"cmp"
+	"path"
 	"slices"
+	"strings"
 
 	"github.com/coldtrace/coldtrace/record"
 )
@@ -370,12 +372,15 @@ func largestLinked(linked []Write, w window, r uint64) (Write, bool) {
 // a file whose writes began as the destination's ended (within one
 // poll) and no later than destSlack after, and whose total is the
 // destination's within tolerance. Of several, the first written. Not a
-// copy: a file on the destination's filesystem (a move there is a rename,
-// which keeps the file: one written from the destination is something
-// made of it, as pip unpacks a wheel's stored member of the wheel's size),
-// among them one given the destination's inode number after it was
-// deleted; nor one of others, another download's body.
-func movedCopy(dest FileKey, files []written, interval int64, others map[FileKey]bool) (FileKey, bool) {
+// copy: a file with the destination's inode number (given to it after
+// the destination was deleted, so written from no copy of it), one of
+// others (another download's body), nor one on the destination's own
+// device that named does not accept: there a move is a rename, which
+// keeps the file, so a copy is one only under the destination's name
+// (git's dumb-HTTP pack.temp copied to its .pack; a move between two
+// mounts of one filesystem), not a file made of it under another (a
+// wheel's stored member, which pip unpacks at the wheel's size).
+func movedCopy(dest FileKey, files []written, interval int64, others map[FileKey]bool, named func(FileKey) bool) (FileKey, bool) {
 	var src *written
 	for i := range files {
 		if files[i].Key == dest {
@@ -387,7 +392,10 @@ func movedCopy(dest FileKey, files []written, interval int64, others map[FileKey
 	}
 	size, last := sumPoints(src.Points), src.Points[len(src.Points)-1].End
 	for _, f := range files {
-		if f.Key.Dev == dest.Dev || others[f.Key] || len(f.Points) == 0 {
+		if f.Key.number() == dest.number() || others[f.Key] || len(f.Points) == 0 {
+			continue
+		}
+		if f.Key.Dev == dest.Dev && (named == nil || !named(f.Key)) {
 			continue
 		}
 		first, n := f.Points[0].End, sumPoints(f.Points)
@@ -396,6 +404,27 @@ func movedCopy(dest FileKey, files []written, interval int64, others map[FileKey
 		}
 	}
 	return FileKey{}, false
+}
+
+// namedAsMoved reports whether copy's name is one a move of a file named
+// names could give it: the same last element, or that with a temporary
+// suffix taken off ("pack-1.pack.temp" → "pack-1.pack", "<etag>.incomplete"
+// → "<etag>").
+func namedAsMoved(copy string, names ...string) bool {
+	c := path.Base(copy)
+	if copy == "" || c == "." || c == "/" {
+		return false
+	}
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		b := path.Base(n)
+		if b == c || strings.HasPrefix(b, c+".") {
+			return true
+		}
+	}
+	return false
 }
 
 func sumPoints(ps []point) uint64 {

@@ -251,28 +251,33 @@ func TestMoveToAnotherFilesystemIsFollowed(t *testing.T) {
 }
 
 // TestARetryIsNoCopy: a file written as a deleted destination's writes
-// ended, of its size, is no copy of it when it is on the destination's
-// filesystem (among them one given the destination's inode number after
-// the delete) or another download's receiving thread wrote it (a retry);
-// otherwise it is the moved copy.
+// ended, of its size, is no copy of it when it has the destination's
+// inode number (given to it after the delete), another download's
+// receiving thread wrote it (a retry), or it is on the destination's
+// filesystem under another name; otherwise it is the moved copy.
 func TestARetryIsNoCopy(t *testing.T) {
 	dest := FileKey{Dev: 8, Ino: 1, Gen: 5}
 	series := func(k FileKey) written { return written{Key: k, Points: []point{{200 * ms, 12 * mib}}} }
 	destWrites := written{Key: dest, Points: []point{{100 * ms, 12 * mib}}}
 	reused, other := FileKey{Dev: 8, Ino: 1, Gen: 6}, FileKey{Dev: 9, Ino: 2}
-	if k, ok := movedCopy(dest, []written{destWrites, series(reused)}, 100*ms, nil); ok {
+	if k, ok := movedCopy(dest, []written{destWrites, series(reused)}, 100*ms, nil, nil); ok {
 		t.Errorf("the file given the destination's number is its copy %+v", k)
 	}
 	// On the destination's filesystem a move is a rename: a file
-	// written from the destination there is made of it (an unpacked
-	// member), not the destination moved.
-	if k, ok := movedCopy(dest, []written{destWrites, series(FileKey{Dev: 8, Ino: 3})}, 100*ms, nil); ok {
-		t.Errorf("a file of the destination's filesystem is its copy %+v", k)
+	// written from the destination there under another name is made of
+	// it (an unpacked member), not the destination moved; under its
+	// name (git's pack.temp copied to its .pack) it is the copy.
+	same := FileKey{Dev: 8, Ino: 3}
+	if k, ok := movedCopy(dest, []written{destWrites, series(same)}, 100*ms, nil, func(FileKey) bool { return false }); ok {
+		t.Errorf("a file of the destination's filesystem, named otherwise, is its copy %+v", k)
 	}
-	if k, ok := movedCopy(dest, []written{destWrites, series(other)}, 100*ms, map[FileKey]bool{other: true}); ok {
+	if k, ok := movedCopy(dest, []written{destWrites, series(same)}, 100*ms, nil, func(k FileKey) bool { return k == same }); !ok || k != same {
+		t.Errorf("copy %+v (%v), want the destination's namesake %+v", k, ok, same)
+	}
+	if k, ok := movedCopy(dest, []written{destWrites, series(other)}, 100*ms, map[FileKey]bool{other: true}, nil); ok {
 		t.Errorf("another download's body is the destination's copy %+v", k)
 	}
-	if k, ok := movedCopy(dest, []written{destWrites, series(other)}, 100*ms, nil); !ok || k != other {
+	if k, ok := movedCopy(dest, []written{destWrites, series(other)}, 100*ms, nil, nil); !ok || k != other {
 		t.Errorf("copy %+v (%v), want %+v", k, ok, other)
 	}
 }
@@ -338,5 +343,23 @@ func TestBodyFileBeatsAFileWrittenFromIt(t *testing.T) {
 	got = Build([]Conn{c}, writes[1:], Env{Samples: createdSamples(1, 0, 12*mib), IntervalNS: 100 * ms, Files: files, PageSize: 4096})
 	if len(got) != 1 || got[0].Destination != record.DestFile || got[0].Files[0].Ino != 2 {
 		t.Errorf("got %+v, want the file written out after the last byte", got)
+	}
+}
+
+func TestNamedAsMoved(t *testing.T) {
+	for _, tc := range []struct {
+		copy, dest string
+		want       bool
+	}{
+		{"/r/.git/objects/pack/pack-1.pack", "/r/.git/objects/pack/pack-1.pack.temp", true},
+		{"/mnt/b/hub/blobs/e7", "/mnt/a/hub/blobs/e7.incomplete", true},
+		{"/mnt/b/model.bin", "/mnt/a/model.bin", true},
+		{"/t/target/pkg/blob.bin", "/tmp/pip-unpack-1/pkg-1.0-py3-none-any.whl", false},
+		{"/t/pack-1", "/r/pack-10.temp", false},
+		{"", "/a/x", false},
+	} {
+		if got := namedAsMoved(tc.copy, tc.dest); got != tc.want {
+			t.Errorf("namedAsMoved(%q, %q) = %v, want %v", tc.copy, tc.dest, got, tc.want)
+		}
 	}
 }

@@ -222,3 +222,69 @@ func TestPipCacheKeepsTheWheel(t *testing.T) {
 		t.Errorf("warm: pip cache %+v, want its kept wheel read: a hit", p)
 	}
 }
+
+// TestGitCloneOverDumbHTTP: git fetches a pack over the dumb HTTP
+// protocol into objects/pack/pack-<sha>.pack.temp, then index-pack (a
+// child) copies it into pack-<sha>.pack and the temporary file is
+// deleted. The download is the pack, first named .pack.temp: a copy under
+// the destination's own name on its filesystem is the destination moved.
+func TestGitCloneOverDumbHTTP(t *testing.T) {
+	requireTracing(t)
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("needs git")
+	}
+	dir := t.TempDir()
+	work, bare := filepath.Join(dir, "work"), filepath.Join(dir, "srv", "repo.git")
+	blob := make([]byte, 12<<20)
+	if _, err := rand.Read(blob); err != nil {
+		t.Fatal(err)
+	}
+	gitIn := func(d string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(gitBin, args...)
+		cmd.Dir = d
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "HOME="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(work, "init", "-q")
+	if err := os.WriteFile(filepath.Join(work, "weights.bin"), blob, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(work, "add", "weights.bin")
+	gitIn(work, "commit", "-qm", "weights")
+	gitIn(dir, "clone", "-q", "--bare", work, bare)
+	gitIn(bare, "repack", "-adq")
+	gitIn(bare, "update-server-info")
+	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, "srv"))))
+	t.Cleanup(srv.Close)
+
+	clone, out := filepath.Join(dir, "clone"), filepath.Join(dir, "run.rec")
+	code, _, stderr := coldtrace(t, []string{"HOME=" + dir}, "-q", "-o", out, "--", gitBin, "clone", "-q", srv.URL+"/repo.git", clone)
+	if code != 0 {
+		t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(clone, "weights.bin")); err != nil || !bytes.Equal(b, blob) {
+		t.Fatalf("git did not clone the weights: %v", err)
+	}
+	rec := readRecord(t, out)
+	var d *record.Download
+	for i := range rec.Downloads {
+		if rec.Downloads[i].Bytes >= 12<<20 {
+			d = &rec.Downloads[i]
+		}
+	}
+	if d == nil {
+		t.Fatalf("no download of the pack: %+v", rec.Downloads)
+	}
+	packDir := filepath.Join(clone, ".git", "objects", "pack")
+	if filepath.Dir(d.Path) != packDir || !strings.HasSuffix(d.Path, ".pack") || len(d.Files) == 0 ||
+		d.Files[0].Gone || !strings.HasSuffix(d.Files[0].WrittenPath, ".pack.temp") {
+		t.Errorf("download into %s (files %+v), want the clone's pack in %s, first named .pack.temp", d.Path, d.Files, packDir)
+	}
+}
