@@ -95,18 +95,65 @@ func LibraryFile(p string) bool {
 }
 
 // UserFrame is the stack's innermost frame in the user's own code (see
-// LibraryFile), nil when it has none.
+// LibraryFile), or, in a stack without any, in the package its program
+// runs from (ProgramPackage); nil when it has neither.
 func (st *PyStack) UserFrame() *PyFrame {
 	if st == nil {
 		return nil
 	}
+	pkg := st.ProgramPackage()
 	for i := range st.Frames {
 		f := &st.Frames[i]
-		if f.File != "" && !LibraryFile(f.File) {
+		if f.File != "" && OwnFile(f.File, pkg) {
 			return f
 		}
 	}
 	return nil
+}
+
+// packagesDir is how the installed packages' directories are named
+// ("/site-packages/", "/dist-packages/": the same length).
+func packagesDir(p string) int {
+	return max(strings.LastIndex(p, "/site-packages/"), strings.LastIndex(p, "/dist-packages/"))
+}
+
+// ProgramPackage is the installed package a stack's program runs from
+// when the stack has no frame of the user's own code: `python -m pip`,
+// a tool run as a module. It is the package of the stack's outermost
+// frame in site- or dist-packages ("pip"); "" when the stack has a frame
+// of the user's, or none in a package.
+func (st *PyStack) ProgramPackage() string {
+	if st == nil {
+		return ""
+	}
+	pkg := ""
+	for _, f := range st.Frames {
+		switch {
+		case f.File == "" || f.Native:
+		case !LibraryFile(f.File):
+			return ""
+		case packagesDir(f.File) >= 0:
+			rest := f.File[packagesDir(f.File)+len("/site-packages/"):]
+			pkg, _, _ = strings.Cut(rest, "/")
+		}
+	}
+	return pkg
+}
+
+// OwnFile reports whether a frame's file is the code of the program a
+// stack runs: the user's own (not LibraryFile), or, where pkg is the
+// stack's ProgramPackage, that package's outside what it vendors
+// (pip/_vendor/urllib3 is not pip's own).
+func OwnFile(p, pkg string) bool {
+	if !LibraryFile(p) {
+		return true
+	}
+	i := packagesDir(p)
+	if pkg == "" || i < 0 {
+		return false
+	}
+	rest := p[i+len("/site-packages/"):]
+	return (rest == pkg || strings.HasPrefix(rest, pkg+"/")) && !strings.Contains(rest, "/_vendor/")
 }
 
 // SiteName names a stack's call site in one line, for comparing runs:

@@ -11,22 +11,19 @@ import (
 // maxCallSiteFrames bounds a call site's chain of the user's own frames.
 const maxCallSiteFrames = 4
 
-// LibraryFrame reports whether f is not the user's own code: the
-// standard library, an installed package (site- or dist-packages) or a
-// frozen module.
-func LibraryFrame(f record.PyFrame) bool {
-	return record.LibraryFile(f.File)
-}
-
 // CallSite is a stack as the text report names it: from the innermost
 // frame of the user's own code outward, up to four of the user's frames,
 // a frame in the same file as the one before it shown as ":LINE func"
 // (`spawn.py:4 run_compiler ← :7 compile_kernel ← :19 <module>`), and the
 // innermost installed-package frame after it when the stack's leaf is
-// one. A stack with no Python frame but a native leaf (a program that is
-// not Python, an interpreter whose layout is not known) is that leaf:
+// one. A stack without a frame of the user's own code whose program runs
+// from an installed package (`python -m pip`) names that package's
+// frames instead, from the package directory on
+// ("pip/_internal/network/session.py:518 PipSession.request ← …"). A
+// stack with no Python frame but a native leaf (a program that is not
+// Python, an interpreter whose layout is not known) is that leaf:
 // "libc.so.6 vfork (native)". Names are escaped; "" for a stack without
-// any frame of the user's.
+// any frame of the program's.
 func CallSite(st *record.PyStack) string {
 	if st == nil {
 		return ""
@@ -34,6 +31,7 @@ func CallSite(st *record.PyStack) string {
 	var parts []string
 	prevFile := ""
 	var leafLib, native *record.PyFrame
+	pkg := st.ProgramPackage()
 	for i := range st.Frames {
 		f := st.Frames[i]
 		if f.Native {
@@ -45,7 +43,7 @@ func CallSite(st *record.PyStack) string {
 		if f.File == "" {
 			continue // unreadable ("?"), or the gap of a deep stack
 		}
-		if LibraryFrame(f) {
+		if !record.OwnFile(f.File, pkg) {
 			if len(parts) == 0 && leafLib == nil && !strings.HasPrefix(f.File, "<") && strings.Contains(f.File, "-packages/") {
 				leafLib = &st.Frames[i]
 			}
@@ -54,10 +52,14 @@ func CallSite(st *record.PyStack) string {
 		if len(parts) == maxCallSiteFrames {
 			break
 		}
+		name := filepath.Base(f.File)
+		if pkg != "" {
+			name = packagePath(f.File) // pip/_internal/network/session.py
+		}
 		if f.File == prevFile {
 			parts = append(parts, Escape(fmt.Sprintf(":%d %s", f.Line, f.Func)))
 		} else {
-			parts = append(parts, Escape(fmt.Sprintf("%s:%d %s", filepath.Base(f.File), f.Line, f.Func)))
+			parts = append(parts, Escape(fmt.Sprintf("%s:%d %s", name, f.Line, f.Func)))
 		}
 		prevFile = f.File
 	}

@@ -33,6 +33,17 @@ func TestCallSiteShowsUsersFramesAndLeafPackage(t *testing.T) {
 			"a.py:1 a ← :2 b ← :3 c ← :4 d"},
 		{"hostile name", st(u("/src/x.py", 1, "f\x1b[31m")), `x.py:1 f\x1b[31m`},
 		{"library only", st(sub, frozen), ""},
+		// python -m pip: no frame of the user's own; pip's frames name
+		// it, not the urllib3 it vendors nor the stdlib's runpy.
+		{"a package run as the program", st(
+			u("/usr/lib/python3/dist-packages/pip/_vendor/urllib3/util/connection.py", 85, "create_connection"),
+			u("/usr/lib/python3/dist-packages/pip/_internal/network/session.py", 518, "PipSession.request"),
+			u("/usr/lib/python3/dist-packages/pip/_vendor/requests/sessions.py", 600, "Session.get"),
+			u("/usr/lib/python3/dist-packages/pip/_internal/network/download.py", 117, "_http_get_download"),
+			u("/usr/lib/python3/dist-packages/pip/_internal/network/download.py", 134, "Downloader.__call__"),
+			u("/usr/lib/python3/dist-packages/pip/__main__.py", 31, "<module>"),
+			record.PyFrame{File: "<frozen runpy>", Line: 88, Func: "_run_code"}),
+			"pip/_internal/network/session.py:518 PipSession.request ← pip/_internal/network/download.py:117 _http_get_download ← :134 Downloader.__call__ ← pip/__main__.py:31 <module> (in pip/_vendor/urllib3/util/connection.py:85 create_connection)"},
 		{"native leaf", st(record.PyFrame{File: "/usr/lib/x86_64-linux-gnu/libc.so.6", Func: "vfork", Native: true}), "libc.so.6 vfork (native)"},
 		{"native without symbol", st(record.PyFrame{File: "/opt/x/prog", Func: "prog+0x1139", Native: true}), "prog prog+0x1139 (native)"},
 		{"nil", nil, ""},

@@ -165,6 +165,14 @@ func TestPipInstallFromALocalIndex(t *testing.T) {
 	if lo, hi := uint64(len(whl)), uint64(len(whl))+uint64(len(whl))/100; d.Bytes < lo || d.Bytes > hi {
 		t.Errorf("download of %d bytes, want the wheel's %d within 1%%", d.Bytes, len(whl))
 	}
+	// pip is the program: its own frames (not the urllib3 it vendors)
+	// are the download's call site.
+	if len(d.Connections) == 0 {
+		t.Fatalf("a download without connections: %+v", d)
+	}
+	if f := rec.StackAt(d.Connections[0].Stack).UserFrame(); f == nil || !strings.Contains(f.File, "/pip/") || strings.Contains(f.File, "/_vendor/") {
+		t.Errorf("the download's call site %+v, want a frame of pip's own", f)
+	}
 
 	py := cacheAt(rec, "python", "**/__pycache__")
 	if py == nil || py.EntriesWritten == 0 {
