@@ -149,3 +149,20 @@ func TestInTreeCacheGetsNoExport(t *testing.T) {
 		t.Fatalf("in-tree: %+v", p)
 	}
 }
+
+// TestMissesWithNoLookupSayNothingOfTheKey: a cache that held entries
+// and whose only misses this run were writes, no lookup seen (pip
+// refreshes an index page it always revalidates; its wheel's hit is a
+// small file's, unseen without the path syscalls), says nothing of a
+// changed key; with a lookup that missed, it does.
+func TestMissesWithNoLookupSayNothingOfTheKey(t *testing.T) {
+	c := record.Cache{Name: "pip", Framework: "pip packages (weights)", Root: "/h/.cache/pip", Misses: 1, EntriesWritten: 1,
+		BytesWritten: 377, SizeBytes: 90 << 10}
+	if m := Misses(&record.Record{JIT: &record.JIT{Caches: []record.Cache{c}}}); len(m) != 0 {
+		t.Errorf("no lookup seen: %+v, want nothing said", m)
+	}
+	c.Lookups = 1
+	if m := Misses(&record.Record{JIT: &record.JIT{Caches: []record.Cache{c}}}); len(m) != 1 || m[0].Reason != KeyChanged {
+		t.Errorf("a lookup that missed: %+v, want %s", m, KeyChanged)
+	}
+}

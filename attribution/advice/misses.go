@@ -92,6 +92,13 @@ func MissesWith(r *record.Record, baseline *record.Record) []CacheMiss {
 				m.ExportVar, m.ExportValue = a.Var, a.Value
 				m.Action = &Action{SavesNS: c.CompileNS, Finding: m}
 			}
+		case m.Present > 0 && c.EntriesStale == 0 && c.Lookups == 0:
+			// Entries were there and no lookup of this run was seen: its
+			// misses are writes (pip refreshes an index page it always
+			// revalidates), and its hits may be unseen (a weights
+			// cache's small files, without the path syscalls). Nothing
+			// says its key changed.
+			continue
 		case c.EntriesStale > 0 || m.Present > 0:
 			m.Reason = KeyChanged
 			m.KeyIncludes = keyOf(c)
