@@ -50,8 +50,8 @@ func FateOf(r *record.Record, d record.Download) (Fate, *record.Cache) {
 		return FateMemory, nil
 	}
 	files := d.Files
-	if d.Destination != "" && len(files) > 0 {
-		files = files[:1]
+	if d.Destination != "" && d.Destination != record.DestUnpacked && len(files) > 0 {
+		files = files[:1] // an unpacked archive's files are all its body
 	}
 	if d.KeptIn != nil {
 		// The destination's fate is not the body's: its copy in a

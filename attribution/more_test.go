@@ -335,3 +335,18 @@ func TestFateOfABodyKeptInACache(t *testing.T) {
 		t.Errorf("its copy gone too: %s, want %s", f, FateDeleted)
 	}
 }
+
+// TestFateOfAnUnpackedArchive: every file of an unpacked archive is its
+// body: one of them gone, and a rerun fetches it again.
+func TestFateOfAnUnpackedArchive(t *testing.T) {
+	d := record.Download{Path: "/h/.cache/torch/hub/model", Destination: record.DestUnpacked, Cache: "torch_hub",
+		Files: []record.DownloadFile{{Path: "/h/.cache/torch/hub/model/w.bin"}, {Path: "/h/.cache/torch/hub/model/cfg.json"}}}
+	r := &record.Record{JIT: &record.JIT{Caches: []record.Cache{{Name: "torch_hub", Root: "/h/.cache/torch/hub", FS: "ext4"}}}}
+	if f, _ := FateOf(r, d); f != FateKept {
+		t.Errorf("kept: %s", f)
+	}
+	d.Files[1].Gone = true
+	if f, _ := FateOf(r, d); f != FateDeleted {
+		t.Errorf("a file gone: %s, want %s", f, FateDeleted)
+	}
+}

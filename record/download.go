@@ -75,7 +75,10 @@ type Download struct {
 	Samples []DownloadSample `json:"samples,omitempty"`
 	// Destination says where the body went: DestFile (Path, written
 	// byte for byte), DestExpanded (Path, written Expansion times larger:
-	// a compressed or reassembled transfer), DestMemory (never written)
+	// a compressed or reassembled transfer), DestUnpacked (new files under
+	// the directory Path that together follow the received bytes: an
+	// archive unpacked as it arrives, `curl | tar -x`; Files lists them,
+	// largest first, Expansion their total over the body), DestMemory (never written)
 	// or DestNotSeen (written, but to no one file that follows the
 	// received bytes: Candidates lists the files written meanwhile; or
 	// written to no file seen while its process's open files, which is
@@ -161,6 +164,7 @@ type SilentConnection struct {
 const (
 	DestFile     = "file"
 	DestExpanded = "expanded"
+	DestUnpacked = "unpacked"
 	DestMemory   = "memory"
 	DestNotSeen  = "not_seen"
 )

@@ -300,6 +300,13 @@ func DestinationNote(d record.Download) string {
 	switch {
 	case d.Destination == record.DestExpanded:
 		return fmt.Sprintf("expanded %.1f× (compressed or reassembled transfer)", d.Expansion)
+	case d.Destination == record.DestUnpacked && len(d.Files) > 0:
+		more := ""
+		if d.Expansion > 1 {
+			more = fmt.Sprintf(", expanded %.1f×", d.Expansion)
+		}
+		return fmt.Sprintf("unpacked as it arrived into %s%s, the largest %s", format.Counted(uint64(len(d.Files)), "file", "files"), more,
+			format.Path(d.Files[0].Path, format.PathWidth))
 	case d.Destination == record.DestNotSeen && d.Unlisted:
 		return "its process's open files were not listed while it received: a body written to tmpfs and closed between two looks is not seen"
 	case d.Destination == record.DestNotSeen:

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
 	"crypto/rand"
@@ -294,5 +295,57 @@ func TestGitCloneOverDumbHTTP(t *testing.T) {
 	if filepath.Dir(d.Path) != packDir || !strings.HasSuffix(d.Path, ".pack") || len(d.Files) == 0 ||
 		d.Files[0].Gone || !strings.HasSuffix(d.Files[0].WrittenPath, ".pack.temp") {
 		t.Errorf("download into %s (files %+v), want the clone's pack in %s, first named .pack.temp", d.Path, d.Files, packDir)
+	}
+}
+
+// TestCurlPipedIntoTar: `curl URL | tar -x`, the way model archives are
+// often fetched: the body is unpacked as it arrives into several files,
+// none of them its size, by another process than the one receiving. The
+// download's destination is those files, under the directory they share.
+func TestCurlPipedIntoTar(t *testing.T) {
+	requireTracing(t)
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("needs curl")
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	sizes := map[string]int{"model/weights.bin": 10 << 20, "model/tokenizer.bin": 3 << 20, "model/config.json": 2 << 10}
+	for _, name := range []string{"model/weights.bin", "model/tokenizer.bin", "model/config.json"} {
+		b := make([]byte, sizes[name])
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	body := buf.Bytes()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	into, out := filepath.Join(dir, "models"), filepath.Join(dir, "run.rec")
+	if err := os.Mkdir(into, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := coldtrace(t, nil, "-q", "-o", out, "--", "sh", "-c",
+		fmt.Sprintf("%s -s %s/model.tar | tar -C %s -xf -", curl, srv.URL, into))
+	if code != 0 {
+		t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
+	}
+	rec := readRecord(t, out)
+	if len(rec.Downloads) != 1 {
+		t.Fatalf("%d downloads, want 1: %+v", len(rec.Downloads), rec.Downloads)
+	}
+	d := rec.Downloads[0]
+	if d.Destination != record.DestUnpacked || d.Path != filepath.Join(into, "model") || len(d.Files) < 2 ||
+		d.Files[0].Path != filepath.Join(into, "model", "weights.bin") {
+		t.Errorf("download into %s (%s, files %+v), want unpacked into %s/model, weights.bin first", d.Path, d.Destination, d.Files, into)
 	}
 }

@@ -3,7 +3,9 @@ package download
 import (
 	"cmp"
 	"net/netip"
+	"path"
 	"slices"
+	"strings"
 
 	"github.com/coldtrace/coldtrace/record"
 )
@@ -257,7 +259,18 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 		dest.kind = record.DestNotSeen
 		d.Unlisted = true
 	}
+	var tree []record.DownloadFile
+	var dir string
+	if dest.kind == record.DestUnpacked {
+		if dir, tree = unpackedTree(dest.unpacked, env.Locate); tree == nil {
+			dest.kind, dest.expansion = record.DestNotSeen, 0
+		}
+	}
 	d.Destination, d.Expansion = dest.kind, dest.expansion
+	if dest.kind == record.DestUnpacked {
+		d.Path, d.Files = dir, tree
+		return d, dest
+	}
 	d.Files = destFiles(dest, linked, env.Locate)
 	if len(d.Files) > 0 && d.Files[0].Gone && (dest.kind == record.DestFile || dest.kind == record.DestExpanded) {
 		d.Files = followMove(d.Files, dest.key, files, env, othersBodies(g, byConn))
@@ -271,6 +284,43 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 		}
 	}
 	return d, dest
+}
+
+// unpackedTree is the directory that holds the files of an unpacked
+// destination, and those files, largest first (maxCandidates of them):
+// nil when they share no directory below the root (files written at once
+// in unrelated places are no archive), or some could not be named.
+func unpackedTree(cs []candidate, locate func(FileKey) Located) (string, []record.DownloadFile) {
+	if locate == nil {
+		return "", nil
+	}
+	var out []record.DownloadFile
+	for _, c := range cs {
+		f := locatedFile(c.key, c.bytes, locate)
+		if f.Path == "" || !strings.HasPrefix(f.Path, "/") {
+			return "", nil
+		}
+		out = append(out, f)
+	}
+	dir := commonDir(out)
+	if dir == "/" || dir == "" {
+		return "", nil
+	}
+	return dir, out[:min(len(out), maxCandidates)]
+}
+
+// commonDir is the deepest directory that holds every file of fs.
+func commonDir(fs []record.DownloadFile) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	dir := path.Dir(fs[0].Path)
+	for _, f := range fs[1:] {
+		for dir != "/" && !strings.HasPrefix(f.Path, dir+"/") {
+			dir = path.Dir(dir)
+		}
+	}
+	return dir
 }
 
 // writtenAfter are the files of linked whose every write began after

@@ -268,6 +268,8 @@ type destination struct {
 	expansion float64
 	// candidates are the files written in the window, largest first.
 	candidates []candidate
+	// unpacked are the files of DestUnpacked, largest first.
+	unpacked []candidate
 }
 
 type candidate struct {
@@ -337,6 +339,10 @@ func match(r uint64, rx []record.DownloadSample, w window, files []written, link
 	case expanded != nil:
 		d.kind, d.key, d.bytes = record.DestExpanded, expanded.key, expanded.bytes
 		d.expansion = float64(expanded.bytes) / float64(r)
+	case unpackedFrom(r, rx, w, files, tol, &d):
+		// Several new files followed it together: an archive unpacked
+		// as it arrived (the directory they share is checked once
+		// their names are known).
 	default:
 		// No file followed it: the largest the receiving threads
 		// wrote, if it holds at least half the body.
@@ -353,6 +359,52 @@ func match(r uint64, rx []record.DownloadSample, w window, files []written, link
 		}
 	}
 	return d
+}
+
+// minUnpackedShare is the least part of the body the files of an
+// unpacked archive hold together: a tar's headers and padding, a zip's
+// directory, are not written out.
+const minUnpackedShare = 0.9
+
+// unpackedFrom reports whether files new in w (none written before the
+// body arrived), at least two, together follow the received bytes (never
+// ahead of them, scaled by their total over the body when that is more:
+// a compressed archive) and hold at least minUnpackedShare of them; if
+// so d becomes DestUnpacked with those files, largest first, in unpacked.
+func unpackedFrom(r uint64, rx []record.DownloadSample, w window, files []written, tol uint64, d *destination) bool {
+	var fresh []written
+	var total uint64
+	for _, f := range files {
+		in, before := inWindow(f, w)
+		if in == 0 || before > 0 {
+			continue
+		}
+		fresh = append(fresh, f)
+		total += in
+	}
+	if len(fresh) < 2 || float64(total) < minUnpackedShare*float64(r) {
+		return false
+	}
+	n := max(1, float64(total)/float64(r))
+	all := written{Key: fresh[0].Key}
+	for _, f := range fresh {
+		all.Points = append(all.Points, f.Points...)
+	}
+	slices.SortStableFunc(all.Points, func(x, y point) int { return cmp.Compare(x.End, y.End) })
+	if !follows(all, w, rx, n, tol) {
+		return false
+	}
+	d.kind, d.unpacked = record.DestUnpacked, nil
+	for _, f := range fresh {
+		in, _ := inWindow(f, w)
+		d.unpacked = append(d.unpacked, candidate{key: f.Key, bytes: in})
+	}
+	slices.SortStableFunc(d.unpacked, func(x, y candidate) int { return cmp.Compare(y.bytes, x.bytes) })
+	d.key, d.bytes = d.unpacked[0].key, total
+	if n > 1 {
+		d.expansion = n
+	}
+	return true
 }
 
 // largestLinked is the largest file the receiving threads wrote within

@@ -363,3 +363,44 @@ func TestNamedAsMoved(t *testing.T) {
 		}
 	}
 }
+
+// TestUnpackedArchiveIsADestination: `curl | tar -x` writes the body
+// into several new files, none of them its size: together they follow
+// the received bytes and hold most of them, so they are its destination
+// (unpacked), under the directory they share; one written before the
+// body arrived, or too little of it, is not an unpacked archive, nor are
+// files of unrelated directories.
+func TestUnpackedArchiveIsADestination(t *testing.T) {
+	rx := []record.DownloadSample{{EndNS: 100 * ms, Bytes: 4 * mib}, {EndNS: 200 * ms, Bytes: 4 * mib}, {EndNS: 300 * ms, Bytes: 4 * mib}}
+	w := window{start: 10 * ms, end: 300 * ms, interval: 100 * ms}
+	series := func(k uint64, pts ...point) written { return written{Key: FileKey{Dev: 8, Ino: k}, Points: pts} }
+	weights := series(1, point{100 * ms, 3 * mib}, point{200 * ms, 4 * mib}, point{300 * ms, 2 * mib})
+	extra := series(2, point{300 * ms, 2*mib + 900<<10})
+	d := match(12*mib, rx, w, []written{extra, weights}, nil, nil)
+	if d.kind != record.DestUnpacked || len(d.unpacked) != 2 || d.unpacked[0].key.Ino != 1 || d.bytes != 11*mib+900<<10 {
+		t.Fatalf("got %s %+v (%d bytes), want unpacked into files 1 and 2", d.kind, d.unpacked, d.bytes)
+	}
+	if d := match(12*mib, rx, w, []written{series(2, point{0, 4096}, point{300 * ms, 3 * mib}), weights}, nil, nil); d.kind == record.DestUnpacked {
+		t.Errorf("a file written before the body arrived: %s", d.kind)
+	}
+	if d := match(12*mib, rx, w, []written{series(2, point{300 * ms, mib}), weights}, nil, nil); d.kind == record.DestUnpacked {
+		t.Errorf("files holding 10 of 12 MiB: %s", d.kind)
+	}
+	// Ahead of the body: 15 MiB written by 100 ms, when 4 had arrived
+	// (8 by the next count).
+	if d := match(12*mib, rx, w, []written{series(2, point{100 * ms, 12 * mib}), weights}, nil, nil); d.kind == record.DestUnpacked {
+		t.Errorf("files ahead of the body: %s", d.kind)
+	}
+
+	locate := func(dir string) func(FileKey) Located {
+		return func(k FileKey) Located {
+			return Located{Path: map[uint64]string{1: "/data/model/weights.bin", 2: dir + "/extra.bin"}[k.Ino]}
+		}
+	}
+	if dir, fs := unpackedTree(d.unpacked, locate("/data/model/sub")); dir != "/data/model" || len(fs) != 2 || fs[0].Path != "/data/model/weights.bin" {
+		t.Errorf("tree %s %+v, want /data/model with weights.bin first", dir, fs)
+	}
+	if dir, fs := unpackedTree(d.unpacked, locate("/var/log")); fs != nil {
+		t.Errorf("files in unrelated directories make a tree %s %+v", dir, fs)
+	}
+}

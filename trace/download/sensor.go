@@ -550,6 +550,9 @@ func (s *Sensor) Finish(rec *record.Record) error {
 		if d.Name == "" {
 			d.Name = filepath.Base(d.Path)
 		}
+		if d.Destination == record.DestUnpacked {
+			d.Name += "/" // a directory of files
+		}
 		if rec.JIT != nil {
 			d.Cache = cacheOf(d.Path, rec.JIT.Caches)
 			if d.Cache == "" {
