@@ -203,9 +203,10 @@ func TestPipInstallFromALocalIndex(t *testing.T) {
 }
 
 // TestPipCacheKeepsTheWheel: with its cache on, pip keeps the response it
-// received the wheel in (~/.cache/pip/http…), while the wheel it unpacked
-// is deleted: the download is kept in the pip cache, and the rerun,
-// which downloads nothing, reads it there: a hit.
+// received the wheel in (~/.cache/pip/http…, buffered meanwhile in a
+// tempfile), while the wheel it unpacked is deleted: the download is the
+// wheel, kept in the pip cache, and the rerun, which downloads nothing,
+// reads it there: a hit.
 func TestPipCacheKeepsTheWheel(t *testing.T) {
 	requireTracing(t)
 	python := "/usr/bin/python3"
@@ -219,6 +220,10 @@ func TestPipCacheKeepsTheWheel(t *testing.T) {
 		t.Fatalf("cold: %d downloads, want 1: %+v", len(cold.Downloads), cold.Downloads)
 	}
 	d := cold.Downloads[0]
+	// The wheel, not the tempfile pip's HTTP cache buffered it in.
+	if filepath.Base(d.Path) != name+"-1.0-py3-none-any.whl" {
+		t.Errorf("cold: download into %s (files %+v), want the wheel", d.Path, d.Files)
+	}
 	fate, c := attribution.FateOf(cold, d)
 	if fate != attribution.FateKept || c == nil || c.Name != "pip" || d.KeptIn == nil || !strings.HasPrefix(d.KeptIn.Path, root+"/") {
 		t.Fatalf("cold: fate %s in %+v, kept in %+v; want kept in pip's cache under %s", fate, c, d.KeptIn, root)

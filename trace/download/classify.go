@@ -254,7 +254,8 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 			d.WaitNS += wait
 		}
 	}
-	dest := match(t.Bytes, d.Samples, window{d.StartNS, d.EndNS, env.IntervalNS}, files, linked, writtenAfter(linked, t.LastTS))
+	late := writtenAfter(linked, t.LastTS)
+	dest := match(t.Bytes, d.Samples, window{d.StartNS, d.EndNS, env.IntervalNS}, files, linked, late)
 	if dest.kind == record.DestMemory && !listedWhile(g, env) {
 		dest.kind = record.DestNotSeen
 		d.Unlisted = true
@@ -272,6 +273,9 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 		return d, dest
 	}
 	d.Files = destFiles(dest, linked, env.Locate)
+	if dest.kind == record.DestFile {
+		dest.key = namedBody(d.Files, t.Bytes, late)
+	}
 	if len(d.Files) > 0 && d.Files[0].Gone && (dest.kind == record.DestFile || dest.kind == record.DestExpanded) {
 		d.Files = followMove(d.Files, dest.key, files, env, othersBodies(g, byConn))
 	}
@@ -284,6 +288,48 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 		}
 	}
 	return d, dest
+}
+
+// namedBody puts first, where the destination fs[0] has an anonymous
+// temporary name (Python's tempfile: "tmpk3x9_q2a") and another file the
+// receiving threads wrote as the body arrived holds it too under a name
+// of its own, that file, and returns the key of the file first. pip's
+// HTTP cache buffers each response it may keep in such a file while pip
+// writes the same bytes to the wheel: both are the body, and the wheel's
+// name says what was downloaded.
+func namedBody(fs []record.DownloadFile, body uint64, late map[FileKey]bool) FileKey {
+	key := func(f record.DownloadFile) FileKey { return FileKey{Dev: f.Dev, Ino: f.Ino, Gen: f.Gen} }
+	if len(fs) == 0 {
+		return FileKey{}
+	}
+	if !anonymousTemp(fs[0].Path) {
+		return key(fs[0])
+	}
+	for i := 1; i < len(fs); i++ {
+		f := fs[i]
+		diff := max(f.BytesWritten, body) - min(f.BytesWritten, body)
+		if f.Path == "" || anonymousTemp(f.Path) || late[key(f)] || diff > tolerance(body)+pageSlack {
+			continue
+		}
+		fs[0], fs[i] = fs[i], fs[0]
+		break
+	}
+	return key(fs[0])
+}
+
+// anonymousTemp reports whether p's last element is a name Python's
+// tempfile makes up: "tmp" and 8 of its random characters.
+func anonymousTemp(p string) bool {
+	b := path.Base(p)
+	if len(b) != 11 || !strings.HasPrefix(b, "tmp") {
+		return false
+	}
+	for _, c := range b[3:] {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // unpackedTree is the directory that holds the files of an unpacked

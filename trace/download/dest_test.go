@@ -404,3 +404,34 @@ func TestUnpackedArchiveIsADestination(t *testing.T) {
 		t.Errorf("files in unrelated directories make a tree %s %+v", dir, fs)
 	}
 }
+
+// TestBodyBufferedInATempfileIsNamedByItsOtherFile: pip's HTTP cache
+// buffers a response it may keep in a tempfile ("tmpk3x9_q2a") while pip
+// writes the same bytes to the wheel; either fits the body, and the
+// wheel's name is the one that says what was downloaded.
+func TestBodyBufferedInATempfileIsNamedByItsOtherFile(t *testing.T) {
+	c := part(1, 10, 10, 105, 12*mib+300)
+	writes := []Write{
+		{Sk: 1, ID: 1, Dev: 8, Ino: 1, Bytes: 12*mib + 4096, FirstTS: uint64(20 * ms), LastTS: uint64(105 * ms)},
+		{Sk: 1, ID: 1, Dev: 8, Ino: 2, Bytes: 12*mib + 4096, FirstTS: uint64(20 * ms), LastTS: uint64(105 * ms)},
+	}
+	files := []record.File{{ID: 0, Dev: 8, Ino: 1}, {ID: 1, Dev: 8, Ino: 2}}
+	samples := createdSamples(0, 10*mib, 2*mib+4096)
+	for i, s := range createdSamples(1, 10*mib, 2*mib+4096) {
+		samples[i].Files = append(samples[i].Files, s.Files...)
+	}
+	names := map[uint64]string{1: "/tmp/tmpk3x9_q2a", 2: "/tmp/pip-unpack-x/p-1.0-py3-none-any.whl"}
+	for _, order := range [][]Write{writes, {writes[1], writes[0]}} {
+		got := Build([]Conn{c}, order, Env{Samples: samples, IntervalNS: 100 * ms, Files: files, PageSize: 4096,
+			Locate: func(k FileKey) Located { return Located{Path: names[k.Ino], Gone: true} }})
+		if len(got) != 1 || got[0].Path != names[2] {
+			t.Errorf("got %+v, want the wheel %s", got, names[2])
+		}
+	}
+	for name, want := range map[string]bool{"/tmp/tmpk3x9_q2a": true, "/c/tmpabcdefgh": true, "/c/tmpABCDEFGH": false,
+		"/c/tmp12345": false, "/c/model.bin": false} {
+		if got := anonymousTemp(name); got != want {
+			t.Errorf("anonymousTemp(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
