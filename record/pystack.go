@@ -111,10 +111,16 @@ func (st *PyStack) UserFrame() *PyFrame {
 	return nil
 }
 
-// packagesDir is how the installed packages' directories are named
-// ("/site-packages/", "/dist-packages/": the same length).
-func packagesDir(p string) int {
-	return max(strings.LastIndex(p, "/site-packages/"), strings.LastIndex(p, "/dist-packages/"))
+// PackagePath is p from its installed package's directory on
+// ("pip/_internal/network/download.py" for
+// ".../dist-packages/pip/_internal/network/download.py"), and whether p
+// lies in site- or dist-packages at all.
+func PackagePath(p string) (string, bool) {
+	i := max(strings.LastIndex(p, "/site-packages/"), strings.LastIndex(p, "/dist-packages/"))
+	if i < 0 {
+		return "", false
+	}
+	return p[i+len("/site-packages/"):], true // both names are as long
 }
 
 // ProgramPackage is the installed package a stack's program runs from
@@ -128,12 +134,13 @@ func (st *PyStack) ProgramPackage() string {
 	}
 	pkg := ""
 	for _, f := range st.Frames {
-		switch {
-		case f.File == "" || f.Native:
-		case !LibraryFile(f.File):
+		if f.File == "" || f.Native {
+			continue
+		}
+		if !LibraryFile(f.File) {
 			return ""
-		case packagesDir(f.File) >= 0:
-			rest := f.File[packagesDir(f.File)+len("/site-packages/"):]
+		}
+		if rest, ok := PackagePath(f.File); ok {
 			pkg, _, _ = strings.Cut(rest, "/")
 		}
 	}
@@ -148,11 +155,10 @@ func OwnFile(p, pkg string) bool {
 	if !LibraryFile(p) {
 		return true
 	}
-	i := packagesDir(p)
-	if pkg == "" || i < 0 {
+	rest, ok := PackagePath(p)
+	if pkg == "" || !ok {
 		return false
 	}
-	rest := p[i+len("/site-packages/"):]
 	return (rest == pkg || strings.HasPrefix(rest, pkg+"/")) && !strings.Contains(rest, "/_vendor/")
 }
 

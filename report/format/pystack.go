@@ -77,12 +77,11 @@ func CallSite(st *record.PyStack) string {
 }
 
 // packagePath is a path from its package directory on:
-// "safetensors/torch.py" for ".../site-packages/safetensors/torch.py".
+// "safetensors/torch.py" for ".../site-packages/safetensors/torch.py",
+// else its last element.
 func packagePath(p string) string {
-	for _, m := range []string{"/site-packages/", "/dist-packages/"} {
-		if i := strings.LastIndex(p, m); i >= 0 {
-			return p[i+len(m):]
-		}
+	if rest, ok := record.PackagePath(p); ok {
+		return rest
 	}
 	return filepath.Base(p)
 }

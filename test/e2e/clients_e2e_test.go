@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -96,20 +95,8 @@ func pipRun(t *testing.T, python, index, name, home string, extra ...string) (*r
 	if _, err := os.Stat(filepath.Join(target, name, "blob.bin")); err != nil {
 		t.Fatalf("pip did not install %s: %v", name, err)
 	}
-	var s struct {
-		BrokenCaches []struct {
-			Cache string `json:"cache"`
-		} `json:"broken_caches"`
-	}
-	b, err := os.ReadFile(summary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
 	var broken []string
-	for _, c := range s.BrokenCaches {
+	for _, c := range readSummary(t, summary).BrokenCaches {
 		broken = append(broken, c.Cache)
 	}
 	return readRecord(t, out), broken
@@ -153,15 +140,17 @@ func TestPipInstallFromALocalIndex(t *testing.T) {
 	index := pipIndex(t, name, whl)
 	rec, broken := pipRun(t, python, index, name, t.TempDir(), "--no-cache-dir")
 
-	if len(rec.Downloads) != 1 {
-		t.Fatalf("%d downloads, want 1: %+v", len(rec.Downloads), rec.Downloads)
-	}
-	d := rec.Downloads[0]
+	d := onlyDownload(t, rec)
 	if d.Destination != record.DestFile || filepath.Base(d.Path) != name+"-1.0-py3-none-any.whl" || len(d.Files) == 0 || !d.Files[0].Gone || d.KeptIn != nil {
 		t.Errorf("download into %s (%s, files %+v, kept in %+v), want the wheel, deleted by the end", d.Path, d.Destination, d.Files, d.KeptIn)
 	}
 	if fate, _ := attribution.FateOf(rec, d); fate != attribution.FateDeleted {
 		t.Errorf("fate %s, want %s: pip's cache was off", fate, attribution.FateDeleted)
+	}
+	// As said: a rerun downloads it again.
+	again, _ := pipRun(t, python, index, name, t.TempDir(), "--no-cache-dir")
+	if a := onlyDownload(t, again); a.Bytes != d.Bytes {
+		t.Errorf("the rerun downloaded %d bytes, want the wheel's %d again", a.Bytes, d.Bytes)
 	}
 	if lo, hi := uint64(len(whl)), uint64(len(whl))+uint64(len(whl))/100; d.Bytes < lo || d.Bytes > hi {
 		t.Errorf("download of %d bytes, want the wheel's %d within 1%%", d.Bytes, len(whl))
@@ -216,10 +205,7 @@ func TestPipCacheKeepsTheWheel(t *testing.T) {
 	home := t.TempDir()
 	root := filepath.Join(home, ".cache", "pip")
 	cold, _ := pipRun(t, python, index, name, home, "--trusted-host", "127.0.0.1")
-	if len(cold.Downloads) != 1 {
-		t.Fatalf("cold: %d downloads, want 1: %+v", len(cold.Downloads), cold.Downloads)
-	}
-	d := cold.Downloads[0]
+	d := onlyDownload(t, cold)
 	// The wheel, not the tempfile pip's HTTP cache buffered it in.
 	if filepath.Base(d.Path) != name+"-1.0-py3-none-any.whl" {
 		t.Errorf("cold: download into %s (files %+v), want the wheel", d.Path, d.Files)
@@ -315,8 +301,12 @@ func TestCurlPipedIntoTar(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	sizes := map[string]int{"model/weights.bin": 10 << 20, "model/tokenizer.bin": 3 << 20, "model/config.json": 2 << 10}
-	for _, name := range []string{"model/weights.bin", "model/tokenizer.bin", "model/config.json"} {
+	// A Hugging Face blob's 64-hex name, a 255-byte name with a space,
+	// a small config.
+	blobName := "model/blobs/" + strings.Repeat("9f3c", 16)
+	longName := "model/tok " + strings.Repeat("k", 255-len("tok "))
+	sizes := map[string]int{blobName: 10 << 20, longName: 3 << 20, "model/config.json": 2 << 10}
+	for _, name := range []string{blobName, longName, "model/config.json"} {
 		b := make([]byte, sizes[name])
 		if _, err := rand.Read(b); err != nil {
 			t.Fatal(err)
@@ -344,13 +334,9 @@ func TestCurlPipedIntoTar(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
 	}
-	rec := readRecord(t, out)
-	if len(rec.Downloads) != 1 {
-		t.Fatalf("%d downloads, want 1: %+v", len(rec.Downloads), rec.Downloads)
-	}
-	d := rec.Downloads[0]
+	d := onlyDownload(t, readRecord(t, out))
 	if d.Destination != record.DestUnpacked || d.Path != filepath.Join(into, "model") || len(d.Files) < 2 ||
-		d.Files[0].Path != filepath.Join(into, "model", "weights.bin") {
-		t.Errorf("download into %s (%s, files %+v), want unpacked into %s/model, weights.bin first", d.Path, d.Destination, d.Files, into)
+		d.Files[0].Path != filepath.Join(into, blobName) || d.Files[1].Path != filepath.Join(into, longName) {
+		t.Errorf("download into %s (%s, files %+v), want unpacked into %s/model, the blob first, then the long name", d.Path, d.Destination, d.Files, into)
 	}
 }

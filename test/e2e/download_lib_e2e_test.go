@@ -67,10 +67,7 @@ func TestTorchHubDownload(t *testing.T) {
 	dl := categoryNS(res, attribution.Download)
 	t.Logf("client: %v for %d bytes; coldtrace: downloads %v, other wait %v, wall %v", time.Duration(clientNS), client.Bytes,
 		time.Duration(dl), time.Duration(categoryNS(res, attribution.OtherWait)), time.Duration(rec.WallNS))
-	if len(rec.Downloads) != 1 {
-		t.Fatalf("%d downloads, want 1: %+v", len(rec.Downloads), rec.Downloads)
-	}
-	d := rec.Downloads[0]
+	d := onlyDownload(t, rec)
 	t.Logf("download: %s (cache %q) from %s, %d bytes in %d receives, %d sent, files %+v", d.Path, d.Cache, d.Peer,
 		d.Bytes, d.Receives, d.BytesSent, d.Files)
 	if d.Bytes < hubBody || d.Bytes > hubBody+hubBody/100 {

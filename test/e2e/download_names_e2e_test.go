@@ -74,10 +74,7 @@ func TestDownloadNamedByItsFirstBytes(t *testing.T) {
 				t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
 			}
 			rec := readRecord(t, out)
-			if len(rec.Downloads) != 1 {
-				t.Fatalf("%d downloads, want 1: %+v", len(rec.Downloads), rec.Downloads)
-			}
-			d := rec.Downloads[0]
+			d := onlyDownload(t, rec)
 			if d.Host != c.host || d.HostFrom != c.from {
 				t.Errorf("download from %s: host %q from %q, want %q from %q", d.Peer, d.Host, d.HostFrom, c.host, c.from)
 			}

@@ -67,7 +67,20 @@ type summaryJSON struct {
 		OthersCount int   `json:"others_count"`
 		StealNS     int64 `json:"steal_ns"`
 	} `json:"machine"`
-	Verdict string `json:"verdict"`
+	Verdict      string `json:"verdict"`
+	BrokenCaches []struct {
+		Cache string `json:"cache"`
+	} `json:"broken_caches"`
+}
+
+// onlyDownload is rec's one download; the test stops when it has not
+// exactly one.
+func onlyDownload(t *testing.T, rec *record.Record) record.Download {
+	t.Helper()
+	if len(rec.Downloads) != 1 {
+		t.Fatalf("%d downloads, want 1: %+v", len(rec.Downloads), rec.Downloads)
+	}
+	return rec.Downloads[0]
 }
 
 func readSummary(t *testing.T, path string) summaryJSON {

@@ -97,6 +97,9 @@ type Write struct {
 // key is the file w wrote.
 func (w Write) key() FileKey { return FileKey{Dev: w.Dev, Ino: w.Ino, Gen: w.Gen} }
 
+// fileKeyOf is the file a download wrote.
+func fileKeyOf(f record.DownloadFile) FileKey { return FileKey{Dev: f.Dev, Ino: f.Ino, Gen: f.Gen} }
+
 // Located is a written file's names at the end of the run.
 type Located struct {
 	// Path is its name at the end of the run, in any directory, or its
@@ -298,23 +301,21 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 // writes the same bytes to the wheel: both are the body, and the wheel's
 // name says what was downloaded.
 func namedBody(fs []record.DownloadFile, body uint64, late map[FileKey]bool) FileKey {
-	key := func(f record.DownloadFile) FileKey { return FileKey{Dev: f.Dev, Ino: f.Ino, Gen: f.Gen} }
 	if len(fs) == 0 {
 		return FileKey{}
 	}
 	if !anonymousTemp(fs[0].Path) {
-		return key(fs[0])
+		return fileKeyOf(fs[0])
 	}
 	for i := 1; i < len(fs); i++ {
 		f := fs[i]
-		diff := max(f.BytesWritten, body) - min(f.BytesWritten, body)
-		if f.Path == "" || anonymousTemp(f.Path) || late[key(f)] || diff > tolerance(body)+pageSlack {
+		if _, ok := holdsBody(f.BytesWritten, body); !ok || f.Path == "" || anonymousTemp(f.Path) || late[fileKeyOf(f)] {
 			continue
 		}
 		fs[0], fs[i] = fs[i], fs[0]
 		break
 	}
-	return key(fs[0])
+	return fileKeyOf(fs[0])
 }
 
 // anonymousTemp reports whether p's last element is a name Python's
@@ -420,7 +421,7 @@ func followMove(fs []record.DownloadFile, key FileKey, files []written, env Env,
 	moved.WrittenPath = cmp.Or(fs[0].WrittenPath, fs[0].Path)
 	// Listed once: the receiving thread may have written the copy too.
 	rest := slices.DeleteFunc(slices.Clone(fs), func(f record.DownloadFile) bool {
-		return f.Dev == to.Dev && f.Ino == to.Ino && f.Gen == to.Gen
+		return fileKeyOf(f) == to
 	})
 	return append([]record.DownloadFile{moved}, rest...)
 }

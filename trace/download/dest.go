@@ -372,35 +372,29 @@ const minUnpackedShare = 0.9
 // a compressed archive) and hold at least minUnpackedShare of them; if
 // so d becomes DestUnpacked with those files, largest first, in unpacked.
 func unpackedFrom(r uint64, rx []record.DownloadSample, w window, files []written, tol uint64, d *destination) bool {
-	var fresh []written
+	var fresh []candidate
+	var all written // their writes as one file's, for follows
 	var total uint64
 	for _, f := range files {
 		in, before := inWindow(f, w)
 		if in == 0 || before > 0 {
 			continue
 		}
-		fresh = append(fresh, f)
+		fresh = append(fresh, candidate{key: f.Key, bytes: in})
+		all.Points = append(all.Points, f.Points...)
 		total += in
 	}
 	if len(fresh) < 2 || float64(total) < minUnpackedShare*float64(r) {
 		return false
 	}
 	n := max(1, float64(total)/float64(r))
-	all := written{Key: fresh[0].Key}
-	for _, f := range fresh {
-		all.Points = append(all.Points, f.Points...)
-	}
 	slices.SortStableFunc(all.Points, func(x, y point) int { return cmp.Compare(x.End, y.End) })
 	if !follows(all, w, rx, n, tol) {
 		return false
 	}
-	d.kind, d.unpacked = record.DestUnpacked, nil
-	for _, f := range fresh {
-		in, _ := inWindow(f, w)
-		d.unpacked = append(d.unpacked, candidate{key: f.Key, bytes: in})
-	}
-	slices.SortStableFunc(d.unpacked, func(x, y candidate) int { return cmp.Compare(y.bytes, x.bytes) })
-	d.key, d.bytes = d.unpacked[0].key, total
+	slices.SortStableFunc(fresh, func(x, y candidate) int { return cmp.Compare(y.bytes, x.bytes) })
+	d.kind, d.unpacked = record.DestUnpacked, fresh
+	d.key, d.bytes = fresh[0].key, total
 	if n > 1 {
 		d.expansion = n
 	}

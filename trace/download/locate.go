@@ -229,9 +229,8 @@ func keptCopy(d record.Download, caches []record.Cache) *record.DownloadFile {
 		if f.Gone || f.NameUnknown || f.Path == "" || cacheOf(f.Path, caches) == "" {
 			continue
 		}
-		// Written bytes are whole pages: one more is still the body.
-		diff := max(f.BytesWritten, d.Bytes) - min(f.BytesWritten, d.Bytes)
-		if diff > tolerance(d.Bytes)+pageSlack || (best != nil && diff >= bestDiff) {
+		diff, ok := holdsBody(f.BytesWritten, d.Bytes)
+		if !ok || (best != nil && diff >= bestDiff) {
 			continue
 		}
 		best, bestDiff = &f, diff
@@ -242,6 +241,13 @@ func keptCopy(d record.Download, caches []record.Cache) *record.DownloadFile {
 // pageSlack is the most a file's written bytes, counted in pages, exceed
 // what was written.
 const pageSlack = 64 << 10
+
+// holdsBody reports whether a file of written bytes (whole pages) holds a
+// body of body bytes, within the tolerance, and how far the two are.
+func holdsBody(written, body uint64) (diff uint64, ok bool) {
+	diff = max(written, body) - min(written, body)
+	return diff, diff <= tolerance(body)+pageSlack
+}
 
 // FileKey is a file as the probes name it: (dev, ino, gen), dev in the
 // kernel's s_dev encoding, gen the inode's generation (a file given a

@@ -179,7 +179,7 @@ func (t *tmpfsSizes) fileRows(rec *record.Record, pageSize uint64) {
 	}
 	for _, d := range rec.Downloads {
 		for _, df := range d.Files {
-			k := FileKey{Dev: df.Dev, Ino: df.Ino, Gen: df.Gen}
+			k := fileKeyOf(df)
 			pf, polled := t.files[k]
 			if !polled || have[k] || len(pf.points) == 0 || df.Path == "" {
 				continue
