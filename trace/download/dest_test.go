@@ -435,3 +435,29 @@ func TestBodyBufferedInATempfileIsNamedByItsOtherFile(t *testing.T) {
 		}
 	}
 }
+
+// TestFitsAllowsFramingBelowTheBodyOnly: a connection receives its
+// body's framing too (TLS records, chunked encoding: up to about 2%), so
+// a file may hold that much less than was received, but no more than
+// the tolerance's 0.5% beyond it.
+func TestFitsAllowsFramingBelowTheBodyOnly(t *testing.T) {
+	const r = 100 << 20
+	cases := []struct {
+		name    string
+		written uint64
+		recv    uint64
+		want    bool
+	}{
+		{"the body exactly", r, r, true},
+		{"0.5% more", r + r/200, r, true},
+		{"1% more", r + r/100, r, false},
+		{"2.4% less (1.4 KB TLS records, chunked)", r - r*24/1000, r, true},
+		{"3% less", r - r*3/100, r, false},
+		{"a small body 60 KiB short (a certificate chain)", 1<<20 - 60<<10, 1 << 20, true},
+	}
+	for _, c := range cases {
+		if got := fits(c.written, c.recv, 0); got != c.want {
+			t.Errorf("%s: fits(%d, %d) = %v, want %v", c.name, c.written, c.recv, got, c.want)
+		}
+	}
+}

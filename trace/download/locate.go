@@ -243,10 +243,10 @@ func keptCopy(d record.Download, caches []record.Cache) *record.DownloadFile {
 const pageSlack = 64 << 10
 
 // holdsBody reports whether a file of written bytes (whole pages) holds a
-// body of body bytes, within the tolerance, and how far the two are.
+// body received as body bytes (fits), and how far the two are.
 func holdsBody(written, body uint64) (diff uint64, ok bool) {
 	diff = max(written, body) - min(written, body)
-	return diff, diff <= tolerance(body)+pageSlack
+	return diff, fits(written, body, pageSlack)
 }
 
 // FileKey is a file as the probes name it: (dev, ino, gen), dev in the
