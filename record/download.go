@@ -77,7 +77,8 @@ type Download struct {
 	// byte for byte), DestExpanded (Path, written Expansion times larger:
 	// a compressed or reassembled transfer), DestUnpacked (new files under
 	// the directory Path that together follow the received bytes: an
-	// archive unpacked as it arrives, `curl | tar -x`; Files lists them,
+	// archive unpacked as it arrives, `curl | tar -x`, or several bodies
+	// received one after another over one connection; Files lists them,
 	// largest first, Expansion their total over the body), DestMemory (never written)
 	// or DestNotSeen (written, but to no one file that follows the
 	// received bytes: Candidates lists the files written meanwhile; or

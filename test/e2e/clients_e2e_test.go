@@ -19,6 +19,7 @@ import (
 	"github.com/coldtrace/coldtrace/attribution"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/registry"
+	"github.com/coldtrace/coldtrace/report/words"
 )
 
 // wheel is a pure-Python wheel of package name whose blob.bin, size bytes
@@ -411,5 +412,68 @@ with open(sys.argv[2], "wb") as f:
 				t.Errorf("destination %s %q, want the file %s", d.Destination, d.Path, file)
 			}
 		})
+	}
+}
+
+// TestBodiesInTurnOverOneConnection: huggingface_hub fetches a model's
+// files in turn over one kept-alive connection, each into
+// blobs/<sha256>.incomplete renamed to its 64-hex blob when done. No one
+// file is the connection's body; together they are, under the blobs
+// directory, kept in the Hugging Face cache, the largest shard named in
+// full.
+func TestBodiesInTurnOverOneConnection(t *testing.T) {
+	requireTracing(t)
+	files := map[string][]byte{"/config.json": nil, "/model-00001-of-00002.safetensors": nil, "/model-00002-of-00002.safetensors": nil}
+	for name, size := range map[string]int{"/config.json": 3 << 10, "/model-00001-of-00002.safetensors": 24 << 20, "/model-00002-of-00002.safetensors": 12 << 20} {
+		files[name] = make([]byte, size)
+		if _, err := rand.Read(files[name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	fetch := `import hashlib, http.client, os, sys, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+repo = os.path.join(os.environ["HF_HUB_CACHE"], "models--org--model")
+blobs, snap = os.path.join(repo, "blobs"), os.path.join(repo, "snapshots", "0" * 40)
+os.makedirs(blobs); os.makedirs(snap)
+conn = http.client.HTTPConnection(u.hostname, u.port)
+for name in ["config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]:
+    conn.request("GET", "/" + name)
+    resp, h, part = conn.getresponse(), hashlib.sha256(), os.path.join(blobs, name + ".incomplete")
+    with open(part, "wb") as f:
+        while b := resp.read(1 << 20):
+            h.update(b)
+            f.write(b)
+    os.replace(part, os.path.join(blobs, h.hexdigest()))
+    os.symlink(os.path.join("..", "..", "blobs", h.hexdigest()), os.path.join(snap, name))
+`
+	dir := t.TempDir()
+	hub, out := filepath.Join(dir, "hf", "hub"), filepath.Join(dir, "run.rec")
+	script := writeScript(t, dir, "fetch.py", fetch)
+	code, _, stderr := coldtrace(t, []string{"HF_HUB_CACHE=" + hub}, "-q", "-o", out, "--", "/usr/bin/python3", script, srv.URL)
+	if code != 0 {
+		t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
+	}
+	rec := readRecord(t, out)
+	d := onlyDownload(t, rec)
+	sum := sha256.Sum256(files["/model-00001-of-00002.safetensors"])
+	blobs := filepath.Join(hub, "models--org--model", "blobs")
+	if d.Destination != record.DestUnpacked || d.Path != blobs || len(d.Files) < 2 || d.Files[0].Path != filepath.Join(blobs, hex.EncodeToString(sum[:])) {
+		t.Errorf("download into %s (%s, files %+v), want its files under %s, the first shard's blob first", d.Path, d.Destination, d.Files, blobs)
+	}
+	if fate, c := attribution.FateOf(rec, d); fate != attribution.FateKept || c == nil || c.Name != "huggingface" {
+		t.Errorf("fate %s (cache %+v), want kept in the huggingface cache", fate, c)
+	}
+	if note := words.DestinationNote(d); !strings.Contains(note, "several bodies one after another") {
+		t.Errorf("the downloads table says %q, which names an unpacked archive only", note)
 	}
 }
