@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/coldtrace/coldtrace/internal/elfsym"
 	"github.com/coldtrace/coldtrace/internal/procmaps"
 )
 
@@ -87,7 +88,7 @@ func needsLibpython(pid int, m procmaps.Mapping) bool {
 		return false
 	}
 	defer closeF()
-	libs, err := f.ImportedLibraries()
+	libs, err := elfsym.Needed(f)
 	if err != nil {
 		return false
 	}
@@ -127,7 +128,9 @@ func locateIn(pid int, m procmaps.Mapping) (*Interp, error) {
 		return nil, err
 	}
 	defer closeF()
-	syms, err := exportedSymbols(f, "_PyRuntime", "PyCode_Type", "Py_Version")
+	b := filepath.Base(m.Path)
+	python := strings.HasPrefix(b, "python") || strings.HasPrefix(b, "libpython")
+	syms, err := exportedSymbols(f, python, "_PyRuntime", "PyCode_Type", "Py_Version")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
@@ -156,15 +159,39 @@ func locateIn(pid int, m procmaps.Mapping) (*Interp, error) {
 	return &Interp{Layout: l, Version: ver, Runtime: rt.Value + bias, CodeType: ct.Value + bias, exec: f.Type == elf.ET_EXEC}, nil
 }
 
-// exportedSymbols looks names up in .dynsym, then .symtab, each read
-// only when under maxSymSection.
-func exportedSymbols(f *elf.File, names ...string) (map[string]elf.Symbol, error) {
+// exportedSymbols looks names up among f's dynamic symbols through its
+// GNU hash table (internal/elfsym), and where some are not there and the file
+// may be a Python built without exporting them (scanSymtab: its name says
+// python), or f has no such table, by reading every symbol of .dynsym,
+// then .symtab, each only when under maxSymSection.
+func exportedSymbols(f *elf.File, scanSymtab bool, names ...string) (map[string]elf.Symbol, error) {
+	out := map[string]elf.Symbol{}
+	hashed := true
+	for _, n := range names {
+		sy, ok, err := elfsym.Lookup(f, n)
+		if errors.Is(err, elfsym.ErrNoGNUHash) {
+			hashed = false
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ok && sy.Section != elf.SHN_UNDEF && sy.Value != 0 {
+			out[n] = sy
+		}
+	}
+	if hashed && (len(out) == len(names) || !scanSymtab) {
+		return out, nil
+	}
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
 	}
-	out := map[string]elf.Symbol{}
-	for _, typ := range []elf.SectionType{elf.SHT_DYNSYM, elf.SHT_SYMTAB} {
+	types := []elf.SectionType{elf.SHT_DYNSYM, elf.SHT_SYMTAB}
+	if hashed {
+		types = types[1:] // .dynsym was searched through its table
+	}
+	for _, typ := range types {
 		s := f.SectionByType(typ)
 		if s == nil || s.Size > maxSymSection {
 			continue

@@ -34,40 +34,72 @@ func (s *Sensor) decodeNative(pid uint32, id, ip uint64) {
 	if done {
 		return
 	}
-	f := s.nativeFrame(int(pid), ip)
+	f, lazy := s.nativeFrame(int(pid), ip)
 	if f.Func == unknownFunc {
 		s.mu.Lock()
 		s.unknown++ // gone before its mappings were read
 		s.mu.Unlock()
 	}
 	s.intern(pid, id, record.PyStack{Frames: []record.PyFrame{f}})
+	if lazy != nil {
+		s.mu.Lock()
+		lazy.stack = s.byHash[id]
+		s.lazy = append(s.lazy, *lazy)
+		s.mu.Unlock()
+	}
+}
+
+// A module's symbol tables are read once the command has ended
+// (nameLazyFrames), not when its first native frame arrives: node's
+// .symtab, .strtab, .dynsym and .dynstr are 17 MB, read from disk on a
+// cold start while the command itself was starting and reading them.
+// Until then, and in checkpoints, such a frame is named module+0xVADDR.
+
+// lazyFrame is a native frame to name at the end: stack index stack's
+// only frame, at vaddr in module.
+type lazyFrame struct {
+	stack  int
+	module moduleID
+	vaddr  uint64
+}
+
+// pendingModule is an ELF file opened through its mapping, its symbols
+// to be read at the end.
+type pendingModule struct {
+	f      *elf.File
+	closeF func()
 }
 
 // nativeFrame symbolizes ip in pid: the function of the mapped ELF file's
 // .symtab or .dynsym whose extent holds it; else module+0xOFFSET (the
 // address in the file's own numbering); "?" outside any file mapping.
-func (s *Sensor) nativeFrame(pid int, ip uint64) record.PyFrame {
+// A module whose symbols are not read yet gives module+0xVADDR and the
+// frame to name at the end.
+func (s *Sensor) nativeFrame(pid int, ip uint64) (record.PyFrame, *lazyFrame) {
 	maps, err := procmaps.Read(pid)
 	if err != nil {
-		return record.PyFrame{Func: unknownFunc, Native: true}
+		return record.PyFrame{Func: unknownFunc, Native: true}, nil
 	}
 	for _, m := range maps {
 		if ip < m.Start || ip >= m.End {
 			continue
 		}
 		f := record.PyFrame{File: m.Path, Native: true}
-		vaddr, syms, err := s.moduleSymbols(pid, m, ip)
+		vaddr, syms, id, err := s.moduleSymbols(pid, m, ip)
 		if err != nil {
 			f.Func = fmt.Sprintf("%s+%#x", filepath.Base(m.Path), ip-m.Start+m.Offset)
-			return f
+			return f, nil
 		}
 		f.Func = fmt.Sprintf("%s+%#x", filepath.Base(m.Path), vaddr)
+		if syms == nil {
+			return f, &lazyFrame{module: id, vaddr: vaddr}
+		}
 		if name, ok := symbolAt(syms, vaddr); ok {
 			f.Func = name
 		}
-		return f
+		return f, nil
 	}
-	return record.PyFrame{Func: unknownFunc, Native: true}
+	return record.PyFrame{Func: unknownFunc, Native: true}, nil
 }
 
 // symbolAt is the function whose [start, start+size) holds vaddr: a
@@ -82,34 +114,75 @@ func symbolAt(syms []funcSym, vaddr uint64) (string, bool) {
 	return "", false
 }
 
-// moduleSymbols reads the ELF file behind mapping m of pid (through
+// moduleSymbols opens the ELF file behind mapping m of pid (through
 // map_files, device and inode checked) and returns ip's address in the
-// file's numbering and its function symbols, sorted, cached by file.
-func (s *Sensor) moduleSymbols(pid int, m procmaps.Mapping, ip uint64) (uint64, []funcSym, error) {
+// file's numbering, the file's function symbols, sorted, when they were
+// read (at the end of an earlier run of this sensor's, or in a test),
+// and the file's identity; nil symbols with no error: kept open, its
+// symbols read at the end.
+func (s *Sensor) moduleSymbols(pid int, m procmaps.Mapping, ip uint64) (uint64, []funcSym, moduleID, error) {
+	id := moduleID{m.Major, m.Minor, m.Inode}
 	f, closeF, err := openELF(pid, m)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, id, err
 	}
-	defer closeF()
 	vaddr, ok := fileVaddr(f, ip-m.Start+m.Offset)
 	if !ok {
-		return 0, nil, fmt.Errorf("%#x outside %s's segments", ip, m.Path)
+		closeF()
+		return 0, nil, id, fmt.Errorf("%#x outside %s's segments", ip, m.Path)
 	}
-	id := moduleID{m.Major, m.Minor, m.Inode}
 	s.mu.Lock()
-	syms, cached := s.modules[id]
-	s.mu.Unlock()
-	if cached {
-		return vaddr, syms, nil
+	defer s.mu.Unlock()
+	if syms, cached := s.modules[id]; cached {
+		closeF()
+		return vaddr, syms, id, nil
 	}
-	syms = funcSymbols(f)
-	s.mu.Lock()
-	if len(s.modules) >= maxModules {
-		clear(s.modules)
+	if _, pending := s.pending[id]; pending {
+		closeF()
+		return vaddr, nil, id, nil
 	}
-	s.modules[id] = syms
-	s.mu.Unlock()
-	return vaddr, syms, nil
+	if len(s.pending) >= maxModules {
+		closeF()
+		return 0, nil, id, fmt.Errorf("over %d modules to symbolize", maxModules)
+	}
+	s.pending[id] = pendingModule{f: f, closeF: closeF}
+	return vaddr, nil, id, nil
+}
+
+// nameLazyFrames reads the symbols of the modules kept open and names
+// the frames that waited for them; stacks that come out alike are one.
+// Called with s.mu held, once the walker's records are drained.
+func (s *Sensor) nameLazyFrames() {
+	for id, pm := range s.pending {
+		s.modules[id] = funcSymbols(pm.f)
+		pm.closeF()
+	}
+	clear(s.pending)
+	if len(s.lazy) == 0 {
+		return
+	}
+	for _, lf := range s.lazy {
+		if name, ok := symbolAt(s.modules[lf.module], lf.vaddr); ok && lf.stack < len(s.stacks) {
+			s.stacks[lf.stack].Frames[0].Func = name
+		}
+	}
+	s.lazy = nil
+	// Two addresses in one function were two stacks: keep the first.
+	first := make(map[string]int, len(s.stacks))
+	remap := make([]int, len(s.stacks))
+	for i, st := range s.stacks {
+		k := stackKey(st)
+		if j, ok := first[k]; ok {
+			remap[i] = j
+			continue
+		}
+		first[k] = i
+		remap[i] = i
+	}
+	for h, i := range s.byHash {
+		s.byHash[h] = remap[i]
+	}
+	s.byKey = first
 }
 
 // fileVaddr is the virtual address, in the file's numbering, of file

@@ -67,8 +67,12 @@ type Sensor struct {
 	byHash  map[uint64]int         // stack id → index in stacks
 	hashPID map[uint64]uint32      // stack id → the process walked
 	modules map[moduleID][]funcSym // function symbols of ELF files, for native leaves
-	forks   map[uint32]uint64      // child pid → stack id
-	unknown int                    // frames decoded as "?"
+	// pending are the ELF files whose symbols are read at the end, and
+	// lazy the native frames that wait for them (native.go).
+	pending map[moduleID]pendingModule
+	lazy    []lazyFrame
+	forks   map[uint32]uint64 // child pid → stack id
+	unknown int               // frames decoded as "?"
 	// internRec and internIdx index the stacks of the record Intern
 	// last added to, by stackKey (1 + index).
 	internRec *record.Record
@@ -111,7 +115,8 @@ func Prepare(opts Options) (*Sensor, error) {
 		return nil, fmt.Errorf("load python stack probes: %w", err)
 	}
 	s := &Sensor{opts: opts, spec: spec, procs: map[uint32]*proc{}, exes: map[exeID]bool{}, byKey: map[string]int{},
-		byHash: map[uint64]int{}, hashPID: map[uint64]uint32{}, forks: map[uint32]uint64{}, modules: map[moduleID][]funcSym{}}
+		byHash: map[uint64]int{}, hashPID: map[uint64]uint32{}, forks: map[uint32]uint64{}, modules: map[moduleID][]funcSym{},
+		pending: map[moduleID]pendingModule{}}
 	shared := map[string]*ebpf.Map{bpfpy.PystackMapTaskStates: opts.TaskStates, bpfpy.PystackMapTrackedTgids: opts.Tracked}
 	if opts.Threads != nil {
 		shared[bpfpy.PystackMapThreads] = opts.Threads
@@ -378,6 +383,10 @@ func (s *Sensor) Close() error {
 	for pid, p := range s.procs {
 		p.mem.close()
 		delete(s.procs, pid)
+	}
+	for id, pm := range s.pending { // a run that did not finish
+		pm.closeF()
+		delete(s.pending, id)
 	}
 	s.mu.Unlock()
 	return s.objs.Close()

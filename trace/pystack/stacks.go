@@ -175,6 +175,7 @@ func (s *Sensor) Finish(rec *record.Record) error {
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.nameLazyFrames()
 	for i := range rec.Processes {
 		p := &rec.Processes[i]
 		if id, ok := s.forks[uint32(p.PID)]; ok {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/coldtrace/coldtrace/internal/elfsym"
 )
 
 // symbolOffsets reads the function symbols of the ELF file f (static and
@@ -45,4 +47,35 @@ func symbolOffsets(f *os.File) (out map[string]uint64, err error) {
 		}
 	}
 	return out, nil
+}
+
+// exportedOffset finds function sym among f's exported symbols through
+// the file's GNU hash table (a few pages read, where symbolOffsets reads
+// every symbol and name: the symbol tables of a JIT library are tens of
+// megabytes) and returns its file offset. ok is false when the table
+// does not hold it as a defined function, or f has no such table: the
+// caller reads every symbol then.
+func exportedOffset(f *os.File, sym string) (off uint64, ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			off, ok, err = 0, false, fmt.Errorf("malformed ELF file: %v", r)
+		}
+	}()
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return 0, false, fmt.Errorf("read ELF: %w", err)
+	}
+	s, found, err := elfsym.Lookup(ef, sym)
+	if errors.Is(err, elfsym.ErrNoGNUHash) || !found || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Section == elf.SHN_UNDEF {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Vaddr <= s.Value && s.Value < p.Vaddr+p.Memsz {
+			return s.Value - p.Vaddr + p.Off, true, nil
+		}
+	}
+	return 0, false, nil
 }

@@ -4,13 +4,13 @@ import (
 	"debug/elf"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldtrace/coldtrace/internal/elfsym"
 	"github.com/coldtrace/coldtrace/internal/procmaps"
 )
 
@@ -61,7 +61,7 @@ func (g *Gate) quiet(needed string) bool {
 	return false
 }
 
-// mayCall reads f's ELF dynamic section and symbols: whether it imports
+// mayCall reads f's ELF dynamic section and imports: whether it imports
 // one of g.Symbols and, when program, whether it needs a library that is not
 // quiet. A file that is not a well-formed ELF may call it.
 func (g *Gate) mayCall(f io.ReaderAt, program bool) (calls bool) {
@@ -74,19 +74,16 @@ func (g *Gate) mayCall(f io.ReaderAt, program bool) (calls bool) {
 	if err != nil {
 		return true
 	}
-	syms, err := ef.DynamicSymbols()
-	if err != nil && ef.Section(".dynsym") != nil {
+	// The imports and the needed names only, not the whole symbol and
+	// string tables (node's are 17 MB, read at every new image's exec).
+	imports, err := elfsym.Imports(ef, g.Symbols...)
+	if err != nil || imports {
 		return true
-	}
-	for _, s := range syms {
-		if s.Section == elf.SHN_UNDEF && slices.Contains(g.Symbols, s.Name) {
-			return true
-		}
 	}
 	if !program {
 		return false
 	}
-	needed, err := ef.ImportedLibraries()
+	needed, err := elfsym.Needed(ef)
 	if err != nil {
 		return true
 	}

@@ -113,8 +113,31 @@ type libFile struct {
 	ex   *link.Executable
 	name string // display path
 	base string
+	// syms are the function offsets found so far; all is set once every
+	// symbol was read (one that is not exported is looked for so).
 	syms map[string]uint64
+	all  bool
 	err  error // reading its symbols failed
+}
+
+// offset is the file offset of function sym in lf: through the file's
+// hash table when it exports sym, else from every symbol, read once.
+func (lf *libFile) offset(sym string) (off uint64, ok bool, err error) {
+	if off, ok := lf.syms[sym]; ok || lf.all || lf.err != nil {
+		return off, ok, lf.err
+	}
+	off, ok, err = exportedOffset(lf.f, sym)
+	if err == nil && ok {
+		if lf.syms == nil {
+			lf.syms = map[string]uint64{}
+		}
+		lf.syms[sym] = off
+		return off, true, nil
+	}
+	lf.syms, lf.err = symbolOffsets(lf.f)
+	lf.all = true
+	off, ok = lf.syms[sym]
+	return off, ok, lf.err
 }
 
 // linkKey is one set's links in one library file.
@@ -516,21 +539,19 @@ type plan struct {
 }
 
 // planFor resolves set's targets that match lf, reading lf's symbols
-// from its descriptor once. A target whose symbol lf lacks gets an error.
+// from its descriptor (libFile.offset). A target whose symbol lf lacks
+// gets an error.
 func (s *Scoper) planFor(set *Set, lf *libFile) plan {
 	var pl plan
 	for i, t := range set.Targets {
 		if !t.Matches(lf.base) {
 			continue
 		}
-		if lf.syms == nil && lf.err == nil {
-			lf.syms, lf.err = symbolOffsets(lf.f)
-		}
-		if lf.err != nil {
-			s.fail(set, i, fmt.Sprintf("%s: %v", lf.name, lf.err))
+		off, ok, err := lf.offset(t.Symbol)
+		if err != nil {
+			s.fail(set, i, fmt.Sprintf("%s: %v", lf.name, err))
 			continue
 		}
-		off, ok := lf.syms[t.Symbol]
 		if !ok {
 			s.fail(set, i, fmt.Sprintf("%s: no function %s", lf.name, t.Symbol))
 			continue

@@ -71,6 +71,15 @@ func TestSymbolOffsetsAreFileOffsetsOfFunctions(t *testing.T) {
 		if off < text.Offset || off >= text.Offset+text.Size {
 			t.Errorf("%s at file offset %#x, outside .text [%#x, %#x)", name, off, text.Offset, text.Offset+text.Size)
 		}
+		// Found through the hash table alone, at the same offset.
+		if hashed, ok, err := exportedOffset(f, name); err != nil || !ok || hashed != off {
+			t.Errorf("%s through the hash table: %#x, %v, %v; every symbol gives %#x", name, hashed, ok, err, off)
+		}
+	}
+	for _, name := range []string{"data_v", "fn_c"} {
+		if _, ok, err := exportedOffset(f, name); ok || err != nil {
+			t.Errorf("%s (not a function of the library) found through the hash table: %v", name, err)
+		}
 	}
 }
 
