@@ -302,14 +302,14 @@ func DestinationNote(d record.Download) string {
 		return fmt.Sprintf("expanded %.1f× (compressed or reassembled transfer)", d.Expansion)
 	case d.Destination == record.DestUnpacked && len(d.Files) > 0:
 		more := ""
-		if d.Expansion > 1 {
+		if d.Expansion >= 1.05 { // not "expanded 1.0×"
 			more = fmt.Sprintf(", expanded %.1f×", d.Expansion)
 		}
 		// Encrypted or not, where one request's body ends and the next
 		// begins is not seen: an archive unpacked as it arrives and
 		// several bodies over one kept-alive connection (huggingface_hub
 		// fetching a model's files in turn, npm) look alike.
-		return fmt.Sprintf("written as it arrived into %s%s (an archive unpacked, or several bodies one after another), the largest %s",
+		return fmt.Sprintf("written as it arrived into %s%s (an archive unpacked, or several bodies over one connection), the largest %s",
 			format.Counted(uint64(len(d.Files)), "file", "files"), more, format.Path(d.Files[0].Path, format.PathWidth))
 	case d.Destination == record.DestNotSeen && d.Unlisted:
 		return "its process's open files were not listed while it received: a body written to tmpfs and closed between two looks is not seen"
