@@ -1,6 +1,7 @@
 package elfsym
 
 import (
+	"bytes"
 	"debug/elf"
 	"os"
 	"path/filepath"
@@ -153,4 +154,26 @@ func TestImportsAsAScanOfEverySymbol(t *testing.T) {
 			t.Logf("%d undefined, %d names asked", len(undefined), len(names))
 		})
 	}
+}
+
+// FuzzReadersOnHostileFiles: a file that parses as ELF but whose hash
+// table, symbol entries, string offsets or dynamic section lie never
+// makes a reader panic or loop; each answers or errs. Seeds: this
+// machine's C library and true(1), and each with bytes flipped.
+func FuzzReadersOnHostileFiles(f *testing.F) {
+	for _, p := range []string{"/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/true"} {
+		if b, err := os.ReadFile(p); err == nil && len(b) < 4<<20 {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ef, err := elf.NewFile(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		_, _, _ = Lookup(ef, "getaddrinfo")
+		_, _, _ = Lookup(ef, "_PyRuntime")
+		_, _ = Imports(ef, "getaddrinfo", "getaddrinfo_a")
+		_, _ = Needed(ef)
+	})
 }
