@@ -468,7 +468,7 @@ for name in ["config.json", "model-00001-of-00002.safetensors", "model-00002-of-
 	sum := sha256.Sum256(files["/model-00001-of-00002.safetensors"])
 	blobs := filepath.Join(hub, "models--org--model", "blobs")
 	if d.Destination != record.DestUnpacked || d.Path != blobs || len(d.Files) < 2 || d.Files[0].Path != filepath.Join(blobs, hex.EncodeToString(sum[:])) {
-		t.Errorf("download into %s (%s, files %+v), want its files under %s, the first shard's blob first", d.Path, d.Destination, d.Files, blobs)
+		t.Errorf("download into %s (%s, files %+v, candidates %+v), want its files under %s, the first shard's blob first", d.Path, d.Destination, d.Files, d.Candidates, blobs)
 	}
 	if fate, c := attribution.FateOf(rec, d); fate != attribution.FateKept || c == nil || c.Name != "huggingface" {
 		t.Errorf("fate %s (cache %+v), want kept in the huggingface cache", fate, c)

@@ -266,7 +266,7 @@ func buildOne(g []Conn, t Conn, byConn map[ConnKey][]Write, files []written, env
 	var tree []record.DownloadFile
 	var dir string
 	if dest.kind == record.DestUnpacked {
-		if dir, tree = unpackedTree(dest.unpacked, env.Locate); tree == nil {
+		if dir, tree = unpackedTree(dest.unpacked, t.Bytes, env.Locate); tree == nil {
 			dest.kind, dest.expansion = record.DestNotSeen, 0
 		}
 	}
@@ -333,41 +333,42 @@ func anonymousTemp(p string) bool {
 	return true
 }
 
-// unpackedTree is the directory that holds the files of an unpacked
-// destination, and those files, largest first (maxCandidates of them):
-// nil when they share no directory below the root (files written at once
-// in unrelated places are no archive), or some could not be named.
-func unpackedTree(cs []candidate, locate func(FileKey) Located) (string, []record.DownloadFile) {
+// unpackedTree names the files of an unpacked destination, largest
+// first, and the directory they share below the root. A file that cannot
+// be named, or that lies outside the directory the larger ones share (a
+// log, bytecode, a lock file the same process wrote meanwhile), is left
+// out, as long as those kept hold minUnpackedShare of the r bytes
+// received; else there is no tree.
+func unpackedTree(cs []candidate, r uint64, locate func(FileKey) Located) (string, []record.DownloadFile) {
 	if locate == nil {
 		return "", nil
 	}
 	var out []record.DownloadFile
+	var dir string
+	var kept uint64
 	for _, c := range cs {
 		f := locatedFile(c.key, c.bytes, locate)
 		if f.Path == "" || !strings.HasPrefix(f.Path, "/") {
-			return "", nil
+			continue
 		}
+		d := path.Dir(f.Path)
+		if dir != "" {
+			d = dir
+			for d != "/" && !strings.HasPrefix(f.Path, d+"/") {
+				d = path.Dir(d)
+			}
+		}
+		if d == "/" {
+			continue
+		}
+		dir = d
+		kept += c.bytes
 		out = append(out, f)
 	}
-	dir := commonDir(out)
-	if dir == "/" || dir == "" {
+	if len(out) < 2 || float64(kept) < minUnpackedShare*float64(r) {
 		return "", nil
 	}
 	return dir, out[:min(len(out), maxCandidates)]
-}
-
-// commonDir is the deepest directory that holds every file of fs.
-func commonDir(fs []record.DownloadFile) string {
-	if len(fs) == 0 {
-		return ""
-	}
-	dir := path.Dir(fs[0].Path)
-	for _, f := range fs[1:] {
-		for dir != "/" && !strings.HasPrefix(f.Path, dir+"/") {
-			dir = path.Dir(dir)
-		}
-	}
-	return dir
 }
 
 // writtenAfter are the files of linked whose every write began after

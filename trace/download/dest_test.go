@@ -369,7 +369,7 @@ func TestNamedAsMoved(t *testing.T) {
 // the received bytes and hold most of them, so they are its destination
 // (unpacked), under the directory they share; one written before the
 // body arrived, or too little of it, is not an unpacked archive, nor are
-// files of unrelated directories.
+// files of unrelated directories; a small file elsewhere is left out.
 func TestUnpackedArchiveIsADestination(t *testing.T) {
 	rx := []record.DownloadSample{{EndNS: 100 * ms, Bytes: 4 * mib}, {EndNS: 200 * ms, Bytes: 4 * mib}, {EndNS: 300 * ms, Bytes: 4 * mib}}
 	w := window{start: 10 * ms, end: 300 * ms, interval: 100 * ms}
@@ -397,11 +397,20 @@ func TestUnpackedArchiveIsADestination(t *testing.T) {
 			return Located{Path: map[uint64]string{1: "/data/model/weights.bin", 2: dir + "/extra.bin"}[k.Ino]}
 		}
 	}
-	if dir, fs := unpackedTree(d.unpacked, locate("/data/model/sub")); dir != "/data/model" || len(fs) != 2 || fs[0].Path != "/data/model/weights.bin" {
+	if dir, fs := unpackedTree(d.unpacked, 12*mib, locate("/data/model/sub")); dir != "/data/model" || len(fs) != 2 || fs[0].Path != "/data/model/weights.bin" {
 		t.Errorf("tree %s %+v, want /data/model with weights.bin first", dir, fs)
 	}
-	if dir, fs := unpackedTree(d.unpacked, locate("/var/log")); fs != nil {
+	if dir, fs := unpackedTree(d.unpacked, 12*mib, locate("/var/log")); fs != nil {
 		t.Errorf("files in unrelated directories make a tree %s %+v", dir, fs)
+	}
+	// A small file the same process wrote elsewhere meanwhile (bytecode,
+	// a log) is left out of a tree the rest holds: three files in
+	// blobs/, 11.9 of 12 MiB, and 64 KiB under /usr/lib.
+	blobs := []candidate{{key: FileKey{Ino: 1}, bytes: 8 * mib}, {key: FileKey{Ino: 3}, bytes: 64 << 10}, {key: FileKey{Ino: 2}, bytes: 3*mib + 900<<10}, {key: FileKey{Ino: 4}, bytes: 4096}}
+	where := map[uint64]string{1: "/hub/m/blobs/aa", 2: "/hub/m/blobs/bb", 3: "/usr/lib/python3/__pycache__/x.pyc", 4: "/hub/m/blobs/cc"}
+	dir, fs := unpackedTree(blobs, 12*mib, func(k FileKey) Located { return Located{Path: where[k.Ino]} })
+	if dir != "/hub/m/blobs" || len(fs) != 3 || fs[0].Path != "/hub/m/blobs/aa" || fs[1].Path != "/hub/m/blobs/bb" {
+		t.Errorf("tree %s %+v, want /hub/m/blobs with its three files, the .pyc left out", dir, fs)
 	}
 }
 
