@@ -116,10 +116,9 @@ func symbolAt(syms []funcSym, vaddr uint64) (string, bool) {
 
 // moduleSymbols opens the ELF file behind mapping m of pid (through
 // map_files, device and inode checked) and returns ip's address in the
-// file's numbering, the file's function symbols, sorted, when they were
-// read (at the end of an earlier run of this sensor's, or in a test),
-// and the file's identity; nil symbols with no error: kept open, its
-// symbols read at the end.
+// file's numbering, the file's function symbols if already read, and the
+// file's identity; nil symbols with no error: the file is kept open and
+// its symbols read at the end (nameLazyFrames).
 func (s *Sensor) moduleSymbols(pid int, m procmaps.Mapping, ip uint64) (uint64, []funcSym, moduleID, error) {
 	id := moduleID{m.Major, m.Minor, m.Inode}
 	f, closeF, err := openELF(pid, m)

@@ -39,22 +39,30 @@ func symbolOffsets(f *os.File) (out map[string]uint64, err error) {
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
 			continue // data, or an undefined (imported) function
 		}
-		for _, p := range ef.Progs {
-			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Vaddr <= s.Value && s.Value < p.Vaddr+p.Memsz {
-				out[s.Name] = s.Value - p.Vaddr + p.Off
-				break
-			}
+		if off, ok := textOffset(ef, s.Value); ok {
+			out[s.Name] = off
 		}
 	}
 	return out, nil
+}
+
+// textOffset is the file offset of address value inside one of ef's
+// executable loadable segments.
+func textOffset(ef *elf.File, value uint64) (uint64, bool) {
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Vaddr <= value && value < p.Vaddr+p.Memsz {
+			return value - p.Vaddr + p.Off, true
+		}
+	}
+	return 0, false
 }
 
 // exportedOffset finds function sym among f's exported symbols through
 // the file's GNU hash table (a few pages read, where symbolOffsets reads
 // every symbol and name: the symbol tables of a JIT library are tens of
 // megabytes) and returns its file offset. ok is false when the table
-// does not hold it as a defined function, or f has no such table: the
-// caller reads every symbol then.
+// does not hold it as a defined function, or cannot be read: the caller
+// reads every symbol then.
 func exportedOffset(f *os.File, sym string) (off uint64, ok bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -65,17 +73,12 @@ func exportedOffset(f *os.File, sym string) (off uint64, ok bool, err error) {
 	if err != nil {
 		return 0, false, fmt.Errorf("read ELF: %w", err)
 	}
+	// No table, a table that cannot be read, or no such function in it:
+	// the scan of every symbol decides.
 	s, found, err := elfsym.Lookup(ef, sym)
-	if errors.Is(err, elfsym.ErrNoGNUHash) || !found || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Section == elf.SHN_UNDEF {
+	if err != nil || !found || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Section == elf.SHN_UNDEF {
 		return 0, false, nil
 	}
-	if err != nil {
-		return 0, false, err
-	}
-	for _, p := range ef.Progs {
-		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Vaddr <= s.Value && s.Value < p.Vaddr+p.Memsz {
-			return s.Value - p.Vaddr + p.Off, true, nil
-		}
-	}
-	return 0, false, nil
+	off, ok = textOffset(ef, s.Value)
+	return off, ok, nil
 }
