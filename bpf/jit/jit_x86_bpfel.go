@@ -27,8 +27,17 @@ type JitExecEvent struct {
 	EnvTruncated uint32
 	Pad          uint32
 	Gen          uint64
+	Ino          uint64
+	Dev          uint32
+	EnvSize      uint32
 	Data         [16384]int8
 }
+
+type JitExecLimit uint32
+
+const (
+	JitExecLimitEXEC_NAME_MAX JitExecLimit = 4096
+)
 
 type JitFileEvent struct {
 	_     structs.HostLayout
@@ -61,6 +70,13 @@ type JitForkEvent struct {
 	Gen  uint64
 }
 
+type JitImageKey struct {
+	_       structs.HostLayout
+	Ino     uint64
+	Dev     uint32
+	EnvSize uint32
+}
+
 type JitJitEventKind uint32
 
 const (
@@ -68,6 +84,14 @@ const (
 	JitJitEventKindJE_EXEC   JitJitEventKind = 2
 	JitJitEventKindJE_FORK   JitJitEventKind = 3
 	JitJitEventKindJE_UPROBE JitJitEventKind = 4
+)
+
+type JitKnownBit uint32
+
+const (
+	JitKnownBitKNOWN_NO_FRAMEWORK  JitKnownBit = 1
+	JitKnownBitKNOWN_QUIET_PROGRAM JitKnownBit = 2
+	JitKnownBitKNOWN_ALL           JitKnownBit = 3
 )
 
 type JitLostKind uint32
@@ -292,7 +316,9 @@ const (
 	JitMapExecScratch           = "exec_scratch"
 	JitMapFileScratch           = "file_scratch"
 	JitMapJitEvents             = "jit_events"
+	JitMapKnownExecs            = "known_execs"
 	JitMapLastWake              = "last_wake"
+	JitMapLinkedProcs           = "linked_procs"
 	JitMapLost                  = "lost"
 	JitMapPending               = "pending"
 	JitMapProcGen               = "proc_gen"
@@ -319,8 +345,11 @@ const (
 	JitProgOnPathExit           = "on_path_exit"
 	JitProgOnUprobeEntry        = "on_uprobe_entry"
 	JitProgOnUprobeReturn       = "on_uprobe_return"
+	JitVarBtfAnchorExecLimit    = "_btf_anchor_exec_limit"
 	JitVarBtfAnchorForkEvent    = "_btf_anchor_fork_event"
+	JitVarBtfAnchorImageKey     = "_btf_anchor_image_key"
 	JitVarBtfAnchorJitEventKind = "_btf_anchor_jit_event_kind"
+	JitVarBtfAnchorKnownBit     = "_btf_anchor_known_bit"
 	JitVarBtfAnchorLostKind     = "_btf_anchor_lost_kind"
 	JitVarBtfAnchorProcVerdict  = "_btf_anchor_proc_verdict"
 	JitVarBtfAnchorRootPrefix   = "_btf_anchor_root_prefix"
@@ -329,6 +358,7 @@ const (
 	JitVarAnywhereCount         = "anywhere_count"
 	JitVarAnywhereHash          = "anywhere_hash"
 	JitVarGenSeq                = "gen_seq"
+	JitVarPromptAll             = "prompt_all"
 	JitVarPyStacksOn            = "py_stacks_on"
 )
 
@@ -393,7 +423,9 @@ type JitMapSpecs struct {
 	ExecScratch  *ebpf.MapSpec `ebpf:"exec_scratch"`
 	FileScratch  *ebpf.MapSpec `ebpf:"file_scratch"`
 	JitEvents    *ebpf.MapSpec `ebpf:"jit_events"`
+	KnownExecs   *ebpf.MapSpec `ebpf:"known_execs"`
 	LastWake     *ebpf.MapSpec `ebpf:"last_wake"`
+	LinkedProcs  *ebpf.MapSpec `ebpf:"linked_procs"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
 	Pending      *ebpf.MapSpec `ebpf:"pending"`
 	ProcGen      *ebpf.MapSpec `ebpf:"proc_gen"`
@@ -416,8 +448,11 @@ type JitMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type JitVariableSpecs struct {
+	BtfAnchorExecLimit    *ebpf.VariableSpec `ebpf:"_btf_anchor_exec_limit"`
 	BtfAnchorForkEvent    *ebpf.VariableSpec `ebpf:"_btf_anchor_fork_event"`
+	BtfAnchorImageKey     *ebpf.VariableSpec `ebpf:"_btf_anchor_image_key"`
 	BtfAnchorJitEventKind *ebpf.VariableSpec `ebpf:"_btf_anchor_jit_event_kind"`
+	BtfAnchorKnownBit     *ebpf.VariableSpec `ebpf:"_btf_anchor_known_bit"`
 	BtfAnchorLostKind     *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorProcVerdict  *ebpf.VariableSpec `ebpf:"_btf_anchor_proc_verdict"`
 	BtfAnchorRootPrefix   *ebpf.VariableSpec `ebpf:"_btf_anchor_root_prefix"`
@@ -426,6 +461,7 @@ type JitVariableSpecs struct {
 	AnywhereCount         *ebpf.VariableSpec `ebpf:"anywhere_count"`
 	AnywhereHash          *ebpf.VariableSpec `ebpf:"anywhere_hash"`
 	GenSeq                *ebpf.VariableSpec `ebpf:"gen_seq"`
+	PromptAll             *ebpf.VariableSpec `ebpf:"prompt_all"`
 	PyStacksOn            *ebpf.VariableSpec `ebpf:"py_stacks_on"`
 }
 
@@ -452,7 +488,9 @@ type JitMaps struct {
 	ExecScratch  *ebpf.Map `ebpf:"exec_scratch"`
 	FileScratch  *ebpf.Map `ebpf:"file_scratch"`
 	JitEvents    *ebpf.Map `ebpf:"jit_events"`
+	KnownExecs   *ebpf.Map `ebpf:"known_execs"`
 	LastWake     *ebpf.Map `ebpf:"last_wake"`
+	LinkedProcs  *ebpf.Map `ebpf:"linked_procs"`
 	Lost         *ebpf.Map `ebpf:"lost"`
 	Pending      *ebpf.Map `ebpf:"pending"`
 	ProcGen      *ebpf.Map `ebpf:"proc_gen"`
@@ -476,7 +514,9 @@ func (m *JitMaps) Close() error {
 		m.ExecScratch,
 		m.FileScratch,
 		m.JitEvents,
+		m.KnownExecs,
 		m.LastWake,
+		m.LinkedProcs,
 		m.Lost,
 		m.Pending,
 		m.ProcGen,
@@ -500,8 +540,11 @@ func (m *JitMaps) Close() error {
 //
 // It can be passed to LoadJitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type JitVariables struct {
+	BtfAnchorExecLimit    *ebpf.Variable `ebpf:"_btf_anchor_exec_limit"`
 	BtfAnchorForkEvent    *ebpf.Variable `ebpf:"_btf_anchor_fork_event"`
+	BtfAnchorImageKey     *ebpf.Variable `ebpf:"_btf_anchor_image_key"`
 	BtfAnchorJitEventKind *ebpf.Variable `ebpf:"_btf_anchor_jit_event_kind"`
+	BtfAnchorKnownBit     *ebpf.Variable `ebpf:"_btf_anchor_known_bit"`
 	BtfAnchorLostKind     *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorProcVerdict  *ebpf.Variable `ebpf:"_btf_anchor_proc_verdict"`
 	BtfAnchorRootPrefix   *ebpf.Variable `ebpf:"_btf_anchor_root_prefix"`
@@ -510,6 +553,7 @@ type JitVariables struct {
 	AnywhereCount         *ebpf.Variable `ebpf:"anywhere_count"`
 	AnywhereHash          *ebpf.Variable `ebpf:"anywhere_hash"`
 	GenSeq                *ebpf.Variable `ebpf:"gen_seq"`
+	PromptAll             *ebpf.Variable `ebpf:"prompt_all"`
 	PyStacksOn            *ebpf.Variable `ebpf:"py_stacks_on"`
 }
 

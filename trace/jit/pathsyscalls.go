@@ -107,6 +107,9 @@ func (e *Sensor) attachSyscalls(why string) error {
 		e.col.forgetPaths()
 	}
 	e.col.PathSyscalls = true
+	if err := e.wakes.promptAll(true); err != nil {
+		return fmt.Errorf("wake the reader at every exec and fork: %w", err)
+	}
 	// Before the first exit program runs, so that no open waits on a
 	// verdict that was held back.
 	e.quiet.attach()
@@ -170,6 +173,7 @@ func (e *Sensor) detachSyscalls(why string) {
 		return
 	}
 	e.closeSyscallLinks()
+	_ = e.wakes.promptAll(false) // failed, execs and forks only wake it more often
 	s := &u.spans[len(u.spans)-1]
 	s.to, s.toMono, s.off = time.Now(), probe.MonotonicNS(), why
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,6 +117,7 @@ type Sensor struct {
 	// object's, held for them.
 	pathProgs    *pathPrograms
 	dataSections []*ebpf.Map
+	wakes        *wakes
 	links        []link.Link
 	ring         *probe.Ring
 
@@ -207,6 +209,8 @@ func (e *Sensor) start() error {
 	e.objs.OnJitExec, e.objs.OnJitFork = first.OnJitExec, first.OnJitFork
 	e.objs.OnUprobeEntry, e.objs.OnUprobeReturn = first.OnUprobeEntry, first.OnUprobeReturn
 	e.dataSections = []*ebpf.Map{first.Bss, first.Rodata}
+	e.wakes = newWakes(first.KnownExecs, first.LinkedProcs, first.PromptAll)
+	e.scoper.OnLinked(e.wakes.setLinked)
 	e.pathProgs = newPathPrograms(spec, &first, opts)
 	e.loaded = true
 	if quiet {
@@ -381,32 +385,44 @@ func uprobeTargets(user []string) ([]uprobes.Target, error) {
 	return out, nil
 }
 
-// addUserLibrary opens a library the user named by path with a's rights,
-// giving up after imagesDeadline, and hands it to sc. It never blocks on
-// the file: a FIFO or device is refused before it is opened for reading.
+// addUserLibrary opens a library the user named by path with a's rights
+// (openAs) and hands it to sc.
 func addUserLibrary(sc *uprobes.Scoper, a actor.Actor, p string) error {
-	done := make(chan *os.File, 1)
-	errc := make(chan error, 1)
+	f, err := openAs(a, p)
+	if err != nil {
+		return err
+	}
+	return sc.AddFile(f, p)
+}
+
+// openAs opens p for reading with a's rights, giving up after
+// imagesDeadline (a file opened later is closed). It never blocks on the
+// file: a FIFO or device is refused before it is opened for reading.
+func openAs(a actor.Actor, p string) (*os.File, error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	c := make(chan opened, 1)
 	go func() {
-		var f *os.File
-		err := a.Do(func() error {
+		var o opened
+		o.err = a.Do(func() error {
 			var err error
-			f, err = openRegular(p)
+			o.f, err = openRegular(p)
 			return err
 		})
-		if err != nil {
-			errc <- err
-			return
-		}
-		done <- f
+		c <- o
 	}()
 	select {
-	case f := <-done:
-		return sc.AddFile(f, p)
-	case err := <-errc:
-		return err
+	case o := <-c:
+		return o.f, o.err
 	case <-time.After(imagesDeadline):
-		return fmt.Errorf("open %s: no answer within %v", p, imagesDeadline)
+		go func() {
+			if o := <-c; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, fmt.Errorf("open %s: no answer within %v", p, imagesDeadline)
 	}
 }
 
@@ -613,10 +629,27 @@ func (e *Sensor) handle(b []byte) {
 			env = bytes.Clone(probe.Bytes(ev.Data[fl : fl+n]))
 		}
 		file := probe.CString(ev.Data[:fl])
-		e.col.Exec(int32(ev.Pid), ev.Uid, file, env)
-		e.scoper.TrackLater(int32(ev.Pid), false)
-		e.useSeen(int32(ev.Pid), file)
-		e.envSeen(int32(ev.Pid))
+		pid := int32(ev.Pid)
+		e.col.Exec(pid, ev.Uid, file, env)
+		e.useSeen(pid, file)
+		e.envSeen(pid)
+		key := bpfjit.JitImageKey{Ino: ev.Ino, Dev: ev.Dev, EnvSize: ev.EnvSize}
+		if ev.Ino == 0 || e.wakes.knows(key) {
+			e.scoper.TrackLater(pid, false)
+		} else {
+			// Whole names and a whole environment only: a cut one may
+			// hide what the next exec of the image would show.
+			if fl < int(bpfjit.JitExecLimitEXEC_NAME_MAX) && env != nil && ev.EnvTruncated == 0 && !UsesFramework(path.Base(file)) && e.col.frameworkVarOf(pid) == "" {
+				e.wakes.mark(key, bpfjit.JitKnownBitKNOWN_NO_FRAMEWORK)
+			}
+			var open func() (*os.File, error)
+			if a := e.opts.Actor; filepath.IsAbs(file) {
+				// Once the process is gone: the name it executed, with
+				// its user's rights, taken only if it is the same inode.
+				open = func() (*os.File, error) { return openAs(a, file) }
+			}
+			e.scoper.TrackExecLater(pid, ev.Ino, ev.Dev, open, func() { e.wakes.mark(key, bpfjit.JitKnownBitKNOWN_QUIET_PROGRAM) })
+		}
 		e.quiet.resolved(int32(ev.Pid), ev.Gen)
 	case bpfjit.JitJitEventKindJE_FORK:
 		ev, ok := probe.Decode[bpfjit.JitForkEvent](b, unsafe.Sizeof(bpfjit.JitForkEvent{}))
@@ -626,7 +659,7 @@ func (e *Sensor) handle(b []byte) {
 		e.col.Fork(int32(ev.Pid), int32(ev.Ppid))
 		// Its own links: it inherited its parent's breakpoints, which run
 		// no program for it.
-		e.scoper.TrackLater(int32(ev.Pid), true)
+		e.scoper.TrackForkLater(int32(ev.Pid), int32(ev.Ppid))
 		e.path.forked(int32(ev.Pid), int32(ev.Ppid))
 		e.quiet.resolved(int32(ev.Pid), ev.Gen)
 	case bpfjit.JitJitEventKindJE_UPROBE:

@@ -2,7 +2,9 @@ package uprobes
 
 import (
 	"debug/elf"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -169,6 +171,11 @@ func (s *Scoper) reachProgram(pid int32, p *proc) bool {
 	}
 	// The kernel's own link to the program, never a path the process named.
 	f, err := os.Open("/proc/" + strconv.Itoa(int(pid)) + "/exe")
+	if errors.Is(err, fs.ErrNotExist) {
+		// Exited, or a zombie: it runs nothing more (most children of a
+		// shell loop by the time their exec is handled).
+		return false
+	}
 	if err != nil {
 		return s.reachAll(p)
 	}
@@ -188,6 +195,46 @@ func (s *Scoper) reachProgram(pid int32, p *proc) bool {
 		}
 	}
 	return changed
+}
+
+// programQuiet says whether the program of an exec record, the file of
+// inode ino on device dev (as the kernel numbers it), can call none of
+// the gated sets' functions; with no gated set, every program is quiet.
+// The file is the one pid runs, or, once pid is gone (most children of a
+// shell loop by the time their exec is handled), the one open gives,
+// both taken only if they are that inode.
+func (s *Scoper) programQuiet(pid int32, ino uint64, dev uint32, open func() (*os.File, error)) bool {
+	var gates []*Gate
+	for _, set := range s.sets {
+		if set.Gate != nil {
+			gates = append(gates, set.Gate)
+		}
+	}
+	if len(gates) == 0 {
+		return true
+	}
+	f, err := os.Open("/proc/" + strconv.Itoa(int(pid)) + "/exe")
+	if err != nil {
+		if open == nil {
+			return false
+		}
+		if f, err = open(); err != nil {
+			return false
+		}
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG ||
+		st.Ino != ino || unix.Major(st.Dev)<<20|unix.Minor(st.Dev) != dev {
+		return false
+	}
+	key := fileKey{st.Dev, st.Ino}
+	for _, g := range gates {
+		if s.answer(g, key, true, func() (bool, bool) { return g.mayCall(f, true), true }) {
+			return false
+		}
+	}
+	return true
 }
 
 // reachMapped marks the gated sets that one of maps' executable

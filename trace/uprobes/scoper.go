@@ -87,15 +87,26 @@ type Scoper struct {
 	worker  sync.WaitGroup
 	stopped bool
 	quick   map[int32]bool // processes with quick scans pending (under mu)
+	// onLinked is told when a process gets its first link and when it
+	// leaves with links (under mu).
+	onLinked func(pid int32, linked bool)
 }
 
 // queued is a Track or an Exited waiting for the Scoper's goroutine.
 type queued struct {
 	pid         int32
+	parent      int32 // of a fork (fresh), when its record names it
 	fresh, exit bool
 	poll        bool // the work of a Poll
 	lib         bool // the process is about to map a library
 	scan        bool // read its mappings now
+	// For an exec: its program's inode and device, a way to open it
+	// once the process is gone, and what to call when that program can
+	// call no gated set's function (programQuiet).
+	ino   uint64
+	dev   uint32
+	open  func() (*os.File, error)
+	quiet func()
 }
 
 // quickScans are when a process's mappings are read after it opened a
@@ -258,7 +269,17 @@ func (s *Scoper) apply(q queued) {
 			}
 		}
 	case !q.exit:
-		s.trackLocked(q.pid, q.fresh, nil)
+		fresh, calls := q.fresh, s.inherited(q)
+		if fresh && q.parent > 0 && (calls == nil || anyTrue(calls)) && executedAnother(q.pid, q.parent) {
+			// A shell loop's child has mostly executed its own program by
+			// the time its fork is handled: that program decides, as at
+			// an exec, not the parent's.
+			fresh, calls = false, nil
+		}
+		s.trackLocked(q.pid, fresh, calls)
+		if q.quiet != nil && s.programQuiet(q.pid, q.ino, q.dev, q.open) {
+			q.quiet()
+		}
 	default:
 		if p := s.procs[q.pid]; p != nil {
 			s.closeLinks(q.pid, p)
@@ -406,6 +427,73 @@ func (s *Scoper) LibrarySeen(pid int32) {
 // forks never holds up the reader of the ring that announces them.
 func (s *Scoper) TrackLater(pid int32, fresh bool) {
 	s.enqueue(queued{pid: pid, fresh: fresh})
+}
+
+// TrackExecLater is TrackLater for a process that executed the program of
+// inode ino on device dev (the kernel's numbering): quiet is then called,
+// from the Scoper's goroutine, if that program can call none of the gated
+// sets' functions (so its next execs need no links, whatever the process
+// could call before). open, when not nil, opens the program should the
+// process be gone by then; a file of another inode is not taken.
+func (s *Scoper) TrackExecLater(pid int32, ino uint64, dev uint32, open func() (*os.File, error), quiet func()) {
+	s.enqueue(queued{pid: pid, ino: ino, dev: dev, open: open, quiet: quiet})
+}
+
+// OnLinked sets fn to be told, under the Scoper's lock, when a process
+// gets its first link (true) and when one with links leaves (false).
+func (s *Scoper) OnLinked(fn func(pid int32, linked bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onLinked = fn
+}
+
+// TrackForkLater is TrackLater for a process announced by its fork from
+// parent.
+func (s *Scoper) TrackForkLater(pid, parent int32) {
+	s.enqueue(queued{pid: pid, parent: parent, fresh: true})
+}
+
+// inherited is what a forked child can call: what its parent could, for
+// a parent the Scoper knows (the child runs the parent's program, with
+// its mappings, until it executes another, and its exec is handled as
+// any process's). nil for any other Track: a child of an unknown parent
+// counts as one that calls every gated function.
+func (s *Scoper) inherited(q queued) map[*Gate]bool {
+	if !q.fresh || q.parent <= 0 {
+		return nil
+	}
+	pp := s.procs[q.parent]
+	if pp == nil {
+		return nil
+	}
+	calls := map[*Gate]bool{}
+	for _, set := range s.sets {
+		if set.Gate != nil && pp.reach[set] {
+			calls[set.Gate] = true
+		}
+	}
+	return calls
+}
+
+// anyTrue says whether some gate's answer in calls is yes.
+func anyTrue(calls map[*Gate]bool) bool {
+	for _, v := range calls {
+		if v {
+			return true
+		}
+	}
+	return false
+}
+
+// executedAnother says whether pid runs a program other than parent's
+// (both alive): it executed its own since the fork.
+func executedAnother(pid, parent int32) bool {
+	var a, b unix.Stat_t
+	if unix.Stat("/proc/"+strconv.Itoa(int(pid))+"/exe", &a) != nil ||
+		unix.Stat("/proc/"+strconv.Itoa(int(parent))+"/exe", &b) != nil {
+		return false
+	}
+	return a.Dev != b.Dev || a.Ino != b.Ino
 }
 
 // trackLocked covers pid with the links of the files known now. A new
@@ -673,8 +761,12 @@ func (s *Scoper) link(pid int32, p *proc, lf *libFile, set *Set, pl plan) error 
 			made = append(made, l)
 		}
 	}
+	first := len(p.links) == 0 && len(made) > 0
 	p.links = append(p.links, made...)
 	s.attaches += len(made)
+	if first && s.onLinked != nil {
+		s.onLinked(pid, true)
+	}
 	return nil
 }
 
@@ -686,6 +778,9 @@ func (s *Scoper) closeLinks(pid int32, p *proc) {
 	s.countUnprobed(p)
 	if len(p.links) == 0 {
 		return
+	}
+	if s.onLinked != nil {
+		s.onLinked(pid, false)
 	}
 	s.closes += len(p.links)
 	s.closing.Add(1)
@@ -763,7 +858,9 @@ func (s *Scoper) pollLocked() {
 	}
 	for pid := range live {
 		if s.procs[pid] == nil {
-			s.trackLocked(pid, true, nil)
+			// Its fork not handled yet: what it runs now decides, and its
+			// exec record, if it executes another program, again.
+			s.trackLocked(pid, false, nil)
 			if p := s.procs[pid]; p != nil {
 				p.fromPoll = true
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/coldtrace/coldtrace/internal/testenv"
 )
@@ -389,5 +390,134 @@ func waitForLibc(t *testing.T, pid int32) {
 			t.Fatalf("pid %d never mapped libc", pid)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestForkedChildCallsWhatItsParentCould: a child announced by its fork
+// runs its parent's program until it executes another, so it is linked
+// when the parent is, not when the parent cannot call the gated
+// function (a shell loop's children: each link takes the write lock of
+// every process mapping the library); a child of a parent not known is
+// linked, and one that runs another program by the time its fork is
+// handled is judged by that program. Its exec then decides as any process's: a program that can
+// call the function is linked, and one that cannot is reported quiet for
+// the inode and device its exec named only, read from the name it
+// executed once the process is gone. Whoever watches is told of each
+// first link and of a linked process leaving.
+func TestForkedChildCallsWhatItsParentCould(t *testing.T) {
+	testenv.RequireTracing(t)
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler (cc)")
+	}
+	dir := t.TempDir()
+	caller := buildELF(t, dir, "caller", `#include <netdb.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	char c;
+	if (argc > 5) { struct addrinfo *r; return getaddrinfo(argv[0], 0, 0, &r); }
+	return read(0, &c, 1) < 0;
+}
+`)
+	start := func(args ...string) int32 {
+		cmd := exec.Command(args[0], args[1:]...)
+		if _, err := cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		waitForLibc(t, int32(cmd.Process.Pid))
+		return int32(cmd.Process.Pid)
+	}
+	sleeps := sleepers(t, 5)
+	quietParent, quietChild, strayChild, execd, ranOn := sleeps[0], sleeps[1], sleeps[2], sleeps[3], sleeps[4]
+	callerParent, callerChild := start(caller), start(caller)
+
+	s := New(Options{})
+	if !s.Multi() {
+		t.Skip("no uprobe_multi links on this kernel")
+	}
+	defer s.Close()
+	libc := libcOf(t, quietParent)
+	f, err := os.Open(libc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddFile(f, libc); err != nil {
+		t.Fatal(err)
+	}
+	s.Add(&Set{Name: "test", Entry: emptyProgram(t, true), Targets: []Target{{Name: "getpid", Lib: "libc.so.6", Symbol: "getpid"}},
+		Gate: testGate()})
+	told := map[int32][]bool{}
+	s.OnLinked(func(pid int32, linked bool) { told[pid] = append(told[pid], linked) })
+
+	s.Track(quietParent, false)
+	s.Track(callerParent, false)
+	s.TrackForkLater(quietChild, quietParent)
+	s.TrackForkLater(callerChild, callerParent)
+	s.TrackForkLater(strayChild, 1<<22-1) // a parent never tracked
+	s.TrackForkLater(ranOn, callerParent) // and executed sleep since
+	s.drain()
+	byPID := linksByPID(t)
+	for _, c := range []struct {
+		name string
+		pid  int32
+		want int
+	}{{"the quiet parent", quietParent, 0}, {"its child", quietChild, 0}, {"the calling parent", callerParent, 1},
+		{"its child", callerChild, 1}, {"a child of an unknown parent", strayChild, 1},
+		{"its child that executed a quiet program before its fork was handled", ranOn, 0}} {
+		if byPID[uint32(c.pid)] != c.want {
+			t.Errorf("%s (pid %d): %d links, want %d", c.name, c.pid, byPID[uint32(c.pid)], c.want)
+		}
+	}
+
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(int(execd))+"/exe", &st); err != nil {
+		t.Fatal(err)
+	}
+	kdev := func(st unix.Stat_t) uint32 { return unix.Major(st.Dev)<<20 | unix.Minor(st.Dev) }
+	quiet := map[string]bool{}
+	s.TrackExecLater(execd, st.Ino, kdev(st), nil, func() { quiet["sleep"] = true })
+	s.TrackExecLater(execd, st.Ino+1, kdev(st), nil, func() { quiet["another inode"] = true })
+	s.TrackExecLater(execd, st.Ino, kdev(st)+1, nil, func() { quiet["another device"] = true })
+	sleepPath, err := os.Readlink("/proc/" + strconv.Itoa(int(execd)) + "/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaped := exec.Command(sleepPath, "0")
+	if err := reaped.Run(); err != nil {
+		t.Fatal(err)
+	}
+	openSleep := func() (*os.File, error) { return os.Open(sleepPath) }
+	s.TrackExecLater(int32(reaped.Process.Pid), st.Ino, kdev(st), openSleep, func() { quiet["sleep, gone, opened by name"] = true })
+	s.TrackExecLater(int32(reaped.Process.Pid), st.Ino, kdev(st), nil, func() { quiet["sleep, gone"] = true })
+	var cst unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(int(callerChild))+"/exe", &cst); err != nil {
+		t.Fatal(err)
+	}
+	s.TrackExecLater(callerChild, cst.Ino, kdev(cst), nil, func() { quiet["caller"] = true })
+	s.drain()
+	if !quiet["sleep"] || !quiet["sleep, gone, opened by name"] || len(quiet) != 2 {
+		t.Errorf("reported quiet: %v; want sleep, running and opened by name once gone", quiet)
+	}
+
+	if err := unix.Kill(int(callerChild), unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s.Exited(callerChild)
+	s.drain()
+	if got := told[callerChild]; len(got) != 2 || !got[0] || got[1] {
+		t.Errorf("the child that left (pid %d): told %v, want [true false]", callerChild, got)
+	}
+	for _, pid := range []int32{callerParent, strayChild} {
+		if got := told[pid]; len(got) != 1 || !got[0] {
+			t.Errorf("pid %d: told %v, want [true]", pid, got)
+		}
+	}
+	for _, pid := range []int32{quietParent, quietChild, execd} {
+		if got := told[pid]; len(got) != 0 {
+			t.Errorf("pid %d without links: told %v", pid, got)
+		}
 	}
 }
