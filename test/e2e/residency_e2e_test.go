@@ -138,8 +138,11 @@ func TestEvictStatusPrefetchCommands(t *testing.T) {
 	if err := json.Unmarshal(pout.Bytes(), &pf); err != nil {
 		t.Fatalf("prefetch --json: %v\n%s", err, pout.String())
 	}
-	if pf.ReadBytes < 63*mib || pf.ReadBytes > 65*mib {
-		t.Errorf("prefetch read %d bytes, want the missing half", pf.ReadBytes)
+	// The read half's pages the machine reclaimed since are missing too
+	// (seen beside a busy loop: 65.8 MiB read).
+	if lost := int64(reclaimedSinceHalf()) * 4096; pf.ReadBytes < 63*mib || pf.ReadBytes > 65*mib+lost {
+		t.Errorf("prefetch read %d bytes, want the missing half (the machine reclaimed %d bytes of file pages since the half was read)",
+			pf.ReadBytes, lost)
 	}
 	if fromDisk < pf.ReadBytes*95/100 || fromDisk > pf.ReadBytes*105/100 {
 		t.Errorf("prefetch caused %d bytes of disk reads for %d read", fromDisk, pf.ReadBytes)
@@ -148,8 +151,8 @@ func TestEvictStatusPrefetchCommands(t *testing.T) {
 
 	// Every page is cached after the prefetch, but for those the machine
 	// reclaimed since it began (seen in CI: 111 pages of 32,768 within a
-	// second, DAMON's pageout); those may only lower the figures, never
-	// turn the prediction cold.
+	// second, DAMON's pageout); those only lower the figures, and turn
+	// the prediction cold only where they are over 1% of the file.
 	doc = runStatusJSON(t, model)
 	gone := reclaimed()
 	if len(doc.Files) != 1 || doc.Files[0].Pages-doc.Files[0].Cached > gone {
@@ -172,7 +175,14 @@ func TestEvictStatusPrefetchCommands(t *testing.T) {
 	if !whole {
 		wantSentence = "next run: warm for the files it read from disk ("
 	}
-	if p := doc.Prediction; p == nil || p.State != "warm" || !strings.Contains(p.Sentence, wantSentence) ||
+	// More than 1% taken back (seen on a VM: 2.1 MiB of 128 within two
+	// seconds of the prefetch) makes the next run cold, rightly.
+	wantState := "warm"
+	if p := doc.Prediction; p != nil && p.State == "cold" && missingReclaimed() {
+		t.Logf("cold again by pages the machine took back since the prefetch: %s", p.Sentence)
+		wantState, wantSentence = "cold", "next run: cold: "
+	}
+	if p := doc.Prediction; p == nil || p.State != wantState || !strings.Contains(p.Sentence, wantSentence) ||
 		!strings.Contains(p.Sentence, "Triton cache: 3 entries") {
 		t.Errorf("prediction after prefetch: %+v", p)
 	}
@@ -180,7 +190,10 @@ func TestEvictStatusPrefetchCommands(t *testing.T) {
 	if whole && !strings.Contains(out, "100.0%") && missingReclaimed() {
 		whole = false
 	}
-	if code != 0 || !strings.Contains(out, "next run: warm") || (whole && !strings.Contains(out, "100.0%")) {
+	if wantState == "warm" && !strings.Contains(out, "next run: warm") && missingReclaimed() {
+		wantState = "cold"
+	}
+	if code != 0 || !strings.Contains(out, "next run: "+wantState) || (whole && !strings.Contains(out, "100.0%")) {
 		t.Errorf("status text (every page cached: %v): exit %d\n%s%s", whole, code, out, errs)
 	}
 	t.Logf("status text:\n%s", out)
