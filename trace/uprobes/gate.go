@@ -204,12 +204,7 @@ func (s *Scoper) reachProgram(pid int32, p *proc) bool {
 // shell loop by the time their exec is handled), the one open gives,
 // both taken only if they are that inode.
 func (s *Scoper) programQuiet(pid int32, ino uint64, dev uint32, open func() (*os.File, error)) bool {
-	var gates []*Gate
-	for _, set := range s.sets {
-		if set.Gate != nil {
-			gates = append(gates, set.Gate)
-		}
-	}
+	gates := s.gatesLocked()
 	if len(gates) == 0 {
 		return true
 	}
@@ -268,6 +263,17 @@ func (s *Scoper) reachMapped(pid int32, p *proc, maps []procmaps.Mapping) bool {
 		}
 	}
 	return changed
+}
+
+// gatesLocked lists the sets' gates (s.mu held).
+func (s *Scoper) gatesLocked() []*Gate {
+	var gates []*Gate
+	for _, set := range s.sets {
+		if set.Gate != nil {
+			gates = append(gates, set.Gate)
+		}
+	}
+	return gates
 }
 
 // unreached says whether p has a gated set it cannot call yet.

@@ -385,12 +385,7 @@ func (s *Scoper) Track(pid int32, fresh bool) {
 // calls them). TrackProgram closes programs.
 func (s *Scoper) TrackProgram(pid int32, programs []*os.File) {
 	s.mu.Lock()
-	var gates []*Gate
-	for _, set := range s.sets {
-		if set.Gate != nil {
-			gates = append(gates, set.Gate)
-		}
-	}
+	gates := s.gatesLocked()
 	s.mu.Unlock()
 	calls := readPrograms(gates, programs, programReadTimeout)
 	s.drain()
