@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"math"
 	"slices"
 	"strconv"
 
@@ -25,8 +26,9 @@ const (
 // Verdict is the result in one or two sentences, as data: report/words
 // says it in words. For a cold run, Causes are the avoidable rows that
 // cost time, heaviest first. For a warm run, Causes are the largest row
-// and the second when it has at least 10%; Mostly is the main avoidable
-// row when it cost anything.
+// (the disk time a rerun pays again counts as one) and the second when
+// it has at least 10%; Mostly is the main avoidable row when it cost
+// anything.
 type Verdict struct {
 	Kind VerdictKind `json:"kind"`
 	// Label is Kind with what made the run cold and the time it took,
@@ -74,6 +76,11 @@ type Cause struct {
 	// readahead, or by another process), so they are not called "not in
 	// page cache".
 	NoneMissed bool `json:"none_missed,omitempty"`
+	// Recurring is set on a disk_read cause of a warm run that is the
+	// time a rerun pays again whatever the cache holds (direct I/O, I/O
+	// outside the page cache): NS is that part of the row, Names the
+	// file that took most of it (or "[I/O outside the page cache]").
+	Recurring bool `json:"recurring,omitempty"`
 	// Download is the costliest download's evidence (download): what,
 	// from where, how fast, into which cache, and whether a warm rerun
 	// downloads it again.
@@ -130,9 +137,19 @@ func verdict(res *Result, cb ColdBy) (v Verdict) {
 		return v
 	}
 	v.Kind = VerdictWarm
-	v.Causes = []Cause{cause(warm[0])}
-	if len(warm) > 1 && warm[1].Pct >= 10 {
-		v.Causes = append(v.Causes, cause(warm[1]))
+	// Disk time a rerun pays again is part of what a warm run is: a run
+	// that waits most of its time on direct reads is said to, not "CPU".
+	var candidates []Cause
+	for _, row := range warm {
+		candidates = append(candidates, cause(row))
+	}
+	if row := res.Row(DiskRead); row != nil && res.RecurringNS > 0 {
+		candidates = append(candidates, recurringCause(row, min(res.RecurringNS, row.NS), res.WallNS))
+		slices.SortStableFunc(candidates, func(x, y Cause) int { return int(sign(y.NS - x.NS)) })
+	}
+	v.Causes = candidates[:1]
+	if len(candidates) > 1 && candidates[1].Pct >= 10 {
+		v.Causes = append(v.Causes, candidates[1])
 	}
 	if v.AvoidableNS > 0 && saved(cold[0]) > 0 {
 		c := cause(cold[0])
@@ -149,6 +166,28 @@ func sign(v int64) int64 {
 		return -1
 	}
 	return 0
+}
+
+// recurringCause is the part ns of the disk_read row that a rerun pays
+// again, named by the file that took most of it (OutsidePageCache when
+// that was I/O no file explains).
+func recurringCause(row *Row, ns, wallNS int64) Cause {
+	c := Cause{Category: DiskRead, NS: ns, Pct: int(math.Round(100 * float64(ns) / float64(wallNS))), Recurring: true}
+	var top int64
+	for _, f := range row.Files {
+		if f.RecurringNS <= 0 {
+			continue
+		}
+		if f.RecurringNS > top {
+			if len(c.Names) > 0 {
+				c.OtherFiles++
+			}
+			top, c.Names = f.RecurringNS, []string{f.Path}
+		} else {
+			c.OtherFiles++
+		}
+	}
+	return c
 }
 
 // cause names the top evidence of a row.

@@ -117,6 +117,20 @@ static __always_inline bool syncs_files(long id)
 	return writes_files(id);
 }
 
+/* Whether the run has read pages of the file from disk: a thread of it
+ * inserted some, or read some an untraced process was inserting. Only
+ * then may a wait in a read or a fault that did not itself miss be for
+ * that file's pages being read in. A folio lock taken by anyone else
+ * (reclaim scanning the page, migration, a writer overwriting it) makes
+ * the reader wait in I/O as well, with no disk read of the file behind
+ * it: seen as 0.3 ms of I/O wait on a binary whose every page was a hit.
+ * Such a wait is I/O outside the page cache. */
+static __always_inline bool filled_by_run(struct file_key *k)
+{
+	struct file_stats *fs = bpf_map_lookup_elem(&files, k);
+	return fs && (fs->missed || fs->shared);
+}
+
 /* A file fault waits for its page within this long of its filemap_fault. */
 #define FAULT_WAIT_NS (1000 * 1000)
 
@@ -124,8 +138,9 @@ static __always_inline bool syncs_files(long id)
  * entry is in (a page-cache miss: the thread waits for the pages it is
  * inserting), the file whose direct-I/O reads the entry queued, the file
  * a read syscall reads or a file fault just touched (pages another
- * thread is reading in). Any other I/O wait (a sync, a write's
- * throttling, a read the page cache does not see) names no file: the
+ * thread is reading in) where the run has read that file from disk. Any
+ * other I/O wait (a sync, a write's throttling, a read the page cache
+ * does not see, a folio lock held by reclaim) names no file: the
  * thread's last page-cache file has nothing to do with it, and user
  * space shows it as I/O outside the page cache. Returns TF_OUT_DIRECT
  * for a direct-I/O wait. */
@@ -146,18 +161,21 @@ static __always_inline __u32 wait_cause(struct tstate *s, struct thread *t, stru
 		t->wait_file = s->dio_file;
 		return TF_OUT_DIRECT;
 	}
+	struct file_key k = {};
 	if (nr < 0) {
 		if ((s->flags & TF_FAULT_TS) && now >= s->fault_ts && now - s->fault_ts < FAULT_WAIT_NS)
-			t->wait_file = s->cur;
-		return 0;
+			k = s->cur;
+	} else {
+		struct file *f = syscall_read_file(prev);
+		if (f) {
+			struct inode *inode = BPF_CORE_READ(f, f_mapping, host);
+			k.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+			k.ino = BPF_CORE_READ(inode, i_ino);
+			k.gen = BPF_CORE_READ(inode, i_generation);
+		}
 	}
-	struct file *f = syscall_read_file(prev);
-	if (f) {
-		struct inode *inode = BPF_CORE_READ(f, f_mapping, host);
-		t->wait_file.dev = BPF_CORE_READ(inode, i_sb, s_dev);
-		t->wait_file.ino = BPF_CORE_READ(inode, i_ino);
-		t->wait_file.gen = BPF_CORE_READ(inode, i_generation);
-	}
+	if (k.ino && filled_by_run(&k))
+		t->wait_file = k;
 	return 0;
 }
 

@@ -245,3 +245,20 @@ func TestHubHealthText(t *testing.T) {
 		t.Error("an offline hub is not a disabled cache")
 	}
 }
+
+// TestTextDiskRowCountsDirectReads: direct reads came from disk, past the
+// page cache: the disk row says how much, not "0 B read from disk".
+func TestTextDiskRowCountsDirectReads(t *testing.T) {
+	r := fixtures.Record(t, "truth-cold")
+	for i := range r.Files {
+		r.Files[i].BytesFromDisk, r.Files[i].PagesMissed = 0, 0
+	}
+	r.Files[0].DirectBytes = 64 << 20
+	var b strings.Builder
+	if err := Write(&b, r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "0 B read from disk through the page cache, 64.0 MiB direct") {
+		t.Errorf("disk row:\n%s", b.String())
+	}
+}

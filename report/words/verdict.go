@@ -39,12 +39,19 @@ func verdictCore(v attribution.Verdict) string {
 	}
 	var parts []string
 	for _, c := range v.Causes {
+		if c.Recurring {
+			parts = append(parts, pct(c)+" "+c.Category.Label()+recurring(c))
+			continue
+		}
 		parts = append(parts, pct(c)+" "+c.Category.Label()+waitHint(c))
 	}
 	var tail string
-	if v.AvoidableNS == 0 {
+	switch {
+	case v.AvoidableNS == 0 && v.RecurringNS > 0:
+		tail = "what it read from disk a rerun reads again, and nothing came from a compiler or the network, so a rerun should take about as long."
+	case v.AvoidableNS == 0:
 		tail = "nothing came from disk, a compiler or the network, so a rerun should take about as long."
-	} else {
+	default:
 		// Name the main avoidable cost even when it is small: "why was
 		// it not slower/faster" still wants the file or compiler.
 		var mostly string
@@ -76,6 +83,22 @@ func sharePct(share float64) string {
 		return "<1%"
 	}
 	return fmt.Sprintf("%.0f%%", p)
+}
+
+// recurring names the disk time a rerun pays again: the file read with
+// direct I/O that took most of it, or I/O the page cache does not see.
+func recurring(c attribution.Cause) string {
+	if len(c.Names) == 0 || c.Names[0] == attribution.OutsidePageCache {
+		return " (I/O outside the page cache, which a rerun repeats)"
+	}
+	top := format.Path(c.Names[0], format.PathWidth)
+	switch c.OtherFiles {
+	case 0:
+		return " (direct I/O of " + top + ", which a rerun repeats)"
+	case 1:
+		return " (direct I/O of " + top + " and 1 other file, which a rerun repeats)"
+	}
+	return fmt.Sprintf(" (direct I/O of %s and %d other files, which a rerun repeats)", top, c.OtherFiles)
 }
 
 func waitHint(c attribution.Cause) string {

@@ -126,3 +126,17 @@ func TestFilesWithNoMissAreNotCalledUncached(t *testing.T) {
 		t.Errorf("verdict %q", got)
 	}
 }
+
+func TestWarmVerdictNamesDiskTimeARerunRepeats(t *testing.T) {
+	v := attribution.Verdict{Kind: attribution.VerdictWarm, RecurringNS: 700e6, Causes: []attribution.Cause{
+		{Category: attribution.DiskRead, NS: 700e6, Pct: 70, Recurring: true, Names: []string{"/data/shard.bin"}},
+		{Category: attribution.CPU, NS: 300e6, Pct: 30}}}
+	const want = "warm run: 70% disk reads (direct I/O of /data/shard.bin, which a rerun repeats), 30% CPU; what it read from disk a rerun reads again, and nothing came from a compiler or the network, so a rerun should take about as long."
+	if got := Verdict(v); got != want {
+		t.Errorf("verdict\n%q, want\n%q", got, want)
+	}
+	v.Causes[0].Names = []string{attribution.OutsidePageCache}
+	if got := Verdict(v); !strings.Contains(got, "70% disk reads (I/O outside the page cache, which a rerun repeats)") {
+		t.Errorf("outside the page cache: %q", got)
+	}
+}
