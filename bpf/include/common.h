@@ -202,8 +202,8 @@ struct thread {
 	__u32 pad;
 	/* The kernel's run-queue clock of the thread (sched_info.run_delay,
 	 * with a run-queue wait about to end added) at its last seen
-	 * switch: what tells the run-queue part of a wait whose switch out
-	 * was not seen from a sleep. */
+	 * switch in: what tells the run-queue part of a wait whose switch
+	 * out was not seen from a sleep. */
 	__u64 rdelay_ns;
 };
 

@@ -273,7 +273,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct thread *t = s ? slot_thread(s) : NULL;
 	if (s && t) {
 		now = bpf_ktime_get_ns();
-		end_left_entry(s, t, prev, now);
+		if (s->flags & TF_LAZY_END) /* the call only where it has work */
+			end_left_entry(s, t, prev, now);
 		/* Still inside the fill's entry: switching out sets the
 		 * thread's rseq notification, so the entry's return to user
 		 * space runs rseq_update, which ends the fill there
@@ -338,8 +339,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		} else if (preempt || prev_state == 0) {
 			f |= TF_OUT_RUNNABLE;
 		}
+		/* rdelay_ns is left as the switch in set it: only a switch in
+		 * that finds the thread still on a CPU reads it, and that is
+		 * after a switch out no program saw. */
 		t->last_ts = now;
-		t->rdelay_ns = run_delay(prev);
 		t->switches++;
 		/* Written last: once user space sees TF_DEAD it reads the final
 		 * counters and recycles the slot. */
