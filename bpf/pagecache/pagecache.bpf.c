@@ -1124,7 +1124,10 @@ static __always_inline __u64 count_read(struct tstate *t, struct address_space *
 		if (hi + 1 > t->rd_next)
 			t->rd_next = hi + 1;
 	} else {
-		if (!same || lo != t->rd_next) {
+		/* A batch at the file's first page has no earlier start to
+		 * find (most reads of small files): the descriptor walk of
+		 * read_start, six probe reads, is skipped. */
+		if (lo > 0 && (!same || lo != t->rd_next)) {
 			__s64 start = read_start(task, mapping);
 			if (start >= 0 && (__u64)start < lo)
 				from = start;
@@ -1223,11 +1226,15 @@ static __always_inline bool python_file(struct inode *inode)
 	__u32 len = d->d_name.len;
 	if (len < 4 || len > 255)
 		return false;
-	char tail[4];
-	if (bpf_probe_read_kernel(tail, sizeof(tail), d->d_name.name + len - 4))
-		return false;
-	return (tail[1] == '.' && tail[2] == 'p' && tail[3] == 'y') ||
-	       (tail[0] == '.' && tail[1] == 'p' && tail[2] == 'y' && tail[3] == 'c');
+	/* The name's last four bytes, from one fault-safe load of the eight
+	 * that end it (or begin it: a name under eight bytes is stored
+	 * inline in its dentry, whose buffer holds them) rather than a probe
+	 * read's helper call. */
+	__u64 name = (__u64)d->d_name.name;
+	__u32 skip = len >= 8 ? 4 : len - 4;
+	__u32 tail = (__u32)(read_addr(name + (len >= 8 ? len - 8 : 0)) >> (8 * skip));
+	/* Little-endian: ".pyc" is 0x6379702e; "?.py" ends in ".py". */
+	return tail == 0x6379702e || (tail >> 8) == 0x79702e;
 }
 
 /* The first read of a Python file by a Python process: a record (see

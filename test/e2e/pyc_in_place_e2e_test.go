@@ -85,3 +85,39 @@ func TestBytecodeEntryBlockedByADirectoryIsNotKept(t *testing.T) {
 		t.Fatalf("no in-tree bytecode cache in the record: %+v", rec.JIT.Caches)
 	}
 }
+
+// TestBytecodeLookupsOfModulesOfEveryNameLength: modules whose source
+// names are 4 to 11 bytes long (q.py … qqqqqqqq.py: the kernel tells a
+// Python file by its name's last bytes, read whole or inline in the
+// dentry), imported without bytecode: every source read is a lookup of
+// the in-tree cache and a miss, none lost.
+func TestBytecodeLookupsOfModulesOfEveryNameLength(t *testing.T) {
+	requireTracing(t)
+	dir := t.TempDir()
+	var names []string
+	for n := 1; n <= 8; n++ {
+		name := strings.Repeat("q", n)
+		if err := os.WriteFile(filepath.Join(dir, name+".py"), []byte("X = 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	out := filepath.Join(t.TempDir(), "run.rec")
+	code, _, stderr := coldtrace(t, []string{"PYTHONPATH=" + dir, "PYTHONDONTWRITEBYTECODE=", "PYTHONPYCACHEPREFIX="}, "-q", "-o", out, "--",
+		"/usr/bin/python3", "-c", "import "+strings.Join(names, ", "))
+	if code != 0 {
+		t.Fatalf("coldtrace exited %d:\n%s", code, stderr)
+	}
+	rec := readRecord(t, out)
+	for _, c := range rec.JIT.Caches {
+		if c.Name != "python" || c.Root != "**/__pycache__" {
+			continue
+		}
+		if c.Misses != uint64(len(names)) || c.Lookups != c.Hits+c.Misses {
+			t.Errorf("%d lookups, %d hits, %d misses: want %d misses, each a lookup (a source read the kernel did not tell as Python is lost)",
+				c.Lookups, c.Hits, c.Misses, len(names))
+		}
+		return
+	}
+	t.Fatalf("no in-tree bytecode cache in the record: %+v", rec.JIT.Caches)
+}
