@@ -40,7 +40,7 @@ type Verdict struct {
 
 // Change is one category's change with the evidence behind it: for
 // disk_read, the files that became cached (less) or uncached (more), else
-// both sides' bytes from disk; for jit_compile, the caches whose misses
+// both sides' bytes from disk and direct bytes; for jit_compile, the caches whose misses
 // became hits (less) or grew (more), else compilers run a different number
 // of times; for download, paths downloaded in only one run; for
 // gpu_compute, the one GPU's mean utilisation on both sides.
@@ -51,6 +51,10 @@ type Change struct {
 	Files          []string `json:"files,omitempty"`
 	ABytesFromDisk uint64   `json:"a_bytes_from_disk,omitempty"`
 	BBytesFromDisk uint64   `json:"b_bytes_from_disk,omitempty"`
+	// A/BDirectBytes are both sides' direct reads, beside their bytes
+	// from disk through the page cache: disk time a rerun pays again.
+	ADirectBytes uint64 `json:"a_direct_bytes,omitempty"`
+	BDirectBytes uint64 `json:"b_direct_bytes,omitempty"`
 
 	Caches    []CacheChange    `json:"caches,omitempty"`
 	Compilers []RunsChange     `json:"compilers,omitempty"`
@@ -138,6 +142,8 @@ func (d *Diff) change(c Row) Change {
 			for _, f := range d.Files {
 				ch.ABytesFromDisk += f.ABytesFromDisk
 				ch.BBytesFromDisk += f.BBytesFromDisk
+				ch.ADirectBytes += f.ADirectBytes
+				ch.BDirectBytes += f.BDirectBytes
 			}
 		}
 	case attribution.JITCompile:

@@ -54,6 +54,9 @@ func changeDetail(c compare.Change) string {
 			}
 			return " (" + format.Files(c.Files) + " " + wasWere(len(c.Files)) + " " + verb + ")"
 		}
+		if c.ADirectBytes > 0 || c.BDirectBytes > 0 {
+			return directDetail(c)
+		}
 		if c.ABytesFromDisk != c.BBytesFromDisk {
 			return fmt.Sprintf(" (%s read from disk instead of %s)", format.Bytes(c.BBytesFromDisk), format.Bytes(c.ABytesFromDisk))
 		}
@@ -116,4 +119,18 @@ func wasWere(n int) string {
 		return "was"
 	}
 	return "were"
+}
+
+// directDetail names a disk change of runs that read with direct I/O:
+// those bytes come from disk in every run, so "0 B read from disk"
+// alone would hide them.
+func directDetail(c compare.Change) string {
+	direct := fmt.Sprintf("%s read with direct I/O in both", format.Bytes(c.BDirectBytes))
+	if c.ADirectBytes != c.BDirectBytes {
+		direct = fmt.Sprintf("%s read with direct I/O instead of %s", format.Bytes(c.BDirectBytes), format.Bytes(c.ADirectBytes))
+	}
+	if c.ABytesFromDisk != c.BBytesFromDisk {
+		return fmt.Sprintf(" (%s; %s through the page cache instead of %s)", direct, format.Bytes(c.BBytesFromDisk), format.Bytes(c.ABytesFromDisk))
+	}
+	return " (" + direct + ")"
 }

@@ -140,3 +140,18 @@ func TestWarmVerdictNamesDiskTimeARerunRepeats(t *testing.T) {
 		t.Errorf("outside the page cache: %q", got)
 	}
 }
+
+// TestComparisonCountsDirectReads: a disk change of runs that read with
+// direct I/O says so, not "0 B read from disk".
+func TestComparisonCountsDirectReads(t *testing.T) {
+	v := compare.Verdict{Kind: compare.Slower, AWallNS: 100e6, BWallNS: 300e6, DeltaNS: 200e6, With: []compare.Change{
+		{Category: attribution.DiskRead, DeltaNS: 134e6, ABytesFromDisk: 20 << 10, ADirectBytes: 64 << 20, BDirectBytes: 64 << 20}}}
+	const want = "134ms more disk reads (64.0 MiB read with direct I/O in both; 0 B through the page cache instead of 20.0 KiB)"
+	if got := Comparison(v); !strings.Contains(got, want) {
+		t.Errorf("comparison\n%q, want it to hold\n%q", got, want)
+	}
+	v.With[0].ABytesFromDisk, v.With[0].BDirectBytes = 0, 128<<20
+	if got := Comparison(v); !strings.Contains(got, "(128.0 MiB read with direct I/O instead of 64.0 MiB)") {
+		t.Errorf("comparison %q", got)
+	}
+}
