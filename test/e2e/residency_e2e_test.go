@@ -201,7 +201,14 @@ func TestEvictStatusPrefetchCommands(t *testing.T) {
 	// A record of another host: warned, then used.
 	other := writeRecord(t, t.TempDir(), model, triton, "elsewhere")
 	code, out, errs = coldtrace(t, nil, "status", "--from", other)
-	if code != 0 || !strings.Contains(errs, "was recorded on elsewhere, not on this host") || !strings.Contains(out, "next run: warm") {
+	// Cold again, rightly, where the machine has taken back more pages
+	// by now (seen in CI: 2.2% of the file a few seconds after the
+	// prefetch, the prediction above already cold).
+	otherState := "next run: warm"
+	if !strings.Contains(out, otherState) && missingReclaimed() {
+		otherState = "next run: cold"
+	}
+	if code != 0 || !strings.Contains(errs, "was recorded on elsewhere, not on this host") || !strings.Contains(out, otherState) {
 		t.Errorf("other host: exit %d\n%s%s", code, out, errs)
 	}
 }
