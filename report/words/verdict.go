@@ -91,14 +91,20 @@ func recurring(c attribution.Cause) string {
 	if len(c.Names) == 0 || c.Names[0] == attribution.OutsidePageCache {
 		return " (I/O outside the page cache, which a rerun repeats)"
 	}
-	top := format.Path(c.Names[0], format.PathWidth)
-	switch c.OtherFiles {
+	return " (direct I/O of " + fileAndOthers(c.Names[0], c.OtherFiles) + ", which a rerun repeats)"
+}
+
+// fileAndOthers names a cause's top file and counts the rest: "a.bin",
+// "a.bin and 1 other file", "a.bin and 3 other files".
+func fileAndOthers(top string, others int) string {
+	top = format.Path(top, format.PathWidth)
+	switch others {
 	case 0:
-		return " (direct I/O of " + top + ", which a rerun repeats)"
+		return top
 	case 1:
-		return " (direct I/O of " + top + " and 1 other file, which a rerun repeats)"
+		return top + " and 1 other file"
 	}
-	return fmt.Sprintf(" (direct I/O of %s and %d other files, which a rerun repeats)", top, c.OtherFiles)
+	return fmt.Sprintf("%s and %d other files", top, others)
 }
 
 func waitHint(c attribution.Cause) string {
@@ -118,17 +124,13 @@ func detail(c attribution.Cause) string {
 		case len(c.Names) == 0:
 			return ""
 		}
-		top := format.Path(c.Names[0], format.PathWidth)
 		if c.NoneMissed {
-			return waitedOnly(top, c.OtherFiles)
+			// None of their pages did the run read itself: it waited
+			// for pages already on their way in, so the files were not
+			// simply "not in page cache".
+			return " (waiting for " + fileAndOthers(c.Names[0], c.OtherFiles) + " already being read in)"
 		}
-		switch c.OtherFiles {
-		case 0:
-			return " (" + top + " not in page cache)"
-		case 1:
-			return " (" + top + " and 1 other file not in page cache)"
-		}
-		return fmt.Sprintf(" (%s and %d other files not in page cache)", top, c.OtherFiles)
+		return " (" + fileAndOthers(c.Names[0], c.OtherFiles) + " not in page cache)"
 	case attribution.JITCompile:
 		if len(c.Names) > 0 {
 			return " (" + strings.Join(c.Names, ", ") + ")"
@@ -142,19 +144,6 @@ func detail(c attribution.Cause) string {
 		}
 	}
 	return ""
-}
-
-// waitedOnly names files none of whose pages the run read itself: it
-// waited for pages already on their way in, so the files were not simply
-// "not in page cache".
-func waitedOnly(top string, others int) string {
-	switch others {
-	case 0:
-		return " (waiting for " + top + " already being read in)"
-	case 1:
-		return " (waiting for " + top + " and 1 other file already being read in)"
-	}
-	return fmt.Sprintf(" (waiting for %s and %d other files already being read in)", top, others)
 }
 
 // Download says what a download was and whether a warm rerun repeats it:
