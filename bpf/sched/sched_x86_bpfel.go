@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type SchedClockCal struct {
+	_    structs.HostLayout
+	RqAt uint64
+	Off  int64
+}
+
 type SchedFileKey struct {
 	_   structs.HostLayout
 	Dev uint32
@@ -207,6 +213,7 @@ type SchedTstate struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	SchedMapClockCals                 = "clock_cals"
 	SchedMapEvents                    = "events"
 	SchedMapExecScratch               = "exec_scratch"
 	SchedMapFileStacks                = "file_stacks"
@@ -285,6 +292,7 @@ type SchedProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedMapSpecs struct {
+	ClockCals    *ebpf.MapSpec `ebpf:"clock_cals"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	ExecScratch  *ebpf.MapSpec `ebpf:"exec_scratch"`
 	FileStacks   *ebpf.MapSpec `ebpf:"file_stacks"`
@@ -331,6 +339,7 @@ func (o *SchedObjects) Close() error {
 //
 // It can be passed to LoadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedMaps struct {
+	ClockCals    *ebpf.Map `ebpf:"clock_cals"`
 	Events       *ebpf.Map `ebpf:"events"`
 	ExecScratch  *ebpf.Map `ebpf:"exec_scratch"`
 	FileStacks   *ebpf.Map `ebpf:"file_stacks"`
@@ -346,6 +355,7 @@ type SchedMaps struct {
 
 func (m *SchedMaps) Close() error {
 	return _SchedClose(
+		m.ClockCals,
 		m.Events,
 		m.ExecScratch,
 		m.FileStacks,
