@@ -197,6 +197,18 @@ static __always_inline bool charge_uring_wait(struct thread *t, struct task_stru
 	return true;
 }
 
+/* The run queue task's CFS queue is on (its CPU's), read through a view
+ * of the task; NULL where the kernel does not say. */
+static __always_inline struct rq *task_rq_view(struct task_struct *task)
+{
+	if (!bpf_core_field_exists(task->se.cfs_rq))
+		return NULL;
+	struct cfs_rq *cfs = task->se.cfs_rq;
+	if (!cfs || !bpf_core_field_exists(cfs->rq))
+		return NULL;
+	return cfs->rq;
+}
+
 /* The kernel's run-queue clock of task (sched_info.run_delay) as of now,
  * at a sched_switch on this CPU: the switch adds a wait that ends here to
  * run_delay only after the tracepoint (sched_info_arrive, in
@@ -216,13 +228,9 @@ static __always_inline __u64 run_delay(struct task_struct *task_arg)
 		return 0;
 	__u64 rd = task->sched_info.run_delay;
 	__u64 queued = task->sched_info.last_queued;
-	struct cfs_rq *cfs = task->se.cfs_rq;
-	if (queued && cfs && bpf_core_field_exists(cfs->rq)) {
-		struct rq *rq = cfs->rq;
-		__u64 clock = rq ? rq->clock : 0;
-		if (clock > queued)
-			rd += clock - queued;
-	}
+	struct rq *rq = queued ? task_rq_view(task) : NULL;
+	if (rq && rq->clock > queued)
+		rd += rq->clock - queued;
 	return rd;
 }
 
@@ -237,10 +245,8 @@ static __always_inline __u64 run_delay(struct task_struct *task_arg)
  * in the kernel (measured: 1.5% of a busy run's switches over 10 us);
  * the kernel's own sum_exec_runtime and run_delay are kept by it. Both
  * ends of a switch take the same time, so the error moves time between
- * a thread's run and its next wait, never loses it; on_switch takes no
- * time before a stamp the thread's own programs wrote since its switch
- * in (a fill charged up to one would exceed its thread's CPU: seen
- * once, by 0.38 ms), nor, switching a thread in, before its switch out.
+ * a thread's run and its next wait, never loses it (on_switch keeps
+ * each thread's time from running backwards).
  *
  * The other programs and user space use the monotonic clock, so the run
  * queue's is put on it by an offset per CPU, measured with one monotonic
@@ -280,13 +286,8 @@ static __always_inline __u64 switch_now(struct task_struct *task_arg)
 	struct task_struct *task = BTF_VIEW(task_arg, struct task_struct);
 	__u32 zero = 0;
 	struct clock_cal *c = bpf_map_lookup_elem(&clock_cals, &zero);
-	if (!c || !bpf_core_field_exists(task->se.cfs_rq))
-		return bpf_ktime_get_ns();
-	struct cfs_rq *cfs = task->se.cfs_rq;
-	if (!cfs || !bpf_core_field_exists(cfs->rq))
-		return bpf_ktime_get_ns();
-	struct rq *rq = cfs->rq;
-	if (!rq || !bpf_core_field_exists(rq->cpu) || rq->cpu != bpf_get_smp_processor_id())
+	struct rq *rq = task_rq_view(task);
+	if (!c || !rq || !bpf_core_field_exists(rq->cpu) || rq->cpu != bpf_get_smp_processor_id())
 		return bpf_ktime_get_ns();
 	__u64 rc = rq->clock;
 	if (c->rq_at && rc >= c->rq_at && rc - c->rq_at < CLOCK_CAL_NS)
