@@ -200,6 +200,7 @@ func SliceRecord(r *record.Record, start, end int64) *record.Record {
 	}
 	out.JIT = sliceJIT(r.JIT, start, end)
 	out.ReadExitSpans, out.ReadExitsFromNS = sliceReadExits(r, start, end)
+	out.RseqReturnSpans = sliceSpans(r.RseqReturnSpans, start, end)
 	out.Downloads = nil
 	for _, d := range r.Downloads {
 		if d.EndNS <= start || d.StartNS >= end {
@@ -386,8 +387,20 @@ func sliceReadExits(r *record.Record, start, end int64) ([]record.ReadExitSpan, 
 		from := clip(*r.ReadExitsFromNS-start, wall)
 		return nil, &from
 	}
+	out := sliceSpans(r.ReadExitSpans, start, end)
+	if len(out) == 0 {
+		return nil, nil
+	}
+	from := out[0].FromNS
+	return out, &from
+}
+
+// sliceSpans keeps the intervals of spans that overlap [start, end),
+// clipped to it and counted from start.
+func sliceSpans(spans []record.ReadExitSpan, start, end int64) []record.ReadExitSpan {
+	wall := end - start
 	var out []record.ReadExitSpan
-	for _, sp := range r.ReadExitSpans {
+	for _, sp := range spans {
 		if sp.ToNS <= start || sp.FromNS >= end {
 			continue
 		}
@@ -398,11 +411,7 @@ func sliceReadExits(r *record.Record, start, end int64) ([]record.ReadExitSpan, 
 		sp.ToNS = clip(sp.ToNS-start, wall)
 		out = append(out, sp)
 	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	from := out[0].FromNS
-	return out, &from
+	return out
 }
 
 // sliceJIT keeps the compile windows inside [start, end) and the caches

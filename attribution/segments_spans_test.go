@@ -54,3 +54,20 @@ func TestSliceRecordKeepsReadExitSpans(t *testing.T) {
 		t.Errorf("a segment before they went on: from %d", *got.ReadExitsFromNS)
 	}
 }
+
+// A segment keeps the intervals in which the program at the return to
+// user space was on as it keeps the read exits'.
+func TestSliceRecordKeepsRseqReturnSpans(t *testing.T) {
+	r := &record.Record{WallNS: 10e9, RseqReturnSpans: []record.ReadExitSpan{
+		{FromNS: 1e9, ToNS: 3e9, Off: "quiet"},
+		{FromNS: 5e9, ToNS: 10e9},
+	}}
+	got := SliceRecord(r, 2e9, 6e9).RseqReturnSpans
+	want := []record.ReadExitSpan{{FromNS: 0, ToNS: 1e9, Off: "quiet"}, {FromNS: 3e9, ToNS: 4e9}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("spans %+v, want %+v", got, want)
+	}
+	if got := SliceRecord(r, 3e9, 5e9).RseqReturnSpans; len(got) != 0 {
+		t.Errorf("a segment between the intervals keeps %+v", got)
+	}
+}

@@ -92,6 +92,12 @@ type Record struct {
 	// disk does): exactly, as a task work ends them, and with no syscall
 	// tracepoint on. The others end at a read exit or the next look.
 	FillsEndedAtReturn uint64 `json:"fills_ended_at_return,omitempty"`
+	// RseqReturnSpans are the intervals in which the program on
+	// rseq_update that ends those fills was attached: from the first
+	// fill that asked for it until none had for a quiet spell (the
+	// machine's other processes pay its test at each return to user
+	// space after a switch only then). Empty when none asked.
+	RseqReturnSpans []ReadExitSpan `json:"rseq_return_spans,omitempty"`
 
 	// Files are indexed by File.ID (its position); samples refer to them.
 	Files     []File    `json:"files"`
@@ -142,8 +148,9 @@ type Record struct {
 	fileIndex map[int]int
 }
 
-// ReadExitSpan is one interval in which the read exits were on, in ns
-// since the run's start.
+// ReadExitSpan is one interval in which the read exits (or, in
+// Record.RseqReturnSpans, the program at the return to user space) were
+// on, in ns since the run's start.
 type ReadExitSpan struct {
 	FromNS int64 `json:"from_ns"`
 	// ToNS is when they came off, or the end of the run.

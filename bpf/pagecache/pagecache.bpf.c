@@ -257,6 +257,14 @@ __u32 rseq_ends = 0;
 /* Fills on_rseq_return ended (the record's fills_ended_at_return). */
 __u64 rseq_ended = 0;
 
+/* When a fill last asked to end at its return (CLOCK_MONOTONIC ns, kept
+ * to the millisecond like lazy_seen_ns). User space takes on_rseq_return
+ * off once it has not moved for the read exits' quiet spell, clearing
+ * RSEQ_BIT in lazy_woken so that the next such fill asks anew: every
+ * other process of the machine pays the program's tracked test at each
+ * return after a switch only while the run reads from disk. */
+__u64 rseq_seen_ns = 0;
+
 /* A read or pread64 asking for less than SMALL_READ bytes. Such a read
  * whose fill never switches out (its disk answered before it waited: a
  * sixth of a cold import's module reads on this VM) ends at the next
@@ -360,6 +368,9 @@ __noinline int ask_lazily(struct tstate *s)
 	 * syscall's exit when its fill ends (ask_unseen). */
 	if (rseq_ends && has_rseq(task)) {
 		s->flags |= TF_RSEQ_THREAD;
+		__u64 now = bpf_ktime_get_ns();
+		if (now - rseq_seen_ns > 1000000)
+			rseq_seen_ns = now;
 		if (bpf_core_field_exists(task->ioac))
 			s->fill_reads = task->ioac.syscr;
 		if (small_read(task))
@@ -1863,7 +1874,8 @@ int on_read_exit(void *ctx)
  * and no syscall tracepoint is needed. A tracepoint that is not a
  * syscall's: other processes pay this program (the tracked test) at
  * their returns after a switch, not the slow path at every syscall.
- * Attached once the first such fill asks (RSEQ_BIT). */
+ * Attached once the first such fill asks (RSEQ_BIT), and off again after
+ * a quiet spell (rseq_seen_ns). */
 SEC("tp_btf/rseq_update")
 int BPF_PROG(on_rseq_return, struct task_struct *task)
 {

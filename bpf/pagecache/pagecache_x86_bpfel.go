@@ -322,6 +322,7 @@ const (
 	PagecacheVarPyStacksOn          = "py_stacks_on"
 	PagecacheVarRseqEnded           = "rseq_ended"
 	PagecacheVarRseqEnds            = "rseq_ends"
+	PagecacheVarRseqSeenNs          = "rseq_seen_ns"
 	PagecacheVarSelfMntNs           = "self_mnt_ns"
 	PagecacheVarTaskWorks           = "task_works"
 	PagecacheVarUringNoted          = "uring_noted"
@@ -425,6 +426,7 @@ type PagecacheVariableSpecs struct {
 	PyStacksOn          *ebpf.VariableSpec `ebpf:"py_stacks_on"`
 	RseqEnded           *ebpf.VariableSpec `ebpf:"rseq_ended"`
 	RseqEnds            *ebpf.VariableSpec `ebpf:"rseq_ends"`
+	RseqSeenNs          *ebpf.VariableSpec `ebpf:"rseq_seen_ns"`
 	SelfMntNs           *ebpf.VariableSpec `ebpf:"self_mnt_ns"`
 	TaskWorks           *ebpf.VariableSpec `ebpf:"task_works"`
 	UringNoted          *ebpf.VariableSpec `ebpf:"uring_noted"`
@@ -523,6 +525,7 @@ type PagecacheVariables struct {
 	PyStacksOn          *ebpf.Variable `ebpf:"py_stacks_on"`
 	RseqEnded           *ebpf.Variable `ebpf:"rseq_ended"`
 	RseqEnds            *ebpf.Variable `ebpf:"rseq_ends"`
+	RseqSeenNs          *ebpf.Variable `ebpf:"rseq_seen_ns"`
 	SelfMntNs           *ebpf.Variable `ebpf:"self_mnt_ns"`
 	TaskWorks           *ebpf.Variable `ebpf:"task_works"`
 	UringNoted          *ebpf.Variable `ebpf:"uring_noted"`

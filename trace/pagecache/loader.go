@@ -53,9 +53,13 @@ type probes struct {
 	uringSubmits bool
 	// rseqReturns: without task works, the kernel has rseq_update,
 	// where on_rseq_return ends the fills of threads that switched out
-	// inside them (attachRseq); rseq is its link once a fill asked.
+	// inside them (attachRseq); rseq is its link while attached,
+	// rseqSpans the intervals it was, rseqQuiet stops the watch that
+	// takes it off after a quiet spell (nil while none runs).
 	rseqReturns bool
 	rseq        link.Link
+	rseqSpans   []exitSpan
+	rseqQuiet   chan struct{}
 	// noReadExits: the read exits are never attached (--no-read-exits).
 	noReadExits bool
 }
@@ -345,15 +349,16 @@ func (p *probes) attachReadExitsLazily() error {
 // area asks for on_rseq_return.
 const rseqBit = 9
 
-// attachRseq attaches on_rseq_return for the rest of the run: where task
-// works are refused, the fill of a thread with an rseq area (every
-// thread of a glibc 2.35+ program) that switched out inside it (a cold
-// read waiting for its disk) then ends at its return to user space, as
-// a task work would end it, without a syscall tracepoint. Other
-// processes pay the program's tracked test at their returns after a
-// switch, far less than the slow path the read exits put every syscall
-// on, so it stays on. If it cannot be attached, rseq_ends goes back to 0
-// and such fills ask for their syscall's exit as others do.
+// attachRseq attaches on_rseq_return: where task works are refused, the
+// fill of a thread with an rseq area (every thread of a glibc 2.35+
+// program) that switched out inside it (a cold read waiting for its
+// disk) then ends at its return to user space, as a task work would end
+// it, without a syscall tracepoint. Other processes pay the program's
+// tracked test at each of their returns after a switch (a pipe
+// ping-pong beside a run about 3% more), so, like the read exits, it
+// comes off once no fill has asked for it for ReadExitsQuiet and goes
+// on again at the next. If it cannot be attached, rseq_ends goes back
+// to 0 and such fills ask for their syscall's exit as others do.
 func (p *probes) attachRseq() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -366,6 +371,69 @@ func (p *probes) attachRseq() {
 		return
 	}
 	p.rseq = l
+	p.rseqSpans = append(p.rseqSpans, exitSpan{from: probe.MonotonicNS()})
+	p.rseqQuiet = make(chan struct{})
+	p.watching.Add(1)
+	go p.watchRseqQuiet(p.rseqQuiet)
+}
+
+// watchRseqQuiet takes on_rseq_return off once bpf/pagecache's
+// rseq_seen_ns has not moved for ReadExitsQuiet, or returns when stop
+// is closed.
+func (p *probes) watchRseqQuiet(stop chan struct{}) {
+	defer p.watching.Done()
+	tick := time.NewTicker(ReadExitsQuiet / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if p.detachRseqIfQuiet(stop) {
+			return
+		}
+	}
+}
+
+// detachRseqIfQuiet takes on_rseq_return off if no fill asked for it
+// for ReadExitsQuiet since it went on, and says whether it did. Its bit
+// in lazy_woken is cleared first, so that a fill beginning while it
+// comes off asks again (the ask waits for mu, then attaches anew); a
+// fill already switched out ends at the next look instead of at its
+// return. A read exit the kernel asked for in the same instant keeps
+// its ask in flight (the ring carries it), and a later fill of its
+// syscall asks once more.
+func (p *probes) detachRseqIfQuiet(stop chan struct{}) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rseqQuiet != stop {
+		return true
+	}
+	var seen uint64
+	if err := p.objs.RseqSeenNs.Get(&seen); err != nil {
+		return false // kept on: the record stays true
+	}
+	now := probe.MonotonicNS()
+	if now < max(seen, p.rseqSpans[len(p.rseqSpans)-1].from)+uint64(ReadExitsQuiet) {
+		return false
+	}
+	var woken uint32
+	if err := p.objs.LazyWoken.Get(&woken); err != nil {
+		return false
+	}
+	if err := p.objs.LazyWoken.Set(woken &^ (1 << rseqBit)); err != nil {
+		return false
+	}
+	// An error leaves the link attached until close, which tries again;
+	// the span ends here either way: on_rseq_return only ends the fills
+	// of threads that switched out asking for it.
+	if err := p.rseq.Close(); err == nil {
+		p.rseq = nil
+	}
+	p.rseqSpans[len(p.rseqSpans)-1].to = probe.MonotonicNS()
+	p.rseqQuiet = nil
+	return true
 }
 
 // exitSpan is one interval in which read exits were attached
@@ -446,7 +514,7 @@ func (p *probes) detachIfQuiet(stop chan struct{}) bool {
 	if now < last+uint64(ReadExitsQuiet) {
 		return false
 	}
-	// on_rseq_return stays: its bit stays asked for.
+	// on_rseq_return has a watch of its own: its bit stays as it is.
 	var woken uint32
 	if p.rseq != nil {
 		woken = 1 << rseqBit
@@ -480,6 +548,14 @@ func (p *probes) readExitSpans() ([]exitSpan, string) {
 	return slices.Clone(p.spans), p.fillEnd
 }
 
+// rseqReturnSpans says when on_rseq_return was attached
+// (CLOCK_MONOTONIC ns).
+func (p *probes) rseqReturnSpans() []exitSpan {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.rseqSpans)
+}
+
 func (p *probes) close() error {
 	var first error
 	keep := func(err error) {
@@ -494,6 +570,10 @@ func (p *probes) close() error {
 	if p.quiet != nil {
 		close(p.quiet)
 		p.quiet = nil
+	}
+	if p.rseqQuiet != nil {
+		close(p.rseqQuiet)
+		p.rseqQuiet = nil
 	}
 	// All at once: each waits for an RCU grace period, and their perf
 	// events are then destroyed one after another under the kernel's

@@ -129,6 +129,106 @@ echo "$on $off $again" > "$3"`, os.Getpid(), 3*quiet)
 	}
 }
 
+// The program that ends fills at the return to user space comes off
+// once no fill has asked for it for a quiet spell, and goes on again at
+// the next cold read, whose fills then end at their return as the
+// first read's did: a run that loads and then computes stops costing
+// the machine's other processes its test at every return after a
+// switch. A Python reader with an rseq area reads two sets of cold
+// files with a pause between, counting the BPF links this process
+// holds after each; the record gives each interval.
+func TestRseqReturnComesOffAfterAQuietSpell(t *testing.T) {
+	requireReadExits(t)
+	if ok, err := probe.HasTracepoint(nil, "rseq_update"); err != nil || !ok {
+		t.Skipf("this kernel has no rseq_update tracepoint (%v): fills end at the read exits", err)
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	dir := e2eutil.DiskDir(t)
+	const perSet = 40
+	var first, second []string
+	for i := 0; i < 2*perSet; i++ {
+		path := filepath.Join(dir, fmt.Sprintf("m%03d.pyc", i))
+		if err := os.WriteFile(path, make([]byte, 12<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if i < perSet {
+			first = append(first, path)
+		} else {
+			second = append(second, path)
+		}
+	}
+	if err := exec.Command("sync").Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(append([]string(nil), first...), second...) {
+		makeCold(t, p)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	const reader = `import os, sys, time
+links = lambda: sum(os.readlink(f"/proc/%d/fd/{fd}") == "anon_inode:bpf_link" for fd in os.listdir("/proc/%d/fd"))
+status = os.open("/proc/thread-self/status", os.O_RDONLY)
+def switches():
+    for line in os.pread(status, 8192, 0).split(b"\n"):
+        if line.startswith(b"voluntary_ctxt_switches"):
+            return int(line.split()[1])
+waited = 0
+def read(paths):
+    global waited
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        before = switches()
+        os.read(fd, 1 << 20)
+        waited += switches() > before
+        os.close(fd)
+n = int(sys.argv[2])
+read(sys.argv[3:3 + n])
+time.sleep(0.3); on = links()
+time.sleep(%.1f); off = links()
+read(sys.argv[3 + n:])
+time.sleep(0.3); again = links()
+open(sys.argv[1], "w").write(f"{on} {off} {again} {waited}")
+`
+	quiet := pagecache.ReadExitsQuiet.Seconds()
+	script := fmt.Sprintf(reader, os.Getpid(), os.Getpid(), 3*quiet)
+	rec := traceRun(t, append([]string{python, "-c", script, out, fmt.Sprint(perSet)}, append(first, second...)...))
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var on, off, again, waited int
+	if _, err := fmt.Sscan(string(b), &on, &off, &again, &waited); err != nil {
+		t.Fatalf("reader wrote %q: %v", b, err)
+	}
+	spans := rec.RseqReturnSpans
+	t.Logf("BPF links held: %d, %d, %d; %d of %d reads waited, %d fills ended at their return; on %+v",
+		on, off, again, waited, 2*perSet, rec.FillsEndedAtReturn, spans)
+	if !(off < on && off < again) {
+		t.Errorf("BPF links held after the first reads, %v later and after the second: %d, %d, %d; want fewer in the quiet spell",
+			time.Duration(3*quiet*float64(time.Second)), on, off, again)
+	}
+	if len(spans) != 2 {
+		t.Fatalf("rseq return spans %+v, want two: one per set of cold reads", spans)
+	}
+	if spans[0].Off == "" || spans[0].ToNS >= spans[1].FromNS || spans[0].ToNS-spans[0].FromNS < int64(pagecache.ReadExitsQuiet) {
+		t.Errorf("first span %+v, second %+v: want the first off after a quiet spell, before the second", spans[0], spans[1])
+	}
+	if spans[1].Off != "" || spans[1].ToNS != rec.WallNS {
+		t.Errorf("second span %+v: want it on until the end of the %d ns run", spans[1], rec.WallNS)
+	}
+	// The second set's fills end at their return too: the program went
+	// back on for them (tolerance as in the test above).
+	if short := waited - int(rec.FillsEndedAtReturn); waited == 0 || short > int(rec.Self.SwitchOutsUnseen)+waited/10 {
+		t.Errorf("%d fills ended at their return, want the %d reads that waited (less %d switch outs unseen and 10%%)",
+			rec.FillsEndedAtReturn, waited, rec.Self.SwitchOutsUnseen)
+	}
+	if len(rec.ReadExitSpans) != 0 {
+		t.Errorf("read exits on %+v: no read needed them", rec.ReadExitSpans)
+	}
+}
+
 // requireReadExits skips where the kernel lets a task work end each
 // fill: there are no read exits to attach.
 func requireReadExits(t *testing.T) {

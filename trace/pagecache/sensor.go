@@ -244,25 +244,35 @@ func (s *Sensor) fillEnds(rec *record.Record) {
 	if s.p.objs.RseqEnded != nil && s.p.objs.RseqEnded.Get(&ended) == nil {
 		rec.FillsEndedAtReturn = ended
 	}
-	rec.ReadExitSpans, rec.ReadExitsFromNS = nil, nil
-	start := s.startMono.Load()
-	for _, sp := range spans {
-		span := record.ReadExitSpan{FromNS: probe.Rel(sp.from, start), ToNS: rec.WallNS}
-		if sp.to != 0 {
-			span.ToNS = probe.Rel(sp.to, start)
-			span.Off = fmt.Sprintf("no page filled from disk for %v", ReadExitsQuiet)
-		}
-		if span.FromNS >= rec.WallNS && rec.WallNS > 0 {
-			// Attached for a fill after the command ended (its
-			// children, the drain): none of the run.
-			continue
-		}
-		rec.ReadExitSpans = append(rec.ReadExitSpans, span)
-	}
+	rec.ReadExitsFromNS = nil
+	rec.ReadExitSpans = s.recordSpans(spans, rec.WallNS, fmt.Sprintf("no page filled from disk for %v", ReadExitsQuiet))
 	if len(rec.ReadExitSpans) > 0 {
 		from := rec.ReadExitSpans[0].FromNS
 		rec.ReadExitsFromNS = &from
 	}
+	rec.RseqReturnSpans = s.recordSpans(s.p.rseqReturnSpans(), rec.WallNS, fmt.Sprintf("no fill asked to end at its return for %v", ReadExitsQuiet))
+}
+
+// recordSpans gives the intervals in which a lazily attached program was
+// on, in ns since the run's start, off saying why one came off before the
+// end of a run of wall ns.
+func (s *Sensor) recordSpans(spans []exitSpan, wall int64, off string) []record.ReadExitSpan {
+	var out []record.ReadExitSpan
+	start := s.startMono.Load()
+	for _, sp := range spans {
+		span := record.ReadExitSpan{FromNS: probe.Rel(sp.from, start), ToNS: wall}
+		if sp.to != 0 {
+			span.ToNS = probe.Rel(sp.to, start)
+			span.Off = off
+		}
+		if span.FromNS >= wall && wall > 0 {
+			// Attached for a fill after the command ended (its
+			// children, the drain): none of the run.
+			continue
+		}
+		out = append(out, span)
+	}
+	return out
 }
 
 // namesAt is where a path record's names start: the header before it is
