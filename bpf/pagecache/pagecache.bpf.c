@@ -50,7 +50,10 @@ struct path_event {
 	__u32 tid;       /* the thread that caused the record */
 	__u32 mnt_ns;    /* its mount namespace (inode number): the mounts its path is resolved in */
 	__u32 gen;       /* the inode's generation (file_key) */
-	__u32 pad;
+	/* The inode's change time, seconds since the epoch (0: unknown): a
+	 * file born during the run changed since, so one changed before it
+	 * needs no statx(2) of its birth time in user space. */
+	__u32 ctime_sec;
 	__u64 ts;        /* bpf_ktime_get_ns() */
 	__u64 cpu_ns;    /* the thread's on-CPU time so far (the JIT sensor's clock) */
 	char names[PATH_MAX_ + NAME_MAX_ + 1];
@@ -891,6 +894,9 @@ __noinline int emit_path(struct tstate *t, __u64 inode_addr, struct file_key *ke
 	ev->dev = key->dev;
 	ev->gen = key->gen;
 	ev->ino = key->ino;
+	ev->ctime_sec = 0;
+	if (bpf_core_field_exists(struct inode, i_ctime_sec))
+		ev->ctime_sec = read_addr(inode_addr + bpf_core_field_offset(struct inode, i_ctime_sec));
 	ev->truncated = !done;
 	__u32 off = ev->len;
 	if (off > PATH_MAX_)

@@ -98,7 +98,7 @@ type PagecachePathEvent struct {
 	Tid       uint32
 	MntNs     uint32
 	Gen       uint32
-	Pad       uint32
+	CtimeSec  uint32
 	Ts        uint64
 	CpuNs     uint64
 	Names     [4352]int8

@@ -73,6 +73,14 @@ func bornSince(path string, t time.Time) (born, ok bool) {
 	return !time.Unix(st.Btime.Sec, int64(st.Btime.Nsec)).Before(t), true
 }
 
+// changedBefore says whether an inode whose change time is ctimeSec
+// (seconds since the epoch, as the path record carries it; 0: unknown)
+// last changed in a second before t's: then it was born before t too (a
+// birth is a change), with no statx to tell.
+func changedBefore(ctimeSec uint32, t time.Time) bool {
+	return ctimeSec != 0 && int64(ctimeSec) < t.Unix()
+}
+
 // maxScanDirs bounds the directories read to find renamed files without a
 // handle.
 const maxScanDirs = 4096
