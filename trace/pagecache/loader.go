@@ -374,26 +374,7 @@ func (p *probes) attachRseq() {
 	p.rseqSpans = append(p.rseqSpans, exitSpan{from: probe.MonotonicNS()})
 	p.rseqQuiet = make(chan struct{})
 	p.watching.Add(1)
-	go p.watchRseqQuiet(p.rseqQuiet)
-}
-
-// watchRseqQuiet takes on_rseq_return off once bpf/pagecache's
-// rseq_seen_ns has not moved for ReadExitsQuiet, or returns when stop
-// is closed.
-func (p *probes) watchRseqQuiet(stop chan struct{}) {
-	defer p.watching.Done()
-	tick := time.NewTicker(ReadExitsQuiet / 4)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
-		if p.detachRseqIfQuiet(stop) {
-			return
-		}
-	}
+	go p.watchQuiet(p.rseqQuiet, p.detachRseqIfQuiet)
 }
 
 // detachRseqIfQuiet takes on_rseq_return off if no fill asked for it
@@ -410,12 +391,7 @@ func (p *probes) detachRseqIfQuiet(stop chan struct{}) bool {
 	if p.rseqQuiet != stop {
 		return true
 	}
-	var seen uint64
-	if err := p.objs.RseqSeenNs.Get(&seen); err != nil {
-		return false // kept on: the record stays true
-	}
-	now := probe.MonotonicNS()
-	if now < max(seen, p.rseqSpans[len(p.rseqSpans)-1].from)+uint64(ReadExitsQuiet) {
+	if !quietSince(p.objs.RseqSeenNs, p.rseqSpans[len(p.rseqSpans)-1].from) {
 		return false
 	}
 	var woken uint32
@@ -462,7 +438,7 @@ func (p *probes) attachReadExit(bit int) {
 			p.spans = append(p.spans, exitSpan{from: probe.MonotonicNS()})
 			p.quiet = make(chan struct{})
 			p.watching.Add(1)
-			go p.watchQuiet(p.quiet)
+			go p.watchQuiet(p.quiet, p.detachIfQuiet)
 		}
 	}
 }
@@ -475,9 +451,11 @@ func (p *probes) attachReadExit(bit int) {
 // grace period in the background and a few hundred microseconds.
 const ReadExitsQuiet = time.Second
 
-// watchQuiet takes the read exits off once bpf/pagecache's lazy_seen_ns
-// has not moved for ReadExitsQuiet, or returns when stop is closed.
-func (p *probes) watchQuiet(stop chan struct{}) {
+// watchQuiet calls detach every quarter of ReadExitsQuiet until it says
+// it took its programs off (the read exits once bpf/pagecache's
+// lazy_seen_ns has not moved for ReadExitsQuiet, on_rseq_return once
+// rseq_seen_ns has not), or returns when stop is closed.
+func (p *probes) watchQuiet(stop chan struct{}, detach func(chan struct{}) bool) {
 	defer p.watching.Done()
 	tick := time.NewTicker(ReadExitsQuiet / 4)
 	defer tick.Stop()
@@ -487,10 +465,22 @@ func (p *probes) watchQuiet(stop chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		if p.detachIfQuiet(stop) {
+		if detach(stop) {
 			return
 		}
 	}
+}
+
+// quietSince says whether the stamp seen (CLOCK_MONOTONIC ns, written
+// by the kernel) and from, when the programs went on, are both
+// ReadExitsQuiet or more ago. An unreadable stamp is not quiet: the
+// programs stay on, and the record stays true.
+func quietSince(seen *ebpf.Variable, from uint64) bool {
+	var ns uint64
+	if err := seen.Get(&ns); err != nil {
+		return false
+	}
+	return probe.MonotonicNS() >= max(ns, from)+uint64(ReadExitsQuiet)
 }
 
 // detachIfQuiet takes the read exits off if no fill was seen for
@@ -505,13 +495,7 @@ func (p *probes) detachIfQuiet(stop chan struct{}) bool {
 	if p.quiet != stop {
 		return true
 	}
-	var seen uint64
-	if err := p.objs.LazySeenNs.Get(&seen); err != nil {
-		return false // kept on: the record stays true
-	}
-	now := probe.MonotonicNS()
-	last := max(seen, p.spans[len(p.spans)-1].from)
-	if now < last+uint64(ReadExitsQuiet) {
+	if !quietSince(p.objs.LazySeenNs, p.spans[len(p.spans)-1].from) {
 		return false
 	}
 	// on_rseq_return has a watch of its own: its bit stays as it is.

@@ -138,14 +138,7 @@ echo "$on $off $again" > "$3"`, os.Getpid(), 3*quiet)
 // files with a pause between, counting the BPF links this process
 // holds after each; the record gives each interval.
 func TestRseqReturnComesOffAfterAQuietSpell(t *testing.T) {
-	requireReadExits(t)
-	if ok, err := probe.HasTracepoint(nil, "rseq_update"); err != nil || !ok {
-		t.Skipf("this kernel has no rseq_update tracepoint (%v): fills end at the read exits", err)
-	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
+	python := requireRseqReturns(t)
 	dir := e2eutil.DiskDir(t)
 	const perSet = 40
 	var first, second []string
@@ -167,13 +160,8 @@ func TestRseqReturnComesOffAfterAQuietSpell(t *testing.T) {
 		makeCold(t, p)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	const reader = `import os, sys, time
-links = lambda: sum(os.readlink(f"/proc/%d/fd/{fd}") == "anon_inode:bpf_link" for fd in os.listdir("/proc/%d/fd"))
-status = os.open("/proc/thread-self/status", os.O_RDONLY)
-def switches():
-    for line in os.pread(status, 8192, 0).split(b"\n"):
-        if line.startswith(b"voluntary_ctxt_switches"):
-            return int(line.split()[1])
+	reader := `import os, sys, time
+` + pySwitches + `links = lambda: sum(os.readlink(f"/proc/%d/fd/{fd}") == "anon_inode:bpf_link" for fd in os.listdir("/proc/%d/fd"))
 waited = 0
 def read(paths):
     global waited
@@ -253,14 +241,7 @@ func requireReadExits(t *testing.T) {
 // (its voluntary context switches around each read): those ended at
 // their return, all but a few (up to a tenth) under load. Without rseq the same reads put the exits on.
 func TestSmallColdReadsEndAtTheirReturnWithoutSyscallTracepoints(t *testing.T) {
-	requireReadExits(t)
-	if ok, err := probe.HasTracepoint(nil, "rseq_update"); err != nil || !ok {
-		t.Skipf("this kernel has no rseq_update tracepoint (%v): fills end at the read exits", err)
-	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
+	python := requireRseqReturns(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
@@ -283,15 +264,8 @@ func TestSmallColdReadsEndAtTheirReturnWithoutSyscallTracepoints(t *testing.T) {
 	if err := exec.Command("sync").Run(); err != nil {
 		t.Fatal(err)
 	}
-	// The status file is opened once and read with pread: a switch
-	// counted around a read should be the read's, not an open's.
 	const reader = `import os, sys
-status = os.open("/proc/thread-self/status", os.O_RDONLY)
-def switches():
-    for line in os.pread(status, 8192, 0).split(b"\n"):
-        if line.startswith(b"voluntary_ctxt_switches"):
-            return int(line.split()[1])
-waited = 0
+` + pySwitches + `waited = 0
 for path in sys.argv[2:]:
     fd = os.open(path, os.O_RDONLY)
     n = os.fstat(fd).st_size
@@ -353,4 +327,31 @@ open(sys.argv[1], "w").write(str(waited))
 		t.Errorf("no rseq: read exits %+v, %d fills ended at their return: want the exits on and none",
 			rec.ReadExitSpans, rec.FillsEndedAtReturn)
 	}
+}
+
+// pySwitches defines switches(), the calling thread's voluntary context
+// switches so far, for a Python reader that counts the reads that
+// waited. The status file is opened once and read with pread: a switch
+// counted around a read should be the read's, not an open's.
+const pySwitches = `status = os.open("/proc/thread-self/status", os.O_RDONLY)
+def switches():
+    for line in os.pread(status, 8192, 0).split(b"\n"):
+        if line.startswith(b"voluntary_ctxt_switches"):
+            return int(line.split()[1])
+`
+
+// requireRseqReturns skips where fills cannot end at the return to user
+// space (task works end them, or there is no rseq_update tracepoint) or
+// there is no python3, and gives python3's path.
+func requireRseqReturns(t *testing.T) string {
+	t.Helper()
+	requireReadExits(t)
+	if ok, err := probe.HasTracepoint(nil, "rseq_update"); err != nil || !ok {
+		t.Skipf("this kernel has no rseq_update tracepoint (%v): fills end at the read exits", err)
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	return python
 }
