@@ -227,6 +227,14 @@ static __always_inline void charge_miss(struct tstate *s, struct thread *th, __u
 	s->mark_ts = now;
 	if (!th)
 		th = slot_thread(s);
+	/* Running, yet off the CPU since its last switch out as far as the
+	 * scheduler's program saw: its switch in did not reach the program
+	 * (bpf/sched counts such). The time since the mark holds a wait of
+	 * unknown length, which is no fill CPU: none is charged, rather
+	 * than a fill's CPU over its thread's (the scheduler's program gives
+	 * that thread the kernel's on-CPU clock for the run). */
+	if (th && !(th->flags & TF_ON_CPU) && th->switches && th->last_ts >= now - d)
+		return;
 	if (th) {
 		th->miss_cpu_ns += d;
 		th->fill_mark = now;

@@ -388,9 +388,11 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				charge_wait(t, prev, d - run);
 			if (t->flags & (TF_OUT_IOWAIT | TF_OUT_RUNNABLE | TF_OUT_FILL) || t->switches)
 				t->unseen_ins++;
-			/* The fill's CPU is the run, not the wait. */
+			/* The fill's CPU is the run, not the wait; the thread was
+			 * on the CPU for it (the flag goes again below). */
 			if (s->mark_ts < now - run)
 				s->mark_ts = now - run;
+			t->flags |= TF_ON_CPU;
 		}
 		t->exec_ns = exec;
 		bool iowait = BPF_CORE_READ_BITFIELD(prev, in_iowait);

@@ -168,7 +168,7 @@ def read(paths):
     for path in paths:
         fd = os.open(path, os.O_RDONLY)
         before = switches()
-        os.read(fd, 1 << 20)
+        os.read(fd, os.fstat(fd).st_size)  # under 64 KiB: one that does not wait asks for no exit
         waited += switches() > before
         os.close(fd)
 n = int(sys.argv[2])
