@@ -345,6 +345,10 @@ func (p *probes) attachReadExitsLazily() error {
 	return nil
 }
 
+// readExitBits are lazy_woken's bits of the read exits
+// (bpf/pagecache's READ_EXITS_ALL).
+const readExitBits = 1<<len(readExits) - 1
+
 // rseqBit is bpf/pagecache's RSEQ_BIT: a fill of a thread with an rseq
 // area asks for on_rseq_return.
 const rseqBit = 9
@@ -382,9 +386,7 @@ func (p *probes) attachRseq() {
 // in lazy_woken is cleared first, so that a fill beginning while it
 // comes off asks again (the ask waits for mu, then attaches anew); a
 // fill already switched out ends at the next look instead of at its
-// return. A read exit the kernel asked for in the same instant keeps
-// its ask in flight (the ring carries it), and a later fill of its
-// syscall asks once more.
+// return.
 func (p *probes) detachRseqIfQuiet(stop chan struct{}) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -394,11 +396,7 @@ func (p *probes) detachRseqIfQuiet(stop chan struct{}) bool {
 	if !quietSince(p.objs.RseqSeenNs, p.rseqSpans[len(p.rseqSpans)-1].from) {
 		return false
 	}
-	var woken uint32
-	if err := p.objs.LazyWoken.Get(&woken); err != nil {
-		return false
-	}
-	if err := p.objs.LazyWoken.Set(woken &^ (1 << rseqBit)); err != nil {
+	if !p.clearAsked(1 << rseqBit) {
 		return false
 	}
 	// An error leaves the link attached until close, which tries again;
@@ -499,11 +497,7 @@ func (p *probes) detachIfQuiet(stop chan struct{}) bool {
 		return false
 	}
 	// on_rseq_return has a watch of its own: its bit stays as it is.
-	var woken uint32
-	if p.rseq != nil {
-		woken = 1 << rseqBit
-	}
-	if err := p.objs.LazyWoken.Set(woken); err != nil {
+	if !p.clearAsked(readExitBits) {
 		return false
 	}
 	p.asked = [len(readExits)]bool{}
@@ -515,6 +509,19 @@ func (p *probes) detachIfQuiet(stop chan struct{}) bool {
 	p.spans[len(p.spans)-1].to = probe.MonotonicNS()
 	p.quiet = nil
 	return true
+}
+
+// clearAsked clears the bits of mask in lazy_woken, so that the next
+// fill that needs their programs asks for them anew, and says whether it
+// could. A bit the kernel sets between the read and the write is lost
+// from the word, not the ask: the ring carries it, and a later fill of
+// the same kind asks once more.
+func (p *probes) clearAsked(mask uint32) bool {
+	var woken uint32
+	if err := p.objs.LazyWoken.Get(&woken); err != nil {
+		return false
+	}
+	return p.objs.LazyWoken.Set(woken&^mask) == nil
 }
 
 // lazyWakeLook and lazyWakeIdle bound how long a wake-up the kernel

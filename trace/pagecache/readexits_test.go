@@ -101,15 +101,7 @@ echo "$on $off $again" > "$3"`, os.Getpid(), 3*quiet)
 	}
 	spans := rec.ReadExitSpans
 	t.Logf("perf events held: %d, %d, %d; read exits on %+v", on, off, again, spans)
-	if len(spans) != 2 {
-		t.Fatalf("read exit spans %+v, want two: one per cold read", spans)
-	}
-	if spans[0].Off == "" || spans[0].ToNS >= spans[1].FromNS || spans[0].ToNS-spans[0].FromNS < int64(pagecache.ReadExitsQuiet) {
-		t.Errorf("first span %+v, second %+v: want the first off after a quiet spell, before the second", spans[0], spans[1])
-	}
-	if spans[1].Off != "" || spans[1].ToNS != rec.WallNS {
-		t.Errorf("second span %+v: want it on until the end of the %d ns run", spans[1], rec.WallNS)
-	}
+	checkOffThenOn(t, "read exit", spans, rec.WallNS)
 	if from := rec.ReadExitsFromNS; from == nil || *from != spans[0].FromNS {
 		t.Errorf("read_exits_from_ns %v, want the first span's start %d", from, spans[0].FromNS)
 	}
@@ -197,15 +189,7 @@ open(sys.argv[1], "w").write(f"{on} {off} {again} {waited}")
 		t.Errorf("BPF links held after the first reads, %v later and after the second: %d, %d, %d; want fewer in the quiet spell",
 			time.Duration(3*quiet*float64(time.Second)), on, off, again)
 	}
-	if len(spans) != 2 {
-		t.Fatalf("rseq return spans %+v, want two: one per set of cold reads", spans)
-	}
-	if spans[0].Off == "" || spans[0].ToNS >= spans[1].FromNS || spans[0].ToNS-spans[0].FromNS < int64(pagecache.ReadExitsQuiet) {
-		t.Errorf("first span %+v, second %+v: want the first off after a quiet spell, before the second", spans[0], spans[1])
-	}
-	if spans[1].Off != "" || spans[1].ToNS != rec.WallNS {
-		t.Errorf("second span %+v: want it on until the end of the %d ns run", spans[1], rec.WallNS)
-	}
+	checkOffThenOn(t, "rseq return", spans, rec.WallNS)
 	// The second set's fills end at their return too: the program went
 	// back on for them (tolerance as in the test above).
 	if short := waited - int(rec.FillsEndedAtReturn); waited == 0 || short > int(rec.Self.SwitchOutsUnseen)+waited/10 {
@@ -354,4 +338,21 @@ func requireRseqReturns(t *testing.T) string {
 		t.Skip("python3 is not installed")
 	}
 	return python
+}
+
+// checkOffThenOn holds the intervals a lazily attached program was on,
+// in a run of wall ns that read from disk twice with a quiet spell
+// between, to two: the first off after the quiet spell and before the
+// second, the second on until the end.
+func checkOffThenOn(t *testing.T, what string, spans []record.ReadExitSpan, wall int64) {
+	t.Helper()
+	if len(spans) != 2 {
+		t.Fatalf("%s spans %+v, want two: one per set of cold reads", what, spans)
+	}
+	if spans[0].Off == "" || spans[0].ToNS >= spans[1].FromNS || spans[0].ToNS-spans[0].FromNS < int64(pagecache.ReadExitsQuiet) {
+		t.Errorf("%s: first span %+v, second %+v: want the first off after a quiet spell, before the second", what, spans[0], spans[1])
+	}
+	if spans[1].Off != "" || spans[1].ToNS != wall {
+		t.Errorf("%s: second span %+v: want it on until the end of the %d ns run", what, spans[1], wall)
+	}
 }
