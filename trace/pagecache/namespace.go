@@ -137,6 +137,39 @@ func mountNS(pid string) string {
 	return ns
 }
 
+// pidNamespaces remembers, for one pass over the files (Sensor.fill),
+// each process's mount namespace ("" for a process gone): the files of a
+// run were mostly touched last by a few processes, and a readlink of
+// /proc per file was all a checkpoint did for a file of coldtrace's own
+// namespace (2,000 of them at the end of a cold import of 2,000 modules,
+// its reader gone).
+type pidNamespaces map[int32]string
+
+// foreign says whether process pid lives in another mount namespace than
+// coldtrace's: only then can resolve name a file as the process saw it
+// without a namespace in its record.
+func (n *nsPaths) foreign(pid int32, seen pidNamespaces) bool {
+	if pid <= 0 {
+		return false
+	}
+	ns, ok := seen[pid]
+	if !ok {
+		ns = mountNS(strconv.Itoa(int(pid)))
+		seen[pid] = ns
+	}
+	return ns != "" && ns != n.selfNS()
+}
+
+// selfNS is coldtrace's own mount namespace, read once.
+func (n *nsPaths) selfNS() string {
+	if n.self == "" {
+		n.self = mountNS("self")
+		n.tables = map[string]mountTable{}
+		n.pids = map[string][]string{}
+	}
+	return n.self
+}
+
 // maxNSPids is how many live processes of a namespace are remembered to
 // read it through after the one that touched a file is gone.
 const maxNSPids = 8
@@ -150,11 +183,7 @@ func (n *nsPaths) resolve(pid int32, nsInum uint32, ts uint64, dev uint32, ino u
 	if pid <= 0 {
 		return "", false
 	}
-	if n.self == "" {
-		n.self = mountNS("self")
-		n.tables = map[string]mountTable{}
-		n.pids = map[string][]string{}
-	}
+	n.selfNS()
 	// Most records are of processes in coldtrace's own namespace, which
 	// the kernel names in the record: no link of /proc is read for them
 	// (a readlink was most of a record's handling in a cold import).

@@ -219,3 +219,46 @@ func hostFSPath(t *testing.T, dev uint32, path string) string {
 	}
 	return fsPath
 }
+
+// TestForeignReadsEachProcessNamespaceOnce: at the end of a run (and at
+// each checkpoint) a file is looked up in its last process's namespace
+// only when that process lives in another one than coldtrace's, and each
+// process's namespace is read once per pass over the files, however many
+// files it touched.
+func TestForeignReadsEachProcessNamespaceOnce(t *testing.T) {
+	f := newBindFixture(t)
+	sh := startNSShell(t, f, `echo ok && read x; exit 0`)
+	sh.expect(t, "ok")
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var n nsPaths
+	seen := pidNamespaces{}
+	for range 3 {
+		if n.foreign(int32(os.Getpid()), seen) {
+			t.Error("coldtrace's own process: foreign")
+		}
+		if n.foreign(int32(gone.Process.Pid), seen) {
+			t.Error("a process gone: foreign")
+		}
+		if !n.foreign(sh.pid, seen) {
+			t.Error("a process of another mount namespace: not foreign")
+		}
+		if n.foreign(0, seen) {
+			t.Error("no process: foreign")
+		}
+	}
+	if len(seen) != 3 || seen[int32(gone.Process.Pid)] != "" {
+		t.Errorf("namespaces read: %v, want the three processes' (none for the one gone)", seen)
+	}
+	// Once read, a process's namespace is not read again in the pass.
+	sh.stdin.Close()
+	sh.cmd.Wait()
+	if !n.foreign(sh.pid, seen) {
+		t.Error("the shell's namespace read again after it exited")
+	}
+	if n.foreign(sh.pid, pidNamespaces{}) {
+		t.Error("a new pass: the shell that exited is still foreign")
+	}
+}

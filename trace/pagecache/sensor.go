@@ -496,6 +496,7 @@ func (s *Sensor) reused() map[probe.FileKey]bool {
 
 func (s *Sensor) fill(r *record.Record, pageSize int) {
 	reused := s.reused()
+	namespaces := pidNamespaces{}
 	for _, f := range s.fileOrder {
 		rf := record.File{ID: f.id, Dev: f.key.Dev, Ino: f.key.Ino, Gen: f.key.Gen,
 			PagesAccessed: f.prev.accessed, PagesMissed: f.prev.missed, PagesEvicted: f.prev.evicted, PagesCreated: f.prev.created,
@@ -509,7 +510,7 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 		rf.NameCut = s.cutPaths[f.key] && !strings.HasPrefix(rf.Path, "/")
 		if fsPath, ok := s.fsPaths[f.key]; ok {
 			p, ok := s.nsView[f.key]
-			if !ok {
+			if !ok && s.ns.foreign(f.lastP, namespaces) {
 				p, ok = s.ns.resolve(f.lastP, 0, 0, f.key.Dev, f.key.Ino, fsPath)
 			}
 			if !ok {
