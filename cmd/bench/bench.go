@@ -31,6 +31,9 @@ type results struct {
 	// SettleWarmNS is the wait before runs of warm workloads.
 	SettleWarmNS int64      `json:"settle_warm_ns"`
 	Workloads    []*summary `json:"workloads"`
+	// FloorPrograms is how many empty programs the floor runs (-floor)
+	// attached: one per program coldtrace attaches to a tracepoint.
+	FloorPrograms int `json:"floor_programs,omitempty"`
 	// Collateral is what untraced processes pay while coldtrace runs.
 	Collateral *collateralResult `json:"collateral,omitempty"`
 	Misses     []string          `json:"misses"`
@@ -84,6 +87,13 @@ func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 		Coldtrace: ct, MaxBg: o.maxBg, Smoke: o.smoke, Pairs: o.pairs, MaxPairs: o.maxPairs, Warmup: o.warmup, DelayNS: o.delay.Nanoseconds(),
 		SettleNS: o.settle.Nanoseconds(), SettleWarmNS: o.settleWarm.Nanoseconds()}
 	r := newRunner(o, work, dir)
+	if o.floor {
+		if r.floor, err = loadFloor(); err != nil {
+			return nil, fmt.Errorf("-floor: %w", err)
+		}
+		defer r.floor.close()
+		res.FloorPrograms = len(r.floor.progs)
+	}
 	begin := time.Now()
 	for _, w := range ws {
 		log("%s: %s (%d warm-up, %d pairs)", w.Name, w.Title, o.warmup, o.pairs)
@@ -110,6 +120,9 @@ func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 		res.Misses = append(res.Misses, s.Misses...)
 		log("%s: median ratio %.3f (90%% interval %.3f–%.3f, %d pairs), untraced %v", w.Name, s.RatioMedian, s.RatioLo, s.RatioHi,
 			len(s.Ratios), time.Duration(s.UntracedMedianNS).Round(time.Millisecond))
+		if len(s.FloorRatios) > 0 {
+			log("%s: floor %.3f (90%% interval %.3f–%.3f)", w.Name, s.FloorMedian, s.FloorLo, s.FloorHi)
+		}
 	}
 	relativeBudgets(res)
 	if wantCollateral(o) {
@@ -132,6 +145,8 @@ func benchmark(o options, stdout, stderr io.Writer) (*results, error) {
 // up to -max-pairs, while the 90% interval of the median ratio holds
 // w's budget. Each added pair is a traced run and a closing untraced
 // one, so every traced run keeps an untraced neighbour on each side.
+// With -floor each pair holds a floor run too, after the traced run in
+// odd pairs and before it in even ones: U T F U F T U …
 func measurePairs(r *runner, w *workload, o options) ([]runResult, []string, error) {
 	var runs []runResult
 	var retried []string
@@ -147,8 +162,17 @@ func measurePairs(r *runner, w *workload, o options) ([]runResult, []string, err
 		return nil, nil, err
 	}
 	for pairs := 1; ; pairs++ {
-		if err := add("T", pairs-1); err != nil {
-			return nil, nil, err
+		order := []string{"T"}
+		if o.floor {
+			order = []string{"T", "F"}
+			if pairs%2 == 0 {
+				order = []string{"F", "T"}
+			}
+		}
+		for _, kind := range order {
+			if err := add(kind, pairs-1); err != nil {
+				return nil, nil, err
+			}
 		}
 		if err := add("U", pairs); err != nil {
 			return nil, nil, err
@@ -253,6 +277,7 @@ func printTable(w io.Writer, res *results, took time.Duration) {
 	tw.Flush()
 	fmt.Fprintln(w, "startup: coldtrace's startup_ns (median); launch+: extra spawn→main() of traced runs, seen from outside;")
 	fmt.Fprintln(w, "ct cpu: coldtrace's own CPU time; bg cpu: other processes' share of both CPUs during the runs")
+	printFloors(w, res)
 	fmt.Fprintln(w, "wall times in run order (ms):")
 	for _, s := range res.Workloads {
 		var b strings.Builder
@@ -326,4 +351,23 @@ func writeJSON(path string, res any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// printFloors gives each row's floor (-floor) beside its ratio: what is
+// left above the floor is coldtrace's own work.
+func printFloors(w io.Writer, res *results) {
+	if res.FloorPrograms == 0 {
+		return
+	}
+	fmt.Fprintf(w, "floor: the workload untraced beside %d empty BPF programs on coldtrace's tracepoints (F runs), over the same\n", res.FloorPrograms)
+	fmt.Fprintln(w, "untraced neighbours: the kernel's cost of any tracer there; ratio − floor is coldtrace's own work")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tfloor\t90% interval\tratio\tover floor\t")
+	for _, s := range res.Workloads {
+		if len(s.FloorRatios) == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f–%.3f\t%.3f\t%+.3f\t\n", s.Name, s.FloorMedian, s.FloorLo, s.FloorHi, s.RatioMedian, s.RatioMedian-s.FloorMedian)
+	}
+	tw.Flush()
 }

@@ -71,6 +71,13 @@
 // attach`, and beside empty BPF programs on the same tracepoints (the
 // floor), each against the same loops alone (-collateral-pairs pairs).
 //
+// -floor adds a third run to each pair (F): the workload untraced beside
+// empty BPF programs on every tracepoint coldtrace attaches to, the least
+// any tracer there costs (each program's dispatch in the kernel). Its
+// median ratio, against the same untraced neighbours, is printed beside
+// the traced one: the traced ratio less the floor is coldtrace's own work.
+// The floor's place in a pair alternates (T F, then F T).
+//
 // -long D runs one traced long run instead (testdata/bench/work.py
 // pylong): 32 threads reading files, a compiler every 3 s; it reports
 // coldtrace's CPU, its RSS at one minute and at the end, the record's size
@@ -114,6 +121,9 @@ type options struct {
 	long       time.Duration
 	// collateralPairs is the collateral row's pairs per cell (0: no row).
 	collateralPairs int
+	// floor adds a floor run (F) to each pair: the workload untraced
+	// beside empty programs on coldtrace's tracepoints.
+	floor bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -137,6 +147,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.redos, "redos", 3, "times a run may be repeated for -max-bg")
 	fs.StringVar(&o.profDir, "profile-dir", "", "with -bpf-stats: also write coldtrace's CPU profile of that run to `DIR`/coldtrace-WORKLOAD.pprof (COLDTRACE_CPUPROFILE)")
 	fs.DurationVar(&o.long, "long", 0, "instead of the workloads, one traced long run of `D` (e.g. 10m): 32 Python threads re-reading files, a compiler every 3 s; coldtrace's CPU, RSS growth, record size and lost events against per-hour bounds")
+	fs.BoolVar(&o.floor, "floor", false, "add to each pair a run of the workload untraced beside empty BPF programs on coldtrace's tracepoints (F): the floor any tracer there costs, apart from coldtrace's own work")
 	fs.IntVar(&o.collateralPairs, "collateral-pairs", 15, "pairs per cell of the collateral row (untraced loops beside coldtrace and alone; 0: no row; 1 with -smoke)")
 	ctArgs := fs.String("coldtrace-args", "", "extra coldtrace flags, space-separated (e.g. --no-gpu)")
 	if err := fs.Parse(args); err != nil {

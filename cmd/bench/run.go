@@ -18,7 +18,7 @@ import (
 
 // runResult is one run of one workload.
 type runResult struct {
-	Kind  string `json:"kind"` // "U" untraced, "T" traced, "W" warm-up, "S" BPF-stats pass
+	Kind  string `json:"kind"` // "U" untraced, "T" traced, "F" untraced beside the floor's empty programs, "W" warm-up, "S" BPF-stats pass
 	Index int    `json:"index"`
 	// WallNS is the workload's own elapsed time (the compared quantity).
 	WallNS int64 `json:"wall_ns"`
@@ -93,6 +93,8 @@ type runner struct {
 	// cpuFloor is the least CPU time a cold workload's run has taken so
 	// far, by workload name (see runRetry).
 	cpuFloor map[string]int64
+	// floor is the empty programs F runs attach (-floor), loaded once.
+	floor *floorSet
 }
 
 func newRunner(o options, work, dir string) *runner {
@@ -167,6 +169,15 @@ func (r *runner) runOnce(w *workload, kind string, index int, stats *progCapture
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 
+	if kind == "F" {
+		// Attached inside the delay, before the workload's start time, and
+		// taken off after it ends.
+		links, err := r.floor.attach()
+		if err != nil {
+			return res, err
+		}
+		defer closeAll(links)
+	}
 	s0 := readCPUStat()
 	t0 := monoNS()
 	if err := cmd.Start(); err != nil {

@@ -40,9 +40,7 @@ type beside struct {
 // stop ends the situation: the traced command ends (coldtrace then
 // writes its record and exits), or coldtrace attach is interrupted.
 func (b *beside) stop() {
-	for i := len(b.floor) - 1; i >= 0; i-- {
-		b.floor[i].Close()
-	}
+	closeAll(b.floor)
 	if b.ct == nil {
 		return
 	}
@@ -339,6 +337,32 @@ func floorTracepoints() ([]string, error) {
 // startFloor attaches an empty program (r0 = 0; exit) to each of
 // coldtrace's tracepoints: what any tracer there costs at the least.
 func startFloor(*collateral) (*beside, error) {
+	fl, err := loadFloor()
+	if err != nil {
+		return nil, err
+	}
+	b := &beside{progs: fl.progs}
+	for _, p := range fl.progs {
+		b.floor = append(b.floor, p)
+	}
+	links, err := fl.attach()
+	if err != nil {
+		b.stop()
+		return nil, err
+	}
+	b.floor = append(b.floor, links...)
+	return b, nil
+}
+
+// floorSet is an empty program for each of coldtrace's tracepoints.
+type floorSet struct {
+	tps   []string
+	progs []*ebpf.Program
+}
+
+// loadFloor loads an empty program (r0 = 0; exit) for each of
+// coldtrace's tracepoints (floorTracepoints), not attached.
+func loadFloor() (*floorSet, error) {
 	tps, err := floorTracepoints()
 	if err != nil {
 		return nil, err
@@ -347,25 +371,43 @@ func startFloor(*collateral) (*beside, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kernel BTF: %w", err)
 	}
-	b := &beside{}
+	fl := &floorSet{tps: tps}
 	for _, tp := range tps {
 		spec := &ebpf.ProgramSpec{Name: "floor", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: tp,
 			License: "GPL", Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
 		p, err := ebpf.NewProgramWithOptions(spec, ebpf.ProgramOptions{KernelTypes: kernel})
 		if err != nil {
-			b.stop()
+			fl.close()
 			return nil, fmt.Errorf("load an empty program for %s: %w", tp, err)
 		}
-		b.floor = append(b.floor, p)
+		fl.progs = append(fl.progs, p)
+	}
+	return fl, nil
+}
+
+// attach attaches the floor's programs; closing the links returned takes
+// them off again.
+func (fl *floorSet) attach() ([]io.Closer, error) {
+	var links []io.Closer
+	for i, p := range fl.progs {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
-			b.stop()
-			return nil, fmt.Errorf("attach an empty program to %s: %w", tp, err)
+			closeAll(links)
+			return nil, fmt.Errorf("attach an empty program to %s: %w", fl.tps[i], err)
 		}
-		b.floor = append(b.floor, l)
-		b.progs = append(b.progs, p)
+		links = append(links, l)
 	}
-	return b, nil
+	return links, nil
+}
+
+// close unloads the programs.
+func (fl *floorSet) close() { closeAll(fl.progs) }
+
+// closeAll closes each of cs, the last first.
+func closeAll[C io.Closer](cs []C) {
+	for i := len(cs) - 1; i >= 0; i-- {
+		cs[i].Close()
+	}
 }
 
 // statsPass runs each loop once more beside s with BPF run-time

@@ -11,7 +11,8 @@ import (
 )
 
 // TestSmoke runs the harness end to end at smoke size (one pair per
-// workload, small files, no budgets), so that it cannot rot unnoticed.
+// workload, small files, no budgets), so that it cannot rot unnoticed;
+// with the floor's runs beside the empty programs.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the smoke bench builds and runs coldtrace")
@@ -27,7 +28,7 @@ func TestSmoke(t *testing.T) {
 	}
 	var out strings.Builder
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
-	code := run([]string{"-coldtrace", bin, "-smoke", "-json", jsonPath}, &out, &out)
+	code := run([]string{"-coldtrace", bin, "-smoke", "-floor", "-json", jsonPath}, &out, &out)
 	t.Log(out.String())
 	if code != 0 {
 		t.Fatalf("bench -smoke exited %d", code)
@@ -37,7 +38,7 @@ func TestSmoke(t *testing.T) {
 	} else {
 		schematest.Validate(t, docOverhead.Name, b)
 	}
-	for _, name := range append(workloadNames, "What untraced processes pay", "floor", "getppid", "gai") {
+	for _, name := range append(workloadNames, "What untraced processes pay", "floor", "getppid", "gai", "over floor") {
 		if !strings.Contains(out.String(), name) {
 			t.Errorf("the table lacks %s", name)
 		}

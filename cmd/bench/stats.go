@@ -25,6 +25,13 @@ type summary struct {
 	RatioLo float64 `json:"ratio_lo_90"`
 	RatioHi float64 `json:"ratio_hi_90"`
 	Judged  string  `json:"judged,omitempty"`
+	// FloorRatios are the floor runs' (-floor) wall times over the same
+	// untraced neighbours, with their median and its 90% interval: what
+	// empty programs on coldtrace's tracepoints cost the workload.
+	FloorRatios []float64 `json:"floor_ratios,omitempty"`
+	FloorMedian float64   `json:"floor_ratio_median,omitempty"`
+	FloorLo     float64   `json:"floor_ratio_lo_90,omitempty"`
+	FloorHi     float64   `json:"floor_ratio_hi_90,omitempty"`
 	// DriftPct is the last untraced run against the first, in percent;
 	// SpreadPct the slowest untraced run against the fastest.
 	DriftPct         float64 `json:"untraced_drift_pct"`
@@ -76,11 +83,14 @@ func bootstrapMedian(xs []float64, resamples int, conf float64) (lo, hi float64)
 // bracketRatios gives each traced run's wall over the mean of its untraced
 // neighbours in the run order (one neighbour at an end): the bracketing
 // of coldtrace bench, with U as A and T as B.
-func bracketRatios(runs []runResult) []float64 {
+func bracketRatios(runs []runResult) []float64 { return kindRatios(runs, "T") }
+
+// kindRatios is bracketRatios for the runs of kind (T, or F: the floor).
+func kindRatios(runs []runResult, kind string) []float64 {
 	var out []float64
 	brackets := abtest.Brackets(len(runs),
 		func(i int) bool { return runs[i].Kind == "U" },
-		func(i int) bool { return runs[i].Kind == "T" },
+		func(i int) bool { return runs[i].Kind == kind },
 		func(int) bool { return true })
 	for _, b := range brackets {
 		ref := b.RefMean(func(i int) float64 { return float64(runs[i].WallNS) })
@@ -103,6 +113,10 @@ func summarize(w *workload, runs []runResult) *summary {
 			s.RatioMin, s.RatioMax = min(s.RatioMin, r), max(s.RatioMax, r)
 		}
 		s.RatioLo, s.RatioHi = bootstrapMedian(s.Ratios, 2000, 0.90)
+	}
+	if s.FloorRatios = kindRatios(runs, "F"); len(s.FloorRatios) > 0 {
+		s.FloorMedian = median(s.FloorRatios)
+		s.FloorLo, s.FloorHi = bootstrapMedian(s.FloorRatios, 2000, 0.90)
 	}
 	var uWall, tWall, uLaunch, tLaunch, startup, cpu []int64
 	var events, walks, reuses []uint64

@@ -172,3 +172,52 @@ func TestParseFlagsSmokeDefaults(t *testing.T) {
 		t.Error("no error for an unknown workload")
 	}
 }
+
+// A floor run (F) sits between a traced run and an untraced one: both
+// are set against the same untraced neighbours, and the floor's runs
+// change neither the traced ratios nor the untraced medians.
+func TestFloorRunsShareTheUntracedNeighbours(t *testing.T) {
+	// A machine slowing by 10 each untraced run: tracing costs 12, the
+	// floor 4.
+	runs := runsOf("UTFUFTU", 100, 117, 109, 110, 118, 127, 120)
+	for i := range runs {
+		if runs[i].Kind == "T" {
+			runs[i].Trace = &traceResult{}
+		}
+	}
+	s := summarize(&workload{Name: "netpong", Budget: 1.2}, runs)
+	near := func(got []float64, want ...float64) bool {
+		if len(got) != len(want) {
+			return false
+		}
+		for i := range want {
+			if math.Abs(got[i]-want[i]) > 1e-12 {
+				return false
+			}
+		}
+		return true
+	}
+	if !near(s.Ratios, 117.0/105, 127.0/115) {
+		t.Errorf("traced ratios %v, want %v", s.Ratios, []float64{117.0 / 105, 127.0 / 115})
+	}
+	if !near(s.FloorRatios, 109.0/105, 118.0/115) {
+		t.Errorf("floor ratios %v, want %v", s.FloorRatios, []float64{109.0 / 105, 118.0 / 115})
+	}
+	if s.FloorMedian == 0 || s.FloorLo > s.FloorMedian || s.FloorHi < s.FloorMedian {
+		t.Errorf("floor median %v, interval %v–%v", s.FloorMedian, s.FloorLo, s.FloorHi)
+	}
+	if s.UntracedMedianNS != 110 || s.TracedMedianNS != 122 {
+		t.Errorf("untraced median %d, traced %d: floor runs counted as either", s.UntracedMedianNS, s.TracedMedianNS)
+	}
+	var out strings.Builder
+	printFloors(&out, &results{FloorPrograms: 23, Workloads: []*summary{s}})
+	if got := out.String(); !strings.Contains(got, "23 empty BPF programs") || !strings.Contains(got, "netpong") ||
+		!strings.Contains(got, "+0.07") {
+		t.Errorf("floor table:\n%s", got)
+	}
+	out.Reset()
+	printFloors(&out, &results{Workloads: []*summary{s}})
+	if out.Len() != 0 {
+		t.Errorf("a floor table without -floor:\n%s", out.String())
+	}
+}
