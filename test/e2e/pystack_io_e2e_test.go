@@ -467,13 +467,13 @@ func TestCheckpointCarriesFileStacks(t *testing.T) {
 	var rec *record.Record
 	for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		r, err := record.ReadFile(out + ".partial")
-		if err == nil && r.Partial != nil && r.Partial.AtNS > 1e9 {
+		if err == nil && r.Partial != nil && r.Partial.AtNS > 1.9e9 {
 			rec = r
 			break
 		}
 	}
 	if rec == nil {
-		t.Fatal("no checkpoint more than 1 s into the run within 6 s")
+		t.Fatal("no checkpoint 2 s into the run within 6 s")
 	}
 	want := []string{fmt.Sprintf("reads.py:%d read_range", mk["read_range"]),
 		fmt.Sprintf("reads.py:%d load_weights", mk["load_weights"]), fmt.Sprintf("reads.py:%d <module>", mk["module_read"])}
@@ -543,12 +543,12 @@ func TestTimelineSlicesNameTheirPhaseLine(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// A checkpoint past the second phase (which ends within about 1.2 s
+	// A checkpoint past the second phase (which ends within about 1.5 s
 	// of the start), while the script sleeps.
 	partial := filepath.Join(dir, "partial.json")
 	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		r, err := record.ReadFile(rec + ".partial")
-		if err == nil && r.Partial != nil && r.Partial.AtNS > 1.5e9 {
+		if err == nil && r.Partial != nil && r.Partial.AtNS > 2.5e9 {
 			b, err := os.ReadFile(rec + ".partial")
 			if err == nil && os.WriteFile(partial, b, 0o644) == nil {
 				break

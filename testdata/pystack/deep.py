@@ -14,7 +14,7 @@ def nest(n, workdir):
 
 # Time for coldtrace to locate the interpreter after its exec (see
 # spawn.py): the test is about the stack, not that race.
-time.sleep(0.3)
+time.sleep(0.6)
 with open(sys.argv[1] + "/k.c", "w") as f:
     f.write("int k;\n")
 nest(200, sys.argv[1])  # @outer

@@ -8,7 +8,7 @@ import time
 
 # Time for coldtrace to locate the interpreter after its exec (see
 # spawn.py).
-time.sleep(0.3)
+time.sleep(0.6)
 work = sys.argv[1]
 DEPTH = 24
 with open(os.path.join(work, "k.c"), "w") as f:

@@ -86,7 +86,7 @@ if __name__ == "__main__":
     how, args = sys.argv[1], sys.argv[2:]
     # coldtrace locates the interpreter in user space after the exec; the
     # tests are about the stack, not that race (see spawn.py).
-    time.sleep(0.3)
+    time.sleep(0.6)
     if how == "read":
         load_weights(args[0])  # @module_read
         if len(args) > 1:

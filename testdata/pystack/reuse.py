@@ -11,7 +11,7 @@ import time
 
 # Time for coldtrace to locate the interpreter after its exec (see
 # spawn.py).
-time.sleep(0.3)
+time.sleep(0.6)
 BODY = """def f_{i}(fork):
     if fork:
         pid = os.fork()

@@ -30,9 +30,10 @@ if __name__ == "__main__":
     how, workdir = sys.argv[1], sys.argv[2]
     # coldtrace locates the interpreter in user space after the exec wakes
     # it (under a millisecond on a quiet machine, tens of milliseconds on a
-    # loaded 2-core VM); a real program imports for far longer than that
-    # before it compiles. The tests are about the stack, not that race.
-    time.sleep(0.3)
+    # loaded 2-core VM, and once over 300 ms in a whole test run beside a
+    # busy loop); a real program imports for far longer than that before
+    # it compiles. The tests are about the stack, not that race.
+    time.sleep(0.6)
     if how == "fork":
         ctx = multiprocessing.get_context("fork")
         p = ctx.Process(target=child, args=(workdir,))
