@@ -145,19 +145,23 @@ func mountNS(pid string) string {
 // its reader gone).
 type pidNamespaces map[int32]string
 
-// foreign says whether process pid lives in another mount namespace than
-// coldtrace's: only then can resolve name a file as the process saw it
-// without a namespace in its record.
-func (n *nsPaths) foreign(pid int32, seen pidNamespaces) bool {
+// foreignNS is process pid's mount namespace when it is another than
+// coldtrace's, "" otherwise (coldtrace's own, or the process gone): only
+// then can resolveIn name a file as the process saw it. Each process's
+// is read once per pass (seen).
+func (n *nsPaths) foreignNS(pid int32, seen pidNamespaces) string {
 	if pid <= 0 {
-		return false
+		return ""
 	}
 	ns, ok := seen[pid]
 	if !ok {
 		ns = mountNS(strconv.Itoa(int(pid)))
 		seen[pid] = ns
 	}
-	return ns != "" && ns != n.selfNS()
+	if ns == n.selfNS() {
+		return ""
+	}
+	return ns
 }
 
 // selfNS is coldtrace's own mount namespace, read once.
@@ -201,6 +205,13 @@ func (n *nsPaths) resolve(pid int32, nsInum uint32, ts uint64, dev uint32, ino u
 	if ns == "" || ns == n.self {
 		return "", false
 	}
+	return n.resolveIn(ns, p, ts, dev, ino, fsPath)
+}
+
+// resolveIn is resolve in namespace ns, another than coldtrace's, as
+// process p of it saw the file ("": a process gone, read through
+// another of ns).
+func (n *nsPaths) resolveIn(ns, p string, ts uint64, dev uint32, ino uint64, fsPath string) (string, bool) {
 	if p != "" && !slices.Contains(n.pids[ns], p) {
 		n.pids[ns] = append(n.pids[ns], p)
 		if len(n.pids[ns]) > maxNSPids {

@@ -229,6 +229,7 @@ func TestForeignReadsEachProcessNamespaceOnce(t *testing.T) {
 	f := newBindFixture(t)
 	sh := startNSShell(t, f, `echo ok && read x; exit 0`)
 	sh.expect(t, "ok")
+	shellNS := nsName(sh.ns)
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
@@ -236,17 +237,17 @@ func TestForeignReadsEachProcessNamespaceOnce(t *testing.T) {
 	var n nsPaths
 	seen := pidNamespaces{}
 	for range 3 {
-		if n.foreign(int32(os.Getpid()), seen) {
-			t.Error("coldtrace's own process: foreign")
+		if ns := n.foreignNS(int32(os.Getpid()), seen); ns != "" {
+			t.Errorf("coldtrace's own process: foreign (%s)", ns)
 		}
-		if n.foreign(int32(gone.Process.Pid), seen) {
-			t.Error("a process gone: foreign")
+		if ns := n.foreignNS(int32(gone.Process.Pid), seen); ns != "" {
+			t.Errorf("a process gone: foreign (%s)", ns)
 		}
-		if !n.foreign(sh.pid, seen) {
-			t.Error("a process of another mount namespace: not foreign")
+		if ns := n.foreignNS(sh.pid, seen); ns != shellNS {
+			t.Errorf("a process of another mount namespace: %q, want %q", ns, shellNS)
 		}
-		if n.foreign(0, seen) {
-			t.Error("no process: foreign")
+		if ns := n.foreignNS(0, seen); ns != "" {
+			t.Errorf("no process: foreign (%s)", ns)
 		}
 	}
 	if len(seen) != 3 || seen[int32(gone.Process.Pid)] != "" {
@@ -255,10 +256,19 @@ func TestForeignReadsEachProcessNamespaceOnce(t *testing.T) {
 	// Once read, a process's namespace is not read again in the pass.
 	sh.stdin.Close()
 	sh.cmd.Wait()
-	if !n.foreign(sh.pid, seen) {
-		t.Error("the shell's namespace read again after it exited")
+	if ns := n.foreignNS(sh.pid, seen); ns != shellNS {
+		t.Errorf("the shell's namespace read again after it exited: %q", ns)
 	}
-	if n.foreign(sh.pid, pidNamespaces{}) {
-		t.Error("a new pass: the shell that exited is still foreign")
+	if ns := n.foreignNS(sh.pid, pidNamespaces{}); ns != "" {
+		t.Errorf("a new pass: the shell that exited is still foreign (%s)", ns)
 	}
+	// The namespace a pass found resolves the file as its process saw
+	// it, with no second read of the process's link.
+	sh2 := startNSShell(t, f, `mount --bind "$1" "$2" && echo ok && read x; exit 0`)
+	sh2.expect(t, "ok")
+	ns := n.foreignNS(sh2.pid, seen)
+	if got, ok := n.resolveIn(ns, strconv.Itoa(int(sh2.pid)), 0, f.dev, f.ino, f.fsPath); !ok || got != f.viewed() {
+		t.Errorf("the file in the pass's namespace: %q, %v; want %q", got, ok, f.viewed())
+	}
+	n.close()
 }

@@ -3,6 +3,7 @@ package pagecache
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -510,8 +511,10 @@ func (s *Sensor) fill(r *record.Record, pageSize int) {
 		rf.NameCut = s.cutPaths[f.key] && !strings.HasPrefix(rf.Path, "/")
 		if fsPath, ok := s.fsPaths[f.key]; ok {
 			p, ok := s.nsView[f.key]
-			if !ok && s.ns.foreign(f.lastP, namespaces) {
-				p, ok = s.ns.resolve(f.lastP, 0, 0, f.key.Dev, f.key.Ino, fsPath)
+			if !ok {
+				if ns := s.ns.foreignNS(f.lastP, namespaces); ns != "" {
+					p, ok = s.ns.resolveIn(ns, strconv.Itoa(int(f.lastP)), 0, f.key.Dev, f.key.Ino, fsPath)
+				}
 			}
 			if !ok {
 				p, ok = s.nsSeen[f.key]
