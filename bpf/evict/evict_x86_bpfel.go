@@ -88,6 +88,8 @@ type EvictFileStats struct {
 	OrderFault     uint32
 	Blk0Inserted   uint64
 	Blk0Evicted    uint64
+	FirstStack     uint64
+	FirstCharges   EvictFileStackStats
 }
 
 type EvictInserterKey struct {

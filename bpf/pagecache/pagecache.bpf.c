@@ -144,13 +144,16 @@ static __always_inline bool maybe_has_entry(struct file_key *key)
 	return !w || (*w & mask);
 }
 
+/* A new file's entry, from read-only data rather than the stack: the
+ * insertion path's frames already come near the verifier's 512 bytes. */
+const volatile struct file_stats file_stats_zero = {};
+
 static __always_inline struct file_stats *file_get(struct file_key *key, bool create)
 {
 	struct file_stats *fs = bpf_map_lookup_elem(&files, key);
 	if (fs || !create)
 		return fs;
-	struct file_stats zero = {};
-	if (bpf_map_update_elem(&files, key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&files, key) == NULL) {
+	if (bpf_map_update_elem(&files, key, (const void *)&file_stats_zero, BPF_NOEXIST) && bpf_map_lookup_elem(&files, key) == NULL) {
 		count_lost(LOST_FILES);
 		return NULL;
 	}
@@ -1589,8 +1592,9 @@ struct {
 } add_chain SEC(".maps");
 
 /* BTF: the folio gives the inode, so a file that is only written (a new
- * cache entry) gets its path too. */
-static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
+ * cache entry) gets its path too. False when the insertion is a read's
+ * (no write syscall, not past the end of the file), true otherwise. */
+static __always_inline bool add_to_cache(struct tstate *t, struct folio *folio)
 {
 	struct inode *inode = folio->mapping->host;
 	struct file_key key = {};
@@ -1599,7 +1603,7 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 	key.ino = inode->i_ino;
 	struct file_stats *fs = file_get(&key, true);
 	if (!fs)
-		return;
+		return true;
 	__u32 order = 0;
 	if (folio->flags.f & (1ull << bpf_core_enum_value(enum pageflags, PG_head)))
 		order = folio->_flags_1 & 0xff;
@@ -1628,7 +1632,7 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 	}
 	if (created) {
 		__sync_fetch_and_add(&fs->created, n);
-		return;
+		return true;
 	}
 	__sync_fetch_and_add(&fs->missed, n);
 	__u64 lo = folio->index, hi = folio->index + n - 1;
@@ -1655,6 +1659,7 @@ static __always_inline void add_to_cache(struct tstate *t, struct folio *folio)
 	if (stack)
 		file_stack_add(key_dev_gen(&key), key.ino, stack, FS_MISSED, n);
 	note_order(&key, fs, lo, n, nr < 0);
+	return false;
 }
 
 SEC("tp_btf/mm_filemap_add_to_page_cache")
@@ -1664,11 +1669,17 @@ int BPF_PROG(on_add_to_cache, struct folio *folio_arg)
 	/* The tracked test first, the only work for most of the machine's
 	 * insertions. */
 	struct tstate *t = current_state();
+	bool written = true;
 	if (t) {
 		left_entry(t);
-		add_to_cache(t, folio);
+		written = add_to_cache(t, folio);
 		seen_in_entry(t);
 	}
+	/* A tracked read's insertion has nothing for the chain: bpf/download
+	 * links only what a write inserts (on_dl_write's own test, which
+	 * written includes). */
+	if (t && !written)
+		return 0;
 	bpf_tail_call(ctx, &add_chain, t ? ADD_CHAIN_TRACKED : ADD_CHAIN_UNTRACKED);
 	return 0;
 }

@@ -64,6 +64,8 @@ type PagecacheFileStats struct {
 	OrderFault     uint32
 	Blk0Inserted   uint64
 	Blk0Evicted    uint64
+	FirstStack     uint64
+	FirstCharges   PagecacheFileStackStats
 }
 
 type PagecacheFillEnd struct {
@@ -317,6 +319,7 @@ const (
 	PagecacheVarBtfAnchorLostKind   = "_btf_anchor_lost_kind"
 	PagecacheVarBtfAnchorPathKind   = "_btf_anchor_path_kind"
 	PagecacheVarBtfAnchorThreadFlag = "_btf_anchor_thread_flag"
+	PagecacheVarFileStatsZero       = "file_stats_zero"
 	PagecacheVarLazySeenNs          = "lazy_seen_ns"
 	PagecacheVarLazyWoken           = "lazy_woken"
 	PagecacheVarPyStacksOn          = "py_stacks_on"
@@ -421,6 +424,7 @@ type PagecacheVariableSpecs struct {
 	BtfAnchorLostKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorPathKind   *ebpf.VariableSpec `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.VariableSpec `ebpf:"_btf_anchor_thread_flag"`
+	FileStatsZero       *ebpf.VariableSpec `ebpf:"file_stats_zero"`
 	LazySeenNs          *ebpf.VariableSpec `ebpf:"lazy_seen_ns"`
 	LazyWoken           *ebpf.VariableSpec `ebpf:"lazy_woken"`
 	PyStacksOn          *ebpf.VariableSpec `ebpf:"py_stacks_on"`
@@ -520,6 +524,7 @@ type PagecacheVariables struct {
 	BtfAnchorLostKind   *ebpf.Variable `ebpf:"_btf_anchor_lost_kind"`
 	BtfAnchorPathKind   *ebpf.Variable `ebpf:"_btf_anchor_path_kind"`
 	BtfAnchorThreadFlag *ebpf.Variable `ebpf:"_btf_anchor_thread_flag"`
+	FileStatsZero       *ebpf.Variable `ebpf:"file_stats_zero"`
 	LazySeenNs          *ebpf.Variable `ebpf:"lazy_seen_ns"`
 	LazyWoken           *ebpf.Variable `ebpf:"lazy_woken"`
 	PyStacksOn          *ebpf.Variable `ebpf:"py_stacks_on"`

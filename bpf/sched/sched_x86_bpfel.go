@@ -65,6 +65,8 @@ type SchedFileStats struct {
 	OrderFault     uint32
 	Blk0Inserted   uint64
 	Blk0Evicted    uint64
+	FirstStack     uint64
+	FirstCharges   SchedFileStackStats
 }
 
 type SchedLostKind uint32

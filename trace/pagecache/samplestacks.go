@@ -1,8 +1,6 @@
 package pagecache
 
 import (
-	"fmt"
-
 	bpfpc "github.com/coldtrace/coldtrace/bpf/pagecache"
 	"github.com/coldtrace/coldtrace/record"
 	"github.com/coldtrace/coldtrace/trace/probe"
@@ -18,8 +16,6 @@ type sampleStacks struct {
 	num  map[uint64]int // kernel stack id → its number
 	ids  []uint64       // number-1 → kernel stack id
 	prev map[stackKey]int64
-	keys []bpfpc.PagecacheFileStackKey
-	vals []bpfpc.PagecacheFileStackStats
 }
 
 type stackKey struct {
@@ -46,12 +42,11 @@ func (s *Sensor) pollStacks(sample *record.Sample) error {
 	st := &s.stacks
 	if st.num == nil {
 		st.num, st.prev = map[uint64]int{}, map[stackKey]int64{}
-		st.keys = make([]bpfpc.PagecacheFileStackKey, probe.BatchSize)
-		st.vals = make([]bpfpc.PagecacheFileStackStats, probe.BatchSize)
 	}
 	got := map[int][]record.SampleStack{}
-	err := probe.ReadMap(s.p.objs.FileStacks, st.keys, st.vals, func(k bpfpc.PagecacheFileStackKey, v *bpfpc.PagecacheFileStackStats) {
-		key := stackKey{probe.FileKey{Dev: k.File.Dev, Ino: k.File.Ino, Gen: k.File.Gen}, k.Stack}
+	// s.polled: the file entries this poll read, first stacks and all.
+	err := s.eachStackCharge(s.polled, func(file probe.FileKey, stack uint64, v *bpfpc.PagecacheFileStackStats) {
+		key := stackKey{file, stack}
 		acc := s.files[key.file]
 		if acc == nil {
 			return
@@ -66,16 +61,16 @@ func (s *Sensor) pollStacks(sample *record.Sample) error {
 			return
 		}
 		st.prev[key] = ns
-		n := st.num[k.Stack]
+		n := st.num[stack]
 		if n == 0 {
-			st.ids = append(st.ids, k.Stack)
+			st.ids = append(st.ids, stack)
 			n = len(st.ids)
-			st.num[k.Stack] = n
+			st.num[stack] = n
 		}
 		got[i] = append(got[i], record.SampleStack{N: n, NS: d})
 	})
 	if err != nil {
-		return fmt.Errorf("read the files' stacks: %w", err)
+		return err
 	}
 	for i, list := range got {
 		record.SortSampleStacks(list)

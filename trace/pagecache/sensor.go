@@ -168,6 +168,8 @@ type Sensor struct {
 	fileKeyBuf []bpfpc.PagecacheFileKey
 	fileBuf    []bpfpc.PagecacheFileStats
 	polled     []polledFile
+	stackKeys  []bpfpc.PagecacheFileStackKey
+	stackVals  []bpfpc.PagecacheFileStackStats
 	// stacks are the files' stack charges as of the last poll.
 	stacks sampleStacks
 }
@@ -384,12 +386,8 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 	}
 	// The counters first, then the ongoing waits they cannot hold yet
 	// (see sched.Sensor.Waiting).
-	s.polled = s.polled[:0]
-	err := probe.ReadMap(s.p.objs.Files, s.fileKeyBuf, s.fileBuf, func(key bpfpc.PagecacheFileKey, fs *bpfpc.PagecacheFileStats) {
-		s.polled = append(s.polled, polledFile{probe.FileKey{Dev: key.Dev, Ino: key.Ino, Gen: key.Gen}, *fs})
-	})
-	if err != nil {
-		return fmt.Errorf("read file table: %w", err)
+	if err := s.readFiles(); err != nil {
+		return err
 	}
 	if s.opts.Waiting != nil {
 		waiting, fillWaiting = s.opts.Waiting()
@@ -405,6 +403,18 @@ func (s *Sensor) Poll(now uint64, sample *record.Sample) error {
 		fileSample(smallFiles, &bpfpc.PagecacheFileStats{Accessed: smallPages})
 	}
 	return s.pollStacks(sample)
+}
+
+// readFiles reads the file table into s.polled.
+func (s *Sensor) readFiles() error {
+	s.polled = s.polled[:0]
+	err := probe.ReadMap(s.p.objs.Files, s.fileKeyBuf, s.fileBuf, func(key bpfpc.PagecacheFileKey, fs *bpfpc.PagecacheFileStats) {
+		s.polled = append(s.polled, polledFile{probe.FileKey{Dev: key.Dev, Ino: key.Ino, Gen: key.Gen}, *fs})
+	})
+	if err != nil {
+		return fmt.Errorf("read file table: %w", err)
+	}
+	return nil
 }
 
 // Finish drains the path records and writes the files and the page

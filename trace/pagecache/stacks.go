@@ -23,13 +23,16 @@ func (s *Sensor) fileStacks(rec *record.Record, pageSize int) error {
 		v     bpfpc.PagecacheFileStackStats
 	}
 	var all []charge
-	keys := make([]bpfpc.PagecacheFileStackKey, probe.BatchSize)
-	vals := make([]bpfpc.PagecacheFileStackStats, probe.BatchSize)
-	err := probe.ReadMap(s.p.objs.FileStacks, keys, vals, func(k bpfpc.PagecacheFileStackKey, v *bpfpc.PagecacheFileStackStats) {
-		all = append(all, charge{probe.FileKey{Dev: k.File.Dev, Ino: k.File.Ino, Gen: k.File.Gen}, k.Stack, *v})
+	// The files' first stacks are in their own entries, read afresh:
+	// the last poll's may predate the charges file_stacks holds now.
+	if err := s.readFiles(); err != nil {
+		return err
+	}
+	err := s.eachStackCharge(s.polled, func(k probe.FileKey, stack uint64, v *bpfpc.PagecacheFileStackStats) {
+		all = append(all, charge{k, stack, *v})
 	})
 	if err != nil {
-		return fmt.Errorf("read the files' stacks: %w", err)
+		return err
 	}
 	byFile := map[probe.FileKey]int{}
 	for i := range rec.Files {
@@ -94,4 +97,26 @@ func SortCharges(cs []record.StackCharge) {
 		}
 		return cs[i].Stack < cs[j].Stack
 	})
+}
+
+// eachStackCharge calls fn with the cumulative charges of every (file,
+// Python stack): a file's first stack from its entry in files (as read
+// into polled), then the rest from the kernel's file_stacks table.
+func (s *Sensor) eachStackCharge(polled []polledFile, fn func(probe.FileKey, uint64, *bpfpc.PagecacheFileStackStats)) error {
+	for i := range polled {
+		if p := &polled[i]; p.stats.FirstStack != 0 {
+			fn(p.key, p.stats.FirstStack, &p.stats.FirstCharges)
+		}
+	}
+	if s.stackKeys == nil {
+		s.stackKeys = make([]bpfpc.PagecacheFileStackKey, probe.BatchSize)
+		s.stackVals = make([]bpfpc.PagecacheFileStackStats, probe.BatchSize)
+	}
+	err := probe.ReadMap(s.p.objs.FileStacks, s.stackKeys, s.stackVals, func(k bpfpc.PagecacheFileStackKey, v *bpfpc.PagecacheFileStackStats) {
+		fn(probe.FileKey{Dev: k.File.Dev, Ino: k.File.Ino, Gen: k.File.Gen}, k.Stack, v)
+	})
+	if err != nil {
+		return fmt.Errorf("read the files' stacks: %w", err)
+	}
+	return nil
 }
