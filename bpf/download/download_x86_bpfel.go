@@ -110,6 +110,8 @@ type DownloadPyConf struct {
 	CoQualname    uint32
 	CoFirstlineno uint32
 	SkipCstack    uint32
+	FrLocals      uint32
+	_             [4]byte
 }
 
 type DownloadPyScratch struct {
@@ -120,6 +122,8 @@ type DownloadPyScratch struct {
 	F1   uint64
 	I0   uint64
 	I1   uint64
+	L0   uint64
+	L1   uint64
 	Tsb  [256]uint8
 	Fb   [80]uint8
 	Cb   [160]uint8
@@ -240,6 +244,7 @@ type DownloadTstate struct {
 	PyI0      uint64
 	PyF1      uint64
 	PyI1      uint64
+	PyL0      uint64
 	PyLast    uint64
 	Entry     uint64
 	SeenTs    uint64

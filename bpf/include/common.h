@@ -142,10 +142,11 @@ struct tstate {
 	 * it closes; 0 outside a fill or for a thread without one. */
 	__u64 fill_stack;
 	/* The thread's last walk (py_stack_reuse): its thread state, its two
-	 * innermost frames and their instructions, and the stack they gave.
-	 * Unchanged frames reuse the stack without a walk. */
+	 * innermost frames and their instructions, the innermost's first
+	 * local, and the stack they gave. Unchanged frames reuse the stack
+	 * without a walk. */
 	__u64 py_ts;
-	__u64 py_f0, py_i0, py_f1, py_i1;
+	__u64 py_f0, py_i0, py_f1, py_i1, py_l0;
 	__u64 py_last;
 	/* Where the kernel refuses task works to tracing programs
 	 * (TF_LAZY_END): the kernel entry the open fill or direct read

@@ -61,6 +61,7 @@ struct py_conf {
 	__u32 co_qualname;
 	__u32 co_firstlineno;
 	__u32 skip_cstack; /* 3.12+: frames owned by the C stack are shims, not code */
+	__u32 fr_locals;   /* localsplus: the frame's first local */
 };
 
 struct py_frame {
@@ -142,6 +143,7 @@ struct py_scratch {
 	 * py_stack_reuse's next check. */
 	__u64 f0, f1; /* in this order: py_frame_step indexes them from f0 */
 	__u64 i0, i1;
+	__u64 l0, l1; /* their first locals */
 	/* Blocks read at once (stack space is short under a bpf_loop). */
 	__u8 tsb[PY_TS_BLOCK];
 	__u8 fb[PY_FRAME_BLOCK];
@@ -387,6 +389,7 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 		__u64 *fi = &w->sc->f0;
 		fi[i & 1] = cur;
 		fi[2 + (i & 1)] = ff.instr;
+		fi[4 + (i & 1)] = py_read_ptr(cur + c->fr_locals);
 	}
 	if (c->skip_cstack && ff.owner >= PY_OWNED_BY_CSTACK)
 		return 0;
@@ -445,7 +448,7 @@ __noinline int py_walk(__u32 tgid, __u32 tid, __u64 hint)
 		return 0;
 	py_count(PY_LOST_KINDS + PY_WALKS);
 	sc->hash = 0;
-	sc->f0 = sc->i0 = sc->f1 = sc->i1 = 0;
+	sc->f0 = sc->i0 = sc->f1 = sc->i1 = sc->l0 = sc->l1 = 0;
 	/* Few locals: this frame lies in the deepest call chains of the
 	 * objects that take stacks, which the verifier holds to 512 bytes. */
 	struct py_walk_ctx w = {.sc = sc, .c = c, .tid = tid};
@@ -524,8 +527,14 @@ static __always_inline __u64 py_stack_here(void)
 }
 
 /* Whether the thread's innermost frame (s->py_f0, checked current) and
- * its caller are still at the instructions of the last walk: one read
- * of both when they lie close together, else one read per frame. */
+ * its caller are still at the instructions of the last walk, the
+ * innermost with the same first local: one read of both when they lie
+ * close together, else one read per frame. The local tells apart two
+ * calls of one function from one line of one caller, whose frames lie
+ * at the same addresses: two modules imported one after the other read
+ * their source in importlib's get_data(self, path) at the same place,
+ * each with its own loader as self, while a loop of reads in one call
+ * keeps its first argument. */
 static __always_inline bool py_frames_unchanged(struct py_scratch *sc, struct py_conf *c, struct tstate *s)
 {
 	__u64 f0 = s->py_f0, f1 = s->py_f1;
@@ -533,14 +542,20 @@ static __always_inline bool py_frames_unchanged(struct py_scratch *sc, struct py
 	    c->fr_instr <= PY_FRAME_BLOCK - 8) {
 		__u32 d = f0 - f1;
 		__u32 len = d + PY_FRAME_BLOCK;
-		if (len <= PY_PAIR_BLOCK && !bpf_probe_read_user(sc->pair, len, (void *)f1))
-			return py_blk64(sc->pair, d + c->fr_previous, PY_PAIR_BLOCK) == f1 &&
-			       py_blk64(sc->pair, d + c->fr_instr, PY_PAIR_BLOCK) == s->py_i0 &&
-			       py_blk64(sc->pair, c->fr_instr, PY_PAIR_BLOCK) == s->py_i1;
+		if (len <= PY_PAIR_BLOCK && !bpf_probe_read_user(sc->pair, len, (void *)f1)) {
+			if (py_blk64(sc->pair, d + c->fr_previous, PY_PAIR_BLOCK) != f1 ||
+			    py_blk64(sc->pair, d + c->fr_instr, PY_PAIR_BLOCK) != s->py_i0 ||
+			    py_blk64(sc->pair, c->fr_instr, PY_PAIR_BLOCK) != s->py_i1)
+				return false;
+			if (c->fr_locals <= PY_FRAME_BLOCK - 8)
+				return py_blk64(sc->pair, d + c->fr_locals, PY_PAIR_BLOCK) == s->py_l0;
+			return py_read_ptr(f0 + c->fr_locals) == s->py_l0;
+		}
 	}
 	struct py_frame_fields ff = {};
 	py_read_frame(sc, c, f0, &ff);
-	return ff.previous == f1 && ff.instr == s->py_i0 && (!f1 || py_read_ptr(f1 + c->fr_instr) == s->py_i1);
+	return ff.previous == f1 && ff.instr == s->py_i0 && (!f1 || py_read_ptr(f1 + c->fr_instr) == s->py_i1) &&
+	       py_read_ptr(f0 + c->fr_locals) == s->py_l0;
 }
 
 /* py_stack_reuse is py_stack_here for a thread whose state s keeps its
@@ -582,6 +597,7 @@ static __always_inline __u64 py_stack_reuse(struct tstate *s)
 	s->py_i0 = sc->i0;
 	s->py_f1 = sc->f1;
 	s->py_i1 = sc->i1;
+	s->py_l0 = sc->l0;
 	s->py_last = sc->hash;
 	return sc->hash;
 }

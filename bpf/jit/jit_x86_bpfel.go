@@ -136,6 +136,8 @@ type JitPyConf struct {
 	CoQualname    uint32
 	CoFirstlineno uint32
 	SkipCstack    uint32
+	FrLocals      uint32
+	_             [4]byte
 }
 
 type JitPyScratch struct {
@@ -146,6 +148,8 @@ type JitPyScratch struct {
 	F1   uint64
 	I0   uint64
 	I1   uint64
+	L0   uint64
+	L1   uint64
 	Tsb  [256]uint8
 	Fb   [80]uint8
 	Cb   [160]uint8
@@ -275,6 +279,7 @@ type JitTstate struct {
 	PyI0      uint64
 	PyF1      uint64
 	PyI1      uint64
+	PyL0      uint64
 	PyLast    uint64
 	Entry     uint64
 	SeenTs    uint64

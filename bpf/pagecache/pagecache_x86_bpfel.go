@@ -133,6 +133,8 @@ type PagecachePyConf struct {
 	CoQualname    uint32
 	CoFirstlineno uint32
 	SkipCstack    uint32
+	FrLocals      uint32
+	_             [4]byte
 }
 
 type PagecachePyScratch struct {
@@ -143,6 +145,8 @@ type PagecachePyScratch struct {
 	F1   uint64
 	I0   uint64
 	I1   uint64
+	L0   uint64
+	L1   uint64
 	Tsb  [256]uint8
 	Fb   [80]uint8
 	Cb   [160]uint8
@@ -253,6 +257,7 @@ type PagecacheTstate struct {
 	PyI0      uint64
 	PyF1      uint64
 	PyI1      uint64
+	PyL0      uint64
 	PyLast    uint64
 	Entry     uint64
 	SeenTs    uint64

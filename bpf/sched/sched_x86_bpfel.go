@@ -204,6 +204,7 @@ type SchedTstate struct {
 	PyI0      uint64
 	PyF1      uint64
 	PyI1      uint64
+	PyL0      uint64
 	PyLast    uint64
 	Entry     uint64
 	SeenTs    uint64

@@ -608,3 +608,89 @@ func checkPhaseSlices(t *testing.T, path, file, head, rest string) {
 		t.Errorf("%s: the file's slices name %q, want head_of's line (%s) then rest_of's (%s)", filepath.Base(path), got, head, rest)
 	}
 }
+
+// TestSiblingImportsCarryTheirOwnLines: single-file modules imported one
+// after the other by one module read their source through the same
+// importlib frames at the same addresses, each with its own loader; under
+// every interpreter present each evicted module is charged to the line
+// that imported it, not to the first import's.
+func TestSiblingImportsCarryTheirOwnLines(t *testing.T) {
+	testenv.RequireTracing(t)
+	for _, py := range pyInterpreters() {
+		t.Run(py.name, func(t *testing.T) {
+			if py.skip != "" {
+				t.Skip(py.skip)
+			}
+			dir := e2eutil.DiskDir(t)
+			const n = 6
+			// Time first for coldtrace to locate the interpreter.
+			main := "import sys, time\ntime.sleep(0.6)\nsys.path.insert(0, sys.argv[1])\n"
+			mods := make([]string, n)
+			for i := range mods {
+				mods[i] = filepath.Join(dir, fmt.Sprintf("sib_%d.py", i))
+				if err := os.WriteFile(mods[i], []byte(fmt.Sprintf("X = %d\n", i)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				main += fmt.Sprintf("import sib_%d\n", i) // line 4 + i
+			}
+			// Time for the last import's stack to be read while it lives.
+			main += "time.sleep(0.6)\n"
+			script := filepath.Join(dir, "sibs.py")
+			if err := os.WriteFile(script, []byte(main), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range mods {
+				syncFile(t, m)
+				e2eutil.Evict(t, m)
+			}
+			rec := filepath.Join(t.TempDir(), "rec.json")
+			r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--", py.path, "-B", script, dir)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			got := readRecord(t, rec)
+			for i, m := range mods {
+				f := fileByPath(t, got, m)
+				if f.BytesFromDisk == 0 {
+					t.Errorf("%s was not read from disk (evicted before the run?)", m)
+					continue
+				}
+				want := fmt.Sprintf("sibs.py:%d <module>", 4+i)
+				var site string
+				if len(f.Stacks) > 0 {
+					site = innermostIn(got.StackAt(f.Stacks[0].Stack), "/sibs.py")
+				}
+				if site != want {
+					t.Errorf("sib_%d.py charged to %q, want %q", i, site, want)
+				}
+			}
+		})
+	}
+}
+
+// innermostIn is stack st's innermost frame in a file named by suffix,
+// as "base:LINE qualname", or "".
+func innermostIn(st *record.PyStack, suffix string) string {
+	if st == nil {
+		return ""
+	}
+	for _, f := range st.Frames {
+		if strings.HasSuffix(f.File, suffix) {
+			return fmt.Sprintf("%s:%d %s", filepath.Base(f.File), f.Line, f.Func)
+		}
+	}
+	return ""
+}
+
+// syncFile writes path's pages to disk, so that they can be evicted.
+func syncFile(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}

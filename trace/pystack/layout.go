@@ -18,9 +18,9 @@ type Layout struct {
 	// _PyCFrame.current_frame (3.11, 3.12) or PyThreadState.current_frame (3.13+)
 	CurrentFrame uint32
 	// _PyInterpreterFrame: code (f_code, f_executable), previous,
-	// instruction (prev_instr, instr_ptr), owner
-	FrCode, FrPrevious, FrInstr, FrOwner uint32
-	SkipCStack                           bool
+	// instruction (prev_instr, instr_ptr), owner, localsplus
+	FrCode, FrPrevious, FrInstr, FrOwner, FrLocals uint32
+	SkipCStack                                     bool
 	// PyCodeObject
 	CoFilename, CoQualname, CoFirstLineno, CoLinetable, CoCodeAdaptive uint32
 	// PyASCIIObject: state bits, length, and where compact ASCII data
@@ -41,12 +41,12 @@ const (
 // internal structs on x86-64, computed by compiling against their
 // Include/internal headers (Debian's 3.11.2 and pyenv's 3.11.7 agree).
 var layout311 = Layout{Minor: 11, InterpHead: 40, ThreadsHead: 16, TSNext: 8, TSNativeTID: 160, TSCFrame: 56,
-	CurrentFrame: 8, FrCode: 32, FrPrevious: 48, FrInstr: 56, FrOwner: 69,
+	CurrentFrame: 8, FrCode: 32, FrPrevious: 48, FrInstr: 56, FrOwner: 69, FrLocals: 72,
 	CoFilename: 112, CoQualname: 128, CoFirstLineno: 72, CoLinetable: 136, CoCodeAdaptive: 184,
 	UniState: 32, UniLength: 16, ASCIISize: 48, CompactSize: 72}
 
 var layout312 = Layout{Minor: 12, InterpHead: 40, ThreadsHead: 72, TSNext: 8, TSNativeTID: 144, TSCFrame: 56,
-	CurrentFrame: 0, FrCode: 0, FrPrevious: 8, FrInstr: 56, FrOwner: 70, SkipCStack: true,
+	CurrentFrame: 0, FrCode: 0, FrPrevious: 8, FrInstr: 56, FrOwner: 70, FrLocals: 72, SkipCStack: true,
 	CoFilename: 112, CoQualname: 128, CoFirstLineno: 68, CoLinetable: 136, CoCodeAdaptive: 192,
 	UniState: 32, UniLength: 16, ASCIISize: 40, CompactSize: 56}
 
@@ -61,7 +61,7 @@ type debugTable struct {
 	minor                                                                        int
 	size                                                                         int
 	version, freeThreaded, interpHead, threadsHead, tsNext, tsFrame, tsNativeTID int
-	frPrevious, frExecutable, frInstr, frOwner                                   int
+	frPrevious, frExecutable, frInstr, frLocals, frOwner                         int
 	coFilename, coQualname, coLinetable, coFirstLineno, coAdaptive               int
 	uniState, uniLength, uniASCIISize                                            int
 }
@@ -69,7 +69,7 @@ type debugTable struct {
 // debugOffsets313 is 3.13's _Py_DebugOffsets.
 var debugOffsets313 = debugTable{minor: 13, size: 584, version: 8, freeThreaded: 16, interpHead: 40, threadsHead: 72,
 	tsNext: 168, tsFrame: 184, tsNativeTID: 200,
-	frPrevious: 232, frExecutable: 240, frInstr: 248, frOwner: 264,
+	frPrevious: 232, frExecutable: 240, frInstr: 248, frLocals: 256, frOwner: 264,
 	coFilename: 280, coQualname: 296, coLinetable: 304, coFirstLineno: 312, coAdaptive: 344,
 	uniState: 544, uniLength: 552, uniASCIISize: 560}
 
@@ -80,7 +80,7 @@ var debugOffsets313 = debugTable{minor: 13, size: 584, version: 8, freeThreaded:
 // debugger's support fields.
 var debugOffsets314 = debugTable{minor: 14, size: 760, version: 8, freeThreaded: 16, interpHead: 40, threadsHead: 72,
 	tsNext: 192, tsFrame: 208, tsNativeTID: 224,
-	frPrevious: 256, frExecutable: 264, frInstr: 272, frOwner: 288,
+	frPrevious: 256, frExecutable: 264, frInstr: 272, frLocals: 280, frOwner: 288,
 	coFilename: 320, coQualname: 336, coLinetable: 344, coFirstLineno: 352, coAdaptive: 384,
 	uniState: 624, uniLength: 632, uniASCIISize: 640}
 
@@ -132,7 +132,7 @@ func parseDebugOffsets(d debugTable, b []byte, hexVersion uint64) (Layout, error
 	}
 	l := Layout{Minor: d.minor, InterpHead: f(d.interpHead), ThreadsHead: f(d.threadsHead), TSNext: f(d.tsNext),
 		TSNativeTID: f(d.tsNativeTID), TSCFrame: None, CurrentFrame: f(d.tsFrame),
-		FrCode: f(d.frExecutable), FrPrevious: f(d.frPrevious), FrInstr: f(d.frInstr), FrOwner: f(d.frOwner), SkipCStack: true,
+		FrCode: f(d.frExecutable), FrPrevious: f(d.frPrevious), FrInstr: f(d.frInstr), FrOwner: f(d.frOwner), FrLocals: f(d.frLocals), SkipCStack: true,
 		CoFilename: f(d.coFilename), CoQualname: f(d.coQualname), CoFirstLineno: f(d.coFirstLineno),
 		CoLinetable: f(d.coLinetable), CoCodeAdaptive: f(d.coAdaptive),
 		UniState: f(d.uniState), UniLength: f(d.uniLength), ASCIISize: f(d.uniASCIISize)}

@@ -354,7 +354,7 @@ func confOf(in *Interp) bpfpy.PystackPyConf {
 	l := in.Layout
 	c := bpfpy.PystackPyConf{Runtime: in.Runtime, CodeType: in.CodeType, InterpHead: l.InterpHead, ThreadsHead: l.ThreadsHead,
 		TsNext: l.TSNext, TsNativeTid: l.TSNativeTID, TsCframe: l.TSCFrame, CframeCurrent: l.CurrentFrame,
-		FrCode: l.FrCode, FrPrevious: l.FrPrevious, FrInstr: l.FrInstr, FrOwner: l.FrOwner,
+		FrCode: l.FrCode, FrPrevious: l.FrPrevious, FrInstr: l.FrInstr, FrOwner: l.FrOwner, FrLocals: l.FrLocals,
 		CoFilename: l.CoFilename, CoQualname: l.CoQualname, CoFirstlineno: l.CoFirstLineno}
 	if l.SkipCStack {
 		c.SkipCstack = 1
