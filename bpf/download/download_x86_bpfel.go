@@ -123,7 +123,6 @@ type DownloadPyScratch struct {
 	I0   uint64
 	I1   uint64
 	L0   uint64
-	L1   uint64
 	Tsb  [256]uint8
 	Fb   [80]uint8
 	Cb   [160]uint8

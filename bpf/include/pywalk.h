@@ -143,7 +143,7 @@ struct py_scratch {
 	 * py_stack_reuse's next check. */
 	__u64 f0, f1; /* in this order: py_frame_step indexes them from f0 */
 	__u64 i0, i1;
-	__u64 l0, l1; /* their first locals */
+	__u64 l0;     /* the innermost's first local */
 	/* Blocks read at once (stack space is short under a bpf_loop). */
 	__u8 tsb[PY_TS_BLOCK];
 	__u8 fb[PY_FRAME_BLOCK];
@@ -389,7 +389,6 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 		__u64 *fi = &w->sc->f0;
 		fi[i & 1] = cur;
 		fi[2 + (i & 1)] = ff.instr;
-		fi[4 + (i & 1)] = py_read_ptr(cur + c->fr_locals);
 	}
 	if (c->skip_cstack && ff.owner >= PY_OWNED_BY_CSTACK)
 		return 0;
@@ -448,7 +447,7 @@ __noinline int py_walk(__u32 tgid, __u32 tid, __u64 hint)
 		return 0;
 	py_count(PY_LOST_KINDS + PY_WALKS);
 	sc->hash = 0;
-	sc->f0 = sc->i0 = sc->f1 = sc->i1 = sc->l0 = sc->l1 = 0;
+	sc->f0 = sc->i0 = sc->f1 = sc->i1 = sc->l0 = 0;
 	/* Few locals: this frame lies in the deepest call chains of the
 	 * objects that take stacks, which the verifier holds to 512 bytes. */
 	struct py_walk_ctx w = {.sc = sc, .c = c, .tid = tid};
@@ -474,6 +473,8 @@ __noinline int py_walk(__u32 tgid, __u32 tid, __u64 hint)
 	sc->st.truncated = 0;
 	sc->st.total = 0;
 	bpf_loop(PY_WALK_LIMIT, py_frame_step, &w, 0);
+	if (sc->f0)
+		sc->l0 = py_read_ptr(sc->f0 + c->fr_locals);
 	__u32 n = sc->st.total;
 	if (!n)
 		return 0;

@@ -146,7 +146,6 @@ type PagecachePyScratch struct {
 	I0   uint64
 	I1   uint64
 	L0   uint64
-	L1   uint64
 	Tsb  [256]uint8
 	Fb   [80]uint8
 	Cb   [160]uint8

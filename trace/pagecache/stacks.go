@@ -23,11 +23,8 @@ func (s *Sensor) fileStacks(rec *record.Record, pageSize int) error {
 		v     bpfpc.PagecacheFileStackStats
 	}
 	var all []charge
-	// The files' first stacks are in their own entries, read afresh:
-	// the last poll's may predate the charges file_stacks holds now.
-	if err := s.readFiles(); err != nil {
-		return err
-	}
+	// The files' first stacks as of the last poll (the run's end polls
+	// last), as the files' own counters in rec are.
 	err := s.eachStackCharge(s.polled, func(k probe.FileKey, stack uint64, v *bpfpc.PagecacheFileStackStats) {
 		all = append(all, charge{k, stack, *v})
 	})
