@@ -56,8 +56,8 @@ struct conn {
 	__u16 dport;      /* peer port, host order */
 	__u8 daddr[16];   /* peer address, network order; 4 bytes for AF_INET */
 	__u64 established_ts;
-	__u64 first_ts;   /* first byte received */
-	__u64 last_ts;    /* latest byte received */
+	__u64 first_ts;   /* first byte received (the first receive's return) */
+	__u64 last_ts;    /* latest byte received (TCP's stamp, to the microsecond) */
 	__u64 bytes;
 	__u64 recvs;      /* receive calls that returned data */
 	__u64 sent;       /* bytes sent (TCP's count, at the latest receive): a download's requests are tiny */
@@ -70,7 +70,7 @@ struct conn {
 	char host[HOST_LEN]; /* the peer's name (host_from), or "" */
 	/* Where host came from (enum host_from). */
 	__u32 host_from;
-	__u32 pad_;
+	__u32 rx_slot;    /* rx_tid's rx_slots index */
 	/* 1 while the connection, opened without a name, awaits its first
 	 * send (counted in unnamed_pending); whoever takes it 1 -> 0 with an
 	 * atomic add settles it, the others only push it below 0. */
@@ -105,13 +105,22 @@ struct {
 #define SILENT_NS (10ull * 1000 * 1000 * 1000)
 
 /* The latest connection a thread received on, by thread slot (the
- * core's): what the page-cache hook links a written file to. */
+ * core's): what the page-cache hook links a written file to, and the
+ * receives of that thread on it not yet folded into the connection's
+ * entry (fold_rx): a thread that goes on receiving on one connection
+ * counts here, in an array element, without the hash lookup of its
+ * entry. The array is mappable: user space adds the counts it finds
+ * here for a connection (the slot named by conn.rx_slot, when it holds
+ * that connection) to the entry's. */
 struct rx_slot {
 	__u32 tid;
 	__u32 pad;
 	__u64 sk;
 	__u64 id;
-	__u64 last_ts; /* the latest receive */
+	__u64 last_ts; /* the latest receive (TCP's stamp) */
+	__u64 bytes;   /* received, not yet folded */
+	__u64 recvs;   /* receive calls, not yet folded */
+	__u64 sent;    /* the socket's bytes sent, at the latest receive */
 };
 
 /* A file first written this long after the thread's latest receive is
@@ -149,10 +158,56 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, MAX_THREADS);
 	__type(key, __u32);
 	__type(value, struct rx_slot);
 } rx_slots SEC(".maps");
+
+/* A tracked connection, in its socket's own storage: a socket no tracked
+ * thread connected has none, and its receives end at that test (a
+ * cached pointer in the socket) instead of a hash lookup by the socket's
+ * address, some 25 ns each: all that a traced server's accepted
+ * connections pay. The latest receiving thread and its slot let that
+ * thread's next receive count in the slot without the entry. */
+struct conn_rx {
+	__u64 id;      /* conn.id; 0 once it closed */
+	__u32 rx_tid;  /* the thread of the latest receive */
+	__u32 rx_slot; /* its rx_slots index */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct conn_rx);
+} conn_rxs SEC(".maps");
+
+/* Moves the receives counted in slot r into c, when r holds c's; each
+ * count taken by an exchange, so a receive that adds to r meanwhile is
+ * either moved or left for the next fold, never lost or moved twice. */
+static __always_inline void fold_rx(struct conn *c, struct rx_slot *r)
+{
+	if (!r || r->sk != c->sk || r->id != c->id)
+		return;
+	__u64 bytes = __sync_lock_test_and_set(&r->bytes, 0);
+	__u64 recvs = __sync_lock_test_and_set(&r->recvs, 0);
+	__sync_fetch_and_add(&c->bytes, bytes);
+	__sync_fetch_and_add(&c->recvs, recvs);
+	if (r->last_ts > c->last_ts)
+		c->last_ts = r->last_ts;
+	if (r->sent > c->sent)
+		c->sent = r->sent;
+}
+
+/* Folds the receives of c's latest receiving thread into c. */
+static __always_inline void fold_latest(struct conn *c)
+{
+	if (!c->rx_tid)
+		return;
+	__u32 slot = c->rx_slot;
+	fold_rx(c, bpf_map_lookup_elem(&rx_slots, &slot));
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -444,8 +499,10 @@ int BPF_PROG(on_sock_state, const struct sock *sk_arg, const int oldstate, const
 		if (family != AF_INET_ && family != AF_INET6_)
 			return 0;
 		struct conn *old = bpf_map_lookup_elem(&conns, &key);
-		if (old)
+		if (old) {
+			fold_latest(old);
 			report_closed(old);
+		}
 		__u64 pid_tgid = bpf_get_current_pid_tgid();
 		__u32 zero = 0;
 		struct conn *n = bpf_map_lookup_elem(&conn_scratch, &zero);
@@ -473,6 +530,15 @@ int BPF_PROG(on_sock_state, const struct sock *sk_arg, const int oldstate, const
 		if (bpf_map_update_elem(&conns, &key, n, BPF_ANY)) {
 			count_net_lost(DL_CONNS);
 		} else {
+			struct conn_rx *x = bpf_sk_storage_get(&conn_rxs, (struct sock *)sk_arg, 0,
+							       BPF_SK_STORAGE_GET_F_CREATE);
+			if (x) {
+				x->rx_tid = 0;
+				x->rx_slot = 0;
+				x->id = n->id;
+			} else {
+				count_net_lost(DL_CONNS);
+			}
 			if (!old)
 				count_open(1);
 			if (n->await_name)
@@ -488,6 +554,10 @@ int BPF_PROG(on_sock_state, const struct sock *sk_arg, const int oldstate, const
 		c->established_ts = bpf_ktime_get_ns();
 		count_write();
 	} else if (newstate == TCP_CLOSE) {
+		struct conn_rx *x = bpf_sk_storage_get(&conn_rxs, (struct sock *)sk_arg, 0, 0);
+		if (x)
+			x->id = 0;
+		fold_latest(c);
 		c->sent = sent_bytes(sk);
 		name_settled(c);
 		report_closed(c);
@@ -754,6 +824,57 @@ int BPF_PROG(on_send, const struct sock *sk, const struct msghdr *msg_arg, const
 	return 0;
 }
 
+/* A receive on x's connection by a thread whose slot does not hold it:
+ * another thread, or this one back from another connection. Counted
+ * when the thread is tracked, as the connection's opener was. The slot's
+ * receives for the connection it held go to that connection, those of
+ * the connection's previous receiving thread to this one, and the slot
+ * holds this connection from now on. */
+static __always_inline struct rx_slot *take_slot(struct conn_rx *x, __u64 key, __u32 tid)
+{
+	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	if (!c || c->id != x->id)
+		return NULL;
+	struct tstate *s = current_state();
+	if (!s)
+		return NULL;
+	__u32 slot = s->slot;
+	struct rx_slot *r = bpf_map_lookup_elem(&rx_slots, &slot);
+	if (!r)
+		return NULL;
+	if (r->sk && (r->sk != key || r->id != c->id)) {
+		__u64 held = r->sk;
+		struct conn *other = bpf_map_lookup_elem(&conns, &held);
+		if (other)
+			fold_rx(other, r);
+		/* Whatever is left belongs to a connection that closed (its
+		 * close folded what it found) */
+		r->bytes = 0;
+		r->recvs = 0;
+	}
+	if (c->rx_tid != tid) {
+		if (c->rx_tid) {
+			fold_latest(c);
+			c->rx_threads++;
+		}
+		c->rx_tid = tid;
+	}
+	if (!c->first_ts) {
+		/* Once a connection: the first receive's time, to the
+		 * nanosecond, never before the connection was established. */
+		c->first_ts = bpf_ktime_get_ns();
+		c->last_ts = c->first_ts;
+	}
+	c->rx_slot = slot;
+	r->tid = tid;
+	r->sk = key;
+	r->id = c->id;
+	r->last_ts = c->last_ts;
+	x->rx_tid = tid;
+	x->rx_slot = slot;
+	return r;
+}
+
 /* Only TCP sockets can be in conns: a tracked thread's unix sockets and
  * UDP skip the hash lookup. */
 static __always_inline bool tcp_sock(struct sock *sk)
@@ -761,44 +882,44 @@ static __always_inline bool tcp_sock(struct sock *sk)
 	return sk->sk_protocol == IPPROTO_TCP_ && sk->sk_type == 1 /* SOCK_STREAM */;
 }
 
-/* Every recvmsg/read on any socket, in the receiving thread: the first
- * test (task storage, one pointer walk) is all an untracked thread pays. */
+/* Every recvmsg/read on any socket, in the receiving thread. A socket
+ * no tracked thread connected costs two loads and its storage's test; a
+ * thread that received on the same connection last counts in its slot
+ * (rx_slot). The latest byte's time is TCP's stamp of the socket's
+ * latest packet (tcp_mstamp: microseconds, the same clock), not a clock
+ * read (some 30 ns a message here): the arrival of the bytes this
+ * receive returns or later, never after the receive. */
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(on_recv, struct sock *sk_arg, int ret, int flags)
 {
 	struct sock *sk = BTF_VIEW(sk_arg, struct sock);
-	if (ret <= 0 || (flags & MSG_PEEK_))
+	/* No storage of any map (almost every socket): no helper call. */
+	if (ret <= 0 || (flags & MSG_PEEK_) || !sk->sk_bpf_storage || !tcp_sock(sk))
 		return 0;
-	struct tstate *s = current_state();
-	if (!s || !tcp_sock(sk))
+	struct conn_rx *x = bpf_sk_storage_get(&conn_rxs, sk_arg, 0, 0);
+	if (!x || !x->id)
 		return 0;
 	__u64 key = (__u64)sk;
-	struct conn *c = bpf_map_lookup_elem(&conns, &key);
-	if (!c)
-		return 0;
-	__u64 now = bpf_ktime_get_ns();
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__sync_fetch_and_add(&c->bytes, ret);
-	__sync_fetch_and_add(&c->recvs, 1);
-	c->sent = sent_bytes(sk);
-	if (!c->first_ts)
-		c->first_ts = now;
-	c->last_ts = now;
-	if (c->rx_tid != tid) {
-		if (c->rx_tid)
-			c->rx_threads++;
-		c->rx_tid = tid;
+	struct rx_slot *r = NULL;
+	if (x->rx_tid == tid) {
+		__u32 slot = x->rx_slot;
+		r = bpf_map_lookup_elem(&rx_slots, &slot);
+		if (r && (r->tid != tid || r->sk != key || r->id != x->id))
+			r = NULL; /* it received on another connection since */
 	}
-	__u32 slot = s->slot;
-	struct rx_slot *r = bpf_map_lookup_elem(&rx_slots, &slot);
-	if (r) {
-		if (r->sk != key || r->id != c->id || r->tid != tid) {
-			r->tid = tid;
-			r->sk = key;
-			r->id = c->id;
-		}
-		r->last_ts = now;
+	if (!r) {
+		r = take_slot(x, key, tid);
+		if (!r)
+			return 0;
 	}
+	struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+	__sync_fetch_and_add(&r->bytes, ret);
+	__sync_fetch_and_add(&r->recvs, 1);
+	__u64 stamp = tp->tcp_mstamp * 1000;
+	if (stamp > r->last_ts)
+		r->last_ts = stamp;
+	r->sent = tp->bytes_sent;
 	count_write();
 	return 0;
 }

@@ -36,9 +36,16 @@ type DownloadConn struct {
 	GaiEnd        uint64
 	Host          [256]int8
 	HostFrom      uint32
-	Pad           uint32
+	RxSlot        uint32
 	AwaitName     int64
 	Stack         uint64
+}
+
+type DownloadConnRx struct {
+	_      structs.HostLayout
+	Id     uint64
+	RxTid  uint32
+	RxSlot uint32
 }
 
 type DownloadDlLost uint32
@@ -154,6 +161,9 @@ type DownloadRxSlot struct {
 	Sk     uint64
 	Id     uint64
 	LastTs uint64
+	Bytes  uint64
+	Recvs  uint64
+	Sent   uint64
 }
 
 type DownloadThread struct {
@@ -274,6 +284,7 @@ type DownloadWriteStats struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	DownloadMapClosedConns         = "closed_conns"
+	DownloadMapConnRxs             = "conn_rxs"
 	DownloadMapConnScratch         = "conn_scratch"
 	DownloadMapConnWake            = "conn_wake"
 	DownloadMapConns               = "conns"
@@ -365,6 +376,7 @@ type DownloadProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type DownloadMapSpecs struct {
 	ClosedConns   *ebpf.MapSpec `ebpf:"closed_conns"`
+	ConnRxs       *ebpf.MapSpec `ebpf:"conn_rxs"`
 	ConnScratch   *ebpf.MapSpec `ebpf:"conn_scratch"`
 	ConnWake      *ebpf.MapSpec `ebpf:"conn_wake"`
 	Conns         *ebpf.MapSpec `ebpf:"conns"`
@@ -422,6 +434,7 @@ func (o *DownloadObjects) Close() error {
 // It can be passed to LoadDownloadObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DownloadMaps struct {
 	ClosedConns   *ebpf.Map `ebpf:"closed_conns"`
+	ConnRxs       *ebpf.Map `ebpf:"conn_rxs"`
 	ConnScratch   *ebpf.Map `ebpf:"conn_scratch"`
 	ConnWake      *ebpf.Map `ebpf:"conn_wake"`
 	Conns         *ebpf.Map `ebpf:"conns"`
@@ -449,6 +462,7 @@ type DownloadMaps struct {
 func (m *DownloadMaps) Close() error {
 	return _DownloadClose(
 		m.ClosedConns,
+		m.ConnRxs,
 		m.ConnScratch,
 		m.ConnWake,
 		m.Conns,

@@ -90,11 +90,17 @@ func startSensor(t *testing.T) (*Sensor, Options) {
 // runs.
 func trackThread(t *testing.T, shared Options) (untrack func()) {
 	t.Helper()
+	return trackThreadIn(t, shared, 1)
+}
+
+// trackThreadIn is trackThread with the thread's slot.
+func trackThreadIn(t *testing.T, shared Options, slot uint32) (untrack func()) {
+	t.Helper()
 	fd, err := unix.PidfdOpen(unix.Gettid(), pidfdThread)
 	if err != nil {
 		t.Skipf("pidfd of a thread: %v", err)
 	}
-	st := bpfdl.DownloadTstate{Slot: 1, Tgid: uint32(unix.Getpid())}
+	st := bpfdl.DownloadTstate{Slot: slot, Tgid: uint32(unix.Getpid())}
 	markTracked(t, shared.Tracked, uint32(unix.Getpid()))
 	if err := shared.TaskStates.Update(uint32(fd), &st, ebpf.UpdateAny); err != nil {
 		unix.Close(fd)
@@ -161,6 +167,7 @@ func TestPerEventCost(t *testing.T) {
 			var mine []Conn
 			it := s.objs.Conns.Iterate()
 			for it.Next(&sk, &raw) {
+				s.rx.pending(&raw)
 				if c := decodeConn(&raw); c.PID == int32(unix.Getpid()) {
 					mine = append(mine, c)
 				}

@@ -83,9 +83,12 @@ type Sensor struct {
 	stackPID    func(uint64) int32
 	objs        bpfdl.DownloadObjects
 	links       []link.Link
-	scoper      *uprobes.Scoper
-	ownScoper   bool
-	resolver    *uprobes.Set
+	// rx is the receive slots, where a connection's latest receiving
+	// thread counts before its entry in objs.Conns has them.
+	rx        *rxSlots
+	scoper    *uprobes.Scoper
+	ownScoper bool
+	resolver  *uprobes.Set
 	// closedRing reads the closed connections in the runtime's
 	// network poller (probe.Ring): a reader blocked in epoll_wait(2)
 	// holds a thread in a system call, which the runtime's monitor
@@ -203,6 +206,10 @@ func Prepare(shared Options) (*Sensor, error) {
 		if errors.As(err, &verr) {
 			return nil, fmt.Errorf("load network probes (verifier rejected them): %+v", verr)
 		}
+		return nil, fmt.Errorf("load network probes: %w", err)
+	}
+	if s.rx, err = mapRxSlots(s.objs.RxSlots); err != nil {
+		s.objs.Close()
 		return nil, fmt.Errorf("load network probes: %w", err)
 	}
 	return s, nil
@@ -436,6 +443,7 @@ func (s *Sensor) walk(nowMono uint64) error {
 	active := map[int32]bool{} // processes whose downloads moved
 	it := s.objs.Conns.Iterate()
 	for it.Next(&sk, &raw) {
+		s.rx.pending(&raw)
 		if raw.Bytes == 0 {
 			continue
 		}
@@ -449,7 +457,9 @@ func (s *Sensor) walk(nowMono uint64) error {
 			continue
 		}
 		p := s.progress[k]
-		if len(p) > 0 && p[len(p)-1].Bytes == c.Bytes {
+		// Not below the last poll's: a thread's counts that were being
+		// folded into the entry as it was read are in neither.
+		if len(p) > 0 && p[len(p)-1].Bytes >= c.Bytes {
 			continue
 		}
 		if c.Bytes >= minPartBytes && c.downloadShaped() {
@@ -609,6 +619,7 @@ func (s *Sensor) collect() ([]Conn, []Write, error) {
 	var c bpfdl.DownloadConn
 	it := s.objs.Conns.Iterate()
 	for it.Next(&sk, &c) {
+		s.rx.pending(&c)
 		conns = append(conns, decodeConn(&c))
 	}
 	if err := it.Err(); err != nil {
@@ -682,6 +693,9 @@ func (s *Sensor) Close() error {
 			first = fmt.Errorf("detach getaddrinfo probes: %w", err)
 		}
 		s.ownScoper = false
+	}
+	if err := s.rx.close(); err != nil && first == nil {
+		first = fmt.Errorf("unmap the receive slots: %w", err)
 	}
 	s.handles.Close()
 	s.tmpfs.close()

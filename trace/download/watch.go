@@ -161,6 +161,7 @@ func (s *Sensor) receiving(bytes map[uint64]uint64) map[int32]bool {
 	var raw bpfdl.DownloadConn
 	it := s.objs.Conns.Iterate()
 	for it.Next(&sk, &raw) {
+		s.rx.pending(&raw)
 		id := raw.Id
 		live[id] = true
 		// As the polls' walk: a connection that looks like (part of) a
