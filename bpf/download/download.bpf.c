@@ -109,9 +109,9 @@ struct {
  * receives of that thread on it not yet folded into the connection's
  * entry (fold_rx): a thread that goes on receiving on one connection
  * counts here, in an array element, without the hash lookup of its
- * entry. The array is mappable: user space adds the counts it finds
- * here for a connection (the slot named by conn.rx_slot, when it holds
- * that connection) to the entry's. */
+ * entry. User space adds the counts it finds here for a connection (the
+ * slot named by conn.rx_slot, when it holds that connection) to the
+ * entry's. */
 struct rx_slot {
 	__u32 tid;
 	__u32 pad;
@@ -158,7 +158,6 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, MAX_THREADS);
 	__type(key, __u32);
 	__type(value, struct rx_slot);

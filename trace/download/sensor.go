@@ -208,10 +208,7 @@ func Prepare(shared Options) (*Sensor, error) {
 		}
 		return nil, fmt.Errorf("load network probes: %w", err)
 	}
-	if s.rx, err = mapRxSlots(s.objs.RxSlots); err != nil {
-		s.objs.Close()
-		return nil, fmt.Errorf("load network probes: %w", err)
-	}
+	s.rx = &rxSlots{m: s.objs.RxSlots}
 	return s, nil
 }
 
@@ -693,9 +690,6 @@ func (s *Sensor) Close() error {
 			first = fmt.Errorf("detach getaddrinfo probes: %w", err)
 		}
 		s.ownScoper = false
-	}
-	if err := s.rx.close(); err != nil && first == nil {
-		first = fmt.Errorf("unmap the receive slots: %w", err)
 	}
 	s.handles.Close()
 	s.tmpfs.close()
