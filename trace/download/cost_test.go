@@ -162,17 +162,12 @@ func TestPerEventCost(t *testing.T) {
 		check := func() {
 			// An open connection is in the table; only the tracked
 			// thread's counts, with every byte it received.
-			var sk uint64
-			var raw bpfdl.DownloadConn
 			var mine []Conn
-			it := s.objs.Conns.Iterate()
-			for it.Next(&sk, &raw) {
-				s.rx.pending(&raw)
-				if c := decodeConn(&raw); c.PID == int32(unix.Getpid()) {
+			if err := s.eachOpenConn(func(raw *bpfdl.DownloadConn) {
+				if c := decodeConn(raw); c.PID == int32(unix.Getpid()) {
 					mine = append(mine, c)
 				}
-			}
-			if err := it.Err(); err != nil {
+			}); err != nil {
 				t.Fatal(err)
 			}
 			if tracked && (len(mine) != 1 || mine[0].Bytes != n*size || mine[0].Receives != n) {

@@ -96,15 +96,10 @@ func fetch(t *testing.T, c net.Conn, n int) {
 func openConns(t *testing.T, s *Sensor) map[uint16]Conn {
 	t.Helper()
 	byPort := map[uint16]Conn{}
-	var sk uint64
-	var raw bpfdl.DownloadConn
-	it := s.objs.Conns.Iterate()
-	for it.Next(&sk, &raw) {
-		s.rx.pending(&raw)
-		c := decodeConn(&raw)
+	if err := s.eachOpenConn(func(raw *bpfdl.DownloadConn) {
+		c := decodeConn(raw)
 		byPort[c.Peer.Port()] = c
-	}
-	if err := it.Err(); err != nil {
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return byPort

@@ -34,3 +34,17 @@ func (r *rxSlots) pending(c *bpfdl.DownloadConn) {
 	c.LastTs = max(c.LastTs, s.LastTs)
 	c.Sent = max(c.Sent, s.Sent)
 }
+
+// eachOpenConn calls f with every connection still in the table, each
+// with what its latest receiving thread's slot holds for it (pending):
+// how the sensor reads the table.
+func (s *Sensor) eachOpenConn(f func(*bpfdl.DownloadConn)) error {
+	var sk uint64
+	var raw bpfdl.DownloadConn
+	it := s.objs.Conns.Iterate()
+	for it.Next(&sk, &raw) {
+		s.rx.pending(&raw)
+		f(&raw)
+	}
+	return it.Err()
+}

@@ -433,38 +433,34 @@ func (s *Sensor) Poll(nowMono uint64, sample *record.Sample) error {
 // connection, says when a download shows, and names the files downloads
 // write while they are open (tmpfs files' sizes included).
 func (s *Sensor) walk(nowMono uint64) error {
-	var sk uint64
-	var raw bpfdl.DownloadConn
 	seen := false
 	var downloader int32
 	active := map[int32]bool{} // processes whose downloads moved
-	it := s.objs.Conns.Iterate()
-	for it.Next(&sk, &raw) {
-		s.rx.pending(&raw)
+	err := s.eachOpenConn(func(raw *bpfdl.DownloadConn) {
 		if raw.Bytes == 0 {
-			continue
+			return
 		}
-		c := decodeConn(&raw)
+		c := decodeConn(raw)
 		if c.Bytes >= downloadBytes && c.downloadShaped() {
 			seen, downloader = true, c.PID
 		}
 		k := ConnKey{c.Sk, c.ID}
 		if c.Bytes >= MinBytes && !c.IsDownload() {
 			delete(s.progress, k)
-			continue
+			return
 		}
 		p := s.progress[k]
 		// Not below the last poll's: a thread's counts that were being
 		// folded into the entry as it was read are in neither.
 		if len(p) > 0 && p[len(p)-1].Bytes >= c.Bytes {
-			continue
+			return
 		}
 		if c.Bytes >= minPartBytes && c.downloadShaped() {
 			active[c.PID] = true
 		}
 		s.progress[k] = append(p, Progress{TS: nowMono, Bytes: c.Bytes})
-	}
-	if err := it.Err(); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("poll network connections: %w", err)
 	}
 	for pid := range active {
@@ -612,14 +608,7 @@ func (s *Sensor) collect() ([]Conn, []Write, error) {
 	conns := append([]Conn(nil), s.closed...)
 	s.mu.Unlock()
 
-	var sk uint64
-	var c bpfdl.DownloadConn
-	it := s.objs.Conns.Iterate()
-	for it.Next(&sk, &c) {
-		s.rx.pending(&c)
-		conns = append(conns, decodeConn(&c))
-	}
-	if err := it.Err(); err != nil {
+	if err := s.eachOpenConn(func(c *bpfdl.DownloadConn) { conns = append(conns, decodeConn(c)) }); err != nil {
 		return nil, nil, fmt.Errorf("read network connections: %w", err)
 	}
 

@@ -157,21 +157,20 @@ func (s *Sensor) watch() {
 func (s *Sensor) receiving(bytes map[uint64]uint64) map[int32]bool {
 	active := map[int32]bool{}
 	live := make(map[uint64]bool, len(bytes))
-	var sk uint64
-	var raw bpfdl.DownloadConn
-	it := s.objs.Conns.Iterate()
-	for it.Next(&sk, &raw) {
-		s.rx.pending(&raw)
+	err := s.eachOpenConn(func(raw *bpfdl.DownloadConn) {
 		id := raw.Id
 		live[id] = true
 		// As the polls' walk: a connection that looks like (part of) a
 		// download, not chatter, whose bytes moved.
 		if raw.Bytes > bytes[id] && raw.Bytes >= minPartBytes {
-			if c := decodeConn(&raw); c.downloadShaped() {
+			if c := decodeConn(raw); c.downloadShaped() {
 				active[c.PID] = true
 			}
 		}
 		bytes[id] = raw.Bytes
+	})
+	if err != nil {
+		return active // the poll's walk reads the same table and reports it
 	}
 	for id := range bytes {
 		if !live[id] {
