@@ -517,8 +517,9 @@ type SelfCost struct {
 	SwitchOutsUnseen uint64 `json:"switch_outs_unseen,omitempty"`
 	// Python stacks (trace/pystack): walks of a thread's frames, stacks
 	// taken again without a walk (its two innermost frames unchanged,
-	// the innermost with the same first local), and distinct stacks
-	// stored.
+	// the innermost with the same first local; or, that local changed,
+	// every frame's code and instruction unchanged), and distinct
+	// stacks stored.
 	PyWalks     uint64 `json:"python_walks,omitempty"`
 	PyReuses    uint64 `json:"python_reuses,omitempty"`
 	PyNewStacks uint64 `json:"python_new_stacks,omitempty"`

@@ -148,6 +148,10 @@ struct tstate {
 	__u64 py_ts;
 	__u64 py_f0, py_i0, py_f1, py_i1, py_l0;
 	__u64 py_last;
+	/* The last walk's outermost frame within PY_CHAIN_BLOCK bytes
+	 * below the innermost's fields (0: none): where one read of the
+	 * frames for py_same_chain begins. */
+	__u64 py_low;
 	/* Where the kernel refuses task works to tracing programs
 	 * (TF_LAZY_END): the kernel entry the open fill or direct read
 	 * belongs to (bpf/include/files.h: entry_of), and when the thread

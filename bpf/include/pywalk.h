@@ -114,7 +114,8 @@ enum py_count_kind {
 	PY_WALKS = 0,
 	PY_NEW = 1,
 	PY_REUSES = 2, /* stacks reused without a walk (py_stack_reuse) */
-	PY_COUNT_KINDS = 3,
+	PY_CHAIN_REUSES = 3, /* stacks reused after a check of every frame (py_same_chain) */
+	PY_COUNT_KINDS = 4,
 };
 
 /* Bytes read at once from a frame, a code object and a thread state.
@@ -135,6 +136,11 @@ enum py_count_kind {
  * contiguous, the caller's below): from the caller's start to the end of
  * the innermost's fields, up to this many bytes. */
 #define PY_PAIR_BLOCK 1024
+/* The chain comparison reads the frames of one chunk of the thread's
+ * frame stack at once, from the last walk's outermost frame within this
+ * many bytes up to the innermost's fields: a dozen frames of an import
+ * in one read instead of one read each. */
+#define PY_CHAIN_BLOCK 4096
 
 struct py_scratch {
 	__u64 hash;
@@ -144,11 +150,13 @@ struct py_scratch {
 	__u64 f0, f1; /* in this order: py_frame_step indexes them from f0 */
 	__u64 i0, i1;
 	__u64 l0;     /* the innermost's first local */
+	__u64 low;    /* the walk's outermost frame within PY_CHAIN_BLOCK of f0 (tstate.py_low) */
 	/* Blocks read at once (stack space is short under a bpf_loop). */
 	__u8 tsb[PY_TS_BLOCK];
 	__u8 fb[PY_FRAME_BLOCK];
 	__u8 cb[PY_CODE_BLOCK];
 	__u8 pair[PY_PAIR_BLOCK];
+	__u8 chain[PY_CHAIN_BLOCK];
 	struct py_stack st;
 };
 
@@ -390,6 +398,9 @@ static long py_frame_step(__u64 i, struct py_walk_ctx *w)
 		fi[i & 1] = cur;
 		fi[2 + (i & 1)] = ff.instr;
 	}
+	__u64 f0 = w->sc->f0;
+	if (cur <= f0 && f0 + PY_FRAME_BLOCK - cur <= PY_CHAIN_BLOCK && (!w->sc->low || cur < w->sc->low))
+		w->sc->low = cur;
 	if (c->skip_cstack && ff.owner >= PY_OWNED_BY_CSTACK)
 		return 0;
 	__u64 code = ff.code & ~PY_REF_TAG_BITS;
@@ -447,7 +458,7 @@ __noinline int py_walk(__u32 tgid, __u32 tid, __u64 hint)
 		return 0;
 	py_count(PY_LOST_KINDS + PY_WALKS);
 	sc->hash = 0;
-	sc->f0 = sc->i0 = sc->f1 = sc->i1 = sc->l0 = 0;
+	sc->f0 = sc->i0 = sc->f1 = sc->i1 = sc->l0 = sc->low = 0;
 	/* Few locals: this frame lies in the deepest call chains of the
 	 * objects that take stacks, which the verifier holds to 512 bytes. */
 	struct py_walk_ctx w = {.sc = sc, .c = c, .tid = tid};
@@ -536,9 +547,19 @@ static __always_inline __u64 py_stack_here(void)
  * their source in importlib's get_data(self, path) at the same place,
  * each with its own loader as self, while a loop of reads in one call
  * keeps its first argument. */
-static __always_inline bool py_frames_unchanged(struct py_scratch *sc, struct py_conf *c, struct tstate *s)
+/* What py_frames_unchanged finds. */
+enum py_pair_check {
+	PY_CHANGED = 0,
+	PY_SAME = 1,
+	/* The two innermost frames unchanged, the innermost's first local
+	 * not (in sc->l0): the callers may have changed. */
+	PY_SAME_BUT_FIRST_LOCAL = 2,
+};
+
+static __always_inline int py_frames_unchanged(struct py_scratch *sc, struct py_conf *c, struct tstate *s)
 {
 	__u64 f0 = s->py_f0, f1 = s->py_f1;
+	__u64 l0;
 	if (f1 && f1 < f0 && f0 - f1 <= PY_PAIR_BLOCK - PY_FRAME_BLOCK && c->fr_previous <= PY_FRAME_BLOCK - 8 &&
 	    c->fr_instr <= PY_FRAME_BLOCK - 8) {
 		__u32 d = f0 - f1;
@@ -547,16 +568,108 @@ static __always_inline bool py_frames_unchanged(struct py_scratch *sc, struct py
 			if (py_blk64(sc->pair, d + c->fr_previous, PY_PAIR_BLOCK) != f1 ||
 			    py_blk64(sc->pair, d + c->fr_instr, PY_PAIR_BLOCK) != s->py_i0 ||
 			    py_blk64(sc->pair, c->fr_instr, PY_PAIR_BLOCK) != s->py_i1)
-				return false;
+				return PY_CHANGED;
 			if (c->fr_locals <= PY_FRAME_BLOCK - 8)
-				return py_blk64(sc->pair, d + c->fr_locals, PY_PAIR_BLOCK) == s->py_l0;
-			return py_read_ptr(f0 + c->fr_locals) == s->py_l0;
+				l0 = py_blk64(sc->pair, d + c->fr_locals, PY_PAIR_BLOCK);
+			else
+				l0 = py_read_ptr(f0 + c->fr_locals);
+			sc->l0 = l0;
+			return l0 == s->py_l0 ? PY_SAME : PY_SAME_BUT_FIRST_LOCAL;
 		}
 	}
 	struct py_frame_fields ff = {};
 	py_read_frame(sc, c, f0, &ff);
-	return ff.previous == f1 && ff.instr == s->py_i0 && (!f1 || py_read_ptr(f1 + c->fr_instr) == s->py_i1) &&
-	       py_read_ptr(f0 + c->fr_locals) == s->py_l0;
+	if (ff.previous != f1 || ff.instr != s->py_i0 || (f1 && py_read_ptr(f1 + c->fr_instr) != s->py_i1))
+		return PY_CHANGED;
+	l0 = py_read_ptr(f0 + c->fr_locals);
+	sc->l0 = l0;
+	return l0 == s->py_l0 ? PY_SAME : PY_SAME_BUT_FIRST_LOCAL;
+}
+
+/* One raw frame per call of the chain comparison (py_same_chain): the
+ * frame's code and instruction against the next frame of the stored
+ * stack, with the walk's own skips (shims, frames without code). Stops
+ * (1) at the chain's end or at the first difference; ok says which. */
+struct py_chain_ctx {
+	struct py_scratch *sc;
+	struct py_conf *c;
+	struct py_stack *st;
+	__u64 ptr;
+	__u64 base; /* the frames read at once: [base, base + len) in sc->chain */
+	__u32 len;
+	__u32 n;  /* stored frames matched */
+	__u32 ok; /* the chain ended with every stored frame matched */
+};
+
+static long py_chain_step(__u64 i, struct py_chain_ctx *w)
+{
+	__u64 cur = w->ptr;
+	if (!cur) {
+		w->ok = w->n == w->st->total;
+		return 1;
+	}
+	struct py_conf *c = w->c;
+	struct py_frame_fields ff = {};
+	__u64 off = cur - w->base;
+	if (w->len && cur >= w->base && off + PY_FRAME_BLOCK <= w->len && off <= PY_CHAIN_BLOCK - PY_FRAME_BLOCK) {
+		/* py_same_chain checked that the fields lie in the block. */
+		__u8 *b = w->sc->chain + off;
+		ff.previous = py_blk64(b, c->fr_previous, PY_FRAME_BLOCK);
+		ff.code = py_blk64(b, c->fr_code, PY_FRAME_BLOCK);
+		ff.instr = py_blk64(b, c->fr_instr, PY_FRAME_BLOCK);
+		__u32 o = c->fr_owner;
+		ff.owner = o < PY_FRAME_BLOCK ? b[o] : 0;
+	} else {
+		py_read_frame(w->sc, c, cur, &ff);
+	}
+	w->ptr = ff.previous;
+	if (w->c->skip_cstack && ff.owner >= PY_OWNED_BY_CSTACK)
+		return 0;
+	__u64 code = ff.code & ~PY_REF_TAG_BITS;
+	if (!code)
+		return 0;
+	__u32 n = w->n;
+	if (n >= w->st->total || n >= PY_MAX_FRAMES)
+		return 1;
+	struct py_frame *f = &w->st->frames[n & (PY_MAX_FRAMES - 1)];
+	if (f->code != code || f->instr != ff.instr)
+		return 1;
+	w->n = n + 1;
+	return 0;
+}
+
+/* Whether the thread's whole chain of frames, from its innermost f0 out,
+ * runs the same code objects at the same instructions as the stored
+ * stack id: one read per frame, where a walk reads three (the frame,
+ * its code object, its name). The two innermost frames' check says
+ * nothing of the callers when the innermost's first local changed (a
+ * module's import reads its bytecode in importlib's get_data, one
+ * loader a module: every import of a loop came to a whole walk, about
+ * 2 µs of each cold module's insertion); this check finds the loop's
+ * line unchanged, or the walk runs. A frame's code object is compared
+ * by address, as the two innermost frames' check compares instructions:
+ * a code object freed and another made at its address with the same
+ * instruction offset under the same caller would be taken for it, as
+ * it is there. Stacks past PY_MAX_FRAMES (a ring) are walked. */
+static __always_inline bool py_same_chain(struct py_scratch *sc, struct py_conf *c, __u64 f0, __u64 id, __u64 low)
+{
+	struct py_stack *st = bpf_map_lookup_elem(&py_stacks, &id);
+	if (!st || st->truncated || st->total > PY_MAX_FRAMES || st->total == 0)
+		return false;
+	struct py_chain_ctx w = {.sc = sc, .c = c, .st = st, .ptr = f0};
+	/* The frames from the last walk's outermost in reach up to the
+	 * innermost's fields, in one read, where every field the step
+	 * reads lies in a frame's first PY_FRAME_BLOCK bytes; a frame
+	 * outside it (another chunk) is read on its own. */
+	__u64 len = f0 + PY_FRAME_BLOCK - low;
+	if (low && low <= f0 && len <= PY_CHAIN_BLOCK && c->fr_previous <= PY_FRAME_BLOCK - 8 &&
+	    c->fr_code <= PY_FRAME_BLOCK - 8 && c->fr_instr <= PY_FRAME_BLOCK - 8 && c->fr_owner < PY_FRAME_BLOCK &&
+	    !bpf_probe_read_user(sc->chain, len, (void *)low)) {
+		w.base = low;
+		w.len = len;
+	}
+	bpf_loop(PY_MAX_FRAMES * 2, py_chain_step, &w, 0);
+	return w.ok;
 }
 
 /* py_stack_reuse is py_stack_here for a thread whose state s keeps its
@@ -583,10 +696,17 @@ static __always_inline __u64 py_stack_reuse(struct tstate *s)
 	}
 	__u64 hint = s->py_ts;
 	__u64 f0 = 0;
-	if (s->py_last && hint && py_ts_check(sc, c, hint, tid, &f0) && f0 && f0 == s->py_f0 &&
-	    py_frames_unchanged(sc, c, s)) {
-		py_count(PY_LOST_KINDS + PY_REUSES);
-		return s->py_last;
+	if (s->py_last && hint && py_ts_check(sc, c, hint, tid, &f0) && f0 && f0 == s->py_f0) {
+		int same = py_frames_unchanged(sc, c, s);
+		if (same == PY_SAME) {
+			py_count(PY_LOST_KINDS + PY_REUSES);
+			return s->py_last;
+		}
+		if (same == PY_SAME_BUT_FIRST_LOCAL && py_same_chain(sc, c, f0, s->py_last, s->py_low)) {
+			s->py_l0 = sc->l0;
+			py_count(PY_LOST_KINDS + PY_CHAIN_REUSES);
+			return s->py_last;
+		}
 	}
 	s->py_last = 0;
 	if (py_walk(tgid, tid, hint) == 0)
@@ -599,6 +719,7 @@ static __always_inline __u64 py_stack_reuse(struct tstate *s)
 	s->py_f1 = sc->f1;
 	s->py_i1 = sc->i1;
 	s->py_l0 = sc->l0;
+	s->py_low = sc->low;
 	s->py_last = sc->hash;
 	return sc->hash;
 }

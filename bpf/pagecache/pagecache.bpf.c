@@ -464,11 +464,17 @@ static __always_inline __u64 open_fill(struct tstate *s, __u64 start, __u64 now)
 {
 	if (!(s->flags & TF_MISSED)) {
 		s->flags |= TF_MISSED;
+		struct thread *th = slot_thread(s);
+		/* A fault's fill began at its filemap_fault; a switch out and
+		 * back in since then was a wait, not the fill's CPU: the CPU
+		 * part starts no earlier than the thread's switch in (else a
+		 * fill's CPU could exceed its thread's). */
+		if (th && (th->flags & TF_ON_CPU) && start < th->last_ts)
+			start = th->last_ts;
 		s->mark_ts = start;
 		/* A thread without a Python stack gets its leaf native frame
 		 * (on the read path, the C library's wrapper). */
 		s->fill_stack = py_stack_or_leaf();
-		struct thread *th = slot_thread(s);
 		if (th)
 			th->fill_mark = start;
 	}

@@ -138,19 +138,21 @@ type PagecachePyConf struct {
 }
 
 type PagecachePyScratch struct {
-	_    structs.HostLayout
-	Hash uint64
-	Ts   uint64
-	F0   uint64
-	F1   uint64
-	I0   uint64
-	I1   uint64
-	L0   uint64
-	Tsb  [256]uint8
-	Fb   [80]uint8
-	Cb   [160]uint8
-	Pair [1024]uint8
-	St   PagecachePyStack
+	_     structs.HostLayout
+	Hash  uint64
+	Ts    uint64
+	F0    uint64
+	F1    uint64
+	I0    uint64
+	I1    uint64
+	L0    uint64
+	Low   uint64
+	Tsb   [256]uint8
+	Fb    [80]uint8
+	Cb    [160]uint8
+	Pair  [1024]uint8
+	Chain [4096]uint8
+	St    PagecachePyStack
 }
 
 type PagecachePySeenKey struct {
@@ -258,6 +260,7 @@ type PagecacheTstate struct {
 	PyI1      uint64
 	PyL0      uint64
 	PyLast    uint64
+	PyLow     uint64
 	Entry     uint64
 	SeenTs    uint64
 	Nsproxy   uint64

@@ -38,10 +38,11 @@ type PystackPyConf struct {
 type PystackPyCountKind uint32
 
 const (
-	PystackPyCountKindPY_WALKS       PystackPyCountKind = 0
-	PystackPyCountKindPY_NEW         PystackPyCountKind = 1
-	PystackPyCountKindPY_REUSES      PystackPyCountKind = 2
-	PystackPyCountKindPY_COUNT_KINDS PystackPyCountKind = 3
+	PystackPyCountKindPY_WALKS        PystackPyCountKind = 0
+	PystackPyCountKindPY_NEW          PystackPyCountKind = 1
+	PystackPyCountKindPY_REUSES       PystackPyCountKind = 2
+	PystackPyCountKindPY_CHAIN_REUSES PystackPyCountKind = 3
+	PystackPyCountKindPY_COUNT_KINDS  PystackPyCountKind = 4
 )
 
 type PystackPyEvent struct {
@@ -92,19 +93,21 @@ const (
 )
 
 type PystackPyScratch struct {
-	_    structs.HostLayout
-	Hash uint64
-	Ts   uint64
-	F0   uint64
-	F1   uint64
-	I0   uint64
-	I1   uint64
-	L0   uint64
-	Tsb  [256]uint8
-	Fb   [80]uint8
-	Cb   [160]uint8
-	Pair [1024]uint8
-	St   PystackPyStack
+	_     structs.HostLayout
+	Hash  uint64
+	Ts    uint64
+	F0    uint64
+	F1    uint64
+	I0    uint64
+	I1    uint64
+	L0    uint64
+	Low   uint64
+	Tsb   [256]uint8
+	Fb    [80]uint8
+	Cb    [160]uint8
+	Pair  [1024]uint8
+	Chain [4096]uint8
+	St    PystackPyStack
 }
 
 type PystackPyStack struct {
@@ -205,6 +208,7 @@ type PystackTstate struct {
 	PyI1      uint64
 	PyL0      uint64
 	PyLast    uint64
+	PyLow     uint64
 	Entry     uint64
 	SeenTs    uint64
 	Nsproxy   uint64

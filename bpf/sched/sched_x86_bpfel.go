@@ -206,6 +206,7 @@ type SchedTstate struct {
 	PyI1      uint64
 	PyL0      uint64
 	PyLast    uint64
+	PyLow     uint64
 	Entry     uint64
 	SeenTs    uint64
 	Nsproxy   uint64

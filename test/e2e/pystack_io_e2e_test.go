@@ -668,6 +668,83 @@ func TestSiblingImportsCarryTheirOwnLines(t *testing.T) {
 	}
 }
 
+// TestLoopImportsReuseTheLoopsStack: modules imported in a loop from one
+// line read their source through the same frames at the same addresses
+// and instructions, each with its own loader: after the first, each is
+// charged to the loop's line by the check of every frame's code and
+// instruction, without a walk; a loop that alternates between two lines
+// at the same depth is told apart by that check, each module charged to
+// its own line.
+func TestLoopImportsReuseTheLoopsStack(t *testing.T) {
+	testenv.RequireTracing(t)
+	for _, py := range pyInterpreters() {
+		t.Run(py.name, func(t *testing.T) {
+			if py.skip != "" {
+				t.Skip(py.skip)
+			}
+			dir := e2eutil.DiskDir(t)
+			const n = 24
+			mods := make([]string, 2*n)
+			for i := range mods {
+				mods[i] = filepath.Join(dir, fmt.Sprintf("loop_%d.py", i))
+				if err := os.WriteFile(mods[i], []byte(fmt.Sprintf("X = %d\n", i)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				syncFile(t, mods[i])
+				e2eutil.Evict(t, mods[i])
+			}
+			// Line 5: the loop of one line; lines 8 and 10: the loop
+			// that alternates.
+			main := "import importlib, sys, time\n" +
+				"time.sleep(0.6)\n" +
+				"sys.path.insert(0, sys.argv[1])\n" +
+				fmt.Sprintf("for i in range(%d):\n", n) +
+				"    importlib.import_module('loop_%d' % i)\n" +
+				fmt.Sprintf("for i in range(%d, %d):\n", n, 2*n) +
+				"    if i % 2 == 0:\n" +
+				"        importlib.import_module('loop_%d' % i)\n" +
+				"    else:\n" +
+				"        importlib.import_module('loop_%d' % i)\n" +
+				"time.sleep(0.6)\n"
+			script := filepath.Join(dir, "loops.py")
+			if err := os.WriteFile(script, []byte(main), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rec := filepath.Join(t.TempDir(), "rec.json")
+			r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--", py.path, "-B", script, dir)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			got := readRecord(t, rec)
+			for i, m := range mods {
+				f := fileByPath(t, got, m)
+				if f.BytesFromDisk == 0 {
+					t.Errorf("%s was not read from disk (evicted before the run?)", m)
+					continue
+				}
+				line := 5
+				if i >= n {
+					line = 8 + 2*(i%2)
+				}
+				want := fmt.Sprintf("loops.py:%d <module>", line)
+				var site string
+				if len(f.Stacks) > 0 {
+					site = innermostIn(got.StackAt(f.Stacks[0].Stack), "/loops.py")
+				}
+				if site != want {
+					t.Errorf("loop_%d.py charged to %q, want %q", i, site, want)
+				}
+			}
+			// The first loop's modules after its first are taken
+			// again without a walk.
+			t.Logf("%d walks, %d reuses", got.Self.PyWalks, got.Self.PyReuses)
+			if got.Self.PyReuses < n-1 {
+				t.Errorf("%d stacks reused, want at least %d (the one-line loop's imports after its first)", got.Self.PyReuses, n-1)
+			}
+		})
+	}
+}
+
 // innermostIn is stack st's innermost frame in a file named by suffix,
 // as "base:LINE qualname", or "".
 func innermostIn(st *record.PyStack, suffix string) string {

@@ -210,11 +210,13 @@ func (s *Sensor) Counts() (walks, fresh, dropped uint64) {
 }
 
 // Reuses is how many stacks were taken again without a walk
-// (py_stack_reuse).
+// (py_stack_reuse): after the check of the two innermost frames, or of
+// every frame's code and instruction (py_same_chain).
 func (s *Sensor) Reuses() uint64 { return s.reuses() }
 
 func (s *Sensor) reuses() uint64 {
-	return s.perCPU(uint32(bpfpy.PystackPyLostKindPY_LOST_KINDS) + uint32(bpfpy.PystackPyCountKindPY_REUSES))
+	base := uint32(bpfpy.PystackPyLostKindPY_LOST_KINDS)
+	return s.perCPU(base+uint32(bpfpy.PystackPyCountKindPY_REUSES)) + s.perCPU(base+uint32(bpfpy.PystackPyCountKindPY_CHAIN_REUSES))
 }
 
 func (s *Sensor) perCPU(k uint32) uint64 {
