@@ -80,6 +80,10 @@ def many_threads(workdir, paths):
         t.start()
     for t in threads:
         t.join()
+    # Stacks are decoded from the process's memory while it lives: on a
+    # loaded machine the last threads' new stacks could still be queued
+    # when the process exits (the same race as the one at the start).
+    time.sleep(0.5)
 
 
 if __name__ == "__main__":
