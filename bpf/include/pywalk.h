@@ -538,15 +538,6 @@ static __always_inline __u64 py_stack_here(void)
 	return sc ? sc->hash : 0;
 }
 
-/* Whether the thread's innermost frame (s->py_f0, checked current) and
- * its caller are still at the instructions of the last walk, the
- * innermost with the same first local: one read of both when they lie
- * close together, else one read per frame. The local tells apart two
- * calls of one function from one line of one caller, whose frames lie
- * at the same addresses: two modules imported one after the other read
- * their source in importlib's get_data(self, path) at the same place,
- * each with its own loader as self, while a loop of reads in one call
- * keeps its first argument. */
 /* What py_frames_unchanged finds. */
 enum py_pair_check {
 	PY_CHANGED = 0,
@@ -556,6 +547,16 @@ enum py_pair_check {
 	PY_SAME_BUT_FIRST_LOCAL = 2,
 };
 
+/* Whether the thread's innermost frame (s->py_f0, checked current) and
+ * its caller are still at the instructions of the last walk, the
+ * innermost with the same first local: one read of both when they lie
+ * close together, else one read per frame. The local tells apart two
+ * calls of one function from one line of one caller, whose frames lie
+ * at the same addresses: two modules imported one after the other read
+ * their source in importlib's get_data(self, path) at the same place,
+ * each with its own loader as self, while a loop of reads in one call
+ * keeps its first argument. Where only the local differs (read into
+ * sc->l0), py_same_chain decides whether the callers changed. */
 static __always_inline int py_frames_unchanged(struct py_scratch *sc, struct py_conf *c, struct tstate *s)
 {
 	__u64 f0 = s->py_f0, f1 = s->py_f1;
