@@ -623,47 +623,15 @@ func TestSiblingImportsCarryTheirOwnLines(t *testing.T) {
 			}
 			dir := e2eutil.DiskDir(t)
 			const n = 6
+			mods := evictedModules(t, dir, "sib", n)
 			// Time first for coldtrace to locate the interpreter.
 			main := "import sys, time\ntime.sleep(0.6)\nsys.path.insert(0, sys.argv[1])\n"
-			mods := make([]string, n)
 			for i := range mods {
-				mods[i] = filepath.Join(dir, fmt.Sprintf("sib_%d.py", i))
-				if err := os.WriteFile(mods[i], []byte(fmt.Sprintf("X = %d\n", i)), 0o644); err != nil {
-					t.Fatal(err)
-				}
 				main += fmt.Sprintf("import sib_%d\n", i) // line 4 + i
 			}
 			// Time for the last import's stack to be read while it lives.
 			main += "time.sleep(0.6)\n"
-			script := filepath.Join(dir, "sibs.py")
-			if err := os.WriteFile(script, []byte(main), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range mods {
-				syncFile(t, m)
-				e2eutil.Evict(t, m)
-			}
-			rec := filepath.Join(t.TempDir(), "rec.json")
-			r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--", py.path, "-B", script, dir)
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
-			}
-			got := readRecord(t, rec)
-			for i, m := range mods {
-				f := fileByPath(t, got, m)
-				if f.BytesFromDisk == 0 {
-					t.Errorf("%s was not read from disk (evicted before the run?)", m)
-					continue
-				}
-				want := fmt.Sprintf("sibs.py:%d <module>", 4+i)
-				var site string
-				if len(f.Stacks) > 0 {
-					site = innermostIn(got.StackAt(f.Stacks[0].Stack), "/sibs.py")
-				}
-				if site != want {
-					t.Errorf("sib_%d.py charged to %q, want %q", i, site, want)
-				}
-			}
+			importSites(t, py, dir, "sibs.py", main, mods, func(i int) int { return 4 + i })
 		})
 	}
 }
@@ -684,15 +652,7 @@ func TestLoopImportsReuseTheLoopsStack(t *testing.T) {
 			}
 			dir := e2eutil.DiskDir(t)
 			const n = 24
-			mods := make([]string, 2*n)
-			for i := range mods {
-				mods[i] = filepath.Join(dir, fmt.Sprintf("loop_%d.py", i))
-				if err := os.WriteFile(mods[i], []byte(fmt.Sprintf("X = %d\n", i)), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				syncFile(t, mods[i])
-				e2eutil.Evict(t, mods[i])
-			}
+			mods := evictedModules(t, dir, "loop", 2*n)
 			// Line 5: the loop of one line; lines 8 and 10: the loop
 			// that alternates.
 			main := "import importlib, sys, time\n" +
@@ -706,35 +666,12 @@ func TestLoopImportsReuseTheLoopsStack(t *testing.T) {
 				"    else:\n" +
 				"        importlib.import_module('loop_%d' % i)\n" +
 				"time.sleep(0.6)\n"
-			script := filepath.Join(dir, "loops.py")
-			if err := os.WriteFile(script, []byte(main), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			rec := filepath.Join(t.TempDir(), "rec.json")
-			r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--", py.path, "-B", script, dir)
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
-			}
-			got := readRecord(t, rec)
-			for i, m := range mods {
-				f := fileByPath(t, got, m)
-				if f.BytesFromDisk == 0 {
-					t.Errorf("%s was not read from disk (evicted before the run?)", m)
-					continue
+			got := importSites(t, py, dir, "loops.py", main, mods, func(i int) int {
+				if i < n {
+					return 5
 				}
-				line := 5
-				if i >= n {
-					line = 8 + 2*(i%2)
-				}
-				want := fmt.Sprintf("loops.py:%d <module>", line)
-				var site string
-				if len(f.Stacks) > 0 {
-					site = innermostIn(got.StackAt(f.Stacks[0].Stack), "/loops.py")
-				}
-				if site != want {
-					t.Errorf("loop_%d.py charged to %q, want %q", i, site, want)
-				}
-			}
+				return 8 + 2*(i%2)
+			})
 			// The first loop's modules after its first are taken
 			// again without a walk.
 			t.Logf("%d walks, %d reuses", got.Self.PyWalks, got.Self.PyReuses)
@@ -743,6 +680,56 @@ func TestLoopImportsReuseTheLoopsStack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// evictedModules writes n single-line modules PREFIX_I.py into dir and
+// evicts them.
+func evictedModules(t *testing.T, dir, prefix string, n int) []string {
+	t.Helper()
+	mods := make([]string, n)
+	for i := range mods {
+		mods[i] = filepath.Join(dir, fmt.Sprintf("%s_%d.py", prefix, i))
+		if err := os.WriteFile(mods[i], []byte(fmt.Sprintf("X = %d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		syncFile(t, mods[i])
+		e2eutil.Evict(t, mods[i])
+	}
+	return mods
+}
+
+// importSites traces script name (text main, run with dir as its
+// argument and no bytecode written) under py and checks that every
+// module of mods was read from disk and charged to the script's line
+// line(i) as its innermost frame there; it returns the record.
+func importSites(t *testing.T, py pyInterpreter, dir, name, main string, mods []string, line func(i int) int) *record.Record {
+	t.Helper()
+	script := filepath.Join(dir, name)
+	if err := os.WriteFile(script, []byte(main), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(t.TempDir(), "rec.json")
+	r := runCT(t, ctOptions{}, "run", "-q", "-o", rec, "--", py.path, "-B", script, dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	got := readRecord(t, rec)
+	for i, m := range mods {
+		f := fileByPath(t, got, m)
+		if f.BytesFromDisk == 0 {
+			t.Errorf("%s was not read from disk (evicted before the run?)", m)
+			continue
+		}
+		want := fmt.Sprintf("%s:%d <module>", name, line(i))
+		var site string
+		if len(f.Stacks) > 0 {
+			site = innermostIn(got.StackAt(f.Stacks[0].Stack), "/"+name)
+		}
+		if site != want {
+			t.Errorf("%s charged to %q, want %q", filepath.Base(m), site, want)
+		}
+	}
+	return got
 }
 
 // innermostIn is stack st's innermost frame in a file named by suffix,
