@@ -330,6 +330,16 @@ struct py_frame_fields {
 	__u8 owner;
 };
 
+/* A frame's fields from b, its first PY_FRAME_BLOCK bytes as read. */
+static __always_inline void py_frame_from(__u8 *b, struct py_conf *c, struct py_frame_fields *f)
+{
+	f->previous = py_blk64(b, c->fr_previous, PY_FRAME_BLOCK);
+	f->code = py_blk64(b, c->fr_code, PY_FRAME_BLOCK);
+	f->instr = py_blk64(b, c->fr_instr, PY_FRAME_BLOCK);
+	__u32 o = c->fr_owner;
+	f->owner = o < PY_FRAME_BLOCK ? b[o] : 0;
+}
+
 __noinline int py_read_frame(struct py_scratch *sc, struct py_conf *c, __u64 cur, struct py_frame_fields *f)
 {
 	if (!sc || !c || !f)
@@ -338,11 +348,7 @@ __noinline int py_read_frame(struct py_scratch *sc, struct py_conf *c, __u64 cur
 	if (c->fr_previous <= PY_FRAME_BLOCK - 8 && c->fr_code <= PY_FRAME_BLOCK - 8 &&
 	    c->fr_instr <= PY_FRAME_BLOCK - 8 && c->fr_owner < PY_FRAME_BLOCK &&
 	    !bpf_probe_read_user(b, PY_FRAME_BLOCK, (void *)cur)) {
-		f->previous = py_blk64(b, c->fr_previous, PY_FRAME_BLOCK);
-		f->code = py_blk64(b, c->fr_code, PY_FRAME_BLOCK);
-		f->instr = py_blk64(b, c->fr_instr, PY_FRAME_BLOCK);
-		__u32 o = c->fr_owner;
-		f->owner = o < PY_FRAME_BLOCK ? b[o] : 0;
+		py_frame_from(b, c, f);
 		return 0;
 	}
 	f->previous = py_read_ptr(cur + c->fr_previous);
@@ -614,12 +620,7 @@ static long py_chain_step(__u64 i, struct py_chain_ctx *w)
 	__u64 off = cur - w->base;
 	if (w->len && cur >= w->base && off + PY_FRAME_BLOCK <= w->len && off <= PY_CHAIN_BLOCK - PY_FRAME_BLOCK) {
 		/* py_same_chain checked that the fields lie in the block. */
-		__u8 *b = w->sc->chain + off;
-		ff.previous = py_blk64(b, c->fr_previous, PY_FRAME_BLOCK);
-		ff.code = py_blk64(b, c->fr_code, PY_FRAME_BLOCK);
-		ff.instr = py_blk64(b, c->fr_instr, PY_FRAME_BLOCK);
-		__u32 o = c->fr_owner;
-		ff.owner = o < PY_FRAME_BLOCK ? b[o] : 0;
+		py_frame_from(w->sc->chain + off, c, &ff);
 	} else {
 		py_read_frame(w->sc, c, cur, &ff);
 	}
