@@ -28,6 +28,10 @@ type PyFrame struct {
 	// (not Python, or an interpreter whose layout is not known): File is
 	// the mapped ELF file, Func its function or "module+0xOFFSET", no Line.
 	Native bool `json:"native,omitempty"`
+	// Symbol is a native frame's function as the ELF file names it, where
+	// that is a C++ or Rust linkage name and Func its demangled form
+	// (without parameters or template arguments); empty otherwise.
+	Symbol string `json:"symbol,omitempty"`
 }
 
 // GapFunc names the frame that stands for a deep stack's omitted frames.

@@ -99,9 +99,10 @@ func (b *builder) segments(r *record.Record) {
 
 // frame is one stack frame: a pprof Function and its Location.
 type frame struct {
-	name string
-	file string // Function.Filename, for file subjects and Python frames
-	line int64  // Line.Line, for Python frames
+	name   string
+	file   string // Function.Filename, for file subjects and Python frames
+	line   int64  // Line.Line, for Python frames
+	system string // Function.SystemName where it differs from name: a native frame's linkage name
 }
 
 // subject is one piece of evidence under a category.
@@ -171,10 +172,14 @@ func (b *builder) location(fr frame) *profile.Location {
 		return l
 	}
 	// One Function per name and file, one Location per line of it.
-	fk := frame{name: fr.name, file: fr.file}
+	fk := frame{name: fr.name, file: fr.file, system: fr.system}
 	f := b.funcs[fk]
 	if f == nil {
-		f = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fr.name, SystemName: fr.name, Filename: fr.file}
+		system := fr.system
+		if system == "" {
+			system = fr.name
+		}
+		f = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fr.name, SystemName: system, Filename: fr.file}
 		b.funcs[fk] = f
 		b.p.Function = append(b.p.Function, f)
 	}

@@ -25,7 +25,7 @@ func pythonFrames(r *record.Record) map[int32][]frame {
 		fr := make([]frame, 0, len(st.Frames))
 		for j := len(st.Frames) - 1; j >= 0; j-- {
 			f := st.Frames[j]
-			fr = append(fr, frame{name: pythonName(f), file: format.Escape(f.File), line: int64(f.Line)})
+			fr = append(fr, frame{name: pythonName(f), file: format.Escape(f.File), line: int64(f.Line), system: format.Escape(f.Symbol)})
 		}
 		out[p.PID] = fr
 	}
@@ -51,7 +51,7 @@ func (b *builder) stackParts(stack []frame, labels map[string]string, s subject)
 		fr := append(append([]frame(nil), stack...), frame{name: format.ProcessLabel(sh.PID, b.procs.name(sh.PID))})
 		for j := len(st.Frames) - 1; j >= 0; j-- {
 			f := st.Frames[j]
-			fr = append(fr, frame{name: pythonName(f), file: format.Escape(f.File), line: int64(f.Line)})
+			fr = append(fr, frame{name: pythonName(f), file: format.Escape(f.File), line: int64(f.Line), system: format.Escape(f.Symbol)})
 		}
 		l := mergeLabels(labels, map[string]string{"comm": b.procs.name(sh.PID)})
 		b.add(fr, l, sh.PID, w, by)

@@ -97,6 +97,28 @@ func TestNativeLeafNamedBySymbol(t *testing.T) {
 	}
 }
 
+// TestDemangledNativeLeafKeepsItsLinkageName: a C++ leaf shows under its
+// demangled name; its Function's system name is the ELF's linkage name,
+// and two functions of one demangled name (overloads) stay two.
+func TestDemangledNativeLeafKeepsItsLinkageName(t *testing.T) {
+	bin := "/opt/app/spawner"
+	r := &record.Record{
+		Processes: []record.Process{{PID: 10, Comm: "spawner", Stack: 1}, {PID: 11, Comm: "spawner", Stack: 2}},
+		Stacks: []record.PyStack{
+			{Frames: []record.PyFrame{{File: bin, Func: "loader::spawn", Symbol: "_ZN6loader5spawnEv", Native: true}}},
+			{Frames: []record.PyFrame{{File: bin, Func: "loader::spawn", Symbol: "_ZN6loader5spawnEi", Native: true}}},
+		},
+	}
+	b := newBuilder(r, &attribution.Result{})
+	f10, f11 := b.location(b.pyFrames[10][0]).Line[0].Function, b.location(b.pyFrames[11][0]).Line[0].Function
+	if f10.Name != "loader::spawn" || f10.SystemName != "_ZN6loader5spawnEv" || f10.Filename != bin {
+		t.Errorf("function %+v, want loader::spawn (system name _ZN6loader5spawnEv) in %s", f10, bin)
+	}
+	if f10 == f11 || f11.SystemName != "_ZN6loader5spawnEi" {
+		t.Errorf("the two overloads' functions: %+v and %+v, want two", f10, f11)
+	}
+}
+
 // TestInProcessCompileStacksHangUnderTheCache: an in-process compile of
 // a cache charged to its windows' stacks hangs under category → cache →
 // process → the stack's frames, in proportion to the windows' time.

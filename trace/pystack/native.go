@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
+
+	"github.com/ianlancetaylor/demangle"
 
 	"github.com/coldtrace/coldtrace/internal/procmaps"
 	"github.com/coldtrace/coldtrace/record"
@@ -95,11 +98,31 @@ func (s *Sensor) nativeFrame(pid int, ip uint64) (record.PyFrame, *lazyFrame) {
 			return f, &lazyFrame{module: id, vaddr: vaddr}
 		}
 		if name, ok := symbolAt(syms, vaddr); ok {
-			f.Func = name
+			f.Func, f.Symbol = nativeName(name)
 		}
 		return f, nil
 	}
 	return record.PyFrame{Func: unknownFunc, Native: true}, nil
+}
+
+// maxMangled bounds the linkage names demangled: a name is the ELF
+// file's own text, and a longer one is kept as it is.
+const maxMangled = 4096
+
+// nativeName is how a native frame names function symbol sym: a C++ or
+// Rust linkage name (_Z…, _R…) demangled the way pprof shows names by
+// default, without parameters or template arguments (a libtorch
+// kernel's full name runs to hundreds of characters), with sym kept as
+// linkage; any other name, or one that does not demangle, as it is.
+func nativeName(sym string) (name, linkage string) {
+	if len(sym) > maxMangled || !(strings.HasPrefix(sym, "_Z") || strings.HasPrefix(sym, "_R")) {
+		return sym, ""
+	}
+	d := demangle.Filter(sym, demangle.NoParams, demangle.NoEnclosingParams, demangle.NoTemplateParams)
+	if d == "" || d == sym {
+		return sym, ""
+	}
+	return d, sym
 }
 
 // symbolAt is the function whose [start, start+size) holds vaddr: a
@@ -162,7 +185,8 @@ func (s *Sensor) nameLazyFrames() {
 	}
 	for _, lf := range s.lazy {
 		if name, ok := symbolAt(s.modules[lf.module], lf.vaddr); ok && lf.stack < len(s.stacks) {
-			s.stacks[lf.stack].Frames[0].Func = name
+			fr := &s.stacks[lf.stack].Frames[0]
+			fr.Func, fr.Symbol = nativeName(name)
 		}
 	}
 	s.lazy = nil

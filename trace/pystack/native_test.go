@@ -115,6 +115,52 @@ int main(void) {
 	}
 }
 
+// TestNativeLeafInCxxIsDemangled: a C++ program whose function template
+// in a namespace makes the fork system call itself gets, for its child,
+// that function as its leaf, named as C++ names it (loader::spawn, no
+// template arguments), its linkage name kept as the frame's symbol.
+func TestNativeLeafInCxxIsDemangled(t *testing.T) {
+	testenv.RequireTracing(t)
+	cxx, err := exec.LookPath("c++")
+	if err != nil {
+		t.Skip("no C++ compiler (c++) to build the workload")
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "spawner.cc"), filepath.Join(dir, "spawner")
+	if err := os.WriteFile(src, []byte(`#include <unistd.h>
+#include <sys/wait.h>
+namespace loader {
+template <int N> __attribute__((noinline)) long spawn() {
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(57L) : "rcx", "r11", "memory");
+	return r + N - N;
+}
+}
+int main() {
+	if (loader::spawn<3>() == 0) {
+		usleep(100000); /* the parent lives on while its leaf is read */
+		_exit(0);
+	}
+	wait(0);
+	return 0;
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cxx, "-O1", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("c++ spawner: %v\n%s", err, out)
+	}
+	sc, s := loadSensors(t)
+	leaves := nativeLeaves(traceArgv(t, sc, s, []string{bin}))
+	if len(leaves) != 1 {
+		t.Fatalf("native leaves %+v, want one (the child's)", leaves)
+	}
+	f := leaves[0]
+	if f.File != bin || f.Func != "loader::spawn" || f.Symbol != "_ZN6loader5spawnILi3EEElv" || f.Line != 0 {
+		t.Errorf("leaf %+v, want loader::spawn (linkage _ZN6loader5spawnILi3EEElv) in %s", f, bin)
+	}
+}
+
 // TestUnsupportedPythonGetsNativeLeafAndNote: Python 3.10 has no known
 // frame layout: its compiler gets the native leaf (no guessed Python
 // frames), and the record's notes say why.

@@ -154,7 +154,7 @@ func frameOrder(total, slots int) []int {
 func stackKey(st record.PyStack) string {
 	var b strings.Builder
 	for _, f := range st.Frames {
-		fmt.Fprintf(&b, "%s\x00%d\x00%s\x00", f.File, f.Line, f.Func)
+		fmt.Fprintf(&b, "%s\x00%d\x00%s\x00%s\x00", f.File, f.Line, f.Func, f.Symbol)
 	}
 	fmt.Fprintf(&b, "%d/%t", st.Omitted, st.Truncated)
 	return b.String()
