@@ -24,8 +24,7 @@ func pythonFrames(r *record.Record) map[int32][]frame {
 		}
 		fr := make([]frame, 0, len(st.Frames))
 		for j := len(st.Frames) - 1; j >= 0; j-- {
-			f := st.Frames[j]
-			fr = append(fr, frame{name: pythonName(f), file: format.Escape(f.File), line: int64(f.Line), system: format.Escape(f.Symbol)})
+			fr = append(fr, stackFrame(st.Frames[j]))
 		}
 		out[p.PID] = fr
 	}
@@ -50,8 +49,7 @@ func (b *builder) stackParts(stack []frame, labels map[string]string, s subject)
 		}
 		fr := append(append([]frame(nil), stack...), frame{name: format.ProcessLabel(sh.PID, b.procs.name(sh.PID))})
 		for j := len(st.Frames) - 1; j >= 0; j-- {
-			f := st.Frames[j]
-			fr = append(fr, frame{name: pythonName(f), file: format.Escape(f.File), line: int64(f.Line), system: format.Escape(f.Symbol)})
+			fr = append(fr, stackFrame(st.Frames[j]))
 		}
 		l := mergeLabels(labels, map[string]string{"comm": b.procs.name(sh.PID)})
 		b.add(fr, l, sh.PID, w, by)
@@ -59,6 +57,11 @@ func (b *builder) stackParts(stack []frame, labels map[string]string, s subject)
 		bytes -= by
 	}
 	return ns, bytes
+}
+
+// stackFrame is a recorded stack's frame as a profile frame.
+func stackFrame(f record.PyFrame) frame {
+	return frame{name: pythonName(f), file: format.Escape(f.File), line: int64(f.Line), system: format.Escape(f.Symbol)}
 }
 
 func pythonName(f record.PyFrame) string {
